@@ -1,0 +1,86 @@
+// A persistent JavaScript/TypeScript kernel inside a sandbox. The supervisor writes one JSON
+// request per line on fd 3 ({code, timeout_ms, env, async}); the kernel runs it in its own global
+// scope (so globals persist between runs) and answers {error, exec_ms} on the same fd. The code
+// arrives already transformed by the service (types stripped, top-level await wrapped).
+"use strict";
+const net = require("node:net");
+const vm = require("node:vm");
+const { createRequire } = require("node:module");
+
+process.chdir("/home/user");
+globalThis.require = createRequire("/home/user/");
+globalThis.module = { exports: {} };
+globalThis.exports = globalThis.module.exports;
+globalThis.__filename = "/home/user/cell.js";
+globalThis.__dirname = "/home/user";
+
+function reportLate(err) {
+  process.stderr.write(`${describeStack(err)}\n`);
+}
+process.on("uncaughtException", (err) => reportLate(err));
+process.on("unhandledRejection", (err) => reportLate(err));
+
+function describeStack(err) {
+  if (err instanceof Error) {
+    // Keep the user's frames; the kernel's own frames are noise to them.
+    const lines = String(err.stack || `${err.name}: ${err.message}`).split("\n");
+    return lines.filter((l) => !/^\s+at .*(node:vm|node:internal|\/opt\/agentbox\/)/.test(l)).join("\n");
+  }
+  return `Uncaught ${safeString(err)}`;
+}
+
+function describe(err) {
+  if (err instanceof Error) {
+    const first = String(err.message).split("\n")[0];
+    return first ? `${err.name}: ${first}` : err.name;
+  }
+  return `Uncaught ${safeString(err)}`;
+}
+
+function safeString(v) {
+  try {
+    return String(v);
+  } catch {
+    return typeof v;
+  }
+}
+
+async function runOne(req) {
+  const started = process.hrtime.bigint();
+  const savedEnv = req.env && Object.keys(req.env).length ? { ...process.env } : null;
+  if (savedEnv) Object.assign(process.env, req.env);
+  let error = null;
+  try {
+    const script = new vm.Script(req.code, { filename: "cell.js" });
+    const value = script.runInThisContext({ timeout: req.timeout_ms, breakOnSigint: true, displayErrors: false });
+    if (req.async) await value;
+  } catch (err) {
+    process.stderr.write(`${describeStack(err)}\n`);
+    error = describe(err);
+  }
+  if (savedEnv) {
+    for (const k of Object.keys(process.env)) if (!(k in savedEnv)) delete process.env[k];
+    Object.assign(process.env, savedEnv);
+  }
+  return { error, exec_ms: Number((process.hrtime.bigint() - started) / 1000000n) };
+}
+
+const ctl = new net.Socket({ fd: 3, readable: true, writable: true });
+let buffered = "";
+let queue = Promise.resolve();
+ctl.setEncoding("utf8");
+ctl.on("data", (chunk) => {
+  buffered += chunk;
+  let nl = buffered.indexOf("\n");
+  while (nl >= 0) {
+    const line = buffered.slice(0, nl);
+    buffered = buffered.slice(nl + 1);
+    const req = JSON.parse(line);
+    queue = queue.then(async () => {
+      const reply = await runOne(req);
+      ctl.write(`${JSON.stringify(reply)}\n`);
+    });
+    nl = buffered.indexOf("\n");
+  }
+});
+ctl.on("end", () => process.exit(0));

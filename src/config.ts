@@ -1,0 +1,97 @@
+// Configuration: every setting the service reads from the environment, with its default, in one place.
+import os from "node:os";
+import path from "node:path";
+
+function num(name: string, fallback: number): number {
+  const raw = process.env[name];
+  if (raw === undefined || raw === "") return fallback;
+  const value = Number(raw);
+  if (!Number.isFinite(value) || value < 0) throw new Error(`${name} must be a non-negative number, got '${raw}'`);
+  return value;
+}
+
+function bool(name: string, fallback: boolean): boolean {
+  const raw = process.env[name];
+  if (raw === undefined || raw === "") return fallback;
+  return ["1", "true", "yes", "on"].includes(raw.toLowerCase());
+}
+
+export interface Limits {
+  /** Memory cap of one sandbox (all its processes and its tmpfs files), MiB. */
+  memoryMb: number;
+  /** Processes and threads one sandbox may hold at once. */
+  pids: number;
+  /** CPU cores one sandbox may use. */
+  cpus: number;
+  /** Size of the sandbox's /home/user, MiB. */
+  diskMb: number;
+  /** Size of the sandbox's /tmp, MiB. */
+  tmpMb: number;
+  /** Captured bytes per stream per run; past it output is cut and the run stopped. */
+  outputBytes: number;
+}
+
+export interface Config {
+  host: string;
+  port: number;
+  dataDir: string;
+  bootstrapApiKey: string | undefined;
+  logLevel: string;
+  limits: Limits;
+  defaultSandboxTimeoutS: number;
+  maxSandboxTimeoutS: number;
+  defaultRunTimeoutS: number;
+  maxRunTimeoutS: number;
+  maxCodeBytes: number;
+  bodyLimitBytes: number;
+  maxUploadBytes: number;
+  warmPool: number;
+  maxSandboxes: number;
+  maxSandboxesPerTenant: number;
+  maxConcurrentRuns: number;
+  maxContextsPerSandbox: number;
+  rateLimitPerMinute: number;
+  maxConcurrentRunsPerKey: number;
+  mountRootAliases: boolean;
+  providersFile: string | undefined;
+  reaperIntervalMs: number;
+}
+
+export function loadConfig(): Config {
+  const memMb = os.totalmem() / 2 ** 20;
+  const cores = os.availableParallelism();
+  const limits: Limits = {
+    memoryMb: num("AGENTBOX_SANDBOX_MEMORY_MB", 1024),
+    pids: num("AGENTBOX_SANDBOX_PIDS", 256),
+    cpus: num("AGENTBOX_SANDBOX_CPUS", 1),
+    diskMb: num("AGENTBOX_SANDBOX_DISK_MB", 1024),
+    tmpMb: num("AGENTBOX_SANDBOX_TMP_MB", 256),
+    outputBytes: num("AGENTBOX_OUTPUT_LIMIT_BYTES", 10 * 2 ** 20),
+  };
+  return {
+    host: process.env.AGENTBOX_HOST || "127.0.0.1",
+    port: num("AGENTBOX_PORT", 8080),
+    dataDir: path.resolve(process.env.AGENTBOX_DATA_DIR || "./data"),
+    bootstrapApiKey: process.env.AGENTBOX_API_KEY || undefined,
+    logLevel: process.env.AGENTBOX_LOG_LEVEL || "info",
+    limits,
+    defaultSandboxTimeoutS: num("AGENTBOX_SANDBOX_TIMEOUT_S", 300),
+    maxSandboxTimeoutS: num("AGENTBOX_MAX_SANDBOX_TIMEOUT_S", 24 * 3600),
+    defaultRunTimeoutS: 30,
+    maxRunTimeoutS: num("AGENTBOX_MAX_RUN_TIMEOUT_S", 600),
+    maxCodeBytes: num("AGENTBOX_MAX_CODE_BYTES", 2 ** 20),
+    bodyLimitBytes: num("AGENTBOX_BODY_LIMIT_BYTES", 8 * 2 ** 20),
+    maxUploadBytes: num("AGENTBOX_MAX_UPLOAD_BYTES", 100 * 2 ** 20),
+    warmPool: num("AGENTBOX_WARM_POOL", 4),
+    // Idle sandboxes cost ~15 MiB; leave half the machine for what runs inside them.
+    maxSandboxes: num("AGENTBOX_MAX_SANDBOXES", Math.max(8, Math.floor(memMb / 2 / 16))),
+    maxSandboxesPerTenant: num("AGENTBOX_MAX_SANDBOXES_PER_TENANT", 200),
+    maxConcurrentRuns: num("AGENTBOX_MAX_CONCURRENT_RUNS", Math.max(8, cores * 32)),
+    maxContextsPerSandbox: num("AGENTBOX_MAX_CONTEXTS_PER_SANDBOX", 16),
+    rateLimitPerMinute: num("AGENTBOX_RATE_LIMIT_PER_MINUTE", 6000),
+    maxConcurrentRunsPerKey: num("AGENTBOX_MAX_CONCURRENT_RUNS_PER_KEY", 64),
+    mountRootAliases: bool("AGENTBOX_ROOT_ALIASES", false),
+    providersFile: process.env.AGENTBOX_PROVIDERS_FILE || undefined,
+    reaperIntervalMs: num("AGENTBOX_REAPER_INTERVAL_MS", 1000),
+  };
+}

@@ -1,0 +1,40 @@
+// Errors: every failure the API reports is an ApiError with a code from this one table, which fixes
+// its HTTP status. The error handler in src/api/error-handler.ts turns it into the envelope.
+
+const STATUS = {
+  invalid_request: 400,
+  invalid_state: 400,
+  unauthorized: 401,
+  sandbox_not_found: 404,
+  context_not_found: 404,
+  file_not_found: 404,
+  template_not_found: 404,
+  model_not_found: 404,
+  not_found: 404,
+  payload_too_large: 413,
+  rate_limited: 429,
+  quota_exceeded: 429,
+  internal_error: 500,
+  upstream_error: 502,
+  at_capacity: 503,
+  upstream_unavailable: 503,
+  upstream_timeout: 504,
+} as const;
+
+export type ErrorCode = keyof typeof STATUS;
+
+export class ApiError extends Error {
+  readonly status: number;
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    /** Seconds a client should wait before retrying (429, 503). */
+    readonly retryAfterS?: number,
+  ) {
+    super(message);
+    this.status = STATUS[code];
+  }
+}
+
+export const sandboxNotFound = (id: string) => new ApiError("sandbox_not_found", `Sandbox '${id}' was not found`);
+export const invalid = (message: string) => new ApiError("invalid_request", message);

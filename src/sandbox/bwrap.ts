@@ -1,0 +1,87 @@
+// How one sandbox is started: the bubblewrap command line (namespaces, read-only system view,
+// private /home/user and /tmp, no capabilities, seccomp, empty environment), the launcher that
+// joins the sandbox's cgroup before exec'ing bwrap, and the files the sandbox gets read-only.
+import fs from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+
+const RUNTIME_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../runtime");
+const RUNTIME_DIR_FALLBACK = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../../runtime");
+
+export const SANDBOX_UID = 1000;
+export const SANDBOX_HOME = "/home/user";
+
+/** Joins each cgroup given before `--`, drops core dumps, then becomes bwrap. Runs as the sandbox's host uid. */
+export const LAUNCHER = `
+while [ "$#" -gt 0 ] && [ "$1" != "--" ]; do echo $$ > "$1" || exit 125; shift; done; shift
+ulimit -c 0
+ulimit -n 4096
+exec "$@"
+`;
+
+function runtimeFile(name: string): Buffer {
+  for (const dir of [RUNTIME_DIR, RUNTIME_DIR_FALLBACK]) {
+    const file = path.join(dir, name);
+    if (fs.existsSync(file)) return fs.readFileSync(file);
+  }
+  throw new Error(`runtime file ${name} not found`);
+}
+
+/** Files placed read-only into every sandbox, each passed to bwrap on its own descriptor. */
+export function sandboxFiles(): { dest: string; data: Buffer }[] {
+  return [
+    { dest: "/opt/agentbox/supervisor.py", data: runtimeFile("supervisor.py") },
+    { dest: "/opt/agentbox/node_kernel.js", data: runtimeFile("node_kernel.js") },
+    { dest: "/etc/passwd", data: Buffer.from("root:x:0:0:root:/root:/usr/sbin/nologin\nuser:x:1000:1000:sandbox user:/home/user:/bin/bash\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n") },
+    { dest: "/etc/group", data: Buffer.from("root:x:0:\nuser:x:1000:\nnogroup:x:65534:\n") },
+    { dest: "/etc/hosts", data: Buffer.from("127.0.0.1 localhost sandbox\n::1 localhost ip6-localhost\n") },
+    { dest: "/etc/hostname", data: Buffer.from("sandbox\n") },
+  ];
+}
+
+export interface BwrapPlan {
+  /** bwrap options, NUL-separated, for the --args descriptor. */
+  args: Buffer;
+  /** fd number -> bytes to write into it (seccomp program, args, files). */
+  fds: Map<number, Buffer>;
+  argv: string[];
+}
+
+const FIRST_FILE_FD = 5;
+
+export function planBwrap(workspace: string, tmpMb: number, seccomp: Buffer): BwrapPlan {
+  const files = sandboxFiles();
+  const opts = [
+    "--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent", "--new-session",
+    "--uid", String(SANDBOX_UID), "--gid", String(SANDBOX_UID), "--hostname", "sandbox",
+    "--ro-bind", "/usr", "/usr",
+    "--tmpfs", "/usr/local", "--remount-ro", "/usr/local",
+    "--symlink", "usr/bin", "/bin", "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64",
+    "--symlink", "usr/sbin", "/sbin",
+    "--dir", "/etc",
+    "--ro-bind", "/etc/ld.so.cache", "/etc/ld.so.cache",
+    "--ro-bind-try", "/etc/alternatives", "/etc/alternatives",
+    "--ro-bind-try", "/etc/localtime", "/etc/localtime",
+    "--ro-bind-try", "/etc/mime.types", "/etc/mime.types",
+    "--proc", "/proc", "--dev", "/dev",
+    "--size", String(tmpMb * 2 ** 20), "--tmpfs", "/tmp",
+    "--bind", workspace, SANDBOX_HOME,
+    "--chdir", SANDBOX_HOME,
+    "--cap-drop", "ALL", "--clearenv",
+    "--setenv", "PATH", "/usr/bin:/bin", "--setenv", "HOME", SANDBOX_HOME,
+    "--setenv", "LANG", "C.UTF-8", "--setenv", "TMPDIR", "/tmp",
+    "--seccomp", "3",
+  ];
+  const fds = new Map<number, Buffer>([[3, seccomp]]);
+  files.forEach((f, i) => {
+    opts.push("--ro-bind-data", String(FIRST_FILE_FD + i), f.dest);
+    fds.set(FIRST_FILE_FD + i, f.data);
+  });
+  const args = Buffer.from(`${opts.join("\0")}\0`);
+  fds.set(4, args);
+  return {
+    args,
+    fds,
+    argv: ["/usr/bin/bwrap", "--args", "4", "--", "/usr/bin/python3", "-I", "/opt/agentbox/supervisor.py"],
+  };
+}

@@ -1,0 +1,130 @@
+// Sandbox records: what a sandbox is (owner, template, limits, life span, status), kept so that a
+// restart of the service can re-adopt or cleanly end every sandbox.
+import type { Db } from "./db.js";
+
+export type SandboxStatus = "running" | "terminated" | "timed_out";
+
+export interface SandboxRecord {
+  id: string;
+  tenantId: string;
+  template: string;
+  status: SandboxStatus;
+  metadata: Record<string, unknown>;
+  envVars: Record<string, string>;
+  cpuCount: number;
+  memoryMb: number;
+  hostUid: number;
+  startedAt: string;
+  timeoutAt: string;
+  endedAt: string | null;
+}
+
+export interface SandboxStore {
+  insert(record: SandboxRecord): void;
+  get(id: string): SandboxRecord | undefined;
+  listByTenant(tenantId: string, limit: number, offset: number): { sandboxes: SandboxRecord[]; total: number };
+  listRunning(): SandboxRecord[];
+  countRunning(tenantId?: string): number;
+  setTimeout(id: string, timeoutAt: string): void;
+  end(id: string, status: Exclude<SandboxStatus, "running">, endedAt: string): void;
+}
+
+interface Row {
+  id: string;
+  tenant_id: string;
+  template: string;
+  status: SandboxStatus;
+  metadata: string;
+  env_vars: string;
+  cpu_count: number;
+  memory_mb: number;
+  host_uid: number;
+  started_at: string;
+  timeout_at: string;
+  ended_at: string | null;
+}
+
+const toRecord = (r: Row): SandboxRecord => ({
+  id: r.id,
+  tenantId: r.tenant_id,
+  template: r.template,
+  status: r.status,
+  metadata: JSON.parse(r.metadata),
+  envVars: JSON.parse(r.env_vars),
+  cpuCount: r.cpu_count,
+  memoryMb: r.memory_mb,
+  hostUid: r.host_uid,
+  startedAt: r.started_at,
+  timeoutAt: r.timeout_at,
+  endedAt: r.ended_at,
+});
+
+export class SqliteSandboxStore implements SandboxStore {
+  private readonly stmts;
+
+  constructor(db: Db) {
+    this.stmts = {
+      insert: db.prepare(
+        `INSERT INTO sandboxes (id, tenant_id, template, status, metadata, env_vars, cpu_count, memory_mb, host_uid, started_at, timeout_at, ended_at)
+         VALUES (@id, @tenant_id, @template, @status, @metadata, @env_vars, @cpu_count, @memory_mb, @host_uid, @started_at, @timeout_at, @ended_at)`,
+      ),
+      get: db.prepare<[string], Row>("SELECT * FROM sandboxes WHERE id = ?"),
+      page: db.prepare<[string, number, number], Row>(
+        "SELECT * FROM sandboxes WHERE tenant_id = ? ORDER BY started_at DESC, id LIMIT ? OFFSET ?",
+      ),
+      count: db.prepare<[string], { n: number }>("SELECT COUNT(*) AS n FROM sandboxes WHERE tenant_id = ?"),
+      running: db.prepare<[], Row>("SELECT * FROM sandboxes WHERE status = 'running'"),
+      countRunning: db.prepare<[], { n: number }>("SELECT COUNT(*) AS n FROM sandboxes WHERE status = 'running'"),
+      countRunningTenant: db.prepare<[string], { n: number }>(
+        "SELECT COUNT(*) AS n FROM sandboxes WHERE status = 'running' AND tenant_id = ?",
+      ),
+      setTimeout: db.prepare("UPDATE sandboxes SET timeout_at = ? WHERE id = ? AND status = 'running'"),
+      end: db.prepare("UPDATE sandboxes SET status = ?, ended_at = ? WHERE id = ? AND status = 'running'"),
+    };
+  }
+
+  insert(r: SandboxRecord): void {
+    this.stmts.insert.run({
+      id: r.id,
+      tenant_id: r.tenantId,
+      template: r.template,
+      status: r.status,
+      metadata: JSON.stringify(r.metadata),
+      env_vars: JSON.stringify(r.envVars),
+      cpu_count: r.cpuCount,
+      memory_mb: r.memoryMb,
+      host_uid: r.hostUid,
+      started_at: r.startedAt,
+      timeout_at: r.timeoutAt,
+      ended_at: r.endedAt,
+    });
+  }
+
+  get(id: string): SandboxRecord | undefined {
+    const row = this.stmts.get.get(id);
+    return row ? toRecord(row) : undefined;
+  }
+
+  listByTenant(tenantId: string, limit: number, offset: number) {
+    return {
+      sandboxes: this.stmts.page.all(tenantId, limit, offset).map(toRecord),
+      total: this.stmts.count.get(tenantId)?.n ?? 0,
+    };
+  }
+
+  listRunning(): SandboxRecord[] {
+    return this.stmts.running.all().map(toRecord);
+  }
+
+  countRunning(tenantId?: string): number {
+    return (tenantId === undefined ? this.stmts.countRunning.get() : this.stmts.countRunningTenant.get(tenantId))?.n ?? 0;
+  }
+
+  setTimeout(id: string, timeoutAt: string): void {
+    this.stmts.setTimeout.run(timeoutAt, id);
+  }
+
+  end(id: string, status: Exclude<SandboxStatus, "running">, endedAt: string): void {
+    this.stmts.end.run(status, endedAt, id);
+  }
+}

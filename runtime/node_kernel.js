@@ -2,7 +2,7 @@
 // request per line on fd 3 ({code, timeout_ms, env, async}); the kernel runs it in its own global
 // scope (so globals persist between runs) and answers {error, exec_ms} on the same fd. The code
 // arrives already transformed by the service (types stripped, top-level await wrapped).
-"use strict";
+
 const net = require("node:net");
 const vm = require("node:vm");
 const { createRequire } = require("node:module");

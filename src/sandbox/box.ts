@@ -230,15 +230,26 @@ export class Box {
     const out = new Collector(this.spec.limits.outputBytes);
     const h = await new Promise<Frame["header"]>((resolve) => {
       const backstop = setTimeout(() => resolve({ ev: "backstop" }), req.timeoutMs + BACKSTOP_MS);
-      link.stream({ op: "exec", command: req.command, cwd: req.cwd, env: req.env, timeout_ms: req.timeoutMs, output_cap: this.spec.limits.outputBytes }, undefined, (frame) => {
-        if (frame.header.ev === "out") {
-          out.add(frame.header.stream, frame.body);
-          return false;
-        }
-        clearTimeout(backstop);
-        resolve(frame.header);
-        return true;
-      });
+      link.stream(
+        {
+          op: "exec",
+          command: req.command,
+          cwd: req.cwd,
+          env: req.env,
+          timeout_ms: req.timeoutMs,
+          output_cap: this.spec.limits.outputBytes,
+        },
+        undefined,
+        (frame) => {
+          if (frame.header.ev === "out") {
+            out.add(frame.header.stream, frame.body);
+            return false;
+          }
+          clearTimeout(backstop);
+          resolve(frame.header);
+          return true;
+        },
+      );
     });
     const status = typeof h.exit_status === "number" ? h.exit_status : -1;
     const timedOut = h.timed_out === true || h.ev !== "exit";

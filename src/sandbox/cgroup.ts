@@ -105,7 +105,11 @@ export class CgroupManager {
           const dir = dirs[0] as string;
           const cpu = /usage_usec (\d+)/.exec(safeRead(path.join(dir, "cpu.stat")));
           const oom = /oom_kill (\d+)/.exec(safeRead(path.join(dir, "memory.events")));
-          return { memoryBytes: readNumber(path.join(dir, "memory.current")), cpuNs: Number(cpu?.[1] ?? 0) * 1000, oomKills: Number(oom?.[1] ?? 0) };
+          return {
+            memoryBytes: readNumber(path.join(dir, "memory.current")),
+            cpuNs: Number(cpu?.[1] ?? 0) * 1000,
+            oomKills: Number(oom?.[1] ?? 0),
+          };
         }
         const [mem, , , acct] = dirs as [string, string, string, string];
         const oom = /oom_kill (\d+)/.exec(safeRead(path.join(mem, "memory.oom_control")));

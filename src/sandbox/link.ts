@@ -108,11 +108,15 @@ export class SupervisorLink extends EventEmitter {
     const id = frame.header.id;
     if (typeof id === "string") {
       const stream = this.streams.get(id);
-      if (stream) return stream(frame);
+      if (stream) {
+        stream(frame);
+        return;
+      }
       const waiter = this.waiters.get(id);
       if (waiter) {
         this.waiters.delete(id);
-        return waiter(frame);
+        waiter(frame);
+        return;
       }
     }
     this.emit("frame", frame);

@@ -19,16 +19,62 @@ const RET_K = 0x06;
 
 /** x86_64 numbers of the refused syscalls. */
 const DENIED: Record<string, number> = {
-  ptrace: 101, process_vm_readv: 310, process_vm_writev: 311, mount: 165, umount2: 166, pivot_root: 155,
-  chroot: 161, unshare: 272, setns: 308, keyctl: 250, add_key: 248, request_key: 249, bpf: 321,
-  perf_event_open: 298, userfaultfd: 323, kexec_load: 246, kexec_file_load: 320, init_module: 175,
-  finit_module: 313, delete_module: 176, reboot: 169, swapon: 167, swapoff: 168, acct: 163, quotactl: 179,
-  open_by_handle_at: 304, name_to_handle_at: 303, iopl: 172, ioperm: 173, syslog: 103, fsopen: 430,
-  fsmount: 432, fsconfig: 431, fspick: 433, open_tree: 428, move_mount: 429, mount_setattr: 442,
-  io_uring_setup: 425, io_uring_enter: 426, io_uring_register: 427, lookup_dcookie: 212, uselib: 134,
-  vhangup: 153, settimeofday: 164, clock_settime: 227, adjtimex: 159, clock_adjtime: 305, kcmp: 312,
-  sethostname: 170, setdomainname: 171, personality: 135, mbind: 237, migrate_pages: 256, move_pages: 279,
-  set_mempolicy: 238, pidfd_getfd: 438,
+  ptrace: 101,
+  process_vm_readv: 310,
+  process_vm_writev: 311,
+  mount: 165,
+  umount2: 166,
+  pivot_root: 155,
+  chroot: 161,
+  unshare: 272,
+  setns: 308,
+  keyctl: 250,
+  add_key: 248,
+  request_key: 249,
+  bpf: 321,
+  perf_event_open: 298,
+  userfaultfd: 323,
+  kexec_load: 246,
+  kexec_file_load: 320,
+  init_module: 175,
+  finit_module: 313,
+  delete_module: 176,
+  reboot: 169,
+  swapon: 167,
+  swapoff: 168,
+  acct: 163,
+  quotactl: 179,
+  open_by_handle_at: 304,
+  name_to_handle_at: 303,
+  iopl: 172,
+  ioperm: 173,
+  syslog: 103,
+  fsopen: 430,
+  fsmount: 432,
+  fsconfig: 431,
+  fspick: 433,
+  open_tree: 428,
+  move_mount: 429,
+  mount_setattr: 442,
+  io_uring_setup: 425,
+  io_uring_enter: 426,
+  io_uring_register: 427,
+  lookup_dcookie: 212,
+  uselib: 134,
+  vhangup: 153,
+  settimeofday: 164,
+  clock_settime: 227,
+  adjtimex: 159,
+  clock_adjtime: 305,
+  kcmp: 312,
+  sethostname: 170,
+  setdomainname: 171,
+  personality: 135,
+  mbind: 237,
+  migrate_pages: 256,
+  move_pages: 279,
+  set_mempolicy: 238,
+  pidfd_getfd: 438,
 };
 const NR_CLONE = 56;
 const NR_CLONE3 = 435;
@@ -66,7 +112,13 @@ export function buildSeccompFilter(): Buffer {
     prog.push(...insns);
   };
   add("clone", [LD_W_ABS, 0, 0, OFF_ARG0_LO], [JSET_K, "eperm", 0, CLONE_NS_FLAGS], [RET_K, 0, 0, SECCOMP_RET_ALLOW]);
-  add("ioctl", [LD_W_ABS, 0, 0, OFF_ARG1_LO], [JEQ_K, "eperm", 0, TIOCSTI], [JEQ_K, "eperm", 0, TIOCLINUX], [RET_K, 0, 0, SECCOMP_RET_ALLOW]);
+  add(
+    "ioctl",
+    [LD_W_ABS, 0, 0, OFF_ARG1_LO],
+    [JEQ_K, "eperm", 0, TIOCSTI],
+    [JEQ_K, "eperm", 0, TIOCLINUX],
+    [RET_K, 0, 0, SECCOMP_RET_ALLOW],
+  );
   add("eperm", [RET_K, 0, 0, SECCOMP_RET_ERRNO | EPERM]);
   add("enosys", [RET_K, 0, 0, SECCOMP_RET_ERRNO | ENOSYS]);
   add("kill", [RET_K, 0, 0, SECCOMP_RET_KILL_PROCESS]);

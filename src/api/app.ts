@@ -1,0 +1,92 @@
+// The HTTP application: where every request enters. Order: request id → authentication (auth.ts)
+// → schema validation (schemas/) → route handler (routes/) → errors mapped in error-handler.ts.
+import crypto from "node:crypto";
+import swagger from "@fastify/swagger";
+import swaggerUi from "@fastify/swagger-ui";
+import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from "fastify";
+import type { Logger } from "pino";
+import { installAuth } from "./auth.js";
+import { installErrorHandler } from "./error-handler.js";
+import { codeRoutes } from "./routes/code.js";
+import { sandboxRoutes } from "./routes/sandboxes.js";
+import { CodeRunResult } from "./schemas/code.js";
+import { ErrorEnvelope } from "./schemas/common.js";
+import { Sandbox } from "./schemas/sandbox.js";
+import type { Services } from "./services.js";
+
+export async function buildApp(services: Services, logger: Logger): Promise<FastifyInstance> {
+  const { config } = services;
+  const app = Fastify({
+    loggerInstance: logger as FastifyBaseLogger,
+    bodyLimit: config.bodyLimitBytes,
+    maxParamLength: 512,
+    requestIdHeader: "x-request-id",
+    genReqId: () => crypto.randomUUID(),
+    ajv: { customOptions: { coerceTypes: false, removeAdditional: false, allErrors: false } },
+    return503OnClosing: true,
+  }).withTypeProvider<TypeBoxTypeProvider>();
+
+  app.addHook("onRequest", async (request, reply) => {
+    reply.header("x-request-id", request.id);
+  });
+
+  // Real clients send `Content-Type: application/json` on GET/DELETE with no body: that is not an error.
+  app.removeContentTypeParser("application/json");
+  app.addContentTypeParser("application/json", { parseAs: "string" }, (_req, body, done) => {
+    const text = String(body);
+    if (text.trim() === "") return done(null, undefined);
+    try {
+      done(null, JSON.parse(text));
+    } catch (err) {
+      const e = err as Error & { statusCode?: number; code?: string };
+      e.statusCode = 400;
+      e.code = "FST_ERR_CTP_INVALID_JSON_BODY";
+      done(e, undefined);
+    }
+  });
+
+  if (services.metrics) {
+    const metrics = services.metrics;
+    app.addHook("onResponse", async (request, reply) => {
+      const labels = { method: request.method, route: request.routeOptions.url ?? "unmatched", status: String(reply.statusCode) };
+      metrics.httpRequests.inc(labels);
+      metrics.httpDuration.observe(labels, reply.elapsedTime / 1000);
+    });
+    app.get("/metrics", { schema: { hide: true } }, async (_request, reply) => {
+      reply.header("content-type", metrics.registry.contentType);
+      return metrics.registry.metrics();
+    });
+  }
+
+  await app.register(swagger, {
+    openapi: {
+      openapi: "3.0.3",
+      info: {
+        title: "AgentBox",
+        version: "1.0.0",
+        description: "Self-hosted sandboxes for AI agents: run untrusted code, move files, call models.",
+      },
+      components: { securitySchemes: { bearerAuth: { type: "http", scheme: "bearer" } } },
+      security: [{ bearerAuth: [] }],
+    },
+    refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => String(json.$id ?? `def-${i}`) },
+  });
+  await app.register(swaggerUi, { routePrefix: "/docs" });
+  app.addSchema(ErrorEnvelope);
+  app.addSchema(Sandbox);
+  app.addSchema(CodeRunResult);
+
+  installAuth(app, services.keys);
+  installErrorHandler(app);
+
+  app.get("/health", { schema: { hide: true } }, async () => ({ status: "ok", live_sandboxes: services.sandboxes.liveCount() }));
+  app.get("/openapi.json", { schema: { hide: true } }, async () => app.swagger());
+
+  const prefixes = config.mountRootAliases ? ["/v1/agents", ""] : ["/v1/agents"];
+  for (const prefix of prefixes) {
+    await app.register(sandboxRoutes, { prefix, services });
+    await app.register(codeRoutes, { prefix, services });
+  }
+  return app;
+}

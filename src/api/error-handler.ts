@@ -1,0 +1,57 @@
+// The one place where failures become HTTP responses: ApiError codes, Fastify's own validation and
+// body errors, and anything unexpected (a 500 that is logged, never user code's fault).
+import type { FastifyError, FastifyInstance } from "fastify";
+import { ApiError } from "../errors.js";
+
+function envelope(code: string, message: string) {
+  return { error: { code, message } };
+}
+
+export function toApiError(err: FastifyError | ApiError | Error): ApiError | undefined {
+  if (err instanceof ApiError) return err;
+  const fe = err as FastifyError;
+  if (fe.validation) {
+    const first = fe.validation[0];
+    const where = fe.validationContext ?? "body";
+    const field = first?.instancePath
+      ? first.instancePath.replace(/^\//, "").replaceAll("/", ".")
+      : (first?.params as { missingProperty?: string })?.missingProperty;
+    const detail =
+      first?.keyword === "required" ? `'${field}' is required` : `${field ? `'${field}' ` : ""}${first?.message ?? "is invalid"}`;
+    return new ApiError("invalid_request", `Invalid ${where}: ${detail}`);
+  }
+  switch (fe.code) {
+    case "FST_ERR_CTP_BODY_TOO_LARGE":
+      return new ApiError("payload_too_large", "Request body is too large");
+    case "FST_ERR_CTP_INVALID_MEDIA_TYPE":
+      return new ApiError("invalid_request", "Unsupported Content-Type; send application/json");
+    case "FST_ERR_CTP_INVALID_CONTENT_LENGTH":
+      return new ApiError("invalid_request", "Content-Length does not match the body");
+    default:
+      break;
+  }
+  if (fe instanceof SyntaxError || fe.code === "FST_ERR_CTP_INVALID_JSON_BODY")
+    return new ApiError("invalid_request", `Malformed JSON body: ${fe.message}`);
+  if (typeof fe.statusCode === "number" && fe.statusCode >= 400 && fe.statusCode < 500) {
+    if (fe.statusCode === 413) return new ApiError("payload_too_large", fe.message);
+    if (fe.statusCode === 429) return new ApiError("rate_limited", fe.message);
+    if (fe.statusCode === 404) return new ApiError("not_found", fe.message);
+    return new ApiError("invalid_request", fe.message);
+  }
+  return undefined;
+}
+
+export function installErrorHandler(app: FastifyInstance): void {
+  app.setErrorHandler((err: FastifyError, request, reply) => {
+    const api = toApiError(err);
+    if (!api) {
+      request.log.error({ err }, "unhandled error");
+      return reply.status(500).send(envelope("internal_error", "Internal server error; it has been logged"));
+    }
+    if (api.retryAfterS !== undefined) reply.header("retry-after", String(Math.max(1, Math.ceil(api.retryAfterS))));
+    return reply.status(api.status).send(envelope(api.code, api.message));
+  });
+  app.setNotFoundHandler((request, reply) => {
+    reply.status(404).send(envelope("not_found", `No route for ${request.method} ${request.url.split("?", 1)[0]}`));
+  });
+}

@@ -1,0 +1,45 @@
+// Prometheus metrics for operators: HTTP traffic by route and status, executions by language and
+// outcome, live sandboxes, rate-limit rejections. Served at GET /metrics.
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
+
+export class Metrics {
+  readonly registry = new Registry();
+  readonly httpRequests = new Counter({
+    name: "agentbox_http_requests_total",
+    help: "HTTP requests",
+    labelNames: ["method", "route", "status"],
+    registers: [this.registry],
+  });
+  readonly httpDuration = new Histogram({
+    name: "agentbox_http_request_duration_seconds",
+    help: "HTTP request latency",
+    labelNames: ["method", "route", "status"],
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+    registers: [this.registry],
+  });
+  readonly executions = new Counter({
+    name: "agentbox_executions_total",
+    help: "Code runs by language and outcome",
+    labelNames: ["language", "outcome"],
+    registers: [this.registry],
+  });
+  readonly rateLimited = new Counter({
+    name: "agentbox_rate_limited_total",
+    help: "Requests rejected by rate limits or quotas",
+    labelNames: ["reason"],
+    registers: [this.registry],
+  });
+  readonly liveSandboxes: Gauge;
+
+  constructor(liveCount: () => number) {
+    collectDefaultMetrics({ register: this.registry, prefix: "agentbox_" });
+    this.liveSandboxes = new Gauge({
+      name: "agentbox_live_sandboxes",
+      help: "Sandboxes running now",
+      registers: [this.registry],
+      collect() {
+        this.set(liveCount());
+      },
+    });
+  }
+}

@@ -1,0 +1,128 @@
+// Sandbox lifecycle routes: create, list, get, kill, extend, and the template catalogue.
+import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
+import { Type } from "@sinclair/typebox";
+import { invalid } from "../../errors.js";
+import type { SandboxRecord } from "../../store/sandboxes.js";
+import type { Services } from "../services.js";
+import { errors, Pagination, page, SandboxIdParams } from "../schemas/common.js";
+import {
+  CreateSandboxBody,
+  KillResponse,
+  Sandbox,
+  SandboxList,
+  SetTimeoutBody,
+  SetTimeoutResponse,
+  TemplateList,
+} from "../schemas/sandbox.js";
+
+export function sandboxJson(r: SandboxRecord) {
+  return {
+    sandbox_id: r.id,
+    status: r.status,
+    template: r.template,
+    template_id: r.template,
+    started_at: r.startedAt,
+    timeout_at: r.timeoutAt,
+    cpu_count: r.cpuCount,
+    memory_mb: r.memoryMb,
+    metadata: r.metadata,
+    ended_at: r.endedAt,
+  };
+}
+
+export const sandboxRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (app, { services }) => {
+  const { sandboxes, config } = services;
+  const tags = ["sandboxes"];
+
+  app.post(
+    "/sandboxes",
+    {
+      schema: {
+        tags,
+        summary: "Create a sandbox",
+        body: Type.Optional(CreateSandboxBody),
+        response: { 201: Type.Ref(Sandbox), ...errors(400, 401, 404, 429, 503) },
+      },
+    },
+    async (request, reply) => {
+      const body = request.body ?? {};
+      if (body.timeout !== undefined && body.timeout > config.maxSandboxTimeoutS) {
+        throw invalid(`'timeout' must be at most ${config.maxSandboxTimeoutS} seconds`);
+      }
+      const record = await sandboxes.create(request.apiKey.tenantId, {
+        template: body.template,
+        timeoutS: body.timeout,
+        envVars: body.env_vars,
+        metadata: body.metadata,
+      });
+      return reply.status(201).send(sandboxJson(record));
+    },
+  );
+
+  app.get(
+    "/sandboxes",
+    { schema: { tags, summary: "List your sandboxes", querystring: Pagination, response: { 200: SandboxList, ...errors(400, 401) } } },
+    async (request) => {
+      const { limit, offset } = page(request.query);
+      const result = sandboxes.list(request.apiKey.tenantId, limit, offset);
+      return { sandboxes: result.sandboxes.map(sandboxJson), total: result.total };
+    },
+  );
+
+  app.get(
+    "/sandboxes/:sandbox_id",
+    { schema: { tags, summary: "Get a sandbox", params: SandboxIdParams, response: { 200: Type.Ref(Sandbox), ...errors(401, 404) } } },
+    async (request) => sandboxJson(sandboxes.get(request.apiKey.tenantId, request.params.sandbox_id)),
+  );
+
+  app.delete(
+    "/sandboxes/:sandbox_id",
+    {
+      schema: {
+        tags,
+        summary: "Kill a sandbox: every process ends, its files are removed",
+        params: SandboxIdParams,
+        response: { 200: KillResponse, ...errors(401, 404) },
+      },
+    },
+    async (request) => {
+      await sandboxes.kill(request.apiKey.tenantId, request.params.sandbox_id);
+      return { message: "Sandbox killed", sandbox_id: request.params.sandbox_id };
+    },
+  );
+
+  app.post(
+    "/sandboxes/:sandbox_id/timeout",
+    {
+      schema: {
+        tags,
+        summary: "Set the sandbox's remaining life",
+        params: SandboxIdParams,
+        body: SetTimeoutBody,
+        response: { 200: SetTimeoutResponse, ...errors(400, 401, 404) },
+      },
+    },
+    async (request) => {
+      const { timeout } = request.body;
+      if (timeout > config.maxSandboxTimeoutS) throw invalid(`'timeout' must be at most ${config.maxSandboxTimeoutS} seconds`);
+      const record = sandboxes.setTimeout(request.apiKey.tenantId, request.params.sandbox_id, timeout);
+      return { message: "Timeout updated", timeout, timeout_at: record.timeoutAt };
+    },
+  );
+
+  app.get(
+    "/templates",
+    {
+      schema: {
+        tags: ["templates"],
+        summary: "List templates",
+        querystring: Pagination,
+        response: { 200: TemplateList, ...errors(400, 401) },
+      },
+    },
+    async (request) => {
+      const { limit, offset } = page(request.query);
+      return { templates: sandboxes.templates.slice(offset, offset + limit), limit, offset };
+    },
+  );
+};

@@ -1,0 +1,69 @@
+// Sandbox, template and lifecycle schemas (PRODUCT.md section 2: exact keys, nothing more).
+import { type Static, Type } from "@sinclair/typebox";
+import { StringMap } from "./common.js";
+
+export const Sandbox = Type.Object(
+  {
+    sandbox_id: Type.String(),
+    status: Type.Union([Type.Literal("running"), Type.Literal("terminated"), Type.Literal("timed_out")]),
+    template: Type.String(),
+    template_id: Type.String(),
+    started_at: Type.String({ format: "date-time" }),
+    timeout_at: Type.String({ format: "date-time" }),
+    cpu_count: Type.Number(),
+    memory_mb: Type.Integer(),
+    metadata: Type.Record(Type.String(), Type.Unknown()),
+    ended_at: Type.Union([Type.String({ format: "date-time" }), Type.Null()]),
+  },
+  { $id: "Sandbox", additionalProperties: false },
+);
+export type SandboxBody = Static<typeof Sandbox>;
+
+export const CreateSandboxBody = Type.Object(
+  {
+    template: Type.Optional(Type.String({ minLength: 1, maxLength: 128, description: "Template id (default python-base-v1)" })),
+    timeout: Type.Optional(Type.Integer({ minimum: 1, description: "Seconds the sandbox lives (default 300)" })),
+    env_vars: Type.Optional(StringMap),
+    metadata: Type.Optional(Type.Record(Type.String({ maxLength: 256 }), Type.Unknown(), { maxProperties: 64 })),
+    provider: Type.Optional(Type.String({ description: "Accepted for compatibility and ignored" })),
+    region: Type.Optional(Type.String({ description: "Accepted for compatibility and ignored" })),
+  },
+  { additionalProperties: true },
+);
+
+export const SandboxList = Type.Object(
+  { sandboxes: Type.Array(Type.Ref(Sandbox)), total: Type.Integer() },
+  { additionalProperties: false },
+);
+
+export const KillResponse = Type.Object({ message: Type.String(), sandbox_id: Type.String() }, { additionalProperties: false });
+
+export const SetTimeoutBody = Type.Object(
+  { timeout: Type.Integer({ minimum: 1, description: "Seconds from now" }) },
+  { additionalProperties: true },
+);
+
+export const SetTimeoutResponse = Type.Object(
+  { message: Type.String(), timeout: Type.Integer(), timeout_at: Type.String({ format: "date-time" }) },
+  { additionalProperties: false },
+);
+
+export const Template = Type.Object(
+  {
+    id: Type.String(),
+    name: Type.String(),
+    description: Type.String(),
+    vcpu_count: Type.Number(),
+    memory_mb: Type.Integer(),
+    disk_size_mb: Type.Integer(),
+    visibility: Type.String(),
+    created_at: Type.String({ format: "date-time" }),
+    updated_at: Type.String({ format: "date-time" }),
+  },
+  { additionalProperties: false },
+);
+
+export const TemplateList = Type.Object(
+  { templates: Type.Array(Template), limit: Type.Integer(), offset: Type.Integer() },
+  { additionalProperties: false },
+);

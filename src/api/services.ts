@@ -1,0 +1,14 @@
+// What route handlers depend on, bundled once at start-up.
+import type { Config } from "../config.js";
+import type { ContextRegistry } from "../sandbox/contexts.js";
+import type { SandboxManager } from "../sandbox/manager.js";
+import type { KeyStore } from "../store/keys.js";
+import type { Metrics } from "./metrics.js";
+
+export interface Services {
+  config: Config;
+  keys: KeyStore;
+  sandboxes: SandboxManager;
+  contexts: ContextRegistry;
+  metrics?: Metrics;
+}

@@ -1,0 +1,116 @@
+// Turns what a client sent into what a kernel runs: TypeScript types stripped (sucrase keeps line
+// numbers), ES `import` statements turned into require() calls, and code with a top-level `await`
+// wrapped in an async function whose top-level declarations are hoisted to globals, so that state
+// still persists between runs (the same trick as Node's REPL).
+import * as acorn from "acorn";
+import { transform } from "sucrase";
+import { invalid } from "../errors.js";
+
+export interface Prepared {
+  code: string;
+  isAsync: boolean;
+}
+
+type Node = acorn.AnyNode;
+
+export function prepareJs(source: string, typescript: boolean): Prepared {
+  let code = source;
+  const transforms: ("typescript" | "imports")[] = [];
+  if (typescript) transforms.push("typescript");
+  if (/(^|[\n;])\s*(import|export)\s/.test(code)) transforms.push("imports");
+  if (transforms.length > 0) {
+    try {
+      code = transform(code, { transforms, disableESTransforms: true, keepUnusedImports: true }).code;
+    } catch (err) {
+      // A syntax error: let the kernel report it the way node would, with its stack.
+      if (typescript) throw invalid(`TypeScript could not be parsed: ${(err as Error).message}`);
+    }
+  }
+  let program: acorn.Program;
+  try {
+    program = acorn.parse(code, {
+      ecmaVersion: "latest",
+      sourceType: "script",
+      allowAwaitOutsideFunction: true,
+      allowReturnOutsideFunction: false,
+    });
+  } catch {
+    return { code, isAsync: false };
+  }
+  if (!hasTopLevelAwait(program)) return { code, isAsync: false };
+  return { code: wrapAsync(code, program), isAsync: true };
+}
+
+function hasTopLevelAwait(program: acorn.Program): boolean {
+  let found = false;
+  const visit = (node: unknown): void => {
+    if (found || !node || typeof node !== "object") return;
+    const n = node as Node;
+    if (typeof n.type !== "string") return;
+    if (n.type === "AwaitExpression" || (n.type === "ForOfStatement" && n.await)) {
+      found = true;
+      return;
+    }
+    if (n.type === "FunctionDeclaration" || n.type === "FunctionExpression" || n.type === "ArrowFunctionExpression") return;
+    if (n.type === "ClassDeclaration" || n.type === "ClassExpression") return;
+    for (const value of Object.values(n)) {
+      if (Array.isArray(value)) value.forEach(visit);
+      else if (value && typeof value === "object" && "type" in value) visit(value);
+    }
+  };
+  program.body.forEach(visit);
+  return found;
+}
+
+function bindingNames(pattern: acorn.Pattern, out: string[]): void {
+  switch (pattern.type) {
+    case "Identifier":
+      out.push(pattern.name);
+      break;
+    case "ObjectPattern":
+      for (const p of pattern.properties) bindingNames(p.type === "RestElement" ? p.argument : p.value, out);
+      break;
+    case "ArrayPattern":
+      for (const e of pattern.elements) if (e) bindingNames(e, out);
+      break;
+    case "RestElement":
+      bindingNames(pattern.argument, out);
+      break;
+    case "AssignmentPattern":
+      bindingNames(pattern.left, out);
+      break;
+    default:
+      break;
+  }
+}
+
+function wrapAsync(code: string, program: acorn.Program): string {
+  const hoisted: string[] = [];
+  const prelude: string[] = [];
+  let body = "";
+  let last = 0;
+  for (const stmt of program.body) {
+    body += code.slice(last, stmt.start);
+    last = stmt.end;
+    const text = code.slice(stmt.start, stmt.end);
+    if (stmt.type === "VariableDeclaration") {
+      const parts = stmt.declarations.map((d) => {
+        bindingNames(d.id, hoisted);
+        const target = code.slice(d.id.start, d.id.end);
+        const init = d.init ? code.slice(d.init.start, d.init.end) : "undefined";
+        return `(${target} = ${init})`;
+      });
+      body += `${parts.join(", ")};`;
+    } else if (stmt.type === "FunctionDeclaration" && stmt.id) {
+      prelude.push(text);
+    } else if (stmt.type === "ClassDeclaration" && stmt.id) {
+      hoisted.push(stmt.id.name);
+      body += `${stmt.id.name} = ${text};`;
+    } else {
+      body += text;
+    }
+  }
+  body += code.slice(last);
+  const decl = hoisted.length ? `var ${[...new Set(hoisted)].join(", ")};` : "";
+  return `${decl}${prelude.join("\n")}(async () => {\n${body}\n})()`;
+}

@@ -1,0 +1,132 @@
+// Starts the real service (the same entry point as `npm start`) on a free loopback port with its
+// own data directory and bootstrap key, for end-to-end tests.
+import { type ChildProcess, spawn } from "node:child_process";
+import crypto from "node:crypto";
+import fs from "node:fs";
+import net from "node:net";
+import os from "node:os";
+import path from "node:path";
+
+export interface TestServer {
+  url: string;
+  key: string;
+  dataDir: string;
+  port: number;
+  process: ChildProcess;
+  /** Output of the service so far (its JSON log lines). */
+  logs(): string;
+  /** SIGTERM, wait for exit. Leaves the data dir so a restart can re-adopt it. */
+  stop(): Promise<void>;
+  /** SIGKILL, no clean-up by the service. */
+  crash(): Promise<void>;
+  /** Stops and removes the data directory. */
+  dispose(): Promise<void>;
+}
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.listen(0, "127.0.0.1", () => {
+      const port = (srv.address() as net.AddressInfo).port;
+      srv.close(() => resolve(port));
+    });
+    srv.on("error", reject);
+  });
+}
+
+const ROOT = path.resolve(path.dirname(new URL(import.meta.url).pathname), "../..");
+
+export async function startServer(
+  opts: { env?: Record<string, string>; dataDir?: string; key?: string; port?: number } = {},
+): Promise<TestServer> {
+  const port = opts.port ?? (await freePort());
+  const dataDir = opts.dataDir ?? fs.mkdtempSync(path.join(os.tmpdir(), "agentbox-test-"));
+  const key = opts.key ?? `test_${crypto.randomBytes(12).toString("hex")}`;
+  const child = spawn(process.execPath, ["--import", "tsx", path.join(ROOT, "src/main.ts")], {
+    cwd: ROOT,
+    env: {
+      PATH: process.env.PATH ?? "/usr/bin:/bin",
+      AGENTBOX_HOST: "127.0.0.1",
+      AGENTBOX_PORT: String(port),
+      AGENTBOX_DATA_DIR: dataDir,
+      AGENTBOX_API_KEY: key,
+      AGENTBOX_LOG_LEVEL: "warn",
+      AGENTBOX_WARM_POOL: "2",
+      ...opts.env,
+    },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let output = "";
+  child.stdout?.on("data", (d) => {
+    output += d;
+  });
+  child.stderr?.on("data", (d) => {
+    output += d;
+  });
+  const url = `http://127.0.0.1:${port}`;
+  const deadline = Date.now() + 20_000;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`service exited during start (${child.exitCode}):\n${output}`);
+    try {
+      const res = await fetch(`${url}/health`);
+      if (res.ok) break;
+    } catch {
+      // not listening yet
+    }
+    if (Date.now() > deadline) {
+      child.kill("SIGKILL");
+      throw new Error(`service did not become healthy:\n${output}`);
+    }
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  const exited = () =>
+    new Promise<void>((resolve) =>
+      child.exitCode !== null || child.signalCode !== null ? resolve() : child.once("exit", () => resolve()),
+    );
+  const server: TestServer = {
+    url,
+    key,
+    dataDir,
+    port,
+    process: child,
+    logs: () => output,
+    async stop() {
+      child.kill("SIGTERM");
+      await exited();
+    },
+    async crash() {
+      child.kill("SIGKILL");
+      await exited();
+    },
+    async dispose() {
+      await server.stop();
+      fs.rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+  return server;
+}
+
+/** A small JSON client for the service. */
+export function client(server: { url: string; key: string }) {
+  return async function call<T = Record<string, unknown>>(
+    method: string,
+    route: string,
+    body?: unknown,
+    headers: Record<string, string> = {},
+  ): Promise<{ status: number; body: T; headers: Headers }> {
+    const init: RequestInit = { method, headers: { authorization: `Bearer ${server.key}`, ...headers } };
+    if (body !== undefined) {
+      (init.headers as Record<string, string>)["content-type"] = "application/json";
+      init.body = typeof body === "string" ? body : JSON.stringify(body);
+    }
+    const res = await fetch(`${server.url}${route}`, init);
+    const text = await res.text();
+    let parsed: unknown = text;
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      // not JSON: return the text
+    }
+    return { status: res.status, body: parsed as T, headers: res.headers };
+  };
+}

@@ -1,4 +1,5 @@
 // Configuration: every setting the service reads from the environment, with its default, in one place.
+import crypto from "node:crypto";
 import os from "node:os";
 import path from "node:path";
 
@@ -35,6 +36,8 @@ export interface Config {
   host: string;
   port: number;
   dataDir: string;
+  /** Where sandbox workspaces are mounted; must be traversable by unprivileged uids. */
+  workspaceDir: string;
   bootstrapApiKey: string | undefined;
   logLevel: string;
   limits: Limits;
@@ -68,10 +71,15 @@ export function loadConfig(): Config {
     tmpMb: num("AGENTBOX_SANDBOX_TMP_MB", 256),
     outputBytes: num("AGENTBOX_OUTPUT_LIMIT_BYTES", 10 * 2 ** 20),
   };
+  const dataDir = path.resolve(process.env.AGENTBOX_DATA_DIR || "./data");
   return {
     host: process.env.AGENTBOX_HOST || "127.0.0.1",
     port: num("AGENTBOX_PORT", 8080),
-    dataDir: path.resolve(process.env.AGENTBOX_DATA_DIR || "./data"),
+    dataDir,
+    workspaceDir: path.resolve(
+      process.env.AGENTBOX_WORKSPACE_DIR ||
+        path.join("/run/agentbox", crypto.createHash("sha256").update(dataDir).digest("hex").slice(0, 16)),
+    ),
     bootstrapApiKey: process.env.AGENTBOX_API_KEY || undefined,
     logLevel: process.env.AGENTBOX_LOG_LEVEL || "info",
     limits,

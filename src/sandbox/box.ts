@@ -199,14 +199,18 @@ export class Box {
     const lost = stateLost ? "; the kernel was restarted and its state was lost" : "";
     let error: string | null = typeof h.error === "string" ? h.error : null;
     let outcome: RunResult["outcome"] = error ? "error" : "ok";
-    if (h.ev !== "done") {
-      error = `Execution timed out after ${req.timeoutS} seconds; the sandbox was restarted and all kernel state was lost`;
+    const limit = `${req.timeoutS} second${req.timeoutS === 1 ? "" : "s"}`;
+    if (h.ev === "backstop") {
+      error = `Execution timed out after ${limit}; the sandbox was restarted and all kernel state was lost`;
       outcome = "timeout";
+    } else if (h.ev !== "done") {
+      error = "The sandbox's processes ended unexpectedly; it was restarted and all kernel state was lost (files are kept)";
+      outcome = "kernel_lost";
     } else if (oom) {
       error = `Out of memory: the sandbox's limit of ${this.spec.limits.memoryMb} MiB was reached${lost}`;
       outcome = "oom";
     } else if (h.timed_out === true) {
-      error = `Execution timed out after ${req.timeoutS} seconds${stateLost ? lost : "; the run was interrupted and the kernel's state was kept"}`;
+      error = `Execution timed out after ${limit}${stateLost ? lost : "; the run was interrupted and the kernel's state was kept"}`;
       outcome = "timeout";
     } else if (out.truncated) {
       error = `Output exceeded the limit of ${cap} bytes per stream and was truncated; the run was stopped${lost}`;

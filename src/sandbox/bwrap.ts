@@ -54,7 +54,10 @@ export interface BwrapPlan {
 
 const FIRST_FILE_FD = 5;
 
-export function planBwrap(workspace: string, tmpMb: number, seccomp: Buffer): BwrapPlan {
+/** The process bwrap starts: the supervisor, unless a caller (the benchmark's baseline) names another. */
+const SUPERVISOR = ["/usr/bin/python3", "-I", "/opt/agentbox/supervisor.py"];
+
+export function planBwrap(workspace: string, tmpMb: number, seccomp: Buffer, command: string[] = SUPERVISOR): BwrapPlan {
   const files = sandboxFiles();
   const opts = [
     "--unshare-all",
@@ -142,6 +145,6 @@ export function planBwrap(workspace: string, tmpMb: number, seccomp: Buffer): Bw
   return {
     args,
     fds,
-    argv: ["/usr/bin/bwrap", "--args", "4", "--", "/usr/bin/python3", "-I", "/opt/agentbox/supervisor.py"],
+    argv: ["/usr/bin/bwrap", "--args", "4", "--", ...command],
   };
 }

@@ -49,7 +49,7 @@ export class SandboxManager {
     private readonly log: Logger,
   ) {
     this.templates = builtInTemplates(config.limits);
-    this.workspaces = new WorkspaceManager(config.dataDir);
+    this.workspaces = new WorkspaceManager(config.workspaceDir);
   }
 
   /** Re-adopts the sandboxes the records say are running, removes leftovers, starts the pool and the reaper. */

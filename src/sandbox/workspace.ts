@@ -11,10 +11,20 @@ const run = promisify(execFile);
 export class WorkspaceManager {
   readonly root: string;
 
-  constructor(dataDir: string) {
-    this.root = path.join(dataDir, "workspaces");
-    fs.mkdirSync(this.root, { recursive: true, mode: 0o711 });
-    fs.chmodSync(this.root, 0o711);
+  /**
+   * `root` must be traversable by the sandboxes' host uids (bubblewrap opens the workspace as that
+   * uid), so it lives outside the data dir, which holds the database and stays private.
+   */
+  constructor(root: string) {
+    this.root = root;
+    let dir = root;
+    fs.mkdirSync(root, { recursive: true, mode: 0o711 });
+    while (dir !== path.dirname(dir)) {
+      if ((fs.statSync(dir).mode & 0o001) === 0) {
+        throw new Error(`workspace directory ${root} is not reachable by sandbox users: ${dir} lacks o+x (set AGENTBOX_WORKSPACE_DIR)`);
+      }
+      dir = path.dirname(dir);
+    }
   }
 
   pathOf(name: string): string {

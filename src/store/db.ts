@@ -47,7 +47,9 @@ const MIGRATIONS: string[] = [
 
 export function openDb(dataDir: string): Db {
   fs.mkdirSync(dataDir, { recursive: true, mode: 0o700 });
-  const db = new Database(path.join(dataDir, "agentbox.db"));
+  const file = path.join(dataDir, "agentbox.db");
+  const db = new Database(file);
+  fs.chmodSync(file, 0o600);
   db.pragma("journal_mode = WAL");
   db.pragma("synchronous = NORMAL");
   db.pragma("busy_timeout = 5000");

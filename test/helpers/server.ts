@@ -1,6 +1,6 @@
 // Starts the real service (the same entry point as `npm start`) on a free loopback port with its
 // own data directory and bootstrap key, for end-to-end tests.
-import { type ChildProcess, spawn } from "node:child_process";
+import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import crypto from "node:crypto";
 import fs from "node:fs";
 import net from "node:net";
@@ -11,6 +11,7 @@ export interface TestServer {
   url: string;
   key: string;
   dataDir: string;
+  workspaceDir: string;
   port: number;
   process: ChildProcess;
   /** Output of the service so far (its JSON log lines). */
@@ -19,7 +20,7 @@ export interface TestServer {
   stop(): Promise<void>;
   /** SIGKILL, no clean-up by the service. */
   crash(): Promise<void>;
-  /** Stops and removes the data directory. */
+  /** Stops, unmounts what sandboxes it left, removes the data and workspace directories. */
   dispose(): Promise<void>;
 }
 
@@ -49,6 +50,7 @@ export async function startServer(
       AGENTBOX_HOST: "127.0.0.1",
       AGENTBOX_PORT: String(port),
       AGENTBOX_DATA_DIR: dataDir,
+      AGENTBOX_WORKSPACE_DIR: workspaceDir,
       AGENTBOX_API_KEY: key,
       AGENTBOX_LOG_LEVEL: "warn",
       AGENTBOX_WARM_POOL: "2",
@@ -87,6 +89,7 @@ export async function startServer(
     url,
     key,
     dataDir,
+    workspaceDir,
     port,
     process: child,
     logs: () => output,
@@ -100,6 +103,7 @@ export async function startServer(
     },
     async dispose() {
       await server.stop();
+      removeWorkspaces(workspaceDir);
       fs.rmSync(dataDir, { recursive: true, force: true });
     },
   };

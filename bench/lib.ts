@@ -1,0 +1,49 @@
+// Shared benchmark helpers: timing, percentiles and the printed table.
+
+export interface Row {
+  name: string;
+  samples: number[];
+  /** Wall time of the whole batch, for throughput; defaults to the sum of samples (sequential). */
+  wallMs?: number;
+  /** Operations completed in wallMs when it differs from samples.length. */
+  ops?: number;
+}
+
+export function percentile(sorted: number[], p: number): number {
+  if (sorted.length === 0) return Number.NaN;
+  const idx = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1));
+  return sorted[idx] as number;
+}
+
+export function summarize(row: Row) {
+  const sorted = [...row.samples].sort((a, b) => a - b);
+  const wall = row.wallMs ?? sorted.reduce((a, b) => a + b, 0);
+  return {
+    name: row.name,
+    n: sorted.length,
+    p50: percentile(sorted, 50),
+    p95: percentile(sorted, 95),
+    p99: percentile(sorted, 99),
+    throughput: ((row.ops ?? sorted.length) / wall) * 1000,
+  };
+}
+
+export function printTable(title: string, rows: Row[]): string {
+  const header = "| measure | n | p50 ms | p95 ms | p99 ms | throughput /s |";
+  const lines = [`### ${title}`, "", header, "| --- | ---: | ---: | ---: | ---: | ---: |"];
+  for (const row of rows) {
+    const s = summarize(row);
+    lines.push(`| ${s.name} | ${s.n} | ${s.p50.toFixed(2)} | ${s.p95.toFixed(2)} | ${s.p99.toFixed(2)} | ${s.throughput.toFixed(0)} |`);
+  }
+  const text = lines.join("\n");
+  process.stdout.write(`${text}\n\n`);
+  return text;
+}
+
+export async function timed<T>(fn: () => Promise<T>): Promise<[number, T]> {
+  const t0 = performance.now();
+  const value = await fn();
+  return [performance.now() - t0, value];
+}
+
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

@@ -37,11 +37,24 @@ export async function freePort(): Promise<number> {
 
 const ROOT = path.resolve(path.dirname(new URL(import.meta.url).pathname), "../..");
 
+/** Unmounts every workspace left under `dir` (sandboxes a test left running) and removes it. */
+export function removeWorkspaces(dir: string): void {
+  const mounts = fs
+    .readFileSync("/proc/self/mountinfo", "utf8")
+    .split("\n")
+    .map((line) => line.split(" ")[4])
+    .filter((m): m is string => m?.startsWith(`${dir}/`) === true);
+  for (const m of mounts) execFileSync("umount", ["-l", m]);
+  fs.rmSync(dir, { recursive: true, force: true });
+}
+
 export async function startServer(
-  opts: { env?: Record<string, string>; dataDir?: string; key?: string; port?: number } = {},
+  opts: { env?: Record<string, string>; dataDir?: string; key?: string; port?: number; workspaceDir?: string } = {},
 ): Promise<TestServer> {
   const port = opts.port ?? (await freePort());
   const dataDir = opts.dataDir ?? fs.mkdtempSync(path.join(os.tmpdir(), "agentbox-test-"));
+  // Same data dir → same workspace dir, so a restarted service re-adopts its sandboxes.
+  const workspaceDir = opts.workspaceDir ?? path.join("/run/agentbox-test", path.basename(dataDir));
   const key = opts.key ?? `test_${crypto.randomBytes(12).toString("hex")}`;
   const child = spawn(process.execPath, ["--import", "tsx", path.join(ROOT, "src/main.ts")], {
     cwd: ROOT,

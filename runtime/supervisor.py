@@ -4,8 +4,11 @@
 #
 # Requests (header.op): run, exec, kill_kernel, file, stats, setenv. Every request carries an `id`;
 # every answer carries the same `id`. Output of runs and commands streams back as `out` frames.
+import builtins  # noqa: F401 - preloaded so a forked python kernel starts without imports
 import ctypes
 import errno
+import io  # noqa: F401 - preloaded for the python kernel
+import traceback  # noqa: F401 - preloaded for the python kernel
 import json
 import os
 import selectors

@@ -149,7 +149,8 @@ export class SandboxManager {
     try {
       box = this.warm.shift();
       if (!box) box = await this.startBox(crypto.randomUUID(), this.allocateUid());
-      this.fillPool();
+      // After the reply is written: starting a sandbox forks processes, which would delay it.
+      setImmediate(() => this.fillPool());
       if (input.envVars && Object.keys(input.envVars).length) await box.setEnv(input.envVars);
       const now = new Date();
       const record: SandboxRecord = {

@@ -1,7 +1,8 @@
 // Turns what a client sent into what a kernel runs: TypeScript types stripped (sucrase keeps line
-// numbers), ES `import` statements turned into require() calls, and code with a top-level `await`
-// wrapped in an async function whose top-level declarations are hoisted to globals, so that state
-// still persists between runs (the same trick as Node's REPL).
+// numbers), ES `import` statements turned into require() calls, top-level `let`/`const`/`class`
+// turned into `var` globals (so a cell can be run again, as in a notebook, without "Identifier has
+// already been declared"), and code with a top-level `await` wrapped in an async function whose
+// top-level declarations are hoisted to globals, so that state still persists between runs.
 import * as acorn from "acorn";
 import { transform } from "sucrase";
 import { invalid } from "../errors.js";
@@ -37,7 +38,7 @@ export function prepareJs(source: string, typescript: boolean): Prepared {
   } catch {
     return { code, isAsync: false };
   }
-  if (!hasTopLevelAwait(program)) return { code, isAsync: false };
+  if (!hasTopLevelAwait(program)) return { code: redeclarable(code, program), isAsync: false };
   return { code: wrapAsync(code, program), isAsync: true };
 }
 
@@ -84,6 +85,22 @@ function bindingNames(pattern: acorn.Pattern, out: string[]): void {
   }
 }
 
+/** Top-level `let`/`const` become `var` and classes `var X = class X`, keeping every offset but the edits. */
+function redeclarable(code: string, program: acorn.Program): string {
+  let out = "";
+  let last = 0;
+  for (const stmt of program.body) {
+    if (stmt.type === "VariableDeclaration" && stmt.kind !== "var") {
+      out += `${code.slice(last, stmt.start)}var${stmt.kind === "let" ? "" : "  "}`;
+      last = stmt.start + stmt.kind.length;
+    } else if (stmt.type === "ClassDeclaration" && stmt.id) {
+      out += `${code.slice(last, stmt.start)}var ${stmt.id.name} = ${code.slice(stmt.start, stmt.end)};`;
+      last = stmt.end;
+    }
+  }
+  return out + code.slice(last);
+}
+
 function wrapAsync(code: string, program: acorn.Program): string {
   const hoisted: string[] = [];
   const prelude: string[] = [];
@@ -112,5 +129,5 @@ function wrapAsync(code: string, program: acorn.Program): string {
   }
   body += code.slice(last);
   const decl = hoisted.length ? `var ${[...new Set(hoisted)].join(", ")};` : "";
-  return `${decl}${prelude.join("\n")}(async () => {\n${body}\n})()`;
+  return `${decl}${prelude.join("\n")};(async () => {\n${body}\n})()`;
 }

@@ -179,7 +179,10 @@ class Kernel:
         self.err.owner = run
         msg = {"code": run.code, "timeout_ms": run.timeout_ms, "env": run.env, "async": run.is_async}
         if self.lang == "bash":
-            payload = run.code.encode("utf-8", "surrogateescape").replace(b"\0", b"") + b"\0"
+            import shlex
+
+            exports = "".join("export %s=%s\n" % (k, shlex.quote(v)) for k, v in run.env.items() if k.isidentifier())
+            payload = (exports + run.code).encode("utf-8", "surrogateescape").replace(b"\0", b"") + b"\0"
         else:
             payload = json.dumps(msg).encode() + b"\n"
         self.ctl.setblocking(True)

@@ -49,6 +49,8 @@ export interface BoxSpec {
   uid: number;
   limits: Limits;
   seccomp: Buffer;
+  /** Where the sandbox process's own diagnostics go (bwrap and supervisor errors, never user output). */
+  onLog?: (line: string) => void;
 }
 
 /** Extra time the service waits past a run's own timeout before it restarts the whole sandbox. */
@@ -112,7 +114,7 @@ export class Box {
       tmpMb: this.spec.limits.tmpMb,
       seccomp: this.spec.seccomp,
       cgroupProcs: this.cgroup.procsFiles,
-      onLog: (line) => process.stderr.write(`[sandbox ${this.spec.name}] ${line}\n`),
+      onLog: (line) => this.spec.onLog?.(line),
     });
     await this.link.ready;
   }

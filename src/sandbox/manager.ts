@@ -102,7 +102,8 @@ export class SandboxManager {
   }
 
   private startBox(name: string, uid: number): Promise<Box> {
-    return Box.start({ name, uid, limits: this.config.limits, seccomp: this.seccomp }, this.cgroups, this.workspaces);
+    const onLog = (line: string) => this.log.warn({ sandbox_id: name }, `sandbox process: ${line}`);
+    return Box.start({ name, uid, limits: this.config.limits, seccomp: this.seccomp, onLog }, this.cgroups, this.workspaces);
   }
 
   private fillPool(): void {

@@ -91,8 +91,9 @@ export function loadConfig(): Config {
     bodyLimitBytes: num("AGENTBOX_BODY_LIMIT_BYTES", 8 * 2 ** 20),
     maxUploadBytes: num("AGENTBOX_MAX_UPLOAD_BYTES", 100 * 2 ** 20),
     warmPool: num("AGENTBOX_WARM_POOL", 4),
-    // Idle sandboxes cost ~15 MiB; leave half the machine for what runs inside them.
-    maxSandboxes: num("AGENTBOX_MAX_SANDBOXES", Math.max(8, Math.floor(memMb / 2 / 16))),
+    // An idle sandbox with a warm python kernel costs ~11 MiB (bench/density.ts); keep a quarter of
+    // the machine for what runs inside them.
+    maxSandboxes: num("AGENTBOX_MAX_SANDBOXES", Math.max(8, Math.floor((memMb * 0.75) / 12))),
     maxSandboxesPerTenant: num("AGENTBOX_MAX_SANDBOXES_PER_TENANT", 200),
     maxConcurrentRuns: num("AGENTBOX_MAX_CONCURRENT_RUNS", Math.max(8, cores * 32)),
     maxContextsPerSandbox: num("AGENTBOX_MAX_CONTEXTS_PER_SANDBOX", 16),

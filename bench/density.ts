@@ -12,7 +12,12 @@ function availableMb(): number {
 
 export async function benchDensity(): Promise<string> {
   const server = await startServer({
-    env: { AGENTBOX_WARM_POOL: "0", AGENTBOX_MAX_SANDBOXES: String(N + 10), AGENTBOX_MAX_SANDBOXES_PER_TENANT: String(N + 10), AGENTBOX_RATE_LIMIT_PER_MINUTE: "100000000" },
+    env: {
+      AGENTBOX_WARM_POOL: "0",
+      AGENTBOX_MAX_SANDBOXES: String(N + 10),
+      AGENTBOX_MAX_SANDBOXES_PER_TENANT: String(N + 10),
+      AGENTBOX_RATE_LIMIT_PER_MINUTE: "100000000",
+    },
   });
   const call = client(server);
   try {
@@ -24,7 +29,10 @@ export async function benchDensity(): Promise<string> {
       const res = await call<{ sandbox_id: string }>("POST", "/v1/agents/sandboxes", { timeout: 600 });
       if (res.status !== 201) throw new Error(`create ${i} failed: ${JSON.stringify(res.body)}`);
       ids.push(res.body.sandbox_id);
-      const run = await call<{ logs: { stdout: string } }>("POST", `/v1/agents/sandboxes/${res.body.sandbox_id}/code/run`, { code: "x = 1\nprint(x)", language: "python" });
+      const run = await call<{ logs: { stdout: string } }>("POST", `/v1/agents/sandboxes/${res.body.sandbox_id}/code/run`, {
+        code: "x = 1\nprint(x)",
+        language: "python",
+      });
       if (run.body.logs.stdout !== "1\n") throw new Error(`run ${i} failed: ${JSON.stringify(run.body)}`);
     }
     const createMs = performance.now() - t0;

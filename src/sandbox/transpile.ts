@@ -1,11 +1,10 @@
 // Turns what a client sent into what a kernel runs: TypeScript types stripped (sucrase keeps line
-// numbers), ES `import` statements turned into require() calls, top-level `let`/`const`/`class`
+// numbers), ES `import` statements turned into `var` bindings of require() calls, top-level `let`/`const`/`class`
 // turned into `var` globals (so a cell can be run again, as in a notebook, without "Identifier has
 // already been declared"), and code with a top-level `await` wrapped in an async function whose
 // top-level declarations are hoisted to globals, so that state still persists between runs.
 import * as acorn from "acorn";
 import { transform } from "sucrase";
-import { invalid } from "../errors.js";
 
 export interface Prepared {
   code: string;
@@ -16,17 +15,17 @@ type Node = acorn.AnyNode;
 
 export function prepareJs(source: string, typescript: boolean): Prepared {
   let code = source;
-  const transforms: ("typescript" | "imports")[] = [];
-  if (typescript) transforms.push("typescript");
-  if (/(^|[\n;])\s*(import|export)\s/.test(code)) transforms.push("imports");
-  if (transforms.length > 0) {
+  if (typescript) {
     try {
-      code = transform(code, { transforms, disableESTransforms: true, keepUnusedImports: true }).code;
+      code = transform(code, { transforms: ["typescript"], disableESTransforms: true, keepUnusedImports: true }).code;
     } catch (err) {
-      // A syntax error: let the kernel report it the way node would, with its stack.
-      if (typescript) throw invalid(`TypeScript could not be parsed: ${(err as Error).message}`);
+      // A failing program is a run with an error, never an HTTP error: the kernel throws the
+      // parser's SyntaxError (message "Unexpected token (line:column)") as the run's result.
+      const message = JSON.stringify(String((err as Error).message));
+      return { code: `throw Object.assign(new SyntaxError(${message}), { stack: "SyntaxError: " + ${message} })`, isAsync: false };
     }
   }
+  if (/(^|[\n;])\s*(import|export)\s/.test(code)) code = modulesToScript(code);
   let program: acorn.Program;
   try {
     program = acorn.parse(code, {
@@ -40,6 +39,54 @@ export function prepareJs(source: string, typescript: boolean): Prepared {
   }
   if (!hasTopLevelAwait(program)) return { code: redeclarable(code, program), isAsync: false };
   return { code: wrapAsync(code, program), isAsync: true };
+}
+
+/**
+ * Top-level `import` declarations become `var` bindings of require() results under the names the
+ * code imported (so an import made in one run is still there in the next, like any other global),
+ * and `export` keywords are dropped. Each statement keeps its line count. Code that does not parse
+ * as a module is returned unchanged: the kernel reports its syntax error the way node would.
+ */
+function modulesToScript(code: string): string {
+  let program: acorn.Program;
+  try {
+    program = acorn.parse(code, { ecmaVersion: "latest", sourceType: "module", allowAwaitOutsideFunction: true });
+  } catch {
+    return code;
+  }
+  const edits: { start: number; end: number; text: string }[] = [];
+  const replace = (start: number, end: number, text: string) => {
+    const lines = code.slice(start, end).split("\n").length - 1;
+    edits.push({ start, end, text: text + "\n".repeat(lines) });
+  };
+  for (const stmt of program.body) {
+    if (stmt.type === "ImportDeclaration") {
+      const req = `require(${code.slice(stmt.source.start, stmt.source.end)})`;
+      const bindings = stmt.specifiers.map((s) => {
+        if (s.type === "ImportNamespaceSpecifier") return `${s.local.name} = ${req}`;
+        if (s.type === "ImportDefaultSpecifier") return `${s.local.name} = ((m) => (m && m.__esModule ? m.default : m))(${req})`;
+        const imported = s.imported.type === "Identifier" ? s.imported.name : String(s.imported.value);
+        return `${s.local.name} = ${req}[${JSON.stringify(imported)}]`;
+      });
+      replace(stmt.start, stmt.end, bindings.length ? `var ${bindings.join(", ")};` : `${req};`);
+    } else if (stmt.type === "ExportAllDeclaration") {
+      replace(stmt.start, stmt.end, `require(${code.slice(stmt.source.start, stmt.source.end)});`);
+    } else if (stmt.type === "ExportNamedDeclaration") {
+      if (stmt.declaration) replace(stmt.start, stmt.declaration.start, "");
+      else replace(stmt.start, stmt.end, stmt.source ? `require(${code.slice(stmt.source.start, stmt.source.end)});` : "");
+    } else if (stmt.type === "ExportDefaultDeclaration") {
+      const named =
+        (stmt.declaration.type === "FunctionDeclaration" || stmt.declaration.type === "ClassDeclaration") && stmt.declaration.id;
+      replace(stmt.start, stmt.declaration.start, named ? "" : "void ");
+    }
+  }
+  let out = "";
+  let last = 0;
+  for (const e of edits) {
+    out += code.slice(last, e.start) + e.text;
+    last = e.end;
+  }
+  return out + code.slice(last);
 }
 
 function hasTopLevelAwait(program: acorn.Program): boolean {

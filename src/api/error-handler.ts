@@ -16,8 +16,9 @@ export function toApiError(err: FastifyError | ApiError | Error): ApiError | und
     const field = first?.instancePath
       ? first.instancePath.replace(/^\//, "").replaceAll("/", ".")
       : (first?.params as { missingProperty?: string })?.missingProperty;
-    const detail =
-      first?.keyword === "required" ? `'${field}' is required` : `${field ? `'${field}' ` : ""}${first?.message ?? "is invalid"}`;
+    const allowed = (first?.params as { allowedValues?: unknown[] } | undefined)?.allowedValues;
+    const message = first?.keyword === "enum" && allowed ? `must be one of ${allowed.join(", ")}` : first?.message;
+    const detail = first?.keyword === "required" ? `'${field}' is required` : `${field ? `'${field}' ` : ""}${message ?? "is invalid"}`;
     return new ApiError("invalid_request", `Invalid ${where}: ${detail}`);
   }
   switch (fe.code) {

@@ -4,10 +4,13 @@ import { StringMap } from "./common.js";
 
 export const LANGUAGES = ["python", "javascript", "typescript", "bash"] as const;
 
-export const Language = Type.Union(
-  LANGUAGES.map((l) => Type.Literal(l)),
-  { description: "Language of the code" },
-);
+// One `enum` rather than a union of literals: the OpenAPI document lists the values in one place and
+// a wrong value is reported as "must be one of ...", not as a mismatch with the first literal.
+export const Language = Type.Unsafe<(typeof LANGUAGES)[number]>({
+  type: "string",
+  enum: [...LANGUAGES],
+  description: "Language of the code",
+});
 
 export const CodeRunBody = Type.Object(
   {

@@ -1,11 +1,19 @@
 // POST /sandboxes/{id}/code/run: validates, prepares the code for its kernel, runs it in the sandbox.
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { Type } from "@sinclair/typebox";
+import type { Config } from "../../config.js";
 import { ApiError, invalid } from "../../errors.js";
 import { prepareJs } from "../../sandbox/transpile.js";
 import type { Services } from "../services.js";
 import { CodeRunBody, CodeRunResult } from "../schemas/code.js";
 import { errors, SandboxIdParams } from "../schemas/common.js";
+
+/** The run's timeout in seconds: the client's value, else the default of 30; above the configured maximum is a 400. */
+export function effectiveTimeout(bodyTimeout: number | undefined, config: Pick<Config, "defaultRunTimeoutS" | "maxRunTimeoutS">): number {
+  const timeoutS = bodyTimeout ?? config.defaultRunTimeoutS;
+  if (timeoutS > config.maxRunTimeoutS) throw invalid(`'timeout' must be at most ${config.maxRunTimeoutS} seconds`);
+  return timeoutS;
+}
 
 export const codeRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (app, { services }) => {
   const { sandboxes, config } = services;
@@ -25,8 +33,7 @@ export const codeRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = asy
     },
     async (request) => {
       const { code, language, context_id, environment } = request.body;
-      const timeoutS = request.body.timeout ?? config.defaultRunTimeoutS;
-      if (timeoutS > config.maxRunTimeoutS) throw invalid(`'timeout' must be at most ${config.maxRunTimeoutS} seconds`);
+      const timeoutS = effectiveTimeout(request.body.timeout, config);
       if (Buffer.byteLength(code) > config.maxCodeBytes)
         throw new ApiError("payload_too_large", `'code' is larger than ${config.maxCodeBytes} bytes`);
       const box = sandboxes.box(request.apiKey.tenantId, request.params.sandbox_id);

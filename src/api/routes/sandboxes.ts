@@ -43,6 +43,10 @@ export const sandboxRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = 
         body: Type.Optional(CreateSandboxBody),
         response: { 201: Type.Ref(Sandbox), ...errors(400, 401, 404, 429, 503) },
       },
+      // Every field is optional, so a POST with no body at all creates a default sandbox.
+      preValidation: async (request) => {
+        if (request.body === undefined) request.body = {};
+      },
     },
     async (request, reply) => {
       const body = request.body ?? {};

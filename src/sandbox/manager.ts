@@ -80,11 +80,17 @@ export class SandboxManager {
   /** Removes every workspace and cgroup that belongs to no live sandbox (left by a crash). */
   private async sweep(): Promise<void> {
     const keep = new Set(this.live.keys());
-    for (const name of this.workspaces.existing()) {
+    // The cgroup parent can be shared with other services on this host (same cgroup, another data
+    // dir): only groups named like one of our own workspaces are ours. A sandbox's workspace is
+    // made before its cgroup and removed after it, so every cgroup we left has a workspace too.
+    const ours = new Set(this.workspaces.existing());
+    for (const name of ours) {
       if (!keep.has(name)) await this.workspaces.destroy(name).catch((err) => this.log.warn({ err, name }, "sweep: workspace"));
     }
     for (const name of this.cgroups.existing()) {
-      if (!keep.has(name)) await this.cgroups.removeByName(name).catch((err) => this.log.warn({ err, name }, "sweep: cgroup"));
+      if (!keep.has(name) && ours.has(name)) {
+        await this.cgroups.removeByName(name).catch((err) => this.log.warn({ err, name }, "sweep: cgroup"));
+      }
     }
     for (const { record } of this.live.values()) this.usedUids.add(record.hostUid);
   }

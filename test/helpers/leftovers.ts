@@ -1,0 +1,103 @@
+// What a sandbox leaves on the host, to assert that an ended one left nothing: mounts of its
+// workspace, its cgroups, processes running as its host uid. Also a runner for the operator CLI.
+import { spawnSync } from "node:child_process";
+import fs from "node:fs";
+import path from "node:path";
+import Database from "better-sqlite3";
+
+const CGROUP_ROOT = "/sys/fs/cgroup";
+const ROOT = path.resolve(path.dirname(new URL(import.meta.url).pathname), "../..");
+
+/** Mount points at or under `dir`. */
+export function mountsUnder(dir: string): string[] {
+  return fs
+    .readFileSync("/proc/self/mountinfo", "utf8")
+    .split("\n")
+    .map((line) => line.split(" ")[4])
+    .filter((m): m is string => m !== undefined && (m === dir || m.startsWith(`${dir}/`)));
+}
+
+/**
+ * The `agentbox` parent cgroups of services started by this test process (they inherit its
+ * cgroups): one per controller on cgroup v1, one on v2.
+ */
+export function agentboxCgroupParents(): string[] {
+  const parents: string[] = [];
+  for (const line of fs.readFileSync("/proc/self/cgroup", "utf8").split("\n")) {
+    const [, ctrls, p] = line.split(":");
+    if (ctrls === undefined || p === undefined) continue;
+    const dirs =
+      ctrls === ""
+        ? [path.join(CGROUP_ROOT, p, "agentbox")]
+        : ctrls
+            .split(",")
+            .filter((c) => ["memory", "pids", "cpu", "cpuacct"].includes(c))
+            .map((c) => path.join(CGROUP_ROOT, c, p, "agentbox"));
+    for (const d of dirs) if (fs.existsSync(d)) parents.push(d);
+  }
+  return [...new Set(parents)];
+}
+
+/** Cgroup directories that exist for the sandbox `id`. */
+export function cgroupsOf(id: string): string[] {
+  return agentboxCgroupParents()
+    .map((p) => path.join(p, id))
+    .filter((d) => fs.existsSync(d));
+}
+
+/** The host uid the service gave a sandbox, from its database. */
+export function hostUidOf(dataDir: string, id: string): number {
+  const db = new Database(path.join(dataDir, "agentbox.db"), { readonly: true, fileMustExist: true });
+  try {
+    const row = db.prepare<[string], { host_uid: number }>("SELECT host_uid FROM sandboxes WHERE id = ?").get(id);
+    if (!row) throw new Error(`no record of sandbox ${id}`);
+    return row.host_uid;
+  } finally {
+    db.close();
+  }
+}
+
+/** Pids of processes whose real uid is `uid`. */
+export function processesOfUid(uid: number): number[] {
+  const pids: number[] = [];
+  for (const entry of fs.readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const status = fs.readFileSync(`/proc/${entry}/status`, "utf8");
+      const m = /^Uid:\s+(\d+)/m.exec(status);
+      if (m && Number(m[1]) === uid) pids.push(Number(entry));
+    } catch {
+      // exited while we looked
+    }
+  }
+  return pids;
+}
+
+/** Polls `check` until it returns true or `ms` pass; returns the last result. */
+export async function eventually(check: () => boolean | Promise<boolean>, ms = 5000, stepMs = 50): Promise<boolean> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    if (await check()) return true;
+    if (Date.now() > deadline) return false;
+    await new Promise((r) => setTimeout(r, stepMs));
+  }
+}
+
+/** Runs the operator CLI (`npm run cli -- ...`) against a data dir. */
+export function cli(dataDir: string, args: string[]): { status: number | null; stdout: string; stderr: string } {
+  const res = spawnSync(process.execPath, ["--import", "tsx", path.join(ROOT, "src/cli/main.ts"), ...args], {
+    cwd: ROOT,
+    env: { PATH: process.env.PATH ?? "/usr/bin:/bin", AGENTBOX_DATA_DIR: dataDir },
+    encoding: "utf8",
+    timeout: 30_000,
+  });
+  return { status: res.status, stdout: res.stdout, stderr: res.stderr };
+}
+
+/** Creates an API key with the CLI (its own tenant unless one is given) and returns it. */
+export function createKey(dataDir: string, name: string, tenant?: string): { key: string; id: string; tenantId: string } {
+  const res = cli(dataDir, ["keys", "create", "--name", name, "--json", ...(tenant ? ["--tenant", tenant] : [])]);
+  if (res.status !== 0) throw new Error(`keys create failed (${res.status}): ${res.stderr}`);
+  const parsed = JSON.parse(res.stdout) as { key: string; id: string; tenantId: string };
+  return { key: parsed.key, id: parsed.id, tenantId: parsed.tenantId };
+}

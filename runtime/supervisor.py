@@ -283,14 +283,19 @@ class Run(Job):
 
 
 class Command(Job):
-    def __init__(self, req):
+    """One `commands/run`: a fresh `bash -c` in its own process group. What it starts in the
+    background stays alive after it exits (its output is then discarded); a timeout or an output
+    overflow kills the whole group."""
+
+    def __init__(self, req, cwd):
         super().__init__(req)
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
-        cwd = resolve(req.get("cwd") or HOME)
-        self.pid = spawn(["/bin/bash", "--norc", "--noprofile", "-c", req["command"]], cwd, env_for(req.get("env")), out_w, err_w, {})
-        os.close(out_w)
-        os.close(err_w)
+        try:
+            self.pid = spawn(["/bin/bash", "--norc", "--noprofile", "-c", req["command"]], cwd, env_for(req.get("env")), out_w, err_w, {})
+        finally:
+            os.close(out_w)
+            os.close(err_w)
         self.out = Stream(out_r, self, 1)
         self.err = Stream(err_r, self, 2)
         children[self.pid] = self
@@ -365,6 +370,13 @@ def python_kernel(ctl_fd, out_w, err_w, cwd, env):
     import traceback
 
     os.setsid()
+    # Forked from the non-dumpable supervisor: become dumpable like every exec'd kernel, so the
+    # supervisor can read this process's /proc/<pid>/io (sandbox disk metrics). User code runs in
+    # this process anyway; nothing here is hidden from it.
+    try:
+        ctypes.CDLL(None).prctl(4, 1, 0, 0, 0)
+    except Exception:  # noqa: BLE001
+        pass
     signal.set_wakeup_fd(-1)
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)
@@ -447,82 +459,223 @@ def describe_python_error(e, traceback):
 
 
 # ---- files: done here so that every path resolves inside the sandbox's own view ----
+#
+# The supervisor runs inside the sandbox's mount namespace as the sandbox user, so `/etc/passwd`,
+# `../../etc/shadow` or a symlink to `/etc` all land on the sandbox's own tiny /etc, never the
+# host's. Two more rules protect the supervisor itself: only regular files are read or written
+# (a FIFO or device could block it or, through /proc/self/fd, reach its link to the service), and
+# nothing under /proc is touched (there /proc/self is the supervisor).
+
+READ_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+WRITE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+
+
+class FileOpError(Exception):
+    def __init__(self, status, message):
+        super().__init__(message)
+        self.status = status
+        self.message = message
 
 
 def resolve(path):
     if not path.startswith("/"):
         path = os.path.join(HOME, path)
-    return os.path.normpath(path)
+    path = os.path.normpath(path)
+    # POSIX keeps a leading "//"; the kernel does not care, users would.
+    return "/" + path.lstrip("/")
+
+
+def guard(path):
+    if "\0" in path:
+        raise FileOpError("invalid", "path contains a NUL byte")
+    real = os.path.realpath(path)
+    if real == "/proc" or real.startswith("/proc/"):
+        raise FileOpError("invalid", "files under /proc cannot be used through the file API")
+
+
+def open_regular(path, flags):
+    """Opens `path` and returns the fd only if it is a regular file (checked on the open fd)."""
+    fd = os.open(path, flags, 0o644)
+    try:
+        st = os.fstat(fd)
+        if stat.S_ISDIR(st.st_mode):
+            raise IsADirectoryError(errno.EISDIR, "is a directory")
+        if not stat.S_ISREG(st.st_mode):
+            raise FileOpError("invalid", "%s is not a regular file" % path)
+        os.set_blocking(fd, True)
+        return fd, st
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def iso(ts):
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(ts)) + ".%03dZ" % int((ts % 1) * 1000)
+
+
+def file_read(path, req):
+    limit = int(req.get("limit", 100 << 20))
+    fd, st = open_regular(path, READ_FLAGS)
+    try:
+        if st.st_size > limit:
+            return {"status": "too_large", "path": path, "size": st.st_size}, b""
+        chunks = []
+        size = 0
+        while size <= limit:
+            chunk = os.read(fd, min(1 << 20, limit + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    finally:
+        os.close(fd)
+    if size > limit:
+        return {"status": "too_large", "path": path, "size": size}, b""
+    return {"status": "ok", "path": path, "size": size}, b"".join(chunks)
+
+
+def file_write(path, req, body):
+    # Upload: a target that is an existing directory receives the file under its own name.
+    name = req.get("default_name")
+    if name and os.path.isdir(path):
+        path = os.path.join(path, name)
+        guard(path)
+    parent = os.path.dirname(path) or "/"
+    try:
+        os.makedirs(parent, exist_ok=True)
+    except FileExistsError:
+        raise FileOpError("invalid", "%s is not a directory" % parent)
+    fd, _ = open_regular(path, WRITE_FLAGS)
+    try:
+        view = memoryview(body)
+        while view:
+            n = os.write(fd, view)
+            view = view[n:]
+    finally:
+        os.close(fd)
+    return {"status": "ok", "path": path, "size": len(body)}, b""
+
+
+def file_list(path, req):
+    limit = int(req.get("limit", 10000))
+    st = os.stat(path)
+    if not stat.S_ISDIR(st.st_mode):
+        raise FileOpError("invalid", "%s is not a directory" % path)
+    names = sorted(os.listdir(path))
+    entries = []
+    for name in names[:limit]:
+        full = os.path.join(path, name)
+        try:
+            st = os.lstat(full)
+        except OSError:
+            continue
+        entries.append(
+            {
+                "name": name,
+                "path": full,
+                "size": st.st_size,
+                "is_dir": stat.S_ISDIR(st.st_mode),
+                "modified_at": iso(st.st_mtime),
+                "mode": stat.filemode(st.st_mode),
+            }
+        )
+    return {"status": "ok", "path": path, "files": entries, "total": len(names)}, b""
+
+
+def file_delete(path):
+    if path in ("/", HOME, "/tmp"):
+        raise FileOpError("invalid", "%s cannot be deleted" % path)
+    st = os.lstat(path)
+    if stat.S_ISDIR(st.st_mode):
+        import shutil
+
+        shutil.rmtree(path)
+    else:
+        os.unlink(path)
+    return {"status": "ok", "path": path}, b""
+
+
+def file_mkdir(path):
+    try:
+        os.makedirs(path, exist_ok=True)
+    except FileExistsError:
+        raise FileOpError("invalid", "%s exists and is not a directory" % path)
+    return {"status": "ok", "path": path}, b""
+
+
+def file_stat(path):
+    try:
+        st = os.stat(path)
+    except OSError:
+        return {"status": "ok", "path": path, "exists": False, "is_dir": False}, b""
+    return {"status": "ok", "path": path, "exists": True, "is_dir": stat.S_ISDIR(st.st_mode), "size": st.st_size}, b""
 
 
 def file_op(req, body):
-    op = req["action"]
-    path = resolve(req["path"])
+    op = req.get("action")
+    raw = req.get("path")
+    if not isinstance(raw, str) or raw == "":
+        return {"status": "invalid", "message": "path is required"}, b""
+    path = resolve(raw)
     try:
+        guard(path)
         if op == "read":
-            st = os.stat(path)
-            if stat.S_ISDIR(st.st_mode):
-                return {"status": "is_dir", "path": path}, b""
-            limit = int(req.get("limit", 100 << 20))
-            if st.st_size > limit:
-                return {"status": "too_large", "path": path, "size": st.st_size}, b""
-            with open(path, "rb") as f:
-                data = f.read(limit + 1)
-            if len(data) > limit:
-                return {"status": "too_large", "path": path, "size": len(data)}, b""
-            return {"status": "ok", "path": path, "size": len(data)}, data
+            return file_read(path, req)
         if op == "write":
-            os.makedirs(os.path.dirname(path) or "/", exist_ok=True)
-            with open(path, "wb") as f:
-                f.write(body)
-            return {"status": "ok", "path": path, "size": len(body)}, b""
-        if op == "mkdir":
-            os.makedirs(path, exist_ok=True)
-            return {"status": "ok", "path": path}, b""
-        if op == "delete":
-            st = os.lstat(path)
-            if stat.S_ISDIR(st.st_mode):
-                import shutil
-
-                shutil.rmtree(path)
-            else:
-                os.unlink(path)
-            return {"status": "ok", "path": path}, b""
+            return file_write(path, req, body)
         if op == "list":
-            limit = int(req.get("limit", 1000))
-            offset = int(req.get("offset", 0))
-            names = sorted(os.listdir(path))
-            entries = []
-            for name in names[offset : offset + limit]:
-                full = os.path.join(path, name)
-                try:
-                    st = os.lstat(full)
-                except OSError:
-                    continue
-                entries.append(
-                    {
-                        "name": name,
-                        "path": full,
-                        "size": st.st_size,
-                        "is_dir": stat.S_ISDIR(st.st_mode),
-                        "modified_at": st.st_mtime,
-                        "mode": stat.filemode(st.st_mode),
-                    }
-                )
-            return {"status": "ok", "path": path, "files": entries, "total": len(names)}, b""
-        return {"status": "bad_request", "message": "unknown file action"}, b""
-    except FileNotFoundError:
-        return {"status": "not_found", "path": path}, b""
-    except NotADirectoryError:
+            return file_list(path, req)
+        if op == "delete":
+            return file_delete(path)
+        if op == "mkdir":
+            return file_mkdir(path)
+        if op == "stat":
+            return file_stat(path)
+        return {"status": "invalid", "message": "unknown file action"}, b""
+    except FileOpError as e:
+        return {"status": e.status, "path": path, "message": e.message}, b""
+    except (FileNotFoundError, NotADirectoryError):
+        # A missing file, or a path through something that is not a directory.
         return {"status": "not_found", "path": path}, b""
     except IsADirectoryError:
         return {"status": "is_dir", "path": path}, b""
     except PermissionError:
-        return {"status": "forbidden", "path": path}, b""
+        return {"status": "invalid", "path": path, "message": "permission denied: %s" % path}, b""
+    except ValueError as e:
+        return {"status": "invalid", "path": path, "message": str(e)}, b""
     except OSError as e:
         if e.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
             return {"status": "no_space", "path": path}, b""
-        return {"status": "error", "path": path, "message": os.strerror(e.errno or 0)}, b""
+        if e.errno == errno.ENXIO:
+            return {"status": "invalid", "path": path, "message": "%s is not a regular file" % path}, b""
+        return {"status": "invalid", "path": path, "message": "%s: %s" % (os.strerror(e.errno or 0), path)}, b""
+
+
+# ---- stats ----
+#
+# Network: the sandbox's own network namespace (loopback only), from /proc/net/dev.
+# Disk: the workspace is a tmpfs, so there is no block device to count. Instead: bytes that the
+# sandbox's processes passed through read()/write() (rchar/wchar of /proc/<pid>/io), summed over
+# every live process plus a running total of the ones that have exited (read from the zombie just
+# before it is reaped; a process's counters include its own reaped children). The supervisor's own
+# traffic (its link to the service) is not counted.
+
+io_exited = [0, 0]
+
+
+def proc_io(pid):
+    try:
+        with open("/proc/%d/io" % pid, "rb") as f:
+            data = f.read()
+    except OSError:
+        return None
+    r = w = 0
+    for line in data.split(b"\n"):
+        if line.startswith(b"rchar:"):
+            r = int(line[6:])
+        elif line.startswith(b"wchar:"):
+            w = int(line[6:])
+    return r, w
 
 
 def stats():
@@ -536,7 +689,16 @@ def stats():
                 tx += int(cols[8])
     except OSError:
         pass
-    return {"network_rx": rx, "network_tx": tx}
+    rd, wr = io_exited
+    me = os.getpid()
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) in (1, me):
+            continue
+        io = proc_io(int(name))
+        if io is not None:
+            rd += io[0]
+            wr += io[1]
+    return {"network_rx": rx, "network_tx": tx, "disk_read": rd, "disk_write": wr}
 
 
 # ---- the main loop ----
@@ -570,10 +732,14 @@ def handle(header, body):
             kernel.kill()
         send({"ev": "ok", "id": rid})
     elif op == "exec":
+        cwd = resolve(header.get("cwd") or HOME)
+        if not os.path.isdir(cwd):
+            send({"ev": "exit", "id": rid, "bad_cwd": cwd})
+            return
         try:
-            runs[rid] = Command(header)
+            runs[rid] = Command(header, cwd)
         except OSError as e:
-            send({"ev": "exit", "id": rid, "exit_status": 127, "spawn_error": str(e)})
+            send({"ev": "exit", "id": rid, "exit_status": 127, "spawn_error": "could not start the command: %s" % e})
     elif op == "file":
         reply, data = file_op(header, body)
         reply.update({"ev": "file", "id": rid})
@@ -594,12 +760,21 @@ def handle(header, body):
 
 def reap():
     while True:
+        # Peek first (WNOWAIT): the zombie's /proc/<pid>/io is still readable, then reap it.
         try:
-            pid, status = os.waitpid(-1, os.WNOHANG)
+            info = os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT)
         except ChildProcessError:
             return
-        if pid == 0:
+        if info is None or info.si_pid == 0:
             return
+        io = proc_io(info.si_pid)
+        try:
+            pid, status = os.waitpid(info.si_pid, 0)
+        except ChildProcessError:
+            continue
+        if io is not None:
+            io_exited[0] += io[0]
+            io_exited[1] += io[1]
         child = children.pop(pid, None)
         if child is not None:
             code = os.waitstatus_to_exitcode(status)
@@ -639,7 +814,10 @@ class LinkReader:
 def main():
     # Not dumpable: user code runs as the same uid and must not reach our fds through /proc.
     try:
-        ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE = 4
+        libc = ctypes.CDLL(None)
+        libc.prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE = 4
+        # PR_SET_CHILD_SUBREAPER = 36: orphaned background jobs are reaped here (their I/O counted).
+        libc.prctl(36, 1, 0, 0, 0)
     except Exception:  # noqa: BLE001 - best effort; the sandbox is the boundary
         pass
     os.chdir(HOME)

@@ -48,6 +48,9 @@ export interface Config {
   maxCodeBytes: number;
   bodyLimitBytes: number;
   maxUploadBytes: number;
+  /** Largest file `files/read` returns inside JSON; bigger files are for `download`. */
+  maxFileReadBytes: number;
+  maxDownloadBytes: number;
   warmPool: number;
   maxSandboxes: number;
   maxSandboxesPerTenant: number;
@@ -90,6 +93,8 @@ export function loadConfig(): Config {
     maxCodeBytes: num("AGENTBOX_MAX_CODE_BYTES", 2 ** 20),
     bodyLimitBytes: num("AGENTBOX_BODY_LIMIT_BYTES", 8 * 2 ** 20),
     maxUploadBytes: num("AGENTBOX_MAX_UPLOAD_BYTES", 100 * 2 ** 20),
+    maxFileReadBytes: num("AGENTBOX_MAX_FILE_READ_BYTES", 16 * 2 ** 20),
+    maxDownloadBytes: num("AGENTBOX_MAX_DOWNLOAD_BYTES", 100 * 2 ** 20),
     warmPool: num("AGENTBOX_WARM_POOL", 4),
     // An idle sandbox with a warm python kernel costs ~11 MiB (bench/density.ts); keep a quarter of
     // the machine for what runs inside them.

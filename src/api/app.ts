@@ -9,6 +9,10 @@ import type { Logger } from "pino";
 import { installAuth } from "./auth.js";
 import { installErrorHandler } from "./error-handler.js";
 import { codeRoutes } from "./routes/code.js";
+import { commandRoutes } from "./routes/commands.js";
+import { contextRoutes } from "./routes/contexts.js";
+import { fileRoutes } from "./routes/files.js";
+import { metricsRoutes } from "./routes/metrics.js";
 import { sandboxRoutes } from "./routes/sandboxes.js";
 import { CodeRunResult } from "./schemas/code.js";
 import { ErrorEnvelope } from "./schemas/common.js";
@@ -87,6 +91,10 @@ export async function buildApp(services: Services, logger: Logger): Promise<Fast
   for (const prefix of prefixes) {
     await app.register(sandboxRoutes, { prefix, services });
     await app.register(codeRoutes, { prefix, services });
+    await app.register(commandRoutes, { prefix, services });
+    await app.register(fileRoutes, { prefix, services });
+    await app.register(contextRoutes, { prefix, services });
+    await app.register(metricsRoutes, { prefix, services });
   }
   return app;
 }

@@ -44,6 +44,26 @@ export interface CommandResult {
   error: string | null;
 }
 
+export interface BoxMetrics {
+  /** Percent of the sandbox's CPU allowance used since the previous sample (see metrics()). */
+  cpuPercent: number;
+  memoryBytes: number;
+  diskRead: number;
+  diskWrite: number;
+  networkRx: number;
+  networkTx: number;
+}
+
+/** A CPU sample younger than this is not used as the base of a rate: too short to mean anything. */
+const MIN_CPU_WINDOW_MS = 200;
+
+/** A command's working directory does not exist (or is not a directory) inside the sandbox. */
+export class WorkingDirMissing extends Error {
+  constructor(readonly path: string) {
+    super(`'${path}' is not a directory in the sandbox`);
+  }
+}
+
 export interface BoxSpec {
   name: string;
   uid: number;
@@ -85,6 +105,8 @@ export class Box {
   private link!: SupervisorLink;
   private readonly queues = new Map<string, Promise<unknown>>();
   private restarting: Promise<void> | undefined;
+  /** The last two CPU samples (monotonic ms, cgroup CPU ns), for cpu_usage in metrics(). */
+  private cpuSamples: { at: number; ns: number }[] = [{ at: performance.now(), ns: 0 }];
   ended = false;
 
   private constructor(
@@ -231,20 +253,22 @@ export class Box {
     return { stdout: out.text(1), stderr: out.text(2), error, executionTimeMs: Math.max(0, Math.round(execMs)), outcome };
   }
 
+  /**
+   * Runs a shell command as a fresh process in the sandbox (same namespaces, files and cgroup as
+   * the kernels). Background processes it starts keep running after it returns. Throws
+   * WorkingDirMissing when `cwd` is not a directory in the sandbox.
+   */
   async command(req: CommandRequest): Promise<CommandResult> {
     const link = await this.live();
-    const out = new Collector(this.spec.limits.outputBytes);
+    const cap = this.spec.limits.outputBytes;
+    const out = new Collector(cap);
     const h = await new Promise<Frame["header"]>((resolve) => {
-      const backstop = setTimeout(() => resolve({ ev: "backstop" }), req.timeoutMs + BACKSTOP_MS);
+      const backstop = setTimeout(() => {
+        resolve({ ev: "backstop" });
+        void this.restart().catch(() => {});
+      }, req.timeoutMs + BACKSTOP_MS);
       link.stream(
-        {
-          op: "exec",
-          command: req.command,
-          cwd: req.cwd,
-          env: req.env,
-          timeout_ms: req.timeoutMs,
-          output_cap: this.spec.limits.outputBytes,
-        },
+        { op: "exec", command: req.command, cwd: req.cwd, env: req.env, timeout_ms: req.timeoutMs, output_cap: cap },
         undefined,
         (frame) => {
           if (frame.header.ev === "out") {
@@ -257,16 +281,63 @@ export class Box {
         },
       );
     });
-    const status = typeof h.exit_status === "number" ? h.exit_status : -1;
-    const timedOut = h.timed_out === true || h.ev !== "exit";
-    const exitCode = status < 0 ? 128 - status : status;
-    let error: string | null = null;
-    if (timedOut) error = `Command timed out after ${req.timeoutMs} ms`;
-    else if (typeof h.spawn_error === "string") error = h.spawn_error;
-    else if (h.truncated === true) error = "Output limit exceeded; the command was stopped";
-    else if (status < 0) error = `Command was killed by signal ${-status}`;
+    if (typeof h.bad_cwd === "string") throw new WorkingDirMissing(h.bad_cwd);
+    if (h.truncated === true) out.truncated = true;
     const durationMs = typeof h.elapsed_ms === "number" ? h.elapsed_ms : 0;
+    if (h.ev === "backstop" || h.ev === "gone") {
+      const why =
+        h.ev === "backstop"
+          ? `Command timed out after ${req.timeoutMs} ms and the sandbox did not respond; it was restarted (files are kept)`
+          : "The sandbox's processes ended during the command; it was restarted (files are kept)";
+      return { stdout: out.text(1), stderr: out.text(2), exitCode: 137, durationMs, timedOut: h.ev === "backstop", error: why };
+    }
+    const status = typeof h.exit_status === "number" ? h.exit_status : -9;
+    // A signal death is reported the way a shell does: 128 + signal number.
+    const exitCode = status < 0 ? 128 - status : status;
+    const timedOut = h.timed_out === true;
+    let error: string | null = null;
+    if (timedOut) error = `Command timed out after ${req.timeoutMs} ms and was killed`;
+    else if (typeof h.spawn_error === "string") error = h.spawn_error;
+    else if (out.truncated) error = `Output exceeded the limit of ${cap} bytes per stream and was truncated; the command was killed`;
+    else if (status < 0) error = `Command was killed by signal ${-status}`;
+    else if (status !== 0) error = `exit status ${status}`;
     return { stdout: out.text(1), stderr: out.text(2), exitCode, durationMs, timedOut, error };
+  }
+
+  /** Starts a context's kernel now (rather than at its first run), so that a broken context fails at creation. */
+  async startKernel(kernel: string, language: Language, cwd: string): Promise<void> {
+    const frame = await (await this.live()).request({ op: "start_kernel", kernel, lang: language, cwd });
+    if (frame.header.ev !== "ok") throw new Error(`kernel did not start (${String(frame.header.message ?? frame.header.ev)})`);
+  }
+
+  /**
+   * Resource use: memory and CPU from the sandbox's cgroup, network and disk I/O from inside it
+   * (runtime/supervisor.py `stats`). CPU is a rate: the CPU time used between the previous call
+   * (at least MIN_CPU_WINDOW_MS ago; the first call covers the time since the sandbox started)
+   * and now, as a percent of the sandbox's CPU allowance.
+   */
+  async metrics(): Promise<BoxMetrics> {
+    const frame = await (await this.live()).request({ op: "stats" });
+    const usage = this.cgroup.usage();
+    const now = performance.now();
+    // Samples are kept at least MIN_CPU_WINDOW_MS apart, so the base is the newest one that old
+    // (or, when calls come fast, the one before it).
+    const newest = this.cpuSamples[this.cpuSamples.length - 1] as { at: number; ns: number };
+    const old = now - newest.at >= MIN_CPU_WINDOW_MS;
+    const base = old ? newest : (this.cpuSamples[0] as { at: number; ns: number });
+    const wallNs = Math.max(1, (now - base.at) * 1e6);
+    const cpuPercent = Math.min(100, Math.max(0, ((usage.cpuNs - base.ns) / wallNs / this.spec.limits.cpus) * 100));
+    if (old) this.cpuSamples = [newest, { at: now, ns: usage.cpuNs }];
+    const n = (v: unknown) => (typeof v === "number" && Number.isFinite(v) ? v : 0);
+    const h = frame.header;
+    return {
+      cpuPercent,
+      memoryBytes: usage.memoryBytes,
+      diskRead: n(h.disk_read),
+      diskWrite: n(h.disk_write),
+      networkRx: n(h.network_rx),
+      networkTx: n(h.network_tx),
+    };
   }
 
   /** A file operation done by the supervisor inside the sandbox's own view of the filesystem. */

@@ -50,7 +50,8 @@ export class ContextRegistry {
     return context;
   }
 
-  dropSandbox(sandboxId: string): void {
+  /** Forgets every context of a sandbox that ended (its kernels ended with it). A stable function: pass it as a listener. */
+  readonly dropSandbox = (sandboxId: string): void => {
     this.bySandbox.delete(sandboxId);
-  }
+  };
 }

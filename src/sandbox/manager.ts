@@ -42,6 +42,7 @@ export class SandboxManager {
   private runsInFlight = 0;
   /** Sandboxes being created right now: counted against capacity before their record exists. */
   private pending = 0;
+  private readonly endedListeners = new Set<(id: string) => void>();
 
   constructor(
     private readonly config: Config,
@@ -240,6 +241,11 @@ export class SandboxManager {
     return this.runsInFlight;
   }
 
+  /** Calls `listener` with the id of every sandbox that ends (killed or expired), e.g. to drop its code contexts. */
+  onEnded(listener: (id: string) => void): void {
+    this.endedListeners.add(listener);
+  }
+
   private async end(id: string, status: "terminated" | "timed_out"): Promise<void> {
     const live = this.live.get(id);
     if (!live) return;
@@ -248,6 +254,7 @@ export class SandboxManager {
     live.record.status = status;
     live.record.endedAt = endedAt;
     this.store.end(id, status, endedAt);
+    for (const listener of this.endedListeners) listener(id);
     await this.release(live.box);
     this.fillPool();
   }

@@ -280,7 +280,9 @@ export class SandboxManager {
 
   /**
    * Stops the reaper and the pool. Live sandboxes keep their records and workspaces so that the
-   * next start re-adopts them; their processes end with the service (they die with their parent).
+   * next start re-adopts them; their processes are killed and their cgroups removed now (re-adoption
+   * makes new ones), so a stopped service leaves nothing running and no group behind even if it is
+   * never started again on this data dir.
    */
   async close(opts: { destroyAll?: boolean } = {}): Promise<void> {
     this.closing = true;
@@ -289,6 +291,13 @@ export class SandboxManager {
     await Promise.all(this.warm.splice(0).map((box) => this.release(box)));
     if (opts.destroyAll) {
       await Promise.all([...this.live.keys()].map((id) => this.end(id, "terminated")));
+      return;
     }
+    await Promise.all(
+      [...this.live.values()].map(async ({ box }) => {
+        box.ended = true;
+        await box.cgroup.destroy().catch((err) => this.log.error({ err, sandbox_id: box.spec.name }, "shutdown: cgroup"));
+      }),
+    );
   }
 }

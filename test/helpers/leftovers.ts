@@ -1,9 +1,8 @@
 // What a sandbox leaves on the host, to assert that an ended one left nothing: mounts of its
-// workspace, its cgroups, processes running as its host uid. Also a runner for the operator CLI.
+// workspace, its cgroups and the processes in them. Also a runner for the operator CLI.
 import { spawnSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
-import Database from "better-sqlite3";
 
 const CGROUP_ROOT = "/sys/fs/cgroup";
 const ROOT = path.resolve(path.dirname(new URL(import.meta.url).pathname), "../..");
@@ -45,32 +44,21 @@ export function cgroupsOf(id: string): string[] {
     .filter((d) => fs.existsSync(d));
 }
 
-/** The host uid the service gave a sandbox, from its database. */
-export function hostUidOf(dataDir: string, id: string): number {
-  const db = new Database(path.join(dataDir, "agentbox.db"), { readonly: true, fileMustExist: true });
-  try {
-    const row = db.prepare<[string], { host_uid: number }>("SELECT host_uid FROM sandboxes WHERE id = ?").get(id);
-    if (!row) throw new Error(`no record of sandbox ${id}`);
-    return row.host_uid;
-  } finally {
-    db.close();
-  }
-}
-
-/** Pids of processes whose real uid is `uid`. */
-export function processesOfUid(uid: number): number[] {
-  const pids: number[] = [];
-  for (const entry of fs.readdirSync("/proc")) {
-    if (!/^\d+$/.test(entry)) continue;
+/**
+ * Pids in the sandbox `id`'s cgroups. A sandbox's processes cannot leave its cgroup, so an empty or
+ * removed group means none of them is left (host uids are no proof: every service on the host
+ * hands out the same range).
+ */
+export function processesInCgroups(id: string): number[] {
+  const pids = new Set<number>();
+  for (const dir of cgroupsOf(id)) {
     try {
-      const status = fs.readFileSync(`/proc/${entry}/status`, "utf8");
-      const m = /^Uid:\s+(\d+)/m.exec(status);
-      if (m && Number(m[1]) === uid) pids.push(Number(entry));
+      for (const pid of fs.readFileSync(path.join(dir, "cgroup.procs"), "utf8").split("\n").filter(Boolean)) pids.add(Number(pid));
     } catch {
-      // exited while we looked
+      // removed while we looked
     }
   }
-  return pids;
+  return [...pids];
 }
 
 /** Polls `check` until it returns true or `ms` pass; returns the last result. */

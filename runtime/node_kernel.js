@@ -7,7 +7,8 @@ const net = require("node:net");
 const vm = require("node:vm");
 const { createRequire } = require("node:module");
 
-process.chdir("/home/user");
+// The working directory is set by the supervisor when it starts the kernel (a context's cwd, else
+// /home/user); modules resolve from /home/user either way.
 globalThis.require = createRequire("/home/user/");
 globalThis.module = { exports: {} };
 globalThis.exports = globalThis.module.exports;

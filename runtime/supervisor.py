@@ -11,6 +11,9 @@ import io  # noqa: F401 - preloaded for the python kernel
 import traceback  # noqa: F401 - preloaded for the python kernel
 import json
 import os
+import select  # noqa: F401 - preloaded: lazily loading it later would show up as sandbox disk I/O
+import shlex  # noqa: F401 - preloaded for the bash kernel, same reason
+import shutil  # noqa: F401 - preloaded for file deletes, same reason
 import selectors
 import signal
 import socket
@@ -21,8 +24,8 @@ import time
 
 HOME = "/home/user"
 NODE_KERNEL = "/opt/agentbox/node_kernel.js"
+# The kernel's working directory is set by spawn() (a context's cwd, else /home/user).
 BASH_DRIVER = (
-    "cd /home/user; "
     "while IFS= read -r -d '' __ab_code <&3; do "
     "{ eval \"$__ab_code\"; } 3<&- </dev/null; "
     "printf '{\"rc\":%d}\\n' $? >&3; "
@@ -47,6 +50,7 @@ def send(header, body=b""):
     while view:
         try:
             n = os.write(link_out_fd, view)
+            own_io[1] += n
             view = view[n:]
         except BlockingIOError:
             select_write(link_out_fd)
@@ -84,6 +88,7 @@ class Stream:
             return False
         except OSError:
             data = b""
+        own_io[0] += len(data)
         if not data:
             self.close()
             return False
@@ -655,20 +660,22 @@ def file_op(req, body):
 #
 # Network: the sandbox's own network namespace (loopback only), from /proc/net/dev.
 # Disk: the workspace is a tmpfs, so there is no block device to count. Instead: bytes that the
-# sandbox's processes passed through read()/write() (rchar/wchar of /proc/<pid>/io), summed over
-# every live process plus a running total of the ones that have exited (read from the zombie just
-# before it is reaped; a process's counters include its own reaped children). The supervisor's own
-# traffic (its link to the service) is not counted.
+# sandbox's processes passed through read()/write() (rchar/wchar of /proc/<pid>/io). A process's
+# counters include those of the children it reaped, and the supervisor (a child subreaper) reaps
+# every process of the sandbox in the end. So: the sum over every live process, plus the
+# supervisor's own counters minus the bytes it moved itself (its link to the service, the output
+# pipes, the /proc files read here), which leaves what exited processes did and what the file API
+# read and wrote. Approximate by what the supervisor's Python does on its own (a few KB).
 
-io_exited = [0, 0]
+own_io = [0, 0]  # bytes the supervisor itself read/wrote that are not the sandbox's I/O
+io_base = [0, 0]  # the supervisor's counters when it started
 
 
-def proc_io(pid):
-    try:
-        with open("/proc/%d/io" % pid, "rb") as f:
-            data = f.read()
-    except OSError:
-        return None
+self_io_fd = [-1]  # /proc/self/io, opened while still dumpable (afterwards opening it is refused)
+
+
+def parse_io(data):
+    own_io[0] += len(data)
     r = w = 0
     for line in data.split(b"\n"):
         if line.startswith(b"rchar:"):
@@ -678,19 +685,53 @@ def proc_io(pid):
     return r, w
 
 
+def proc_io(pid):
+    try:
+        fd = os.open("/proc/%d/io" % pid, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        return parse_io(os.read(fd, 4096))
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def self_io():
+    try:
+        return parse_io(os.pread(self_io_fd[0], 4096, 0))
+    except OSError:
+        return None
+
+
+def start_io_accounting():
+    """Called before the supervisor makes itself non-dumpable: the only moment it may open its own /proc/self/io."""
+    try:
+        self_io_fd[0] = os.open("/proc/self/io", os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return
+    base = self_io() or (0, 0)
+    io_base[0], io_base[1] = base
+
+
 def stats():
     rx = tx = 0
     try:
-        with open("/proc/net/dev") as f:
-            for line in f.readlines()[2:]:
-                name, rest = line.split(":", 1)
-                cols = rest.split()
-                rx += int(cols[0])
-                tx += int(cols[8])
+        with open("/proc/net/dev", "rb") as f:
+            data = f.read()
+        own_io[0] += len(data)
+        for line in data.decode().splitlines()[2:]:
+            name, rest = line.split(":", 1)
+            cols = rest.split()
+            rx += int(cols[0])
+            tx += int(cols[8])
     except OSError:
         pass
-    rd, wr = io_exited
     me = os.getpid()
+    own = self_io() or (io_base[0] + own_io[0], io_base[1] + own_io[1])
+    rd = max(0, own[0] - io_base[0] - own_io[0])
+    wr = max(0, own[1] - io_base[1] - own_io[1])
     for name in os.listdir("/proc"):
         if not name.isdigit() or int(name) in (1, me):
             continue
@@ -760,21 +801,12 @@ def handle(header, body):
 
 def reap():
     while True:
-        # Peek first (WNOWAIT): the zombie's /proc/<pid>/io is still readable, then reap it.
         try:
-            info = os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+            pid, status = os.waitpid(-1, os.WNOHANG)
         except ChildProcessError:
             return
-        if info is None or info.si_pid == 0:
+        if pid == 0:
             return
-        io = proc_io(info.si_pid)
-        try:
-            pid, status = os.waitpid(info.si_pid, 0)
-        except ChildProcessError:
-            continue
-        if io is not None:
-            io_exited[0] += io[0]
-            io_exited[1] += io[1]
         child = children.pop(pid, None)
         if child is not None:
             code = os.waitstatus_to_exitcode(status)
@@ -796,6 +828,7 @@ class LinkReader:
 
     def on_ready(self):
         data = os.read(0, 1 << 20)
+        own_io[0] += len(data)
         if not data:
             for child in list(children.values()):
                 signal_group(child.pid, signal.SIGKILL)
@@ -812,6 +845,7 @@ class LinkReader:
 
 
 def main():
+    start_io_accounting()
     # Not dumpable: user code runs as the same uid and must not reach our fds through /proc.
     try:
         libc = ctypes.CDLL(None)
@@ -850,8 +884,11 @@ class Waker:
 
     def on_ready(self):
         try:
-            while os.read(self.fd, 4096):
-                pass
+            while True:
+                data = os.read(self.fd, 4096)
+                own_io[0] += len(data)
+                if not data:
+                    break
         except BlockingIOError:
             pass
 

@@ -56,6 +56,10 @@ export const contextRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = 
         body: Type.Optional(CreateContextBody),
         response: { 201: CodeContextSchema, ...errors(400, 401, 404) },
       },
+      // Every field is optional: no body at all is a default context.
+      preValidation: async (request) => {
+        if (request.body === undefined) request.body = {};
+      },
     },
     async (request, reply) => {
       const { tenantId } = request.apiKey;

@@ -114,6 +114,9 @@ export const fileRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = asy
         body: Type.Optional(FileListBody),
         response: { 200: FileListResult, ...errors(400, 401, 404) },
       },
+      preValidation: async (request) => {
+        if (request.body === undefined) request.body = {};
+      },
     },
     async (request) => {
       const box = sandboxes.box(request.apiKey.tenantId, request.params.sandbox_id);

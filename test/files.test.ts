@@ -78,7 +78,7 @@ async function upload(
 ): Promise<{ status: number; body: Record<string, unknown> }> {
   const form = new FormData();
   if (parts.path !== undefined && parts.pathFirst) form.append("path", parts.path);
-  if (parts.data) form.append("file", new Blob([parts.data]), parts.filename ?? "data.bin");
+  if (parts.data) form.append("file", new Blob([new Uint8Array(parts.data)]), parts.filename ?? "data.bin");
   if (parts.path !== undefined && !parts.pathFirst) form.append("path", parts.path);
   const res = await fetch(`${server.url}${base}${route}${parts.query ?? ""}`, {
     method: "POST",

@@ -56,8 +56,20 @@ export interface Config {
   maxSandboxesPerTenant: number;
   maxConcurrentRuns: number;
   maxContextsPerSandbox: number;
+  /** Requests per minute per API key (0: no limit); a key's own value overrides it. */
   rateLimitPerMinute: number;
+  /** code/run + commands/run executing at once per API key (0: no limit); a key's own value overrides it. */
   maxConcurrentRunsPerKey: number;
+  /** Deepest nesting of arrays/objects accepted in a JSON body. */
+  maxJsonDepth: number;
+  /** Bytes of request line + headers Node accepts (larger: 431). */
+  maxHeaderBytes: number;
+  /** Time a client has to send a whole request (headers and body), ms. */
+  requestTimeoutMs: number;
+  /** Entries files/list returns per call at most. */
+  maxListFiles: number;
+  /** On SIGTERM, how long running requests get to finish before sandboxes are stopped, seconds. */
+  shutdownGraceS: number;
   mountRootAliases: boolean;
   providersFile: string | undefined;
   reaperIntervalMs: number;
@@ -104,6 +116,11 @@ export function loadConfig(): Config {
     maxContextsPerSandbox: num("AGENTBOX_MAX_CONTEXTS_PER_SANDBOX", 16),
     rateLimitPerMinute: num("AGENTBOX_RATE_LIMIT_PER_MINUTE", 6000),
     maxConcurrentRunsPerKey: num("AGENTBOX_MAX_CONCURRENT_RUNS_PER_KEY", 64),
+    maxJsonDepth: num("AGENTBOX_MAX_JSON_DEPTH", 64),
+    maxHeaderBytes: num("AGENTBOX_MAX_HEADER_BYTES", 16 * 1024),
+    requestTimeoutMs: num("AGENTBOX_REQUEST_TIMEOUT_MS", 300_000),
+    maxListFiles: num("AGENTBOX_MAX_LIST_FILES", 1000),
+    shutdownGraceS: num("AGENTBOX_SHUTDOWN_GRACE_S", 30),
     mountRootAliases: bool("AGENTBOX_ROOT_ALIASES", false),
     providersFile: process.env.AGENTBOX_PROVIDERS_FILE || undefined,
     reaperIntervalMs: num("AGENTBOX_REAPER_INTERVAL_MS", 1000),

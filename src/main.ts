@@ -29,12 +29,26 @@ async function main(): Promise<void> {
   const stop = async (signal: string) => {
     if (stopping) return;
     stopping = true;
-    logger.info({ signal }, "shutting down: no new requests, waiting for running ones");
-    const deadline = setTimeout(() => process.exit(1), 30_000);
-    deadline.unref();
-    await app.close();
+    const graceMs = config.shutdownGraceS * 1000;
+    logger.info(
+      { signal, grace_s: config.shutdownGraceS, in_flight: sandboxes.inFlight() },
+      "shutting down: no new requests, waiting for running ones",
+    );
+    // Last resort if clean-up itself hangs.
+    setTimeout(() => process.exit(1), graceMs + 15_000).unref();
+    // Running requests get up to the grace period; past it, their sandboxes are stopped under them.
+    let graceTimer: NodeJS.Timeout | undefined;
+    const finished = await Promise.race([
+      app.close().then(() => true),
+      new Promise<false>((resolve) => {
+        graceTimer = setTimeout(() => resolve(false), graceMs);
+      }),
+    ]);
+    clearTimeout(graceTimer);
+    if (!finished) logger.warn({ in_flight: sandboxes.inFlight() }, "grace period over: stopping sandboxes under running requests");
     await sandboxes.close();
     db.close();
+    logger.info("stopped");
     process.exit(0);
   };
   process.on("SIGTERM", () => void stop("SIGTERM"));

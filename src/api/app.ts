@@ -1,13 +1,15 @@
 // The HTTP application: where every request enters. Order: request id → authentication (auth.ts)
 // → schema validation (schemas/) → route handler (routes/) → errors mapped in error-handler.ts.
-import crypto from "node:crypto";
 import swagger from "@fastify/swagger";
 import swaggerUi from "@fastify/swagger-ui";
 import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from "fastify";
 import type { Logger } from "pino";
+import { ApiError } from "../errors.js";
 import { installAuth } from "./auth.js";
+import { clientError, jsonDepthExceeds, requestId } from "./bounds.js";
 import { installErrorHandler } from "./error-handler.js";
+import { installRateLimits } from "./rate-limit.js";
 import { codeRoutes } from "./routes/code.js";
 import { commandRoutes } from "./routes/commands.js";
 import { contextRoutes } from "./routes/contexts.js";
@@ -25,14 +27,27 @@ export async function buildApp(services: Services, logger: Logger): Promise<Fast
     loggerInstance: logger as FastifyBaseLogger,
     bodyLimit: config.bodyLimitBytes,
     maxParamLength: 512,
-    requestIdHeader: "x-request-id",
-    genReqId: () => crypto.randomUUID(),
+    // Read by genReqId, which only keeps a sane token: never log a client's arbitrary text as the id.
+    requestIdHeader: false,
+    genReqId: requestId,
+    http: { maxHeaderSize: config.maxHeaderBytes },
+    requestTimeout: config.requestTimeoutMs,
+    clientErrorHandler: clientError,
     ajv: { customOptions: { coerceTypes: false, removeAdditional: false, allErrors: false } },
-    return503OnClosing: true,
+    // Requests that arrive while closing get our own 503 envelope (hook below), not Fastify's.
+    return503OnClosing: false,
   }).withTypeProvider<TypeBoxTypeProvider>();
 
+  let closing = false;
+  app.addHook("preClose", async () => {
+    closing = true;
+  });
   app.addHook("onRequest", async (request, reply) => {
     reply.header("x-request-id", request.id);
+    if (closing) {
+      reply.header("connection", "close");
+      throw new ApiError("at_capacity", "The service is shutting down; retry shortly", 5);
+    }
   });
 
   // Real clients send `Content-Type: application/json` on GET/DELETE with no body: that is not an error.
@@ -40,6 +55,9 @@ export async function buildApp(services: Services, logger: Logger): Promise<Fast
   app.addContentTypeParser("application/json", { parseAs: "string" }, (_req, body, done) => {
     const text = String(body);
     if (text.trim() === "") return done(null, undefined);
+    if (jsonDepthExceeds(text, config.maxJsonDepth)) {
+      return done(new ApiError("invalid_request", `JSON body is nested deeper than ${config.maxJsonDepth} levels`), undefined);
+    }
     try {
       done(null, JSON.parse(text));
     } catch (err) {
@@ -83,6 +101,7 @@ export async function buildApp(services: Services, logger: Logger): Promise<Fast
 
   installAuth(app, services.keys);
   installErrorHandler(app);
+  await installRateLimits(app, services);
 
   app.get("/health", { schema: { hide: true } }, async () => ({ status: "ok", live_sandboxes: services.sandboxes.liveCount() }));
   app.get("/openapi.json", { schema: { hide: true } }, async () => app.swagger());

@@ -1,5 +1,5 @@
 // Prometheus metrics for operators: HTTP traffic by route and status, executions by language and
-// outcome, live sandboxes, rate-limit rejections. Served at GET /metrics.
+// outcome, live sandboxes, kernel restarts, rate-limit and capacity rejections. Served at GET /metrics.
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
 
 export class Metrics {
@@ -25,8 +25,20 @@ export class Metrics {
   });
   readonly rateLimited = new Counter({
     name: "agentbox_rate_limited_total",
-    help: "Requests rejected by rate limits or quotas",
+    help: "Requests rejected with 429: reason requests_per_minute, concurrent_runs or tenant_quota",
     labelNames: ["reason"],
+    registers: [this.registry],
+  });
+  readonly atCapacity = new Counter({
+    name: "agentbox_at_capacity_total",
+    help: "Requests rejected with 503 at_capacity, by route",
+    labelNames: ["route"],
+    registers: [this.registry],
+  });
+  readonly kernelRestarts = new Counter({
+    name: "agentbox_kernel_restarts_total",
+    help: "Runs after which the kernel was restarted and its state lost (exit, crash, timeout, out of memory), by language",
+    labelNames: ["language"],
     registers: [this.registry],
   });
   readonly liveSandboxes: Gauge;

@@ -42,6 +42,8 @@ export class SandboxManager {
   private runsInFlight = 0;
   /** Sandboxes being created right now: counted against capacity before their record exists. */
   private pending = 0;
+  /** The same per tenant, so that concurrent creates cannot overshoot a tenant's quota. */
+  private readonly pendingByTenant = new Map<string, number>();
   private readonly endedListeners = new Set<(id: string) => void>();
 
   constructor(
@@ -148,11 +150,13 @@ export class SandboxManager {
     if (this.live.size + this.pending >= this.config.maxSandboxes) {
       throw new ApiError("at_capacity", `The service is at its limit of ${this.config.maxSandboxes} live sandboxes`, 5);
     }
-    if (this.store.countRunning(tenantId) >= this.config.maxSandboxesPerTenant) {
+    const tenantPending = this.pendingByTenant.get(tenantId) ?? 0;
+    if (this.store.countRunning(tenantId) + tenantPending >= this.config.maxSandboxesPerTenant) {
       throw new ApiError("quota_exceeded", `Your tenant already has ${this.config.maxSandboxesPerTenant} live sandboxes, its quota`, 10);
     }
     const timeoutS = input.timeoutS ?? this.config.defaultSandboxTimeoutS;
     this.pending += 1;
+    this.pendingByTenant.set(tenantId, tenantPending + 1);
     let box: Box | undefined;
     try {
       box = this.warm.shift();
@@ -183,6 +187,9 @@ export class SandboxManager {
       throw err;
     } finally {
       this.pending -= 1;
+      const left = (this.pendingByTenant.get(tenantId) ?? 1) - 1;
+      if (left > 0) this.pendingByTenant.set(tenantId, left);
+      else this.pendingByTenant.delete(tenantId);
     }
   }
 

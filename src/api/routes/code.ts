@@ -51,6 +51,7 @@ export const codeRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = asy
         box.run({ language, code: prepared.code, isAsync: prepared.isAsync, timeoutS, kernel, env: environment }),
       );
       services.metrics?.executions.inc({ language, outcome: result.outcome });
+      if (result.outcome === "kernel_lost" || result.error?.includes("state was lost")) services.metrics?.kernelRestarts.inc({ language });
       return { logs: { stdout: result.stdout, stderr: result.stderr }, error: result.error, execution_time_ms: result.executionTimeMs };
     },
   );

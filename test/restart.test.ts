@@ -153,7 +153,7 @@ describe("restart survival", () => {
 
     third = await start({ dataDir: second.dataDir, key: second.key, warmPool: 0 });
     const c = api(third);
-    for (const s of [keep, crashKeep]) assert.equal((await c.get(s.sandbox_id)).status, "running");
+    for (const s of [keep, crashKeep]) assert.equal((await c.get(s.sandbox_id)).status, "running", `${s.sandbox_id}:\n${third.logs()}`);
     assert.equal((await c.run(crashKeep.sandbox_id, "bash", "cat crash.txt")).logs.stdout, "from before the crash\n");
     assert.equal((await c.run(keep.sandbox_id, "bash", "cat notes.txt")).logs.stdout, "written before the restart");
     assert.equal((await c.run(crashKeep.sandbox_id, "python", "print('runs')")).logs.stdout, "runs\n");
@@ -169,6 +169,7 @@ describe("restart survival", () => {
     const list = await c.call<{ sandboxes: SandboxBody[]; total: number }>("GET", "/v1/agents/sandboxes");
     assert.equal(list.body.total, 5, "every record survived both restarts");
 
+    assert.deepEqual(mountsUnder(third.dataDir), [], "nothing is mounted in the data dir");
     const workspaceDir = third.workspaceDir;
     await third.dispose();
     assert.equal(fs.existsSync(workspaceDir), false);

@@ -55,6 +55,20 @@ async function fileOp(box: Box, header: Record<string, unknown>, body?: Buffer):
   }
 }
 
+/** The `path` query parameter with '+' kept as a plus sign, when the raw URL has one there. */
+export function literalPlusPath(url: string): string | undefined {
+  const query = url.split("?", 2)[1] ?? "";
+  for (const pair of query.split("&")) {
+    if (!pair.startsWith("path=") || !pair.includes("+")) continue;
+    try {
+      return decodeURIComponent(pair.slice(5));
+    } catch {
+      return undefined;
+    }
+  }
+  return undefined;
+}
+
 function basename(name: string): string {
   const base = name.split(/[/\\]/).pop() ?? "";
   return base === "." || base === ".." ? "" : base;
@@ -178,6 +192,7 @@ export const fileRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = asy
         tags,
         summary: "Download a file (raw bytes)",
         description: `The file's bytes as application/octet-stream, up to ${config.maxDownloadBytes} bytes.`,
+        produces: ["application/octet-stream"],
         params: SandboxIdParams,
         querystring: DownloadQuery,
         response: {
@@ -188,7 +203,17 @@ export const fileRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = asy
     },
     async (request, reply) => {
       const box = sandboxes.box(request.apiKey.tenantId, request.params.sandbox_id);
-      const frame = await fileOp(box, { action: "read", path: request.query.path, limit: config.maxDownloadBytes });
+      const read = (path: string) => fileOp(box, { action: "read", path, limit: config.maxDownloadBytes });
+      let frame: Frame;
+      try {
+        frame = await read(request.query.path);
+      } catch (err) {
+        // Clients that paste the path into the URL unencoded send a literal '+', which the query
+        // parser reads as a space: when that name does not exist, try the '+' as written.
+        const literal = literalPlusPath(request.url);
+        if (!(err instanceof ApiError && err.code === "file_not_found") || literal === undefined) throw err;
+        frame = await read(literal);
+      }
       const name = basename(String(frame.header.path)) || "download";
       reply.header("content-type", "application/octet-stream");
       reply.header("content-disposition", `attachment; filename*=UTF-8''${encodeURIComponent(name)}`);

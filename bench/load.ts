@@ -1,0 +1,355 @@
+// Load benchmark (`npm run bench:load`): many concurrent clients, each owning a sandbox at a time,
+// mixing create, code/run in every language (output checked), file write/read (content checked),
+// commands, list and kill, for a fixed time. Prints latency per operation and throughput, then
+// checks that the service lost and duplicated nothing: every sandbox a client was given is listed
+// once, with the status it should have.
+//
+// Settings (environment): LOAD_CLIENTS (200), LOAD_SECONDS (60), LOAD_KEYS (10: clients are spread
+// over this many API keys, each its own tenant), LOAD_URL + LOAD_KEY to aim at a running service
+// instead of starting one (then LOAD_KEYS is ignored: every client uses LOAD_KEY).
+//
+// The service is started with limits raised (rate limit, per-tenant quota) so that the run measures
+// capacity, not the per-key limits; the global caps (live sandboxes, executions) stay at their
+// defaults, so 503 at_capacity is an expected answer under this load and is counted, not failed.
+import { pathToFileURL } from "node:url";
+import { openDb } from "../src/store/db.js";
+import { SqliteKeyStore } from "../src/store/keys.js";
+import { startServer } from "../test/helpers/server.js";
+import { printTable, type Row, sleep } from "./lib.js";
+
+export type Op =
+  | "create"
+  | "run python"
+  | "run javascript"
+  | "run typescript"
+  | "run bash"
+  | "file write"
+  | "file read"
+  | "command"
+  | "list"
+  | "kill";
+
+export interface LoadOptions {
+  url: string;
+  /** API keys; client i uses keys[i % keys.length]. */
+  keys: string[];
+  clients: number;
+  durationMs: number;
+  /** A request that takes longer than this is a failure (a hang). */
+  requestTimeoutMs?: number;
+  /** Longest a client waits after a 429/503 before trying again (it honours Retry-After up to this). */
+  maxBackoffMs?: number;
+  /** Sandbox life asked for at create, seconds (long enough to outlive the run). */
+  sandboxTimeoutS?: number;
+  /** Called once per request as it completes (used by the crash test to stop at the right moment). */
+  onResponse?: (op: Op, status: number) => void;
+  /** Stop early when this signal aborts. */
+  signal?: AbortSignal;
+}
+
+export interface Failure {
+  op: Op;
+  status: number;
+  detail: string;
+}
+
+export interface LoadReport {
+  wallMs: number;
+  latencies: Map<Op, number[]>;
+  /** Count of responses by "status code" (429 and 503 split by error code). */
+  statuses: Map<string, number>;
+  /** Responses that must never happen: 5xx other than 503 at_capacity, 4xx other than 429, wrong output, timeouts. */
+  failures: Failure[];
+  /** Sandbox ids a create returned (201), with the key that created each. */
+  created: Map<string, string>;
+  /** Ids returned twice by create: must stay empty. */
+  duplicateCreates: string[];
+  /** Ids a kill returned 200 for. */
+  killed: Set<string>;
+  /** Creates whose outcome is unknown (the request failed or was cut): a sandbox may exist for them. */
+  unknownCreates: number;
+}
+
+const LANGS = ["python", "javascript", "typescript", "bash"] as const;
+
+function codeFor(lang: (typeof LANGS)[number], n: number): { code: string; expect: string } {
+  switch (lang) {
+    case "python":
+      return { code: `v = ${n}\nprint(v * 2)`, expect: `${n * 2}\n` };
+    case "javascript":
+      return { code: `const v = ${n}; console.log(v * 2)`, expect: `${n * 2}\n` };
+    case "typescript":
+      return { code: `const v: number = ${n}; console.log(v * 2)`, expect: `${n * 2}\n` };
+    case "bash":
+      return { code: `v=${n}; echo $((v * 2))`, expect: `${n * 2}\n` };
+  }
+}
+
+interface Reply {
+  status: number;
+  body: Record<string, unknown> | undefined;
+  text: string;
+  retryAfterS: number;
+}
+
+export async function runLoad(opts: LoadOptions): Promise<LoadReport> {
+  const requestTimeoutMs = opts.requestTimeoutMs ?? 60_000;
+  const maxBackoffMs = opts.maxBackoffMs ?? 250;
+  const report: LoadReport = {
+    wallMs: 0,
+    latencies: new Map(),
+    statuses: new Map(),
+    failures: [],
+    created: new Map(),
+    duplicateCreates: [],
+    killed: new Set(),
+    unknownCreates: 0,
+  };
+  const deadline = Date.now() + opts.durationMs;
+  const running = () => Date.now() < deadline && !opts.signal?.aborted;
+
+  async function request(op: Op, key: string, method: string, route: string, body?: unknown): Promise<Reply | undefined> {
+    const headers: Record<string, string> = { authorization: `Bearer ${key}` };
+    if (body !== undefined) headers["content-type"] = "application/json";
+    const t0 = performance.now();
+    let status = 0;
+    let text = "";
+    let retryAfterS = 0;
+    try {
+      const res = await fetch(`${opts.url}${route}`, {
+        method,
+        headers,
+        body: body === undefined ? undefined : JSON.stringify(body),
+        signal: AbortSignal.timeout(requestTimeoutMs),
+      });
+      text = await res.text();
+      status = res.status;
+      retryAfterS = Number(res.headers.get("retry-after") ?? 0);
+    } catch (err) {
+      report.failures.push({ op, status: 0, detail: `request failed: ${(err as Error).message}` });
+      opts.onResponse?.(op, 0);
+      return undefined;
+    }
+    const ms = performance.now() - t0;
+    let parsed: Record<string, unknown> | undefined;
+    try {
+      parsed = JSON.parse(text) as Record<string, unknown>;
+    } catch {
+      parsed = undefined;
+    }
+    const code = (parsed?.error as { code?: string } | undefined)?.code;
+    const label = status === 429 || status === 503 ? `${status} ${code}` : String(status);
+    report.statuses.set(label, (report.statuses.get(label) ?? 0) + 1);
+    opts.onResponse?.(op, status);
+    if (status < 300) {
+      const list = report.latencies.get(op) ?? [];
+      list.push(ms);
+      report.latencies.set(op, list);
+    } else if (!((status === 503 && code === "at_capacity") || status === 429)) {
+      report.failures.push({ op, status, detail: text.slice(0, 300) });
+    }
+    return { status, body: parsed, text, retryAfterS };
+  }
+
+  const backoff = (r: Reply) => sleep(Math.min(maxBackoffMs, Math.max(1, r.retryAfterS) * 1000) * (0.5 + Math.random() / 2));
+
+  async function client(index: number): Promise<void> {
+    const key = opts.keys[index % opts.keys.length] as string;
+    let sandbox: string | undefined;
+    let n = 0;
+    // Spread the start so that the first second is not 200 creates at once.
+    await sleep(Math.random() * Math.min(1000, opts.durationMs / 10));
+    while (running()) {
+      n += 1;
+      if (!sandbox) {
+        const r = await request("create", key, "POST", "/v1/agents/sandboxes", {
+          timeout: opts.sandboxTimeoutS ?? 900,
+          metadata: { client: index },
+        });
+        if (!r) {
+          report.unknownCreates += 1;
+          continue;
+        }
+        if (r.status === 201) {
+          sandbox = String(r.body?.sandbox_id);
+          if (report.created.has(sandbox)) report.duplicateCreates.push(sandbox);
+          report.created.set(sandbox, key);
+        } else if (r.status === 429 || r.status === 503) await backoff(r);
+        continue;
+      }
+      const base = `/v1/agents/sandboxes/${sandbox}`;
+      const dice = Math.random();
+      if (dice < 0.6) {
+        const lang = LANGS[n % LANGS.length] as (typeof LANGS)[number];
+        const { code, expect } = codeFor(lang, n);
+        const op = `run ${lang}` as Op;
+        const r = await request(op, key, "POST", `${base}/code/run`, { language: lang, code, timeout: 30 });
+        if (r?.status === 200) {
+          const logs = r.body?.logs as { stdout?: string } | undefined;
+          if (logs?.stdout !== expect || r.body?.error !== null) {
+            report.failures.push({ op, status: 200, detail: `wrong result: ${r.text.slice(0, 300)}` });
+          }
+        } else if (r && (r.status === 429 || r.status === 503)) await backoff(r);
+      } else if (dice < 0.8) {
+        const path = `load/c${index}-${n}.txt`;
+        const content = `client ${index} op ${n} ${"x".repeat(n % 200)}`;
+        const w = await request("file write", key, "POST", `${base}/files/write`, { path, content });
+        if (w?.status !== 200) {
+          if (w && (w.status === 429 || w.status === 503)) await backoff(w);
+          continue;
+        }
+        const r = await request("file read", key, "POST", `${base}/files/read`, { path });
+        if (r?.status === 200 && r.body?.content !== content) {
+          report.failures.push({ op: "file read", status: 200, detail: `wrong content: ${r.text.slice(0, 200)}` });
+        }
+      } else if (dice < 0.87) {
+        const r = await request("command", key, "POST", `${base}/commands/run`, { command: "echo", args: [`c${n}`] });
+        if (r?.status === 200 && r.body?.stdout !== `c${n}\n`) {
+          report.failures.push({ op: "command", status: 200, detail: `wrong output: ${r.text.slice(0, 200)}` });
+        } else if (r && (r.status === 429 || r.status === 503)) await backoff(r);
+      } else if (dice < 0.92) {
+        await request("list", key, "GET", "/v1/agents/sandboxes?limit=10");
+      } else {
+        const r = await request("kill", key, "DELETE", base);
+        if (r?.status === 200) {
+          report.killed.add(sandbox);
+          sandbox = undefined;
+        }
+      }
+    }
+  }
+
+  const t0 = performance.now();
+  await Promise.all(Array.from({ length: opts.clients }, (_, i) => client(i)));
+  report.wallMs = performance.now() - t0;
+  return report;
+}
+
+export interface Consistency {
+  /** Created ids the service does not list. */
+  lost: string[];
+  /** Ids listed more than once. */
+  duplicated: string[];
+  /** Listed ids no create returned (beyond the creates whose outcome is unknown). */
+  unexpected: string[];
+  /** Sandboxes whose status is not what the clients did to them. */
+  wrongStatus: string[];
+}
+
+/** Lists every sandbox of every key and compares with what the clients saw. */
+export async function checkConsistency(url: string, keys: string[], report: LoadReport): Promise<Consistency> {
+  const seen = new Map<string, number>();
+  const statusOf = new Map<string, string>();
+  for (const key of new Set(keys)) {
+    for (let offset = 0; ; offset += 1000) {
+      const res = await fetch(`${url}/v1/agents/sandboxes?limit=1000&offset=${offset}`, { headers: { authorization: `Bearer ${key}` } });
+      if (res.status !== 200) throw new Error(`list failed: ${res.status} ${await res.text()}`);
+      const page = (await res.json()) as { sandboxes: { sandbox_id: string; status: string }[]; total: number };
+      for (const s of page.sandboxes) {
+        seen.set(s.sandbox_id, (seen.get(s.sandbox_id) ?? 0) + 1);
+        statusOf.set(s.sandbox_id, s.status);
+      }
+      if (page.sandboxes.length < 1000) break;
+    }
+  }
+  const lost = [...report.created.keys()].filter((id) => !seen.has(id));
+  const duplicated = [...seen].filter(([, count]) => count > 1).map(([id]) => id);
+  const extra = [...seen.keys()].filter((id) => !report.created.has(id));
+  const unexpected = extra.length > report.unknownCreates ? extra : [];
+  const wrongStatus = [...report.created.keys()].filter((id) => {
+    const status = statusOf.get(id);
+    return status !== undefined && status !== (report.killed.has(id) ? "terminated" : "running");
+  });
+  return { lost, duplicated, unexpected, wrongStatus };
+}
+
+/** Kills every sandbox the clients left running. */
+export async function killAll(url: string, report: LoadReport): Promise<void> {
+  const left = [...report.created].filter(([id]) => !report.killed.has(id));
+  for (let i = 0; i < left.length; i += 20) {
+    await Promise.all(
+      left
+        .slice(i, i + 20)
+        .map(([id, key]) => fetch(`${url}/v1/agents/sandboxes/${id}`, { method: "DELETE", headers: { authorization: `Bearer ${key}` } })),
+    );
+  }
+}
+
+/** Creates `n` API keys (each its own tenant) directly in the service's database, as the CLI does. */
+export function createKeys(dataDir: string, n: number, opts: { rateLimitPerMinute?: number; maxConcurrentRuns?: number } = {}): string[] {
+  const db = openDb(dataDir);
+  try {
+    const store = new SqliteKeyStore(db);
+    return Array.from({ length: n }, (_, i) => store.create({ name: `load-${i}`, ...opts }).key);
+  } finally {
+    db.close();
+  }
+}
+
+export function printReport(title: string, report: LoadReport): string {
+  const ops: Op[] = [
+    "create",
+    "run python",
+    "run javascript",
+    "run typescript",
+    "run bash",
+    "file write",
+    "file read",
+    "command",
+    "list",
+    "kill",
+  ];
+  const rows: Row[] = ops
+    .filter((op) => report.latencies.has(op))
+    .map((op) => ({ name: op, samples: report.latencies.get(op) as number[], wallMs: report.wallMs }));
+  const all = ops.flatMap((op) => report.latencies.get(op) ?? []);
+  rows.push({ name: "**all successful**", samples: all, wallMs: report.wallMs });
+  const table = printTable(title, rows);
+  const total = [...report.statuses.values()].reduce((a, b) => a + b, 0);
+  const statuses = [...report.statuses].sort().map(([s, c]) => `${s}: ${c}`);
+  const summary =
+    `${total} responses in ${(report.wallMs / 1000).toFixed(1)} s (${((total / report.wallMs) * 1000).toFixed(0)}/s); ` +
+    `statuses: ${statuses.join(", ")}; sandboxes created ${report.created.size}, killed ${report.killed.size}; ` +
+    `failures ${report.failures.length}`;
+  process.stdout.write(`${summary}\n`);
+  for (const f of report.failures.slice(0, 10)) process.stdout.write(`  failure: ${f.op} ${f.status} ${f.detail}\n`);
+  return `${table}\n\n${summary}`;
+}
+
+async function main(): Promise<void> {
+  const clients = Number(process.env.LOAD_CLIENTS ?? 200);
+  const seconds = Number(process.env.LOAD_SECONDS ?? 60);
+  let url = process.env.LOAD_URL;
+  let keys = process.env.LOAD_KEY ? [process.env.LOAD_KEY] : [];
+  let dispose: (() => Promise<void>) | undefined;
+  if (!url) {
+    const server = await startServer({
+      env: {
+        AGENTBOX_WARM_POOL: "8",
+        AGENTBOX_RATE_LIMIT_PER_MINUTE: "100000000",
+        AGENTBOX_MAX_SANDBOXES_PER_TENANT: "100000",
+        AGENTBOX_LOG_LEVEL: "warn",
+      },
+    });
+    url = server.url;
+    keys = createKeys(server.dataDir, Number(process.env.LOAD_KEYS ?? 10));
+    dispose = () => server.dispose();
+  }
+  try {
+    process.stdout.write(`load: ${clients} clients for ${seconds} s against ${url}\n`);
+    const report = await runLoad({ url, keys, clients, durationMs: seconds * 1000 });
+    printReport(`Load: ${clients} clients, ${seconds} s, mixed create / code/run (4 languages) / files / commands / list / kill`, report);
+    const check = await checkConsistency(url, keys, report);
+    process.stdout.write(
+      `consistency: lost ${check.lost.length}, duplicated ${check.duplicated.length + report.duplicateCreates.length}, ` +
+        `unexpected ${check.unexpected.length}, wrong status ${check.wrongStatus.length}\n`,
+    );
+    await killAll(url, report);
+    const bad = report.failures.length + check.lost.length + check.duplicated.length + check.unexpected.length + check.wrongStatus.length;
+    if (bad > 0) process.exitCode = 1;
+  } finally {
+    await dispose?.();
+  }
+}
+
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) await main();

@@ -3,12 +3,12 @@
 import swagger from "@fastify/swagger";
 import swaggerUi from "@fastify/swagger-ui";
 import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
-import Fastify, { type FastifyBaseLogger, type FastifyInstance } from "fastify";
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply } from "fastify";
 import type { Logger } from "pino";
 import { ApiError } from "../errors.js";
 import { installAuth } from "./auth.js";
 import { clientError, jsonDepthExceeds, requestId } from "./bounds.js";
-import { installErrorHandler } from "./error-handler.js";
+import { installErrorHandler, routerError } from "./error-handler.js";
 import { installRateLimits } from "./rate-limit.js";
 import { codeRoutes } from "./routes/code.js";
 import { commandRoutes } from "./routes/commands.js";
@@ -26,7 +26,14 @@ export async function buildApp(services: Services, logger: Logger): Promise<Fast
   const app = Fastify({
     loggerInstance: logger as FastifyBaseLogger,
     bodyLimit: config.bodyLimitBytes,
-    maxParamLength: 512,
+    routerOptions: { maxParamLength: 512 },
+    // A malformed percent-encoding or an overlong path parameter is refused by the router before
+    // any route runs; it gets the error envelope too (and the no-key case is moot: nothing is read).
+    frameworkErrors: (err, _request, reply) => {
+      const api = routerError(err);
+      // The option's type is generic over route types that this handler has none of.
+      (reply as unknown as FastifyReply).status(api.status).send({ error: { code: api.code, message: api.message } });
+    },
     // Read by genReqId, which only keeps a sane token: never log a client's arbitrary text as the id.
     requestIdHeader: false,
     genReqId: requestId,

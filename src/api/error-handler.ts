@@ -42,6 +42,18 @@ export function toApiError(err: FastifyError | ApiError | Error): ApiError | und
   return undefined;
 }
 
+/** Errors the router raises before any route or hook runs (Fastify's `frameworkErrors`). */
+export function routerError(err: FastifyError): ApiError {
+  switch (err.code) {
+    case "FST_ERR_BAD_URL":
+      return new ApiError("invalid_request", "The URL path is not valid percent-encoded UTF-8");
+    case "FST_ERR_MAX_PARAM_LENGTH":
+      return new ApiError("invalid_request", "A path parameter of the URL is too long");
+    default:
+      return toApiError(err) ?? new ApiError("internal_error", "Internal server error");
+  }
+}
+
 export function installErrorHandler(app: FastifyInstance): void {
   app.setErrorHandler((err: FastifyError, request, reply) => {
     const api = toApiError(err);

@@ -520,6 +520,13 @@ describe("bad requests are 4xx with the error envelope", () => {
     assertError(res, 404, "sandbox_not_found");
   });
 
+  test("a malformed or overlong sandbox id in the URL → 400 with the envelope", async () => {
+    const body = { code: "1", language: "python" };
+    assertError(await call("POST", "/v1/agents/sandboxes/%E0%A4%A/code/run", body), 400, "invalid_request");
+    assertError(await call("POST", `/v1/agents/sandboxes/${"a".repeat(200)}/code/run`, body), 400, "invalid_request");
+    assertError(await call("POST", `/v1/agents/sandboxes/${"a".repeat(5000)}/code/run`, body), 400, "invalid_request");
+  });
+
   test("a killed sandbox → 400 invalid_state", async () => {
     const victim = await newSandbox();
     assert.equal((await call("DELETE", `/v1/agents/sandboxes/${victim}`)).status, 200);

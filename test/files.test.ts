@@ -12,6 +12,7 @@ const MiB = 2 ** 20;
 const UPLOAD_LIMIT = 6 * MiB;
 const READ_LIMIT = 1 * MiB;
 const DISK_MB = 16;
+const LIST_LIMIT = 40;
 
 /** The sandbox's own /etc/passwd (src/sandbox/bwrap.ts), never the host's. */
 const SANDBOX_PASSWD =
@@ -28,6 +29,7 @@ before(async () => {
       AGENTBOX_MAX_UPLOAD_BYTES: String(UPLOAD_LIMIT),
       AGENTBOX_MAX_FILE_READ_BYTES: String(READ_LIMIT),
       AGENTBOX_SANDBOX_DISK_MB: String(DISK_MB),
+      AGENTBOX_MAX_LIST_FILES: String(LIST_LIMIT),
     },
   });
   call = client(server);
@@ -140,6 +142,14 @@ describe("read, write, list, mkdir, delete", () => {
       home.files.some((f) => f.name === "listing"),
       "no path lists /home/user",
     );
+  });
+
+  test("list returns at most the configured number of entries, the first by name", async () => {
+    await sh("mkdir many && cd many && for i in $(seq 100 150); do touch f$i; done");
+    const { files } = await ok<{ files: { name: string }[] }>("/files/list", { path: "many" }, ["files"]);
+    assert.equal(files.length, LIST_LIMIT);
+    assert.equal(files[0]?.name, "f100");
+    assert.equal(files[LIST_LIMIT - 1]?.name, `f${100 + LIST_LIMIT - 1}`);
   });
 
   test("mkdir answers {message, path}, is idempotent, and creates parents", async () => {

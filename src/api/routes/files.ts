@@ -123,7 +123,7 @@ export const fileRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = asy
       schema: {
         tags,
         summary: "List a directory",
-        description: "Entries of the directory (default /home/user), sorted by name; symlinks are listed, not followed.",
+        description: `Entries of the directory (default /home/user), sorted by name, the first ${config.maxListFiles} at most; symlinks are listed, not followed.`,
         params: SandboxIdParams,
         body: Type.Optional(FileListBody),
         response: { 200: FileListResult, ...errors(400, 401, 404) },
@@ -134,7 +134,7 @@ export const fileRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = asy
     },
     async (request) => {
       const box = sandboxes.box(request.apiKey.tenantId, request.params.sandbox_id);
-      const frame = await fileOp(box, { action: "list", path: request.body?.path ?? HOME });
+      const frame = await fileOp(box, { action: "list", path: request.body?.path ?? HOME, limit: config.maxListFiles });
       const files = (frame.header.files ?? []) as Record<string, unknown>[];
       return {
         files: files.map((f) => ({

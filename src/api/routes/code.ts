@@ -38,17 +38,19 @@ export const codeRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = asy
         throw new ApiError("payload_too_large", `'code' is larger than ${config.maxCodeBytes} bytes`);
       const box = sandboxes.box(request.apiKey.tenantId, request.params.sandbox_id);
       let kernel: string | undefined;
+      let cwd: string | undefined;
       if (context_id !== undefined) {
         const context = services.contexts.get(request.params.sandbox_id, context_id);
         if (context.language !== language) {
           throw invalid(`Context '${context_id}' runs ${context.language}, not ${language}`);
         }
         kernel = context.kernel;
+        cwd = context.cwd; // a context kernel restarted after a timeout comes back in its own cwd
       }
       const prepared =
         language === "javascript" || language === "typescript" ? prepareJs(code, language === "typescript") : { code, isAsync: false };
       const result = await sandboxes.execute(() =>
-        box.run({ language, code: prepared.code, isAsync: prepared.isAsync, timeoutS, kernel, env: environment }),
+        box.run({ language, code: prepared.code, isAsync: prepared.isAsync, timeoutS, kernel, cwd, env: environment }),
       );
       services.metrics?.executions.inc({ language, outcome: result.outcome });
       if (result.outcome === "kernel_lost" || result.error?.includes("state was lost")) services.metrics?.kernelRestarts.inc({ language });

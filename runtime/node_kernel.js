@@ -15,8 +15,12 @@ globalThis.exports = globalThis.module.exports;
 globalThis.__filename = "/home/user/cell.js";
 globalThis.__dirname = "/home/user";
 
+// An error nobody caught (a rejected promise, a throw in a callback) while a run is in progress is
+// that run's error; one that happens between runs has no run to report to and is dropped.
+let inRun = null;
 function reportLate(err) {
   process.stderr.write(`${describeStack(err)}\n`);
+  if (inRun && inRun.error === null) inRun.error = describe(err);
 }
 process.on("uncaughtException", (err) => reportLate(err));
 process.on("unhandledRejection", (err) => reportLate(err));
@@ -50,15 +54,20 @@ async function runOne(req) {
   const started = process.hrtime.bigint();
   const savedEnv = req.env && Object.keys(req.env).length ? { ...process.env } : null;
   if (savedEnv) Object.assign(process.env, req.env);
-  let error = null;
+  const run = { error: null };
+  inRun = run;
   try {
     const script = new vm.Script(req.code, { filename: "cell.js" });
     const value = script.runInThisContext({ timeout: req.timeout_ms, breakOnSigint: true, displayErrors: false });
     if (req.async) await value;
   } catch (err) {
     process.stderr.write(`${describeStack(err)}\n`);
-    error = describe(err);
+    if (run.error === null) run.error = describe(err);
   }
+  // Let rejections the cell left unhandled surface (they are reported after the microtask queue drains).
+  await new Promise((resolve) => setImmediate(resolve));
+  inRun = null;
+  const error = run.error;
   if (savedEnv) {
     for (const k of Object.keys(process.env)) if (!(k in savedEnv)) delete process.env[k];
     Object.assign(process.env, savedEnv);

@@ -12,8 +12,18 @@ import { buildSeccompFilter } from "./seccomp.js";
 import { builtInTemplates, type Template } from "./templates.js";
 import { WorkspaceManager } from "./workspace.js";
 
-const FIRST_UID = 200000;
-const UID_RANGE = 60000;
+/**
+ * Host uids for sandboxes: each service on a host takes its own block (chosen from its workspace
+ * dir), so two services never hand the same uid to two sandboxes.
+ */
+const UID_BASE = 200000;
+const UID_BLOCKS = 400;
+const UID_RANGE = 4000;
+
+function uidBlockStart(workspaceDir: string): number {
+  const block = crypto.createHash("sha256").update(workspaceDir).digest().readUInt32BE(0) % UID_BLOCKS;
+  return UID_BASE + block * UID_RANGE;
+}
 
 export interface CreateInput {
   template?: string;
@@ -33,7 +43,8 @@ export class SandboxManager {
   private readonly warm: Box[] = [];
   private warming = 0;
   private readonly usedUids = new Set<number>();
-  private nextUid = FIRST_UID;
+  private readonly firstUid: number;
+  private nextUid: number;
   private readonly cgroups = new CgroupManager();
   private readonly workspaces: WorkspaceManager;
   private readonly seccomp = buildSeccompFilter();
@@ -53,6 +64,8 @@ export class SandboxManager {
   ) {
     this.templates = builtInTemplates(config.limits);
     this.workspaces = new WorkspaceManager(config.workspaceDir);
+    this.firstUid = uidBlockStart(config.workspaceDir);
+    this.nextUid = this.firstUid;
   }
 
   /** Re-adopts the sandboxes the records say are running, removes leftovers, starts the pool and the reaper. */
@@ -101,7 +114,7 @@ export class SandboxManager {
   private allocateUid(): number {
     for (let i = 0; i < UID_RANGE; i++) {
       const uid = this.nextUid;
-      this.nextUid = FIRST_UID + ((this.nextUid - FIRST_UID + 1) % UID_RANGE);
+      this.nextUid = this.firstUid + ((this.nextUid - this.firstUid + 1) % UID_RANGE);
       if (!this.usedUids.has(uid)) {
         this.usedUids.add(uid);
         return uid;

@@ -221,6 +221,14 @@ class Kernel:
                 self.out.owner = self.err.owner = None
                 run.finish(msg, state_lost=False)
 
+    def collect(self):
+        """Asks an idle python kernel to reap its exited children (see reclaim_pids)."""
+        if self.lang == "python" and self.run is None:
+            try:
+                self.ctl.send(b'{"collect": true}\n')
+            except OSError:
+                pass
+
     def interrupt(self):
         if self.lang == "python":
             signal_group(self.pid, signal.SIGINT)
@@ -407,6 +415,7 @@ def python_kernel(ctl_fd, out_w, err_w, cwd, env):
     ctl = socket.socket(fileno=3)
     reader = ctl.makefile("rb")
     user_globals = {"__name__": "__main__", "__builtins__": builtins, "__doc__": None}
+    kernel_pid = os.getpid()
     while True:
         try:
             line = reader.readline()
@@ -415,6 +424,9 @@ def python_kernel(ctl_fd, out_w, err_w, cwd, env):
         if not line:
             os._exit(0)
         req = json.loads(line)
+        if req.get("collect"):
+            collect_children(0)
+            continue
         saved_env = None
         if req.get("env"):
             saved_env = dict(os.environ)
@@ -428,10 +440,25 @@ def python_kernel(ctl_fd, out_w, err_w, cwd, env):
                 if e.code not in (None, 0):
                     error = "SystemExit: %s" % (e.code,)
             except BaseException as e:  # noqa: BLE001 - user code may raise anything; report it
+                if isinstance(e, KeyboardInterrupt) and os.getpid() != kernel_pid:
+                    os._exit(130)  # a forked child, interrupted with the run: no traceback per child
                 error = describe_python_error(e, traceback)
         except KeyboardInterrupt:
+            if os.getpid() != kernel_pid:
+                os._exit(130)
             error = "KeyboardInterrupt"
         exec_ms = int((time.monotonic() - t0) * 1000)
+        if os.getpid() != kernel_pid:
+            # A process the cell forked (os.fork) that ran off the end of the cell, or was interrupted
+            # in it: it must not become a second kernel reading the same control socket.
+            for s in (sys.stdout, sys.stderr):
+                try:
+                    s.flush()
+                except Exception:  # noqa: BLE001
+                    pass
+            os._exit(1 if error else 0)
+        if error is not None and error.startswith("KeyboardInterrupt"):
+            collect_children(0.2)
         if saved_env is not None:
             os.environ.clear()
             os.environ.update(saved_env)
@@ -446,6 +473,25 @@ def python_kernel(ctl_fd, out_w, err_w, cwd, env):
                 break
             except KeyboardInterrupt:
                 continue
+
+
+def collect_children(wait_s):
+    """After an interrupted cell: reaps the children the interrupt ended (the cell will never wait
+    for them), so they do not hold the sandbox's process slots as zombies. Waits up to `wait_s` for
+    children still exiting; children that keep running are left alone."""
+    deadline = time.monotonic() + wait_s
+    try:
+        while True:
+            try:
+                pid, _ = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                if time.monotonic() >= deadline:
+                    return
+                time.sleep(0.005)
+    except KeyboardInterrupt:
+        return
 
 
 def describe_python_error(e, traceback):
@@ -742,6 +788,126 @@ def stats():
     return {"network_rx": rx, "network_tx": tx, "disk_read": rd, "disk_write": wr}
 
 
+# ---- the process cap ----
+#
+# A fork bomb, or children left sleeping in the background, can hold every process slot of the
+# sandbox's cgroup after its run has returned; then nothing can start, not even a kernel. Every
+# second the supervisor counts the sandbox's tasks. Near the cap (within PIDS_SLACK: a bomb's
+# processes come and go, and the launcher outside this pid namespace counts too) twice in a row,
+# held by the same process groups both times, it kills the processes of every process group that
+# holds a quarter of the cap or more (of all groups if none does), except pid 1, itself and the
+# kernels. Still near the cap just after: the kernels whose own group is such a hog (a python
+# kernel's unreaped children, a thread bomb), but never one that is running code (its run's
+# timeout deals with it). The next run's stderr says so.
+
+PIDS_MAX = int(os.environ.get("AGENTBOX_PIDS_MAX") or 0)
+PIDS_CHECK_S = 1.0
+PIDS_SLACK = 5
+pids_check = {"next": 0.0, "strikes": 0, "hogs": set(), "notice": None}
+
+
+def sandbox_tasks():
+    """{pid: (process group, tasks)} for every process of the sandbox, zombies included."""
+    procs = {}
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                with open("/proc/%s/stat" % name, "rb") as f:
+                    fields = f.read().rsplit(b")", 1)[1].split()
+                procs[int(name)] = (int(fields[2]), max(1, int(fields[17])))
+            except (OSError, IndexError, ValueError):
+                pass
+    return procs
+
+
+def hog_groups(procs):
+    groups = {}
+    for pgid, tasks in procs.values():
+        groups[pgid] = groups.get(pgid, 0) + tasks
+    return {g for g, n in groups.items() if n >= max(1, PIDS_MAX // 4)}
+
+
+def in_own_pid_namespace():
+    # kill(-1) must never run outside the sandbox: there it would reach every process of this uid.
+    try:
+        with open("/proc/1/cmdline", "rb") as f:
+            return os.getuid() != 0 and f.read().startswith(b"/usr/bin/bwrap\0")
+    except OSError:
+        return False
+
+
+def check_pids():
+    now = time.monotonic()
+    if not PIDS_MAX or now < pids_check["next"]:
+        return
+    pids_check["next"] = now + PIDS_CHECK_S
+    procs = sandbox_tasks()
+    if sum(t for _, t in procs.values()) < PIDS_MAX - PIDS_SLACK:
+        pids_check["strikes"] = 0
+        return
+    hogs = hog_groups(procs)
+    if pids_check["strikes"] and hogs and pids_check["hogs"] and not hogs & pids_check["hogs"]:
+        pids_check["strikes"] = 0  # another culprit than last time: a new episode
+    pids_check["strikes"] += 1
+    pids_check["hogs"] = hogs
+    if pids_check["strikes"] == 2:
+        reclaim_pids(procs)
+        pids_check["next"] = now + PIDS_CHECK_S / 2  # soon: was that enough?
+    elif pids_check["strikes"] > 2:
+        lost = [k for k in kernels.values() if k.run is None and k.pid in hogs]
+        for kernel in lost:
+            kernel.kill()
+        if lost:
+            pids_check["notice"] = "[sandbox] The sandbox was at its limit of %d processes and threads: the %s kernel holding them was restarted (its state was lost).\n" % (
+                PIDS_MAX,
+                ", ".join(sorted(k.key for k in lost)),
+            )
+        pids_check["strikes"] = 0
+
+
+def reclaim_pids(procs):
+    if not in_own_pid_namespace():
+        return
+    hogs = hog_groups(procs)
+    keep = {1, os.getpid()} | {k.pid for k in kernels.values()}
+    killed = set()
+    try:
+        os.kill(-1, signal.SIGSTOP)  # nothing forks while the list is taken
+    except OSError:
+        pass
+    for _ in range(50):
+        victims = [p for p, (g, _) in sandbox_tasks().items() if p not in keep and p not in killed and (not hogs or g in hogs)]
+        if not victims:
+            break
+        for pid in victims:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+            killed.add(pid)
+    try:
+        os.kill(-1, signal.SIGCONT)
+    except OSError:
+        pass
+    for kernel in kernels.values():
+        kernel.collect()  # what was killed may be a python kernel's children: zombies until reaped
+    if killed:
+        pids_check["notice"] = "[sandbox] The sandbox was at its limit of %d processes and threads: %d processes were killed.\n" % (
+            PIDS_MAX,
+            len(killed),
+        )
+
+
+def start_kernel(key, header):
+    try:
+        return Kernel(key, header["lang"], resolve(header.get("cwd") or HOME), None)
+    except BlockingIOError:  # EAGAIN: no process slot left
+        if not PIDS_MAX:
+            raise
+        reclaim_pids(sandbox_tasks())
+        return Kernel(key, header["lang"], resolve(header.get("cwd") or HOME), None)
+
+
 # ---- the main loop ----
 
 
@@ -754,13 +920,16 @@ def handle(header, body):
         kernel = kernels.get(key)
         if kernel is None:
             try:
-                kernel = Kernel(key, header["lang"], resolve(header.get("cwd") or HOME), None)
+                kernel = start_kernel(key, header)
             except OSError as e:
                 send({"ev": "done", "id": rid, "error": "Kernel failed to start: %s" % e, "state_lost": True})
                 return
             kernels[key] = kernel
         run.kernel = kernel
         runs[rid] = run
+        if pids_check["notice"]:
+            run.output(2, pids_check["notice"].encode())
+            pids_check["notice"] = None
         kernel.start(run)
     elif op == "start_kernel":
         key = header["kernel"]
@@ -865,15 +1034,17 @@ def main():
     sel.register(0, selectors.EVENT_READ, LinkReader())
     send({"ev": "ready", "pid": os.getpid()})
     while True:
-        timeout = None
+        timeout = PIDS_CHECK_S if PIDS_MAX else None
         if runs:
             now = time.monotonic()
             nxt = min((j.deadline if j.killed_at is None else j.killed_at + GRACE_S) for j in runs.values())
-            timeout = max(0.0, nxt - now) + 0.001
+            wait = max(0.0, nxt - now) + 0.001
+            timeout = wait if timeout is None else min(timeout, wait)
         for key, _ in sel.select(timeout):
             key.data.on_ready()
         reap()
         check_deadlines()
+        check_pids()
 
 
 class Waker:

@@ -11,12 +11,23 @@ const RUNTIME_DIR_FALLBACK = path.resolve(path.dirname(fileURLToPath(import.meta
 export const SANDBOX_UID = 1000;
 export const SANDBOX_HOME = "/home/user";
 
-/** Joins each cgroup given before `--`, drops core dumps, then becomes bwrap. Runs as the sandbox's host uid. */
+/**
+ * Joins each cgroup given before `--`, drops core dumps, then becomes bwrap. Runs as the sandbox's
+ * host uid. The group's process cap (pids.max) is handed to the supervisor as AGENTBOX_PIDS_MAX so
+ * it can tell when the sandbox is stuck at it; the variable goes right after `--args N` (options
+ * there are applied after the descriptor's --clearenv) and only to the supervisor, never to kernels.
+ */
 export const LAUNCHER = `
-while [ "$#" -gt 0 ] && [ "$1" != "--" ]; do echo $$ > "$1" || exit 125; shift; done; shift
+while [ "$#" -gt 0 ] && [ "$1" != "--" ]; do
+  echo $$ > "$1" || exit 125
+  [ -r "\${1%/*}/pids.max" ] && read -r pids < "\${1%/*}/pids.max"
+  shift
+done; shift
 ulimit -c 0
 ulimit -n 4096
-exec "$@"
+case "\${pids:-x}" in *[!0-9]*) exec "$@" ;; esac
+bwrap=$1 args=$2 fd=$3; shift 3
+exec "$bwrap" "$args" "$fd" --setenv AGENTBOX_PIDS_MAX "$pids" "$@"
 `;
 
 function runtimeFile(name: string): Buffer {
@@ -140,11 +151,14 @@ export function planBwrap(workspace: string, tmpMb: number, seccomp: Buffer, com
     opts.push("--ro-bind-data", String(FIRST_FILE_FD + i), f.dest);
     fds.set(FIRST_FILE_FD + i, f.data);
   });
+  // Last: the root itself (/, /etc, /opt, /home) read-only; /home/user, /tmp, /dev and /proc are their own mounts.
+  opts.push("--remount-ro", "/");
   const args = Buffer.from(`${opts.join("\0")}\0`);
   fds.set(4, args);
   return {
     args,
     fds,
+    // LAUNCHER inserts its --setenv after the first three of these.
     argv: ["/usr/bin/bwrap", "--args", "4", "--", ...command],
   };
 }

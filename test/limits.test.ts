@@ -65,6 +65,10 @@ function assertEnvelope(body: unknown, code: string): void {
   assert.ok(env.error.message.length > 0);
 }
 
+function messageOf(body: unknown): string {
+  return (body as Envelope).error.message;
+}
+
 function retryAfter(headers: Headers): number {
   const value = headers.get("retry-after");
   assert.match(value ?? "", /^[0-9]+$/, "Retry-After is whole seconds");
@@ -139,7 +143,7 @@ describe("executions at once per API key", () => {
       const res = await call("POST", `/v1/agents/sandboxes/${id}/${route}`, body);
       assert.equal(res.status, 429, route);
       assertEnvelope(res.body, "rate_limited");
-      assert.match((res.body as Envelope).error.message, /executions running/);
+      assert.match(messageOf(res.body), /executions running/);
       assert.equal(retryAfter(res.headers), 1);
       assert.ok(res.headers.get("ratelimit-limit"), "the per-minute headers are there too");
     }
@@ -263,7 +267,7 @@ describe("bounds on requests", () => {
     const res = await call("POST", `/v1/agents/sandboxes/${id}/code/run`, { language: "python", code: `#${"x".repeat(2000)}` });
     assert.equal(res.status, 413);
     assertEnvelope(res.body, "payload_too_large");
-    assert.match((res.body as Envelope).error.message, /2000 bytes/);
+    assert.match(messageOf(res.body), /2000 bytes/);
     const cmd = await call("POST", `/v1/agents/sandboxes/${id}/commands/run`, { command: `echo ${"x".repeat(2000)}` });
     assert.equal(cmd.status, 413);
     assertEnvelope(cmd.body, "payload_too_large");
@@ -287,7 +291,7 @@ describe("bounds on requests", () => {
     const tooDeep = await call("POST", "/v1/agents/sandboxes", { metadata: nest(8) });
     assert.equal(tooDeep.status, 400);
     assertEnvelope(tooDeep.body, "invalid_request");
-    assert.match((tooDeep.body as Envelope).error.message, /nested deeper than 8/);
+    assert.match(messageOf(tooDeep.body), /nested deeper than 8/);
     // Brackets inside strings are text, not nesting.
     const inString = await call("POST", `/v1/agents/sandboxes/${id}/code/run`, {
       language: "python",
@@ -319,7 +323,7 @@ describe("bounds on requests", () => {
     const res = await call("POST", `/v1/agents/sandboxes/${id}/code/contexts`, { language: "python" });
     assert.equal(res.status, 400);
     assertEnvelope(res.body, "invalid_state");
-    assert.match((res.body as Envelope).error.message, /at most 2/);
+    assert.match(messageOf(res.body), /at most 2/);
     for (const ctx of made) assert.equal((await call("DELETE", `/v1/agents/sandboxes/${id}/code/contexts/${ctx}`)).status, 200);
   });
 

@@ -51,10 +51,11 @@ export async function buildApp(services: Services, logger: Logger): Promise<Fast
   });
   app.addHook("onRequest", async (request, reply) => {
     reply.header("x-request-id", request.id);
-    if (closing) {
-      reply.header("connection", "close");
-      throw new ApiError("at_capacity", "The service is shutting down; retry shortly", 5);
-    }
+    if (closing) throw new ApiError("at_capacity", "The service is shutting down; retry shortly", 5);
+  });
+  // While closing, no connection is kept alive after its response, so that close() need not wait for it.
+  app.addHook("onSend", async (_request, reply) => {
+    if (closing) reply.header("connection", "close");
   });
 
   // Real clients send `Content-Type: application/json` on GET/DELETE with no body: that is not an error.

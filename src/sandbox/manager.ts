@@ -2,6 +2,7 @@
 // expire (the reaper), capacity caps, and recovery after a restart of the service (re-adopt what
 // is still alive in the records, sweep every workspace and cgroup no record owns).
 import crypto from "node:crypto";
+import os from "node:os";
 import type { Logger } from "pino";
 import type { Config } from "../config.js";
 import { ApiError, sandboxNotFound } from "../errors.js";
@@ -71,22 +72,27 @@ export class SandboxManager {
   /** Re-adopts the sandboxes the records say are running, removes leftovers, starts the pool and the reaper. */
   async init(): Promise<void> {
     const now = Date.now();
+    const adopt: SandboxRecord[] = [];
     for (const record of this.store.listRunning()) {
       this.usedUids.add(record.hostUid);
-      if (Date.parse(record.timeoutAt) <= now) {
-        this.store.end(record.id, "timed_out", new Date().toISOString());
-        continue;
-      }
-      try {
-        const box = await this.startBox(record.id, record.hostUid);
-        if (Object.keys(record.envVars).length) await box.setEnv(record.envVars);
-        this.live.set(record.id, { record, box });
-        this.log.info({ sandbox_id: record.id }, "re-adopted sandbox after restart");
-      } catch (err) {
-        this.log.error({ err, sandbox_id: record.id }, "could not re-adopt sandbox; ending it");
-        this.store.end(record.id, "terminated", new Date().toISOString());
-      }
+      if (Date.parse(record.timeoutAt) <= now) this.store.end(record.id, "timed_out", new Date().toISOString());
+      else adopt.push(record);
     }
+    // Several at a time: a restart with hundreds of live sandboxes must not take minutes.
+    const workers = Array.from({ length: Math.min(adopt.length, Math.max(4, os.availableParallelism() * 4)) }, async () => {
+      for (let record = adopt.shift(); record; record = adopt.shift()) {
+        try {
+          const box = await this.startBox(record.id, record.hostUid);
+          if (Object.keys(record.envVars).length) await box.setEnv(record.envVars);
+          this.live.set(record.id, { record, box });
+          this.log.info({ sandbox_id: record.id }, "re-adopted sandbox after restart");
+        } catch (err) {
+          this.log.error({ err, sandbox_id: record.id }, "could not re-adopt sandbox; ending it");
+          this.store.end(record.id, "terminated", new Date().toISOString());
+        }
+      }
+    });
+    await Promise.all(workers);
     await this.sweep();
     this.reaper = setInterval(() => void this.reap(), this.config.reaperIntervalMs);
     this.reaper.unref();

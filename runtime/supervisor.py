@@ -25,10 +25,14 @@ import time
 HOME = "/home/user"
 NODE_KERNEL = "/opt/agentbox/node_kernel.js"
 # The kernel's working directory is set by spawn() (a context's cwd, else /home/user).
+# Each run arrives as three NUL-terminated fields: set-up (the run's own environment, with the
+# previous values saved), the user's code, and the restore step; the code's status is reported.
 BASH_DRIVER = (
-    "while IFS= read -r -d '' __ab_code <&3; do "
+    "while IFS= read -r -d '' __ab_pre <&3 && IFS= read -r -d '' __ab_code <&3 && IFS= read -r -d '' __ab_post <&3; do "
+    "eval \"$__ab_pre\"; "
     "{ eval \"$__ab_code\"; } 3<&- </dev/null; "
-    "printf '{\"rc\":%d}\\n' $? >&3; "
+    "__ab_rc=$?; eval \"$__ab_post\"; "
+    "printf '{\"rc\":%d}\\n' \"$__ab_rc\" >&3; "
     "done"
 )
 GRACE_S = 1.0
@@ -186,8 +190,14 @@ class Kernel:
         if self.lang == "bash":
             import shlex
 
-            exports = "".join("export %s=%s\n" % (k, shlex.quote(v)) for k, v in run.env.items() if k.isidentifier())
-            payload = (exports + run.code).encode("utf-8", "surrogateescape").replace(b"\0", b"") + b"\0"
+            names = [k for k in run.env if k.isidentifier() and not k.startswith("__ab_")]
+            pre = post = ""
+            if names:
+                pre = "__ab_saved=$(declare -p %s 2>/dev/null); " % " ".join(names)
+                pre += "".join("export %s=%s; " % (k, shlex.quote(run.env[k])) for k in names)
+                post = 'unset %s; eval "$__ab_saved"; unset __ab_saved' % " ".join(names)
+            fields = [pre, run.code, post]
+            payload = b"".join(f.encode("utf-8", "surrogateescape").replace(b"\0", b"") + b"\0" for f in fields)
         else:
             payload = json.dumps(msg).encode() + b"\n"
         self.ctl.setblocking(True)

@@ -349,11 +349,14 @@ describe("kernels that end and per-run extras", () => {
     assert.equal((await run(id, "bash", 'echo "[$RUN_VAR]"', { environment })).logs.stdout, "[per-run]\n");
   });
 
-  test("bash: `environment` does not outlive its run", {
-    todo: "the bash driver exports a run's environment into the persistent shell and never restores it",
-  }, async () => {
+  test("bash: `environment` does not outlive its run, and a variable it shadowed comes back", async () => {
     await run(id, "bash", 'echo "[$ONE_RUN]"', { environment: { ONE_RUN: "x" } });
     assert.equal((await run(id, "bash", 'echo "[$ONE_RUN]"')).logs.stdout, "[]\n");
+    await run(id, "bash", "export KEPT=before");
+    const during = await run(id, "bash", 'echo "[$KEPT]"; false', { environment: { KEPT: "during" } });
+    assert.equal(during.logs.stdout, "[during]\n");
+    assert.equal(during.error, "exit status 1");
+    assert.equal((await run(id, "bash", 'echo "[$KEPT]"; env | grep -c ^KEPT=')).logs.stdout, "[before]\n1\n");
   });
 });
 

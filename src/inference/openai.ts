@@ -1,0 +1,327 @@
+// An OpenAI-compatible upstream (OpenAI itself, vLLM, llama.cpp's server, Ollama, ...). One
+// keep-alive connection pool per provider, created at start; request bytes go out as the client sent
+// them unless something had to change; responses are parsed once (for usage) and the upstream's
+// bytes are what the client gets.
+import http from "node:http";
+import https from "node:https";
+import { ApiError } from "../errors.js";
+import {
+  type ChatCompletion,
+  type CompletionResult,
+  type EventBatches,
+  type ModelInfo,
+  type OutgoingRequest,
+  type Provider,
+  UpstreamHttpError,
+} from "./types.js";
+
+export interface OpenAIProviderConfig {
+  name: string;
+  /** e.g. https://api.openai.com/v1; requests go to `<base_url>/chat/completions`. */
+  baseUrl: URL;
+  apiKey: string | undefined;
+  models: string[];
+  modelPrefix: string | undefined;
+  /** Send the model id without `modelPrefix` (route "openai/gpt-4o" as "gpt-4o"). */
+  stripPrefix: boolean;
+  /** Longest the upstream may stay silent: before its response headers, and between two pieces of its body. */
+  timeoutMs: number;
+  /** Extra attempts after a refused/reset connection or a 5xx answer (never once a stream has started). */
+  retries: number;
+  maxConnections: number;
+  headers: Record<string, string>;
+}
+
+const USAGE_OPTION = Buffer.from(',"stream_options":{"include_usage":true}');
+const CONNECT_ERRORS = new Set(["ECONNREFUSED", "ECONNRESET", "EHOSTUNREACH", "ENETUNREACH", "ENOTFOUND", "EAI_AGAIN", "EPIPE"]);
+
+class IdleTimeout extends Error {}
+
+interface Upstream {
+  res: http.IncomingMessage;
+  /** Restarts the idle timer (called for each piece of the body). */
+  touch(): void;
+}
+
+export class OpenAIProvider implements Provider {
+  readonly type = "openai" as const;
+  readonly supportsTools = true;
+  readonly name: string;
+  private readonly agent: http.Agent;
+  private readonly request: typeof http.request;
+  private readonly url: URL;
+  private readonly baseHeaders: Record<string, string>;
+  private readonly created = Math.floor(Date.now() / 1000);
+  private readonly modelSet: Set<string>;
+
+  constructor(private readonly config: OpenAIProviderConfig) {
+    this.name = config.name;
+    const secure = config.baseUrl.protocol === "https:";
+    const agentOptions: http.AgentOptions = {
+      keepAlive: true,
+      keepAliveMsecs: 1000,
+      maxSockets: config.maxConnections,
+      scheduling: "lifo",
+    };
+    this.agent = secure ? new https.Agent(agentOptions) : new http.Agent(agentOptions);
+    this.request = secure ? https.request : http.request;
+    const base = config.baseUrl.href.replace(/\/+$/, "");
+    this.url = new URL(`${base}/chat/completions`);
+    this.baseHeaders = { ...config.headers, "content-type": "application/json" };
+    if (config.apiKey) this.baseHeaders.authorization = `Bearer ${config.apiKey}`;
+    this.modelSet = new Set(config.models);
+  }
+
+  models(): ModelInfo[] {
+    return this.config.models.map((id) => ({ id, object: "model", created: this.created, owned_by: this.name }));
+  }
+
+  serves(model: string): boolean {
+    return this.modelSet.has(model) || (this.config.modelPrefix !== undefined && model.startsWith(this.config.modelPrefix));
+  }
+
+  /** The bytes to send: the client's own when nothing changes. */
+  private payload(req: OutgoingRequest, stream: boolean): Buffer {
+    let body = req.body;
+    let raw = req.raw;
+    const prefix = this.config.modelPrefix;
+    if (this.config.stripPrefix && prefix !== undefined && body.model.startsWith(prefix)) {
+      body = { ...body, model: body.model.slice(prefix.length) };
+      raw = undefined;
+    }
+    if (stream && body.stream_options?.include_usage !== true) {
+      // Ask for the final usage chunk (the route drops it again if the client did not ask for it).
+      if (raw !== undefined && body.stream_options === undefined) {
+        const end = raw.lastIndexOf(0x7d); // the closing '}' of the top-level object
+        return Buffer.concat([raw.subarray(0, end), USAGE_OPTION, raw.subarray(end)]);
+      }
+      body = { ...body, stream_options: { ...body.stream_options, include_usage: true } };
+      raw = undefined;
+    }
+    return raw ?? Buffer.from(JSON.stringify(body));
+  }
+
+  /** Sends the request, retrying refused connections and 5xx answers; resolves with a 2xx response. */
+  private async send(payload: Buffer, stream: boolean, signal: AbortSignal): Promise<Upstream> {
+    for (let attempt = 0; ; attempt++) {
+      const last = attempt >= this.config.retries;
+      try {
+        const up = await this.once(payload, stream, signal);
+        const status = up.res.statusCode ?? 0;
+        if (status >= 200 && status < 300) return up;
+        const text = (await this.readAll(up, signal)).toString("utf8");
+        if (status >= 500 && !last) {
+          await backoff(attempt, signal);
+          continue;
+        }
+        throw this.httpError(status, text, up.res.headers["retry-after"]);
+      } catch (err) {
+        if (signal.aborted) throw err;
+        if (err instanceof IdleTimeout) {
+          throw new ApiError("upstream_timeout", `Provider '${this.name}' did not answer within ${this.config.timeoutMs} ms`);
+        }
+        const code = (err as NodeJS.ErrnoException).code;
+        if (code !== undefined && CONNECT_ERRORS.has(code)) {
+          if (!last) {
+            await backoff(attempt, signal);
+            continue;
+          }
+          throw new ApiError("upstream_unavailable", `Provider '${this.name}' is unreachable (${code}); retry shortly`, 5);
+        }
+        throw err;
+      }
+    }
+  }
+
+  /**
+   * One attempt: resolves at the response headers. An idle timer covers the wait and, after, each
+   * gap in the body: readers call `touch` per piece, and a silence destroys the body with IdleTimeout.
+   */
+  private once(payload: Buffer, stream: boolean, signal: AbortSignal): Promise<Upstream> {
+    return new Promise((resolve, reject) => {
+      const headers: Record<string, string | number> = {
+        ...this.baseHeaders,
+        accept: stream ? "text/event-stream" : "application/json",
+        "content-length": payload.length,
+      };
+      const req = this.request(this.url, { method: "POST", agent: this.agent, headers });
+      let res: http.IncomingMessage | undefined;
+      const timer = setTimeout(() => (res ?? req).destroy(new IdleTimeout()), this.config.timeoutMs);
+      const onAbort = () => (res ?? req).destroy(signal.reason instanceof Error ? signal.reason : new Error("aborted"));
+      const done = () => {
+        clearTimeout(timer);
+        signal.removeEventListener("abort", onAbort);
+      };
+      if (signal.aborted) onAbort();
+      else signal.addEventListener("abort", onAbort, { once: true });
+      req.on("error", (err) => {
+        done();
+        if (res) res.destroy(err);
+        else reject(err);
+      });
+      req.on("response", (r) => {
+        res = r;
+        timer.refresh();
+        r.on("close", done);
+        resolve({ res: r, touch: () => timer.refresh() });
+      });
+      req.end(payload);
+    });
+  }
+
+  private async readAll({ res, touch }: Upstream, signal: AbortSignal): Promise<Buffer> {
+    const chunks: Buffer[] = [];
+    try {
+      for await (const chunk of res) {
+        touch();
+        chunks.push(chunk as Buffer);
+      }
+    } catch (err) {
+      throw this.bodyError(err, signal);
+    }
+    if (!res.complete) throw new ApiError("upstream_error", `Provider '${this.name}' closed the connection mid-answer`);
+    return chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks);
+  }
+
+  private bodyError(err: unknown, signal: AbortSignal): unknown {
+    if (signal.aborted) return err;
+    if (err instanceof IdleTimeout)
+      return new ApiError("upstream_timeout", `Provider '${this.name}' stopped sending for ${this.config.timeoutMs} ms mid-answer`);
+    if (err instanceof ApiError) return err;
+    return new ApiError("upstream_error", `Provider '${this.name}' failed mid-answer (${(err as Error).message})`);
+  }
+
+  private httpError(status: number, text: string, retryAfter: string | string[] | undefined): Error {
+    let message = text.slice(0, 1000);
+    let code: string | undefined;
+    let type: string | undefined;
+    let param: string | null | undefined;
+    try {
+      const parsed = JSON.parse(text) as { error?: { message?: unknown; code?: unknown; type?: unknown; param?: unknown } | string };
+      const e = parsed.error;
+      if (typeof e === "string") message = e;
+      else if (e && typeof e === "object") {
+        if (typeof e.message === "string") message = e.message;
+        if (typeof e.code === "string") code = e.code;
+        if (typeof e.type === "string") type = e.type;
+        if (typeof e.param === "string" || e.param === null) param = e.param as string | null;
+      }
+    } catch {
+      // not JSON: the text itself is the message
+    }
+    if (status >= 500) return new ApiError("upstream_error", `Provider '${this.name}' answered ${status}: ${message}`);
+    return new UpstreamHttpError(status, code ?? type ?? (status === 429 ? "rate_limited" : "invalid_request"), message, {
+      type,
+      param,
+      retryAfter: typeof retryAfter === "string" ? retryAfter : undefined,
+    });
+  }
+
+  async complete(req: OutgoingRequest, signal: AbortSignal): Promise<CompletionResult> {
+    const up = await this.send(this.payload(req, false), false, signal);
+    const raw = await this.readAll(up, signal);
+    let json: ChatCompletion;
+    try {
+      json = JSON.parse(raw.toString("utf8")) as ChatCompletion;
+    } catch {
+      throw new ApiError("upstream_error", `Provider '${this.name}' answered with a body that is not JSON`);
+    }
+    if (typeof json !== "object" || json === null || !Array.isArray(json.choices))
+      throw new ApiError("upstream_error", `Provider '${this.name}' answered without 'choices'`);
+    return { json, raw };
+  }
+
+  async stream(req: OutgoingRequest, signal: AbortSignal): Promise<EventBatches> {
+    const up = await this.send(this.payload(req, true), true, signal);
+    const type = String(up.res.headers["content-type"] ?? "");
+    if (!type.startsWith("text/event-stream")) {
+      // Some servers ignore `stream`; a JSON answer is still an answer. Turn it into one chunk.
+      const raw = await this.readAll(up, signal);
+      return singleChunk(raw, this.name);
+    }
+    up.res.setEncoding("utf8");
+    return this.events(up, signal);
+  }
+
+  private async *events({ res, touch }: Upstream, signal: AbortSignal): AsyncGenerator<string[]> {
+    let buf = "";
+    let finished = false;
+    try {
+      // Not destroyed when we stop reading at [DONE]: the rest drains so the connection is reused.
+      for await (const piece of res.iterator({ destroyOnReturn: false })) {
+        touch();
+        buf += (piece as string).includes("\r") ? (piece as string).replace(/\r\n?/g, "\n") : (piece as string);
+        let end = buf.indexOf("\n\n");
+        if (end < 0) continue;
+        const batch: string[] = [];
+        let start = 0;
+        while (end >= 0) {
+          const data = eventData(buf, start, end);
+          if (data === "[DONE]") {
+            finished = true;
+            res.resume(); // whatever follows [DONE] is not ours to wait for
+            if (batch.length > 0) yield batch;
+            return;
+          }
+          if (data !== undefined) batch.push(data);
+          start = end + 2;
+          end = buf.indexOf("\n\n", start);
+        }
+        buf = buf.slice(start);
+        if (batch.length > 0) yield batch;
+      }
+      finished = true;
+    } catch (err) {
+      throw this.bodyError(err, signal);
+    } finally {
+      // The reader stopped early (its client left): the upstream request must not go on.
+      if (!finished) res.destroy();
+    }
+    if (!res.complete && !signal.aborted) throw new ApiError("upstream_error", `Provider '${this.name}' closed the stream mid-answer`);
+  }
+
+  async close(): Promise<void> {
+    this.agent.destroy();
+  }
+}
+
+/** The `data` of one SSE event in buf[start, end), or undefined when it has none (a comment, a keep-alive). */
+function eventData(buf: string, start: number, end: number): string | undefined {
+  if (buf.startsWith("data: ", start) && buf.indexOf("\n", start) === end) return buf.slice(start + 6, end);
+  let data: string | undefined;
+  for (const line of buf.slice(start, end).split("\n")) {
+    if (!line.startsWith("data:")) continue;
+    const value = line.charCodeAt(5) === 32 ? line.slice(6) : line.slice(5);
+    data = data === undefined ? value : `${data}\n${value}`;
+  }
+  return data;
+}
+
+async function* singleChunk(raw: Buffer, name: string): AsyncGenerator<string[]> {
+  let json: ChatCompletion;
+  try {
+    json = JSON.parse(raw.toString("utf8")) as ChatCompletion;
+  } catch {
+    throw new ApiError("upstream_error", `Provider '${name}' answered a stream request with a body that is neither SSE nor JSON`);
+  }
+  const choices = (json.choices ?? []).map((c) => ({ index: c.index, delta: c.message, finish_reason: c.finish_reason }));
+  const chunk = { id: json.id, object: "chat.completion.chunk", created: json.created, model: json.model, choices };
+  const out = [JSON.stringify(chunk)];
+  if (json.usage) out.push(JSON.stringify({ ...chunk, choices: [], usage: json.usage }));
+  yield out;
+}
+
+function backoff(attempt: number, signal: AbortSignal): Promise<void> {
+  const ms = Math.min(2000, 100 * 2 ** attempt) * (0.5 + Math.random() / 2);
+  return new Promise((resolve, reject) => {
+    const t = setTimeout(() => {
+      signal.removeEventListener("abort", onAbort);
+      resolve();
+    }, ms);
+    const onAbort = () => {
+      clearTimeout(t);
+      reject(signal.reason);
+    };
+    signal.addEventListener("abort", onAbort, { once: true });
+  });
+}

@@ -1,0 +1,359 @@
+// The inference gateway's routes, under /v1/inference: OpenAI-compatible chat completions (plain,
+// streamed, and with the built-in code tool), the model list, and the caller's token usage.
+//
+// Hot path of a proxied completion: the body is parsed once (the route needs `model`) and its
+// original bytes are what goes upstream; the upstream's answer is parsed once (for usage) and its
+// bytes are what the client gets. A stream is passed on event by event as it arrives, and a client
+// that disconnects aborts the upstream request.
+import type { ServerResponse } from "node:http";
+import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import { jsonDepthExceeds } from "../api/bounds.js";
+import { errors } from "../api/schemas/common.js";
+import { ApiError } from "../errors.js";
+import {
+  addUsage,
+  CodeRunner,
+  type CodeToolSpec,
+  DEFAULT_MAX_STEPS,
+  findCodeTool,
+  type Step,
+  TurnAccumulator,
+  upstreamBody,
+} from "./codetool.js";
+import { ChatCompletionSchema, ChatRequestSchema, ModelList, UsageQuery, UsageReport } from "./schemas.js";
+import {
+  type ChatCompletion,
+  type ChatCompletionChunk,
+  type ChatRequest,
+  type InferenceDeps,
+  type OutgoingRequest,
+  type Provider,
+  UpstreamHttpError,
+  type Usage,
+} from "./types.js";
+import { UsageLog } from "./usage.js";
+
+/** The bytes each request body arrived as, for sending upstream unchanged. */
+const rawBodies = new WeakMap<object, Buffer>();
+
+const CODE_CALL = "code_interpreter";
+
+/** Whether an SSE payload carries a usage object (not `"usage": null`), without parsing it. */
+function hasUsage(data: string): boolean {
+  let i = data.indexOf('"usage"');
+  if (i < 0) return false;
+  i += 7;
+  while (i < data.length) {
+    const c = data.charCodeAt(i);
+    if (c !== 32 && c !== 58 /* : */) return c === 123; /* { */
+    i++;
+  }
+  return false;
+}
+
+/** Writes to a response; returns a promise only when the client is slow (wait for drain or close). */
+function write(res: ServerResponse, text: string): Promise<void> | undefined {
+  if (res.write(text)) return undefined;
+  return new Promise((resolve) => {
+    const done = () => {
+      res.off("drain", done);
+      res.off("close", done);
+      resolve();
+    };
+    res.on("drain", done);
+    res.on("close", done);
+  });
+}
+
+/** Takes the response over for server-sent events, keeping the headers hooks already set (request id, rate limits). */
+function startSse(reply: FastifyReply): ServerResponse {
+  reply.hijack();
+  const res = reply.raw;
+  for (const [name, value] of Object.entries(reply.getHeaders())) if (value !== undefined) res.setHeader(name, value);
+  res.writeHead(200, { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache", "x-accel-buffering": "no" });
+  res.flushHeaders();
+  return res;
+}
+
+/** The error envelope for a failure, as an SSE payload (after a stream began, an error can only be an event). */
+function errorEvent(err: unknown, request: FastifyRequest): string {
+  let code = "internal_error";
+  let message = "Internal server error; it has been logged";
+  if (err instanceof ApiError || err instanceof UpstreamHttpError) {
+    code = err.code;
+    message = err.message;
+  } else {
+    request.log.error({ err }, "inference stream failed");
+  }
+  return `data: ${JSON.stringify({ error: { code, message } })}\n\n`;
+}
+
+export async function inferenceRoutes(app: FastifyInstance, opts: { deps: InferenceDeps }): Promise<void> {
+  const { deps } = opts;
+  const api = app.withTypeProvider<TypeBoxTypeProvider>();
+  const usageLog = new UsageLog(deps.db);
+  const maxDepth = deps.maxJsonDepth ?? 64;
+  app.addHook("onClose", async () => usageLog.flush());
+
+  // JSON bodies in this scope keep their bytes as well (same rules as the app's own parser).
+  app.removeContentTypeParser("application/json");
+  app.addContentTypeParser("application/json", { parseAs: "buffer" }, (request, body, done) => {
+    const buf = body as Buffer;
+    const text = buf.toString("utf8");
+    if (text.trim() === "") return done(null, undefined);
+    if (jsonDepthExceeds(text, maxDepth)) {
+      return done(new ApiError("invalid_request", `JSON body is nested deeper than ${maxDepth} levels`), undefined);
+    }
+    try {
+      const parsed: unknown = JSON.parse(text);
+      rawBodies.set(request, buf);
+      done(null, parsed);
+    } catch (err) {
+      const e = err as Error & { statusCode?: number; code?: string };
+      e.statusCode = 400;
+      e.code = "FST_ERR_CTP_INVALID_JSON_BODY";
+      done(e, undefined);
+    }
+  });
+
+  api.get(
+    "/models",
+    {
+      schema: {
+        tags: ["inference"],
+        summary: "List models",
+        description: "The models the gateway routes (OpenAI list shape). Providers that route by prefix list only their named models.",
+        response: { 200: ModelList, ...errors(401) },
+      },
+    },
+    async () => ({ object: "list" as const, data: deps.providers.models() }),
+  );
+
+  api.get(
+    "/usage",
+    {
+      schema: {
+        tags: ["inference"],
+        summary: "Token usage of the calling API key",
+        description: "Prompt and completion tokens and request counts per model, for the key that calls this.",
+        querystring: UsageQuery,
+        response: { 200: UsageReport, ...errors(400, 401) },
+      },
+    },
+    async (request) => {
+      const since = request.query.since === undefined ? "" : new Date(request.query.since).toISOString();
+      return usageLog.forKey(request.apiKey.id, since);
+    },
+  );
+
+  api.post(
+    "/chat/completions",
+    {
+      schema: {
+        tags: ["inference"],
+        summary: "Create a chat completion",
+        description:
+          'OpenAI-compatible. `stream: true` answers with server-sent events. The tool `{"type": "code_interpreter"}` lets the model run code in a sandbox; the response then lists each run in `steps`.',
+        body: ChatRequestSchema,
+        response: { 200: ChatCompletionSchema, ...errors(400, 401, 404, 413, 429, 502, 503, 504) },
+      },
+    },
+    async (request, reply) => {
+      const body = request.body as ChatRequest;
+      const provider = deps.providers.resolve(body.model);
+      const codeTool = findCodeTool(body.tools);
+      if (codeTool && !provider.supportsTools)
+        throw new ApiError("invalid_request", `The model '${body.model}' (provider '${provider.name}') does not support tools`);
+      const abort = new AbortController();
+      reply.raw.once("close", () => {
+        if (!reply.raw.writableFinished) abort.abort(new Error("the client closed the connection"));
+      });
+      try {
+        if (codeTool) return await withCodeTool(request, reply, provider, body, codeTool, abort.signal);
+        let counted: Usage | undefined;
+        const out: OutgoingRequest = {
+          body,
+          raw: rawBodies.get(request),
+          onUsage: (u) => {
+            counted = u;
+          },
+        };
+        if (body.max_steps !== undefined) {
+          // Our own field (for the code tool): not for the upstream.
+          const { max_steps: _, ...rest } = body;
+          out.body = rest;
+          out.raw = undefined;
+        }
+        if (body.stream === true) {
+          await streamPlain(request, reply, provider, out, abort.signal, () => counted);
+          return reply;
+        }
+        const result = await provider.complete(out, abort.signal);
+        const u = counted ?? result.json.usage;
+        usageLog.record(request.apiKey.id, body.model, u?.prompt_tokens ?? 0, u?.completion_tokens ?? 0);
+        // The upstream's own bytes (the typed reply only knows the schema's object shape).
+        if (result.raw) return (reply as FastifyReply).type("application/json").send(result.raw);
+        return result.json;
+      } catch (err) {
+        if (err instanceof UpstreamHttpError && !reply.sent) {
+          if (err.extra.retryAfter) reply.header("retry-after", err.extra.retryAfter);
+          const detail: Record<string, unknown> = { code: err.code, message: err.message };
+          if (err.extra.type !== undefined) detail.type = err.extra.type;
+          if (err.extra.param !== undefined) detail.param = err.extra.param;
+          return (reply as FastifyReply).status(err.status).send({ error: detail });
+        }
+        throw err;
+      }
+    },
+  );
+
+  /** A streamed completion without the code tool: upstream events go to the client as they come. */
+  async function streamPlain(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    provider: Provider,
+    out: OutgoingRequest,
+    signal: AbortSignal,
+    counted: () => Usage | undefined,
+  ): Promise<void> {
+    const batches = await provider.stream(out, signal); // a refusal here is still a plain HTTP error
+    const res = startSse(reply);
+    const includeUsage = out.body.stream_options?.include_usage === true;
+    let seen: Usage | undefined;
+    try {
+      for await (const batch of batches) {
+        let text = "";
+        for (const data of batch) {
+          if (hasUsage(data)) {
+            const chunk = JSON.parse(data) as ChatCompletionChunk;
+            if (chunk.usage) seen = chunk.usage;
+            // The usage-only chunk the gateway asked for on its own account.
+            if (!includeUsage && Array.isArray(chunk.choices) && chunk.choices.length === 0) continue;
+          }
+          text += `data: ${data}\n\n`;
+        }
+        if (text !== "") {
+          const wait = write(res, text);
+          if (wait) await wait;
+        }
+        if (signal.aborted) break;
+      }
+      if (!signal.aborted) res.end("data: [DONE]\n\n");
+    } catch (err) {
+      if (!signal.aborted) res.end(errorEvent(err, request));
+    } finally {
+      if (!res.writableEnded) res.destroy();
+      const u = counted() ?? seen;
+      usageLog.record(request.apiKey.id, out.body.model, u?.prompt_tokens ?? 0, u?.completion_tokens ?? 0);
+    }
+  }
+
+  /** A completion with the built-in code tool: model turns and code runs alternate until the model answers. */
+  async function withCodeTool(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    provider: Provider,
+    body: ChatRequest,
+    spec: CodeToolSpec,
+    signal: AbortSignal,
+  ): Promise<ChatCompletion | FastifyReply> {
+    const runner = new CodeRunner(deps.sandboxes, request.apiKey.tenantId, spec);
+    const total: Usage = { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 };
+    const steps: Step[] = [];
+    const messages = [...body.messages];
+    const maxSteps = body.max_steps ?? DEFAULT_MAX_STEPS;
+    const stream = body.stream === true;
+    let res: ServerResponse | undefined;
+    let head = { id: "", created: 0, model: body.model };
+    try {
+      for (let rounds = 0; ; rounds++) {
+        const last = rounds >= maxSteps;
+        let counted: Usage | undefined;
+        const out: OutgoingRequest = {
+          body: upstreamBody(body, messages, last, stream),
+          onUsage: (u) => {
+            counted = u;
+          },
+        };
+        let message: {
+          content: ChatCompletion["choices"][number]["message"]["content"];
+          calls: NonNullable<ChatCompletion["choices"][number]["message"]["tool_calls"]>;
+        };
+        let final: ChatCompletion | undefined;
+        if (!stream) {
+          const result = await provider.complete(out, signal);
+          addUsage(total, counted ?? result.json.usage);
+          const m = result.json.choices[0]?.message;
+          message = { content: m?.content ?? null, calls: m?.tool_calls ?? [] };
+          final = result.json;
+        } else {
+          const batches = await provider.stream(out, signal);
+          res ??= startSse(reply);
+          const turn = new TurnAccumulator();
+          let seen: Usage | undefined;
+          for await (const batch of batches) {
+            let text = "";
+            for (const data of batch) {
+              const chunk = JSON.parse(data) as ChatCompletionChunk;
+              if (chunk.usage) seen = chunk.usage;
+              if (Array.isArray(chunk.choices) && chunk.choices.length === 0) continue; // usage: summed at the end
+              head = { id: chunk.id, created: chunk.created, model: chunk.model };
+              turn.add(chunk);
+              text += `data: ${data}\n\n`;
+            }
+            if (text !== "") {
+              const wait = write(res, text);
+              if (wait) await wait;
+            }
+            if (signal.aborted) return reply;
+          }
+          addUsage(total, counted ?? seen);
+          message = { content: turn.content === "" ? null : turn.content, calls: turn.toolCalls() };
+        }
+        const codeCalls = message.calls.filter((c) => c.function?.name === CODE_CALL);
+        const clientCalls = message.calls.filter((c) => c.function?.name !== CODE_CALL);
+        if (codeCalls.length === 0 || last) {
+          if (final) return { ...final, usage: total, steps };
+          break;
+        }
+        messages.push({ role: "assistant", content: message.content, tool_calls: message.calls });
+        for (const call of codeCalls) {
+          const step = await runner.run(call);
+          steps.push(step);
+          messages.push(CodeRunner.message(step));
+          if (res) {
+            const event = JSON.stringify({ object: "agentbox.tool_step", index: steps.length - 1, ...step });
+            const wait = write(res, `event: agentbox.tool_step\ndata: ${event}\n\n`);
+            if (wait) await wait;
+          }
+          if (signal.aborted) return reply;
+        }
+        if (clientCalls.length > 0) {
+          // The model also called the client's own tools: those are the client's to answer.
+          if (final) {
+            const choice = final.choices[0] as ChatCompletion["choices"][number];
+            return { ...final, choices: [{ ...choice, message: { ...choice.message, tool_calls: clientCalls } }], usage: total, steps };
+          }
+          break;
+        }
+      }
+      // Streamed: the summed usage (if asked for), then the end.
+      const r = res as ServerResponse;
+      if (body.stream_options?.include_usage === true) {
+        const chunk = { ...head, object: "chat.completion.chunk", choices: [], usage: total };
+        r.write(`data: ${JSON.stringify(chunk)}\n\n`);
+      }
+      r.end("data: [DONE]\n\n");
+      return reply;
+    } catch (err) {
+      if (!res) throw err; // nothing sent yet: a plain HTTP error
+      if (!signal.aborted) res.end(errorEvent(err, request));
+      return reply;
+    } finally {
+      if (res && !res.writableEnded) res.destroy();
+      await runner.dispose();
+      usageLog.record(request.apiKey.id, body.model, total.prompt_tokens, total.completion_tokens);
+    }
+  }
+}

@@ -29,10 +29,13 @@ export async function buildApp(services: Services, logger: Logger): Promise<Fast
     routerOptions: { maxParamLength: 512 },
     // A malformed percent-encoding or an overlong path parameter is refused by the router before
     // any route runs; it gets the error envelope too (and the no-key case is moot: nothing is read).
-    frameworkErrors: (err, _request, reply) => {
+    frameworkErrors: (err, request, reply) => {
       const api = routerError(err);
       // The option's type is generic over route types that this handler has none of.
-      (reply as unknown as FastifyReply).status(api.status).send({ error: { code: api.code, message: api.message } });
+      (reply as unknown as FastifyReply)
+        .header("x-request-id", request.id)
+        .status(api.status)
+        .send({ error: { code: api.code, message: api.message } });
     },
     // Read by genReqId, which only keeps a sane token: never log a client's arbitrary text as the id.
     requestIdHeader: false,

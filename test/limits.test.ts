@@ -1,5 +1,6 @@
 // Rate limits, capacity and every size bound, end to end with small limits set by environment:
 // exact status codes, error codes and headers (Retry-After, RateLimit-Limit/-Remaining/-Reset).
+// Also what operators see: request ids in every request's log lines, and the Prometheus metrics.
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { createKeys } from "../bench/load.js";
@@ -18,6 +19,7 @@ const LIMITS = {
   AGENTBOX_MAX_HEADER_BYTES: "8192",
   AGENTBOX_OUTPUT_LIMIT_BYTES: "4096",
   AGENTBOX_WARM_POOL: "1",
+  AGENTBOX_LOG_LEVEL: "info",
 };
 
 interface Envelope {
@@ -349,5 +351,50 @@ describe("bounds on requests", () => {
     }
     const none = await call("GET", `/v1/agents/sandboxes/${id}`);
     assert.match(none.headers.get("x-request-id") ?? "", /^[0-9a-f-]{36}$/);
+  });
+});
+
+describe("observability", () => {
+  test("every log line of a request carries its id, the one in the x-request-id header", async () => {
+    const call = roomy();
+    const res = await call("GET", "/v1/agents/sandboxes/unknown-sandbox", undefined, { "x-request-id": "obs-trace-7" });
+    assert.equal(res.status, 404);
+    assert.equal(res.headers.get("x-request-id"), "obs-trace-7");
+    await new Promise((r) => setTimeout(r, 100));
+    const lines = server
+      .logs()
+      .split("\n")
+      .filter((l) => l.startsWith("{"))
+      .map((l) => JSON.parse(l) as { reqId?: string; msg?: string; req?: unknown; res?: unknown; level: number });
+    const mine = lines.filter((l) => l.reqId === "obs-trace-7").map((l) => l.msg);
+    assert.deepEqual(mine, ["incoming request", "request completed"]);
+    for (const l of lines)
+      if (l.req !== undefined || l.res !== undefined) assert.ok(l.reqId, `a request line without reqId: ${JSON.stringify(l)}`);
+  });
+
+  test("metrics: requests by route and status, latency, executions by language and outcome, live sandboxes, kernel restarts", async () => {
+    const call = roomy();
+    const id = await createSandbox(call);
+    const restartsBefore = await metric('agentbox_kernel_restarts_total{language="bash"}');
+    const exit = await call<{ error: string }>("POST", `/v1/agents/sandboxes/${id}/code/run`, { language: "bash", code: "exit 3" });
+    assert.equal(exit.status, 200);
+    assert.match(exit.body.error, /exit status 3/);
+    assert.equal(await metric('agentbox_kernel_restarts_total{language="bash"}'), restartsBefore + 1);
+    assert.equal((await call("POST", `/v1/agents/sandboxes/${id}/code/run`, { language: "python", code: "print(1)" })).status, 200);
+    const text = await (await fetch(`${server.url}/metrics`)).text();
+    assert.match(
+      text,
+      /^agentbox_http_requests_total\{method="POST",route="\/v1\/agents\/sandboxes\/:sandbox_id\/code\/run",status="200"\} \d+$/m,
+    );
+    assert.match(
+      text,
+      /^agentbox_http_request_duration_seconds_bucket\{le="0\.005",method="GET",route="\/v1\/agents\/sandboxes",status="200"\} \d+$/m,
+    );
+    assert.match(text, /^agentbox_executions_total\{language="python",outcome="ok"\} \d+$/m);
+    assert.match(text, /^agentbox_executions_total\{language="bash",outcome="(kernel_lost|error)"\} \d+$/m);
+    assert.match(text, /^agentbox_live_sandboxes [1-9]\d*$/m);
+    assert.match(text, /^agentbox_rate_limited_total\{reason="requests_per_minute"\} \d+$/m);
+    assert.match(text, /^agentbox_at_capacity_total\{route="[^"]+"\} \d+$/m);
+    assert.equal((await call("DELETE", `/v1/agents/sandboxes/${id}`)).status, 200);
   });
 });

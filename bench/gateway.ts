@@ -1,0 +1,156 @@
+// Inference gateway overhead: a scripted OpenAI-compatible upstream on loopback, called directly and
+// through the gateway (the real service) in the same run, alternating in batches so both see the same
+// machine. Measures a non-streamed completion (whole answer) and a streamed one's time to first byte
+// of the body, one request at a time (latency) and with several clients at once (throughput), and
+// prints the added overhead at p50/p95/p99. Target: at most 1 ms added at p50.
+//
+//   node --import tsx bench/gateway.ts        (BENCH_N=requests per measure, BENCH_CONCURRENCY=clients)
+import fs from "node:fs";
+import http from "node:http";
+import os from "node:os";
+import path from "node:path";
+import { startServer } from "../test/helpers/server.js";
+import { startUpstream } from "../test/helpers/upstream.js";
+import { percentile, printTable, type Row } from "./lib.js";
+
+const N = Number(process.env.BENCH_N ?? 2000);
+const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 8);
+const BATCH = 100;
+
+interface Target {
+  host: string;
+  port: number;
+  path: string;
+  headers: Record<string, string>;
+}
+
+const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
+
+/** One request; resolves with [ms to the first body byte, ms to the end]. */
+function once(t: Target, body: Buffer): Promise<[number, number]> {
+  return new Promise((resolve, reject) => {
+    const t0 = performance.now();
+    const req = http.request(
+      { host: t.host, port: t.port, path: t.path, method: "POST", agent, headers: { ...t.headers, "content-length": body.length } },
+      (res) => {
+        let first = -1;
+        res.on("data", () => {
+          if (first < 0) first = performance.now() - t0;
+        });
+        res.on("end", () => {
+          if (res.statusCode !== 200) reject(new Error(`status ${res.statusCode}`));
+          else resolve([first, performance.now() - t0]);
+        });
+        res.on("error", reject);
+      },
+    );
+    req.on("error", reject);
+    req.end(body);
+  });
+}
+
+async function sequential(t: Target, body: Buffer, count: number, pick: 0 | 1, out: number[]): Promise<void> {
+  for (let i = 0; i < count; i++) out.push((await once(t, body))[pick]);
+}
+
+async function concurrent(t: Target, body: Buffer, count: number): Promise<number> {
+  let left = count;
+  const t0 = performance.now();
+  await Promise.all(
+    Array.from({ length: CONCURRENCY }, async () => {
+      while (left-- > 0) await once(t, body);
+    }),
+  );
+  return performance.now() - t0;
+}
+
+export async function benchGateway(): Promise<string> {
+  const upstream = await startUpstream({ record: false });
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "agentbox-bench-gw-"));
+  const file = path.join(dir, "providers.json");
+  fs.writeFileSync(
+    file,
+    JSON.stringify({ providers: [{ name: "loopback", type: "openai", base_url: upstream.baseUrl, models: ["echo"], retries: 0 }] }),
+  );
+  const server = await startServer({
+    env: { AGENTBOX_PROVIDERS_FILE: file, AGENTBOX_RATE_LIMIT_PER_MINUTE: "0", AGENTBOX_WARM_POOL: "0", AGENTBOX_LOG_LEVEL: "error" },
+  });
+  try {
+    const direct: Target = {
+      host: "127.0.0.1",
+      port: upstream.port,
+      path: "/v1/chat/completions",
+      headers: { "content-type": "application/json" },
+    };
+    const gateway: Target = {
+      host: "127.0.0.1",
+      port: server.port,
+      path: "/v1/inference/chat/completions",
+      headers: { "content-type": "application/json", authorization: `Bearer ${server.key}` },
+    };
+    const messages = [
+      { role: "system", content: "You are a helpful assistant." },
+      { role: "user", content: "Say hello to the benchmark in a few words, please." },
+    ];
+    const plain = Buffer.from(JSON.stringify({ model: "echo", messages, temperature: 0.2, max_tokens: 64 }));
+    const streamed = Buffer.from(JSON.stringify({ model: "echo", messages, stream: true, max_tokens: 64 }));
+
+    // Warm up both paths (connections, JIT).
+    for (const t of [direct, gateway]) {
+      await sequential(t, plain, 300, 1, []);
+      await sequential(t, streamed, 300, 0, []);
+    }
+    const s = { directPlain: [] as number[], gwPlain: [] as number[], directTtfb: [] as number[], gwTtfb: [] as number[] };
+    for (let done = 0; done < N; done += BATCH) {
+      const n = Math.min(BATCH, N - done);
+      await sequential(direct, plain, n, 1, s.directPlain);
+      await sequential(gateway, plain, n, 1, s.gwPlain);
+      await sequential(direct, streamed, n, 0, s.directTtfb);
+      await sequential(gateway, streamed, n, 0, s.gwTtfb);
+    }
+    const wall = {
+      directPlain: await concurrent(direct, plain, N),
+      gwPlain: await concurrent(gateway, plain, N),
+      directStream: await concurrent(direct, streamed, N),
+      gwStream: await concurrent(gateway, streamed, N),
+    };
+    const rows: Row[] = [
+      { name: "completion, direct to upstream", samples: s.directPlain },
+      { name: "completion, through gateway", samples: s.gwPlain },
+      { name: "stream TTFB, direct to upstream", samples: s.directTtfb },
+      { name: "stream TTFB, through gateway", samples: s.gwTtfb },
+      {
+        name: `completion, direct, ${CONCURRENCY} clients (throughput)`,
+        samples: [wall.directPlain / N],
+        wallMs: wall.directPlain,
+        ops: N,
+      },
+      { name: `completion, gateway, ${CONCURRENCY} clients (throughput)`, samples: [wall.gwPlain / N], wallMs: wall.gwPlain, ops: N },
+      { name: `stream, direct, ${CONCURRENCY} clients (throughput)`, samples: [wall.directStream / N], wallMs: wall.directStream, ops: N },
+      { name: `stream, gateway, ${CONCURRENCY} clients (throughput)`, samples: [wall.gwStream / N], wallMs: wall.gwStream, ops: N },
+    ];
+    const table = printTable(`Inference gateway overhead (${N} sequential requests per measure, loopback upstream)`, rows);
+    const added = (a: number[], b: number[], p: number) => {
+      const sa = [...a].sort((x, y) => x - y);
+      const sb = [...b].sort((x, y) => x - y);
+      return percentile(sb, p) - percentile(sa, p);
+    };
+    const lines = [
+      "| added by the gateway | p50 ms | p95 ms | p99 ms |",
+      "| --- | ---: | ---: | ---: |",
+      `| completion | ${[50, 95, 99].map((p) => added(s.directPlain, s.gwPlain, p).toFixed(3)).join(" | ")} |`,
+      `| stream TTFB | ${[50, 95, 99].map((p) => added(s.directTtfb, s.gwTtfb, p).toFixed(3)).join(" | ")} |`,
+    ];
+    const p50 = added(s.directPlain, s.gwPlain, 50);
+    lines.push("", `Target: ≤ 1 ms added at p50 — completion ${p50 <= 1 ? "met" : "NOT met"} (${p50.toFixed(3)} ms).`);
+    process.stdout.write(`${lines.join("\n")}\n\n`);
+    return `${table}\n\n${lines.join("\n")}`;
+  } finally {
+    await server.dispose();
+    await upstream.close();
+    agent.destroy();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) await benchGateway();

@@ -8,6 +8,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
+import { Validator } from "@seriousme/openapi-schema-validator";
 import { loadProviders } from "../src/inference/providers.js";
 import { createKey, eventually } from "./helpers/leftovers.js";
 import { client, freePort, startServer, type TestServer } from "./helpers/server.js";
@@ -117,7 +118,7 @@ describe("inference gateway", () => {
             type: "openai",
             base_url: upstream.baseUrl,
             api_key_env: "TEST_UPSTREAM_KEY",
-            models: ["echo", "slow", "fail-500", "fail-400", "fail-429", "hang", "hang-stream", "scripted"],
+            models: ["echo", "slow", "fail-500", "fail-400", "fail-429", "fail-401", "hang", "hang-stream", "scripted"],
             timeout_ms: 800,
             retries: 0,
           },
@@ -248,6 +249,21 @@ describe("inference gateway", () => {
     );
   });
 
+  test("a client that disconnects while waiting for a (non-streamed) answer aborts the upstream request", async () => {
+    const abortedBefore = upstream.aborted;
+    const controller = new AbortController();
+    const pending = fetch(`${server.url}/v1/inference/chat/completions`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${server.key}`, "content-type": "application/json" },
+      body: JSON.stringify({ model: "hang", messages: [{ role: "user", content: "hi" }] }),
+      signal: controller.signal,
+    });
+    await eventually(() => upstream.requests.at(-1)?.body.model === "hang", 2000);
+    controller.abort();
+    await assert.rejects(pending);
+    assert.ok(await eventually(() => upstream.aborted > abortedBefore, 3000), "the upstream request was not closed");
+  });
+
   test("unknown model: 404 model_not_found", async () => {
     const res = await call<{ error: { code: string; message: string } }>("POST", "/v1/inference/chat/completions", {
       model: "no-such-model",
@@ -294,6 +310,16 @@ describe("inference gateway", () => {
     assert.equal(res.status, 502);
     assert.equal(res.body.error.code, "upstream_error");
     assert.match(res.body.error.message, /internal error/);
+  });
+
+  test("upstream 401 (the gateway's key for it is wrong): 502, not the client's 401", async () => {
+    const res = await call<{ error: { code: string; message: string } }>("POST", "/v1/inference/chat/completions", {
+      model: "fail-401",
+      messages: [{ role: "user", content: "hi" }],
+    });
+    assert.equal(res.status, 502);
+    assert.equal(res.body.error.code, "upstream_error");
+    assert.match(res.body.error.message, /refused the gateway's credentials \(401\): Incorrect API key/);
   });
 
   test("upstream 4xx: passed through with its status, message and Retry-After", async () => {
@@ -363,6 +389,16 @@ describe("inference gateway", () => {
     // The bootstrap key's own usage is separate and includes its earlier requests.
     const mine = await call<{ usage: Array<{ model: string; requests: number }> }>("GET", "/v1/inference/usage");
     assert.ok((mine.body.usage.find((u) => u.model === "echo")?.requests ?? 0) >= 1);
+  });
+
+  test("the inference routes are in a valid OpenAPI document", async () => {
+    const res = await fetch(`${server.url}/openapi.json`);
+    const doc = (await res.json()) as { paths: Record<string, Record<string, { requestBody?: unknown; tags?: string[] }>> };
+    const result = await new Validator().validate(doc as Parameters<Validator["validate"]>[0]);
+    assert.equal(result.valid, true, JSON.stringify(result.errors));
+    assert.ok(doc.paths["/v1/inference/chat/completions"]?.post?.requestBody);
+    assert.ok(doc.paths["/v1/inference/models"]?.get);
+    assert.ok(doc.paths["/v1/inference/usage"]?.get);
   });
 
   test("the inference routes need a key", async () => {

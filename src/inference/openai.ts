@@ -194,27 +194,28 @@ export class OpenAIProvider implements Provider {
   private httpError(status: number, text: string, retryAfter: string | string[] | undefined): Error {
     let message = text.slice(0, 1000);
     let code: string | undefined;
-    let type: string | undefined;
-    let param: string | null | undefined;
     try {
-      const parsed = JSON.parse(text) as { error?: { message?: unknown; code?: unknown; type?: unknown; param?: unknown } | string };
+      const parsed = JSON.parse(text) as { error?: { message?: unknown; code?: unknown; type?: unknown } | string };
       const e = parsed.error;
       if (typeof e === "string") message = e;
       else if (e && typeof e === "object") {
         if (typeof e.message === "string") message = e.message;
         if (typeof e.code === "string") code = e.code;
-        if (typeof e.type === "string") type = e.type;
-        if (typeof e.param === "string" || e.param === null) param = e.param as string | null;
+        else if (typeof e.type === "string") code = e.type;
       }
     } catch {
       // not JSON: the text itself is the message
     }
     if (status >= 500) return new ApiError("upstream_error", `Provider '${this.name}' answered ${status}: ${message}`);
-    return new UpstreamHttpError(status, code ?? type ?? (status === 429 ? "rate_limited" : "invalid_request"), message, {
-      type,
-      param,
-      retryAfter: typeof retryAfter === "string" ? retryAfter : undefined,
-    });
+    // The upstream refusing the gateway's own key is not the client's 401: it would read as "your key is wrong".
+    if (status === 401 || status === 403)
+      return new ApiError("upstream_error", `Provider '${this.name}' refused the gateway's credentials (${status}): ${message}`);
+    return new UpstreamHttpError(
+      status,
+      code ?? (status === 429 ? "rate_limited" : "invalid_request"),
+      message,
+      typeof retryAfter === "string" ? retryAfter : undefined,
+    );
   }
 
   async complete(req: OutgoingRequest, signal: AbortSignal): Promise<CompletionResult> {

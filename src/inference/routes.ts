@@ -197,11 +197,8 @@ export async function inferenceRoutes(app: FastifyInstance, opts: { deps: Infere
         return result.json;
       } catch (err) {
         if (err instanceof UpstreamHttpError && !reply.sent) {
-          if (err.extra.retryAfter) reply.header("retry-after", err.extra.retryAfter);
-          const detail: Record<string, unknown> = { code: err.code, message: err.message };
-          if (err.extra.type !== undefined) detail.type = err.extra.type;
-          if (err.extra.param !== undefined) detail.param = err.extra.param;
-          return (reply as FastifyReply).status(err.status).send({ error: detail });
+          if (err.retryAfter) reply.header("retry-after", err.retryAfter);
+          return (reply as FastifyReply).status(err.status).send({ error: { code: err.code, message: err.message } });
         }
         throw err;
       }

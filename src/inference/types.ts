@@ -149,13 +149,13 @@ export interface Provider {
   close(): Promise<void>;
 }
 
-/** An upstream's own 4xx answer, passed to the client with its status and message. */
+/** An upstream's own 4xx answer, passed to the client with its status, code and message (in the error envelope). */
 export class UpstreamHttpError extends Error {
   constructor(
     readonly status: number,
     readonly code: string,
     message: string,
-    readonly extra: { type?: string; param?: string | null; retryAfter?: string },
+    readonly retryAfter: string | undefined,
   ) {
     super(message);
   }

@@ -5,6 +5,7 @@
 //   fail-500      500 with an OpenAI error body
 //   fail-400      400 with an OpenAI error body (type, param) and nothing else
 //   fail-429      429 with Retry-After: 7
+//   fail-401      401, as when the gateway's key for the upstream is wrong
 //   hang          accepts the request and never answers
 //   hang-stream   sends the headers and one chunk, then nothing
 //   scripted      answers with the next turn queued by `script()` (tool calls or text)
@@ -99,6 +100,10 @@ export async function startUpstream(opts: UpstreamOptions = {}): Promise<Upstrea
             { error: { message: "Rate limit reached", type: "requests", code: "rate_limit_exceeded" } },
             { "retry-after": "7" },
           );
+        case "fail-401":
+          return sendJson(401, {
+            error: { message: "Incorrect API key provided", type: "invalid_request_error", code: "invalid_api_key" },
+          });
         case "hang":
           return; // never answer
         default:

@@ -194,7 +194,7 @@ describe("local engine (tiny GGUF model)", () => {
     const row0 = before.body.usage[0] ?? { requests: 0, completion_tokens: 0 };
     const maxTokens = CONTEXT - 200;
     const { chunks } = await stream({ max_tokens: maxTokens }, 4);
-    assert.equal(chunks.length, 4);
+    assert.ok(chunks.length >= 4);
     // The aborted request is recorded with what was generated, far short of max_tokens.
     let row = row0;
     assert.ok(

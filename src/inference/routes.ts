@@ -38,6 +38,7 @@ import { UsageLog } from "./usage.js";
 const rawBodies = new WeakMap<object, Buffer>();
 
 const CODE_CALL = "code_interpreter";
+const TOOL_STEP_CHOICES = [{ index: 0, delta: {}, finish_reason: null }];
 
 /** Whether an SSE payload carries a usage object (not `"usage": null`), without parsing it. */
 function hasUsage(data: string): boolean {
@@ -320,8 +321,14 @@ export async function inferenceRoutes(app: FastifyInstance, opts: { deps: Infere
           steps.push(step);
           messages.push(CodeRunner.message(step));
           if (res) {
-            const event = JSON.stringify({ object: "agentbox.tool_step", index: steps.length - 1, ...step });
-            const wait = write(res, `event: agentbox.tool_step\ndata: ${event}\n\n`);
+            // A chunk with an empty delta, so OpenAI clients that read every event as a chunk take it in stride.
+            const event = JSON.stringify({
+              ...head,
+              object: "chat.completion.chunk",
+              choices: TOOL_STEP_CHOICES,
+              tool_step: { index: steps.length - 1, ...step },
+            });
+            const wait = write(res, `data: ${event}\n\n`);
             if (wait) await wait;
           }
           if (signal.aborted) return reply;

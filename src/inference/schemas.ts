@@ -72,7 +72,7 @@ export const ChatCompletionSchema = Type.Object(
   {
     ...open,
     description:
-      "An OpenAI chat.completion object. With `stream: true` the answer is text/event-stream instead: `data: {chat.completion.chunk}` events ending with `data: [DONE]`, plus `event: agentbox.tool_step` events for code-tool runs.",
+      "An OpenAI chat.completion object. With `stream: true` the answer is text/event-stream instead: `data: {chat.completion.chunk}` events ending with `data: [DONE]`; each code-tool run is a chunk with an empty delta and a `tool_step` field.",
   },
 );
 

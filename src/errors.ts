@@ -12,6 +12,7 @@ const STATUS = {
   model_not_found: 404,
   not_found: 404,
   payload_too_large: 413,
+  request_timeout: 408,
   headers_too_large: 431,
   rate_limited: 429,
   quota_exceeded: 429,

@@ -2,8 +2,9 @@
 // set, JSON nesting depth, and the answer to requests Node rejects itself (headers too large,
 // malformed HTTP, too slow), all in the error envelope.
 import crypto from "node:crypto";
-import type { IncomingMessage } from "node:http";
+import { type IncomingMessage, STATUS_CODES } from "node:http";
 import type { Socket } from "node:net";
+import { ApiError } from "../errors.js";
 
 /** A client's x-request-id is kept only if it is a plain token; anything else gets a fresh UUID. */
 const SANE_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -33,16 +34,17 @@ export function jsonDepthExceeds(text: string, max: number): boolean {
 /** Errors Node raises before a request reaches Fastify (headers too large, malformed HTTP, slow client). */
 export function clientError(err: Error & { code?: string }, socket: Socket): void {
   if (err.code === "ECONNRESET" || socket.destroyed) return;
-  const [status, reason, code, message] =
+  const api =
     err.code === "HPE_HEADER_OVERFLOW"
-      ? [431, "Request Header Fields Too Large", "headers_too_large", "The request line and headers are larger than this service accepts"]
+      ? new ApiError("headers_too_large", "The request line and headers are larger than this service accepts")
       : err.code === "ERR_HTTP_REQUEST_TIMEOUT"
-        ? [408, "Request Timeout", "invalid_request", "The request was not received in time"]
-        : [400, "Bad Request", "invalid_request", "Malformed HTTP request"];
-  const body = JSON.stringify({ error: { code, message } });
+        ? new ApiError("request_timeout", "The request was not received in time")
+        : new ApiError("invalid_request", "Malformed HTTP request");
+  const body = JSON.stringify({ error: { code: api.code, message: api.message } });
   if (socket.writable) {
     socket.write(
-      `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+      `HTTP/1.1 ${api.status} ${STATUS_CODES[api.status]}\r\nContent-Type: application/json; charset=utf-8\r\n` +
+        `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
     );
   }
   socket.destroy();

@@ -607,7 +607,7 @@ describe("providers file", () => {
     [
       "key env not a name",
       { providers: [{ ...openai, api_key_env: "sk-abc" }] },
-      /api_key_env must be the NAME of an environment variable/,
+      /api_key_env must be the NAME of an environment variable(?!.*sk-abc)/,
     ],
     ["no models", { providers: [{ ...openai, models: undefined }] }, /needs 'models'/],
     ["bad timeout", { providers: [{ ...openai, timeout_ms: -5 }] }, /providers\[0\]\.timeout_ms must be an integer/],

@@ -77,8 +77,10 @@ function parseProvider(raw: unknown, where: string, env: NodeJS.ProcessEnv, base
     const keyEnv = str(o, "api_key_env", where, false);
     let apiKey: string | undefined;
     if (keyEnv !== undefined) {
-      if (!ENV_NAME.test(keyEnv))
-        fail(`${where}.api_key_env`, `must be the NAME of an environment variable, got ${JSON.stringify(keyEnv)}`);
+      if (!ENV_NAME.test(keyEnv)) {
+        // The value is not repeated: it may be the key itself, put here by mistake.
+        fail(`${where}.api_key_env`, "must be the NAME of an environment variable (letters, digits, '_'), not the key");
+      }
       apiKey = env[keyEnv];
       if (!apiKey) fail(`${where}.api_key_env`, `names the environment variable ${keyEnv}, which is not set`);
     }

@@ -118,7 +118,7 @@ describe("inference gateway", () => {
             type: "openai",
             base_url: upstream.baseUrl,
             api_key_env: "TEST_UPSTREAM_KEY",
-            models: ["echo", "slow", "fail-500", "fail-400", "fail-429", "fail-401", "hang", "hang-stream", "scripted"],
+            models: ["echo", "slow", "fail-500", "fail-400", "fail-429", "fail-401", "hang", "hang-stream", "reset-once", "scripted"],
             timeout_ms: 800,
             retries: 0,
           },
@@ -184,6 +184,15 @@ describe("inference gateway", () => {
     assert.deepEqual(sent?.body, body);
     assert.equal(sent?.headers.authorization, `Bearer ${UPSTREAM_KEY}`);
     assert.ok(res.headers.get("x-request-id"));
+  });
+
+  test("the upstream gets the client's exact bytes when nothing had to change", async () => {
+    const text =
+      '{ "messages" : [ {"role":"user","content":"spacing \\u00e9 kept"} ],\n  "model":"echo", "n": 1.0, "logit_bias": {"42": -1e2} }';
+    const res = await call<Completion>("POST", "/v1/inference/chat/completions", text);
+    assert.equal(res.status, 200);
+    assert.equal(upstream.requests.at(-1)?.raw, text);
+    assert.equal(res.body.choices[0]?.message.content, "echo: spacing é kept");
   });
 
   test("a model prefix routes to its provider, which gets the id without the prefix", async () => {
@@ -262,6 +271,17 @@ describe("inference gateway", () => {
     controller.abort();
     await assert.rejects(pending);
     assert.ok(await eventually(() => upstream.aborted > abortedBefore, 3000), "the upstream request was not closed");
+  });
+
+  test("a kept-alive connection the upstream closed under the request is retried at once (even with retries: 0)", async () => {
+    await call("POST", "/v1/inference/chat/completions", { model: "echo", messages: [{ role: "user", content: "warm" }] });
+    const res = await call<Completion>("POST", "/v1/inference/chat/completions", {
+      model: "reset-once",
+      messages: [{ role: "user", content: "again" }],
+    });
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    assert.equal(res.body.choices[0]?.message.content, "echo: again");
+    assert.equal(upstream.requests.filter((r) => r.body.model === "reset-once").length, 2);
   });
 
   test("unknown model: 404 model_not_found", async () => {

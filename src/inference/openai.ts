@@ -37,6 +37,9 @@ const CONNECT_ERRORS = new Set(["ECONNREFUSED", "ECONNRESET", "EHOSTUNREACH", "E
 
 class IdleTimeout extends Error {}
 
+/** A request error, marked when it happened on a kept-alive connection that was being reused. */
+type StaleSocketError = Error & { code?: string; reusedSocket?: boolean };
+
 interface Upstream {
   res: http.IncomingMessage;
   /** Restarts the idle timer (called for each piece of the body). */
@@ -103,6 +106,7 @@ export class OpenAIProvider implements Provider {
 
   /** Sends the request, retrying refused connections and 5xx answers; resolves with a 2xx response. */
   private async send(payload: Buffer, stream: boolean, signal: AbortSignal): Promise<Upstream> {
+    let staleRetried = false;
     for (let attempt = 0; ; attempt++) {
       const last = attempt >= this.config.retries;
       try {
@@ -121,6 +125,13 @@ export class OpenAIProvider implements Provider {
           throw new ApiError("upstream_timeout", `Provider '${this.name}' did not answer within ${this.config.timeoutMs} ms`);
         }
         const code = (err as NodeJS.ErrnoException).code;
+        if ((err as StaleSocketError).reusedSocket && !staleRetried && (code === "ECONNRESET" || code === "EPIPE")) {
+          // The upstream closed an idle kept-alive connection just as we reused it: the request never
+          // reached it, so it is sent again at once (not counted as one of the provider's retries).
+          staleRetried = true;
+          attempt--;
+          continue;
+        }
         if (code !== undefined && CONNECT_ERRORS.has(code)) {
           if (!last) {
             await backoff(attempt, signal);
@@ -154,10 +165,13 @@ export class OpenAIProvider implements Provider {
       };
       if (signal.aborted) onAbort();
       else signal.addEventListener("abort", onAbort, { once: true });
-      req.on("error", (err) => {
+      req.on("error", (err: StaleSocketError) => {
         done();
         if (res) res.destroy(err);
-        else reject(err);
+        else {
+          err.reusedSocket = req.reusedSocket;
+          reject(err);
+        }
       });
       req.on("response", (r) => {
         res = r;

@@ -7,6 +7,7 @@
 //   fail-429      429 with Retry-After: 7
 //   fail-401      401, as when the gateway's key for the upstream is wrong
 //   hang          accepts the request and never answers
+//   reset-once    closes the connection unanswered the first time, then answers like echo
 //   hang-stream   sends the headers and one chunk, then nothing
 //   scripted      answers with the next turn queued by `script()` (tool calls or text)
 // Every request's body and headers are recorded in `requests`.
@@ -20,6 +21,8 @@ export interface Turn {
 
 export interface RecordedRequest {
   body: Record<string, unknown> & { messages: Array<Record<string, unknown>>; model: string; stream?: boolean };
+  /** The body's bytes as received. */
+  raw: string;
   headers: http.IncomingHttpHeaders;
 }
 
@@ -56,7 +59,7 @@ export async function startUpstream(opts: UpstreamOptions = {}): Promise<Upstrea
   const slowChunkMs = opts.slowChunkMs ?? 150;
   const record = opts.record ?? true;
   let queue: Turn[] = [];
-  const state = { aborted: 0 };
+  const state = { aborted: 0, resets: 0 };
   const requests: RecordedRequest[] = [];
   const open = new Set<http.ServerResponse>();
 
@@ -69,8 +72,9 @@ export async function startUpstream(opts: UpstreamOptions = {}): Promise<Upstrea
         res.end(JSON.stringify({ error: { message: `no route ${req.method} ${req.url}`, type: "invalid_request_error" } }));
         return;
       }
-      const body = JSON.parse(Buffer.concat(chunks).toString("utf8")) as RecordedRequest["body"];
-      if (record) requests.push({ body, headers: req.headers });
+      const raw = Buffer.concat(chunks).toString("utf8");
+      const body = JSON.parse(raw) as RecordedRequest["body"];
+      if (record) requests.push({ body, raw, headers: req.headers });
       open.add(res);
       res.on("close", () => {
         open.delete(res);
@@ -106,6 +110,11 @@ export async function startUpstream(opts: UpstreamOptions = {}): Promise<Upstrea
           });
         case "hang":
           return; // never answer
+        case "reset-once":
+          // Closes the connection without answering the first time (as a server does with an idle
+          // kept-alive connection), answers normally after.
+          if (state.resets++ === 0) return void req.socket.destroy();
+          break;
         default:
           break;
       }

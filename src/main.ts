@@ -5,6 +5,7 @@ import { pino } from "pino";
 import { buildApp } from "./api/app.js";
 import { Metrics } from "./api/metrics.js";
 import { loadConfig } from "./config.js";
+import { loadProviders } from "./inference/providers.js";
 import { ContextRegistry } from "./sandbox/contexts.js";
 import { SandboxManager } from "./sandbox/manager.js";
 import { checkHost } from "./sandbox/preflight.js";
@@ -14,6 +15,7 @@ import { SqliteSandboxStore } from "./store/sandboxes.js";
 
 async function main(): Promise<void> {
   const config = loadConfig();
+  const providers = loadProviders(config.providersFile);
   const logger = pino({ level: config.logLevel });
   checkHost();
   fs.mkdirSync(config.dataDir, { recursive: true });
@@ -22,7 +24,8 @@ async function main(): Promise<void> {
   const sandboxes = new SandboxManager(config, new SqliteSandboxStore(db), logger);
   await sandboxes.init();
   const metrics = new Metrics(() => sandboxes.liveCount());
-  const app = await buildApp({ config, keys, sandboxes, contexts: new ContextRegistry(config.maxContextsPerSandbox), metrics }, logger);
+  const contexts = new ContextRegistry(config.maxContextsPerSandbox);
+  const app = await buildApp({ config, keys, sandboxes, contexts, metrics, inference: { db, providers } }, logger);
   await app.listen({ host: config.host, port: config.port });
 
   let stopping = false;
@@ -47,6 +50,7 @@ async function main(): Promise<void> {
     clearTimeout(graceTimer);
     if (!finished) logger.warn({ in_flight: sandboxes.inFlight() }, "grace period over: stopping sandboxes under running requests");
     await sandboxes.close();
+    await providers.close();
     db.close();
     logger.info("stopped");
     process.exit(0);

@@ -6,7 +6,10 @@ import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply } from "fastify";
 import type { Logger } from "pino";
 import { ApiError } from "../errors.js";
+import { inferenceRoutes } from "../inference/routes.js";
+import type { CodeToolSandboxes } from "../inference/types.js";
 import { installAuth } from "./auth.js";
+import { runCode } from "./code-runner.js";
 import { clientError, jsonDepthExceeds, requestId } from "./bounds.js";
 import { installErrorHandler, routerError } from "./error-handler.js";
 import { installRateLimits } from "./rate-limit.js";
@@ -125,6 +128,16 @@ export async function buildApp(services: Services, logger: Logger): Promise<Fast
     await app.register(fileRoutes, { prefix, services });
     await app.register(contextRoutes, { prefix, services });
     await app.register(metricsRoutes, { prefix, services });
+  }
+  if (services.inference) {
+    // The gateway's code tool runs code through the same path as POST /code/run.
+    const codeTool: CodeToolSandboxes = {
+      create: async (tenantId) => (await services.sandboxes.create(tenantId, {})).id,
+      run: (tenantId, sandboxId, req) => runCode(services, tenantId, sandboxId, req),
+      kill: (tenantId, sandboxId) => services.sandboxes.kill(tenantId, sandboxId),
+    };
+    const deps = { ...services.inference, sandboxes: codeTool, maxJsonDepth: config.maxJsonDepth };
+    await app.register(inferenceRoutes, { prefix: "/v1/inference", deps });
   }
   return app;
 }

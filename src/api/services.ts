@@ -1,5 +1,7 @@
 // What route handlers depend on, bundled once at start-up.
+import type { Database } from "better-sqlite3";
 import type { Config } from "../config.js";
+import type { ProviderRegistry } from "../inference/providers.js";
 import type { ContextRegistry } from "../sandbox/contexts.js";
 import type { SandboxManager } from "../sandbox/manager.js";
 import type { KeyStore } from "../store/keys.js";
@@ -11,4 +13,6 @@ export interface Services {
   sandboxes: SandboxManager;
   contexts: ContextRegistry;
   metrics?: Metrics;
+  /** The inference gateway's upstreams and the database it records usage in; absent, no /v1/inference routes. */
+  inference?: { db: Database; providers: ProviderRegistry };
 }

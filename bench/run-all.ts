@@ -1,6 +1,9 @@
-// `npm run bench`: every benchmark, one after another, each printing its table.
+// `npm run bench`: every benchmark, one after another, each printing its table. The 60 s load run
+// is separate (`npm run bench:load`).
 import { benchCodeRun } from "./code-run.js";
 import { benchDensity } from "./density.js";
+import { benchGateway } from "./gateway.js";
 
 await benchCodeRun();
 await benchDensity();
+await benchGateway();

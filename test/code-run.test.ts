@@ -7,15 +7,12 @@ import { effectiveTimeout } from "../src/api/routes/code.js";
 import { loadConfig } from "../src/config.js";
 import { ApiError } from "../src/errors.js";
 import { client, startServer, type TestServer } from "./helpers/server.js";
+import { assertError, createSandbox } from "./helpers/api.js";
 
 interface RunResult {
   logs: { stdout: string; stderr: string };
   error: string | null;
   execution_time_ms: number;
-}
-
-interface ErrorBody {
-  error: { code: string; message: string };
 }
 
 const BODY_LIMIT = 64 * 1024;
@@ -35,11 +32,7 @@ after(async () => {
   await server?.dispose();
 });
 
-async function newSandbox(): Promise<string> {
-  const res = await call<{ sandbox_id: string }>("POST", "/v1/agents/sandboxes", {});
-  assert.equal(res.status, 201, JSON.stringify(res.body));
-  return res.body.sandbox_id;
-}
+const newSandbox = () => createSandbox(call);
 
 /** Runs code and checks the seed's contract: 200 and exactly {logs: {stdout, stderr}, error, execution_time_ms}. */
 async function run(id: string, language: string, code: string, extra: Record<string, unknown> = {}): Promise<RunResult> {
@@ -54,18 +47,6 @@ async function run(id: string, language: string, code: string, extra: Record<str
   assert.ok(body.error === null || typeof body.error === "string");
   if (typeof body.error === "string") assert.ok(!body.error.includes("\n"), `error is one line: ${JSON.stringify(body.error)}`);
   assert.ok(Number.isInteger(body.execution_time_ms) && body.execution_time_ms >= 0, String(body.execution_time_ms));
-  return body;
-}
-
-/** Expects a rejected request: the status and the error envelope {"error": {"code", "message"}}, nothing else. */
-function assertError(res: { status: number; body: unknown }, status: number, code: string): ErrorBody {
-  assert.equal(res.status, status, JSON.stringify(res.body));
-  const body = res.body as ErrorBody;
-  assert.deepEqual(Object.keys(body), ["error"]);
-  assert.deepEqual(Object.keys(body.error).sort(), ["code", "message"]);
-  assert.equal(body.error.code, code);
-  assert.equal(typeof body.error.message, "string");
-  assert.ok(body.error.message.length > 0);
   return body;
 }
 

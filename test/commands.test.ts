@@ -5,6 +5,7 @@ import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { commandLine, shellQuote } from "../src/api/routes/commands.js";
 import { client, startServer, type TestServer } from "./helpers/server.js";
+import { assertError, createSandbox } from "./helpers/api.js";
 
 interface CommandResult {
   stdout: string;
@@ -33,11 +34,7 @@ after(async () => {
   await server?.dispose();
 });
 
-async function newSandbox(body: Record<string, unknown> = {}): Promise<string> {
-  const res = await call<{ sandbox_id: string }>("POST", "/v1/agents/sandboxes", body);
-  assert.equal(res.status, 201, JSON.stringify(res.body));
-  return res.body.sandbox_id;
-}
+const newSandbox = (body: Record<string, unknown> = {}) => createSandbox(call, body);
 
 /** Runs a command and checks the contract: 200 with exactly the listed keys, each of its type. */
 async function cmd(body: Record<string, unknown>, sandbox = id): Promise<CommandResult> {
@@ -53,15 +50,6 @@ async function cmd(body: Record<string, unknown>, sandbox = id): Promise<Command
   assert.ok(r.error === null || typeof r.error === "string");
   assert.equal(r.success, r.exit_code === 0 && r.error === null);
   return r;
-}
-
-function assertError(res: { status: number; body: unknown }, status: number, code: string): void {
-  assert.equal(res.status, status, JSON.stringify(res.body));
-  const body = res.body as { error: { code: string; message: string } };
-  assert.deepEqual(Object.keys(body), ["error"]);
-  assert.deepEqual(Object.keys(body.error).sort(), ["code", "message"]);
-  assert.equal(body.error.code, code);
-  assert.ok(body.error.message.length > 0);
 }
 
 describe("command lines", () => {

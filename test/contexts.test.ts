@@ -5,6 +5,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { client, startServer, type TestServer } from "./helpers/server.js";
+import { assertError, createSandbox } from "./helpers/api.js";
 
 /** PRODUCT.md section 2 (`{context_id, language, cwd, created_at, ...}`) plus what public clients read. */
 const CONTEXT_KEYS = ["context_id", "created_at", "cwd", "expires_at", "language", "status"];
@@ -31,19 +32,7 @@ after(async () => {
   await server?.dispose();
 });
 
-async function newSandbox(): Promise<string> {
-  const res = await call<{ sandbox_id: string }>("POST", "/v1/agents/sandboxes", {});
-  assert.equal(res.status, 201, JSON.stringify(res.body));
-  return res.body.sandbox_id;
-}
-
-function assertError(res: { status: number; body: unknown }, status: number, code: string): void {
-  assert.equal(res.status, status, JSON.stringify(res.body));
-  const body = res.body as { error: { code: string; message: string } };
-  assert.deepEqual(Object.keys(body), ["error"]);
-  assert.equal(body.error.code, code);
-  assert.ok(body.error.message.length > 0);
-}
+const newSandbox = () => createSandbox(call);
 
 function assertContext(c: Context): void {
   assert.deepEqual(Object.keys(c).sort(), CONTEXT_KEYS);

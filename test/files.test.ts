@@ -7,6 +7,7 @@ import crypto from "node:crypto";
 import fs from "node:fs";
 import { after, before, describe, test } from "node:test";
 import { client, startServer, type TestServer } from "./helpers/server.js";
+import { assertError, createSandbox } from "./helpers/api.js";
 
 const MiB = 2 ** 20;
 const UPLOAD_LIMIT = 6 * MiB;
@@ -41,20 +42,7 @@ after(async () => {
   await server?.dispose();
 });
 
-async function newSandbox(): Promise<string> {
-  const res = await call<{ sandbox_id: string }>("POST", "/v1/agents/sandboxes", {});
-  assert.equal(res.status, 201, JSON.stringify(res.body));
-  return res.body.sandbox_id;
-}
-
-function assertError(res: { status: number; body: unknown }, status: number, code: string): string {
-  assert.equal(res.status, status, JSON.stringify(res.body));
-  const body = res.body as { error: { code: string; message: string } };
-  assert.deepEqual(Object.keys(body), ["error"]);
-  assert.deepEqual(Object.keys(body.error).sort(), ["code", "message"]);
-  assert.equal(body.error.code, code);
-  return body.error.message;
-}
+const newSandbox = () => createSandbox(call);
 
 /** A file route that must succeed with exactly `keys`. */
 async function ok<T = Record<string, unknown>>(route: string, body: unknown, keys: string[]): Promise<T> {

@@ -8,6 +8,7 @@ import { after, before, describe, test } from "node:test";
 import { Validator } from "@seriousme/openapi-schema-validator";
 import { cgroupsOf, createKey, eventually, mountsUnder, processesInCgroups } from "./helpers/leftovers.js";
 import { client, startServer, type TestServer } from "./helpers/server.js";
+import { assertError } from "./helpers/api.js";
 
 interface SandboxBody {
   sandbox_id: string;
@@ -67,15 +68,6 @@ function assertSandbox(body: unknown): SandboxBody {
   assert.ok(Number.isInteger(s.memory_mb) && s.memory_mb > 0);
   assert.equal(typeof s.metadata, "object");
   return s;
-}
-
-function assertError(res: { status: number; body: unknown }, status: number, code: string): void {
-  assert.equal(res.status, status, JSON.stringify(res.body));
-  const body = res.body as { error: { code: string; message: string } };
-  assert.deepEqual(Object.keys(body), ["error"]);
-  assert.deepEqual(Object.keys(body.error).sort(), ["code", "message"]);
-  assert.equal(body.error.code, code);
-  assert.ok(body.error.message.length > 0);
 }
 
 async function create(body?: unknown): Promise<SandboxBody> {

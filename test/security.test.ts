@@ -12,6 +12,7 @@ import path from "node:path";
 import { after, before, describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
 import { client, startServer, type TestServer } from "./helpers/server.js";
+import { createSandbox } from "./helpers/api.js";
 
 interface RunResult {
   logs: { stdout: string; stderr: string };
@@ -57,9 +58,7 @@ after(async () => {
 });
 
 async function newSandbox(): Promise<string> {
-  const res = await call<{ sandbox_id: string }>("POST", "/v1/agents/sandboxes", {});
-  assert.equal(res.status, 201, JSON.stringify(res.body));
-  const id = res.body.sandbox_id;
+  const id = await createSandbox(call);
   created.set(id, fs.statSync(path.join(server.workspaceDir, id)).uid);
   return id;
 }

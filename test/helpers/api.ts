@@ -1,0 +1,28 @@
+// Assertions and shortcuts shared by the end-to-end tests.
+import assert from "node:assert/strict";
+import type { client } from "./server.js";
+
+export type Call = ReturnType<typeof client>;
+
+export interface ErrorBody {
+  error: { code: string; message: string };
+}
+
+/** Creates a sandbox (201 expected) and returns its id. */
+export async function createSandbox(call: Call, body: Record<string, unknown> = {}): Promise<string> {
+  const res = await call<{ sandbox_id: string }>("POST", "/v1/agents/sandboxes", body);
+  assert.equal(res.status, 201, JSON.stringify(res.body));
+  return res.body.sandbox_id;
+}
+
+/** Expects a rejected request: the status and the error envelope {"error": {"code", "message"}}, nothing else. */
+export function assertError(res: { status: number; body: unknown }, status: number, code: string): ErrorBody {
+  assert.equal(res.status, status, JSON.stringify(res.body));
+  const body = res.body as ErrorBody;
+  assert.deepEqual(Object.keys(body), ["error"]);
+  assert.deepEqual(Object.keys(body.error).sort(), ["code", "message"]);
+  assert.equal(body.error.code, code);
+  assert.equal(typeof body.error.message, "string");
+  assert.ok(body.error.message.length > 0);
+  return body;
+}

@@ -2,6 +2,7 @@
 // than ever run code without a sandbox.
 import { execFileSync } from "node:child_process";
 import fs from "node:fs";
+import { SYSTEM_VIEW } from "./bwrap.js";
 
 export function checkHost(): void {
   const problems: string[] = [];
@@ -13,26 +14,7 @@ export function checkHost(): void {
     problems.push("no cgroup filesystem at /sys/fs/cgroup");
   if (problems.length === 0) {
     try {
-      execFileSync(
-        "/usr/bin/bwrap",
-        [
-          "--unshare-all",
-          "--ro-bind",
-          "/usr",
-          "/usr",
-          "--symlink",
-          "usr/bin",
-          "/bin",
-          "--symlink",
-          "usr/lib",
-          "/lib",
-          "--symlink",
-          "usr/lib64",
-          "/lib64",
-          "/bin/true",
-        ],
-        { stdio: "pipe", uid: 65534, gid: 65534 },
-      );
+      execFileSync("/usr/bin/bwrap", ["--unshare-all", ...SYSTEM_VIEW.flat(), "/bin/true"], { stdio: "pipe", uid: 65534, gid: 65534 });
     } catch (err) {
       problems.push(
         `bubblewrap cannot create a sandbox here (are unprivileged user namespaces enabled?): ${(err as { stderr?: Buffer }).stderr?.toString().trim() ?? String(err)}`,

@@ -34,7 +34,10 @@ export function toApiError(err: FastifyError | ApiError | Error): ApiError | und
   if (fe instanceof SyntaxError || fe.code === "FST_ERR_CTP_INVALID_JSON_BODY")
     return new ApiError("invalid_request", `Malformed JSON body: ${fe.message}`);
   // The multipart parser's own errors carry no status: they are the client's malformed upload.
-  if (fe.statusCode === undefined && /^Multipart: |unexpected end of multipart data|^Boundary required|^Malformed part header/i.test(fe.message))
+  if (
+    fe.statusCode === undefined &&
+    /^Multipart: |unexpected end of multipart data|^Boundary required|^Malformed part header/i.test(fe.message)
+  )
     return new ApiError("invalid_request", `Malformed multipart body: ${fe.message}`);
   if (typeof fe.statusCode === "number" && fe.statusCode >= 400 && fe.statusCode < 500) {
     if (fe.statusCode === 413) return new ApiError("payload_too_large", fe.message);

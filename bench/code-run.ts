@@ -1,4 +1,4 @@
-// Benchmark of the hot path: warm code/run per language end to end over HTTP, sandbox create,
+// Benchmark of the hot path: warm code/run per language end to end over HTTP (keep-alive), sandbox create,
 // throughput over many sandboxes, and — in the same process, same machine state — the baseline of
 // starting a fresh sandboxed interpreter per run (what a service without warm kernels pays).
 import { spawn } from "node:child_process";
@@ -8,8 +8,8 @@ import path from "node:path";
 import type { Writable } from "node:stream";
 import { planBwrap } from "../src/sandbox/bwrap.js";
 import { buildSeccompFilter } from "../src/sandbox/seccomp.js";
-import { client, startServer } from "../test/helpers/server.js";
-import { printTable, type Row, sleep, timed } from "./lib.js";
+import { startServer } from "../test/helpers/server.js";
+import { keepAliveClient, printTable, type Row, sleep, timed } from "./lib.js";
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 300);
 const BASELINE_RUNS = Number(process.env.BENCH_BASELINE_RUNS ?? 40);
@@ -53,7 +53,7 @@ export async function benchCodeRun(): Promise<string> {
   const server = await startServer({
     env: { AGENTBOX_WARM_POOL: "8", AGENTBOX_RATE_LIMIT_PER_MINUTE: "100000000", AGENTBOX_MAX_CONCURRENT_RUNS_PER_KEY: "1000" },
   });
-  const call = client(server);
+  const call = keepAliveClient(server);
   const tables: string[] = [];
   try {
     // Warm code/run, one sandbox, sequential requests.

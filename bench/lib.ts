@@ -1,4 +1,5 @@
 // Shared benchmark helpers: timing, percentiles and the printed table.
+import http from "node:http";
 
 export interface Row {
   name: string;
@@ -47,3 +48,31 @@ export async function timed<T>(fn: () => Promise<T>): Promise<[number, T]> {
 }
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * A lean keep-alive JSON client (node:http): fetch() adds ~1 ms of client-side work per request,
+ * which would be counted against the service.
+ */
+export function keepAliveClient(server: { port: number; key: string }, sockets = 64) {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: sockets });
+  return function request<T = Record<string, unknown>>(method: string, path: string, body?: unknown): Promise<{ status: number; body: T }> {
+    const data = body === undefined ? undefined : JSON.stringify(body);
+    const headers: http.OutgoingHttpHeaders = { authorization: `Bearer ${server.key}` };
+    if (data !== undefined) {
+      headers["content-type"] = "application/json";
+      headers["content-length"] = Buffer.byteLength(data);
+    }
+    return new Promise((resolve, reject) => {
+      const req = http.request({ host: "127.0.0.1", port: server.port, path, method, agent, headers }, (res) => {
+        let text = "";
+        res.setEncoding("utf8");
+        res.on("data", (chunk: string) => {
+          text += chunk;
+        });
+        res.on("end", () => resolve({ status: res.statusCode ?? 0, body: (text ? JSON.parse(text) : {}) as T }));
+      });
+      req.on("error", reject);
+      req.end(data);
+    });
+  };
+}

@@ -16,22 +16,9 @@ after(async () => {
   await server?.dispose();
 });
 
-async function raw(method: string, route: string, headers: Record<string, string>, body?: unknown) {
-  const init: RequestInit = { method, headers: { ...headers } };
-  if (body !== undefined) {
-    (init.headers as Record<string, string>)["content-type"] = "application/json";
-    init.body = JSON.stringify(body);
-  }
-  const res = await fetch(`${server.url}${route}`, init);
-  const text = await res.text();
-  let parsed: unknown = text;
-  try {
-    parsed = JSON.parse(text);
-  } catch {
-    // not JSON
-  }
-  return { status: res.status, body: parsed };
-}
+/** Requests with exactly the given headers (no key unless they carry one). */
+const raw = (method: string, route: string, headers: Record<string, string>, body?: unknown) =>
+  client({ url: server.url, key: "" })(method, route, body, headers);
 
 function assertUnauthorized(res: { status: number; body: unknown }, what: string): void {
   assert.equal(res.status, 401, `${what}: ${JSON.stringify(res.body)}`);

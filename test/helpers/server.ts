@@ -123,7 +123,7 @@ export async function startServer(
   return server;
 }
 
-/** A small JSON client for the service. */
+/** A small JSON client for the service; `key: ""` sends requests without a key. */
 export function client(server: { url: string; key: string }) {
   return async function call<T = Record<string, unknown>>(
     method: string,
@@ -131,7 +131,9 @@ export function client(server: { url: string; key: string }) {
     body?: unknown,
     headers: Record<string, string> = {},
   ): Promise<{ status: number; body: T; headers: Headers }> {
-    const init: RequestInit = { method, headers: { authorization: `Bearer ${server.key}`, ...headers } };
+    // An empty key sends no Authorization header (for authentication tests).
+    const auth: Record<string, string> = server.key ? { authorization: `Bearer ${server.key}` } : {};
+    const init: RequestInit = { method, headers: { ...auth, ...headers } };
     if (body !== undefined) {
       (init.headers as Record<string, string>)["content-type"] = "application/json";
       init.body = typeof body === "string" ? body : JSON.stringify(body);

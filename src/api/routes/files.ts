@@ -149,41 +149,30 @@ export const fileRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = asy
     },
   );
 
-  app.post(
-    "/sandboxes/:sandbox_id/files/delete",
-    {
-      schema: {
-        tags,
-        summary: "Delete a file or a directory (with its contents)",
-        params: SandboxIdParams,
-        body: FilePathBody,
-        response: { 200: FileMessageResult, ...errors(400, 401, 404) },
+  // delete and mkdir: a path in, {message, path} out.
+  const pathOnly = [
+    { action: "delete", summary: "Delete a file or a directory (with its contents)", message: "Deleted" },
+    { action: "mkdir", summary: "Create a directory (and its parents)", message: "Directory created" },
+  ] as const;
+  for (const { action, summary, message } of pathOnly) {
+    app.post(
+      `/sandboxes/:sandbox_id/files/${action}`,
+      {
+        schema: {
+          tags,
+          summary,
+          params: SandboxIdParams,
+          body: FilePathBody,
+          response: { 200: FileMessageResult, ...errors(400, 401, 404) },
+        },
       },
-    },
-    async (request) => {
-      const box = sandboxes.box(request.apiKey.tenantId, request.params.sandbox_id);
-      const frame = await fileOp(box, { action: "delete", path: request.body.path });
-      return { message: "Deleted", path: String(frame.header.path) };
-    },
-  );
-
-  app.post(
-    "/sandboxes/:sandbox_id/files/mkdir",
-    {
-      schema: {
-        tags,
-        summary: "Create a directory (and its parents)",
-        params: SandboxIdParams,
-        body: FilePathBody,
-        response: { 200: FileMessageResult, ...errors(400, 401, 404) },
+      async (request) => {
+        const box = sandboxes.box(request.apiKey.tenantId, request.params.sandbox_id);
+        const frame = await fileOp(box, { action, path: request.body.path });
+        return { message, path: String(frame.header.path) };
       },
-    },
-    async (request) => {
-      const box = sandboxes.box(request.apiKey.tenantId, request.params.sandbox_id);
-      const frame = await fileOp(box, { action: "mkdir", path: request.body.path });
-      return { message: "Directory created", path: String(frame.header.path) };
-    },
-  );
+    );
+  }
 
   app.get(
     "/sandboxes/:sandbox_id/download",

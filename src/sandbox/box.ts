@@ -118,7 +118,13 @@ export class Box {
 
   static async start(spec: BoxSpec, cgroups: CgroupManager, workspaces: WorkspaceManager): Promise<Box> {
     const workspace = await workspaces.create(spec.name, spec.uid, spec.limits.diskMb);
-    const cgroup = cgroups.create(spec.name, spec.uid, spec.limits);
+    let cgroup: SandboxCgroup;
+    try {
+      cgroup = await cgroups.create(spec.name, spec.uid, spec.limits);
+    } catch (err) {
+      await workspaces.destroy(spec.name).catch(() => {});
+      throw err;
+    }
     const box = new Box(spec, workspace, cgroup, workspaces);
     try {
       await box.spawn();
@@ -186,7 +192,7 @@ export class Box {
     const link = await this.live();
     const cap = this.spec.limits.outputBytes;
     const out = new Collector(cap);
-    const oomBefore = this.cgroup.usage().oomKills;
+    const oomBefore = await this.cgroup.oomKills();
     const timeoutMs = req.timeoutS * 1000;
     const done = await new Promise<Frame>((resolve) => {
       const backstop = setTimeout(() => {
@@ -218,7 +224,7 @@ export class Box {
     });
     const h = done.header;
     if (h.truncated === true) out.truncated = true;
-    const oom = this.cgroup.usage().oomKills > oomBefore;
+    const oom = (await this.cgroup.oomKills()) > oomBefore;
     const stateLost = h.state_lost === true || h.ev !== "done";
     const lost = stateLost ? "; the kernel was restarted and its state was lost" : "";
     let error: string | null = typeof h.error === "string" ? h.error : null;
@@ -317,8 +323,7 @@ export class Box {
    * and now, as a percent of the sandbox's CPU allowance.
    */
   async metrics(): Promise<BoxMetrics> {
-    const frame = await (await this.live()).request({ op: "stats" });
-    const usage = this.cgroup.usage();
+    const [frame, usage] = await Promise.all([(await this.live()).request({ op: "stats" }), this.cgroup.usage()]);
     const now = performance.now();
     // Samples are kept at least MIN_CPU_WINDOW_MS apart, so the base is the newest one that old
     // (or, when calls come fast, the one before it).
@@ -355,11 +360,23 @@ export class Box {
 
   /** Ends every process, removes the cgroup and the workspace. Leaves nothing behind. */
   async destroy(): Promise<void> {
+    await this.stop();
+    await this.teardown();
+  }
+
+  /**
+   * Marks the sandbox ended and SIGKILLs its processes (the bubblewrap process and everything in
+   * its cgroup). Quick: it waits neither for them to be gone nor for any cleanup; teardown() does.
+   */
+  async stop(): Promise<void> {
     this.ended = true;
-    if (this.link) {
-      this.link.kill();
-      await this.link.exited();
-    }
+    this.link?.kill();
+    await this.cgroup.kill();
+  }
+
+  /** After stop(): waits for the processes to be gone, removes the cgroup, then the workspace (in that order, see the start-up sweep). */
+  async teardown(): Promise<void> {
+    if (this.link) await this.link.exited();
     await this.cgroup.destroy();
     await this.workspaces.destroy(this.spec.name);
   }

@@ -18,7 +18,12 @@ export interface CgroupUsage {
 export interface SandboxCgroup {
   /** Files the sandbox's launcher writes its own pid into, to join the group before it execs. */
   readonly procsFiles: string[];
-  usage(): CgroupUsage;
+  /** Memory, CPU and OOM kills (for metrics). */
+  usage(): Promise<CgroupUsage>;
+  /** Only the OOM kill count: one small file, read around every run. */
+  oomKills(): Promise<number>;
+  /** SIGKILLs every process in the group now (without waiting for them to go or removing the group). */
+  kill(): Promise<void>;
   /** Kills every process left in the group and removes it. */
   destroy(): Promise<void>;
 }
@@ -31,12 +36,8 @@ function ownCgroup(controller: string): string {
   return "/";
 }
 
-function readNumber(file: string): number {
-  try {
-    return Number(fs.readFileSync(file, "utf8").trim()) || 0;
-  } catch {
-    return 0;
-  }
+async function readNumber(file: string): Promise<number> {
+  return Number((await safeRead(file)).trim()) || 0;
 }
 
 function isV2(): boolean {
@@ -72,64 +73,66 @@ export class CgroupManager {
     }
   }
 
-  create(name: string, uid: number, limits: Limits): SandboxCgroup {
-    const dirs: string[] = [];
-    const write = (dir: string, file: string, value: string) => fs.writeFileSync(path.join(dir, file), value);
+  async create(name: string, uid: number, limits: Limits): Promise<SandboxCgroup> {
+    const write = (dir: string, file: string, value: string) => fs.promises.writeFile(path.join(dir, file), value);
     const quota = Math.round(limits.cpus * 100000);
-    if (this.v2) {
-      const dir = path.join(this.parents.unified as string, name);
-      fs.mkdirSync(dir, { recursive: true });
-      write(dir, "memory.max", String(limits.memoryMb * 2 ** 20));
-      write(dir, "memory.swap.max", "0");
-      write(dir, "pids.max", String(limits.pids));
-      write(dir, "cpu.max", `${quota} 100000`);
-      dirs.push(dir);
-    } else {
-      for (const ctrl of V1_CONTROLLERS) {
-        const dir = path.join(this.parents[ctrl] as string, name);
-        fs.mkdirSync(dir, { recursive: true });
-        dirs.push(dir);
+    const dirs = this.v2
+      ? [path.join(this.parents.unified as string, name)]
+      : V1_CONTROLLERS.map((ctrl) => path.join(this.parents[ctrl] as string, name));
+    try {
+      await Promise.all(dirs.map((dir) => fs.promises.mkdir(dir, { recursive: true })));
+      if (this.v2) {
+        const dir = dirs[0] as string;
+        await write(dir, "memory.max", String(limits.memoryMb * 2 ** 20));
+        await write(dir, "memory.swap.max", "0");
+        await write(dir, "pids.max", String(limits.pids));
+        await write(dir, "cpu.max", `${quota} 100000`);
+      } else {
+        const [mem, pids, cpu] = dirs as [string, string, string, string];
+        await Promise.all([
+          write(mem, "memory.limit_in_bytes", String(limits.memoryMb * 2 ** 20)),
+          write(pids, "pids.max", String(limits.pids)),
+          write(cpu, "cpu.cfs_period_us", "100000").then(() => write(cpu, "cpu.cfs_quota_us", String(quota))),
+        ]);
       }
-      const [mem, pids, cpu] = dirs as [string, string, string, string];
-      write(mem, "memory.limit_in_bytes", String(limits.memoryMb * 2 ** 20));
-      write(pids, "pids.max", String(limits.pids));
-      write(cpu, "cpu.cfs_period_us", "100000");
-      write(cpu, "cpu.cfs_quota_us", String(quota));
+      await Promise.all(dirs.map((dir) => fs.promises.chown(path.join(dir, "cgroup.procs"), uid, uid)));
+    } catch (err) {
+      await removeGroups(dirs).catch(() => {});
+      throw err;
     }
-    for (const dir of dirs) fs.chownSync(path.join(dir, "cgroup.procs"), uid, uid);
     const v2 = this.v2;
+    const memDir = dirs[0] as string;
+    const oomKills = async () =>
+      Number(/oom_kill (\d+)/.exec(await safeRead(path.join(memDir, v2 ? "memory.events" : "memory.oom_control")))?.[1] ?? 0);
     return {
       procsFiles: dirs.map((d) => path.join(d, "cgroup.procs")),
-      usage(): CgroupUsage {
+      oomKills,
+      async usage(): Promise<CgroupUsage> {
         if (v2) {
-          const dir = dirs[0] as string;
-          const cpu = /usage_usec (\d+)/.exec(safeRead(path.join(dir, "cpu.stat")));
-          const oom = /oom_kill (\d+)/.exec(safeRead(path.join(dir, "memory.events")));
-          return {
-            memoryBytes: readNumber(path.join(dir, "memory.current")),
-            cpuNs: Number(cpu?.[1] ?? 0) * 1000,
-            oomKills: Number(oom?.[1] ?? 0),
-          };
+          const [stat, memoryBytes, oom] = await Promise.all([
+            safeRead(path.join(memDir, "cpu.stat")),
+            readNumber(path.join(memDir, "memory.current")),
+            oomKills(),
+          ]);
+          return { memoryBytes, cpuNs: Number(/usage_usec (\d+)/.exec(stat)?.[1] ?? 0) * 1000, oomKills: oom };
         }
-        const [mem, , , acct] = dirs as [string, string, string, string];
-        const oom = /oom_kill (\d+)/.exec(safeRead(path.join(mem, "memory.oom_control")));
-        return {
-          memoryBytes: readNumber(path.join(mem, "memory.usage_in_bytes")),
-          cpuNs: readNumber(path.join(acct, "cpuacct.usage")),
-          oomKills: Number(oom?.[1] ?? 0),
-        };
+        const acct = dirs[3] as string;
+        const [memoryBytes, cpuNs, oom] = await Promise.all([
+          readNumber(path.join(memDir, "memory.usage_in_bytes")),
+          readNumber(path.join(acct, "cpuacct.usage")),
+          oomKills(),
+        ]);
+        return { memoryBytes, cpuNs, oomKills: oom };
       },
+      kill: () => killGroups(dirs),
       destroy: () => removeGroups(dirs),
     };
   }
 
   /** Every sandbox group that exists now, by name: the start-up sweep removes the ones no record owns. */
-  existing(): string[] {
+  async existing(): Promise<string[]> {
     const first = Object.values(this.parents)[0] as string;
-    return fs
-      .readdirSync(first, { withFileTypes: true })
-      .filter((d) => d.isDirectory())
-      .map((d) => d.name);
+    return (await fs.promises.readdir(first, { withFileTypes: true })).filter((d) => d.isDirectory()).map((d) => d.name);
   }
 
   removeByName(name: string): Promise<void> {
@@ -137,34 +140,44 @@ export class CgroupManager {
   }
 }
 
-function safeRead(file: string): string {
+async function safeRead(file: string): Promise<string> {
   try {
-    return fs.readFileSync(file, "utf8");
+    return await fs.promises.readFile(file, "utf8");
   } catch {
     return "";
   }
 }
 
-async function removeGroups(dirs: string[]): Promise<void> {
-  for (let attempt = 0; attempt < 50; attempt++) {
-    let left = 0;
-    for (const dir of dirs) {
-      if (!fs.existsSync(dir)) continue;
-      for (const pid of safeRead(path.join(dir, "cgroup.procs")).split("\n").filter(Boolean)) {
+/** SIGKILLs every process in the groups (a group already removed has none). */
+async function killGroups(dirs: string[]): Promise<void> {
+  await Promise.all(
+    dirs.map(async (dir) => {
+      for (const pid of (await safeRead(path.join(dir, "cgroup.procs"))).split("\n").filter(Boolean)) {
         try {
           process.kill(Number(pid), "SIGKILL");
         } catch {
           // already gone
         }
       }
-      try {
-        fs.rmdirSync(dir);
-      } catch {
-        left++;
-      }
-    }
-    if (left === 0) return;
+    }),
+  );
+}
+
+async function removeGroups(dirs: string[]): Promise<void> {
+  let left = dirs;
+  for (let attempt = 0; attempt < 50; attempt++) {
+    await killGroups(left);
+    const results = await Promise.all(
+      left.map((dir) =>
+        fs.promises.rmdir(dir).then(
+          () => true,
+          (err: NodeJS.ErrnoException) => err.code === "ENOENT",
+        ),
+      ),
+    );
+    left = left.filter((_, i) => !results[i]);
+    if (left.length === 0) return;
     await new Promise((r) => setTimeout(r, 20));
   }
-  throw new Error(`cgroups could not be removed: ${dirs.join(", ")}`);
+  throw new Error(`cgroups could not be removed: ${left.join(", ")}`);
 }

@@ -55,7 +55,11 @@ export class WorkspaceManager {
 
   async destroy(name: string): Promise<void> {
     const dir = this.pathOf(name);
-    if (!fs.existsSync(dir)) return;
+    try {
+      await fs.promises.access(dir);
+    } catch {
+      return;
+    }
     for (let attempt = 0; attempt < 20 && (await this.isMounted(dir)); attempt++) {
       try {
         await run("umount", [dir]);
@@ -68,7 +72,7 @@ export class WorkspaceManager {
   }
 
   /** Names of every workspace present now (mounted or not). */
-  existing(): string[] {
-    return fs.readdirSync(this.root);
+  existing(): Promise<string[]> {
+    return fs.promises.readdir(this.root);
   }
 }

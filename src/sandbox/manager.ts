@@ -21,6 +21,9 @@ const UID_BASE = 200000;
 const UID_BLOCKS = 400;
 const UID_RANGE = 4000;
 
+/** Warm sandboxes started side by side when the pool refills. */
+const POOL_PARALLEL = 1;
+
 function uidBlockStart(workspaceDir: string): number {
   const block = crypto.createHash("sha256").update(workspaceDir).digest().readUInt32BE(0) % UID_BLOCKS;
   return UID_BASE + block * UID_RANGE;
@@ -57,6 +60,8 @@ export class SandboxManager {
   /** The same per tenant, so that concurrent creates cannot overshoot a tenant's quota. */
   private readonly pendingByTenant = new Map<string, number>();
   private readonly endedListeners = new Set<(id: string) => void>();
+  /** Cleanups of ended sandboxes still running in the background (close() waits for them). */
+  private readonly teardowns = new Set<Promise<void>>();
 
   constructor(
     private readonly config: Config,
@@ -105,11 +110,11 @@ export class SandboxManager {
     // The cgroup parent can be shared with other services on this host (same cgroup, another data
     // dir): only groups named like one of our own workspaces are ours. A sandbox's workspace is
     // made before its cgroup and removed after it, so every cgroup we left has a workspace too.
-    const ours = new Set(this.workspaces.existing());
+    const ours = new Set(await this.workspaces.existing());
     for (const name of ours) {
       if (!keep.has(name)) await this.workspaces.destroy(name).catch((err) => this.log.warn({ err, name }, "sweep: workspace"));
     }
-    for (const name of this.cgroups.existing()) {
+    for (const name of await this.cgroups.existing()) {
       if (!keep.has(name) && ours.has(name)) {
         await this.cgroups.removeByName(name).catch((err) => this.log.warn({ err, name }, "sweep: cgroup"));
       }
@@ -137,7 +142,7 @@ export class SandboxManager {
   private fillPool(): void {
     if (this.closing) return;
     const room = this.config.maxSandboxes - this.live.size - this.pending;
-    if (this.warm.length + this.warming >= Math.min(this.config.warmPool, room) || this.warming > 0) return;
+    if (this.warm.length + this.warming >= Math.min(this.config.warmPool, room) || this.warming >= POOL_PARALLEL) return;
     this.warming += 1;
     const name = crypto.randomUUID();
     const uid = this.allocateUid();
@@ -156,6 +161,8 @@ export class SandboxManager {
         this.warming -= 1;
         setImmediate(() => this.fillPool());
       });
+    // Up to POOL_PARALLEL at a time.
+    this.fillPool();
   }
 
   liveCount(): number {
@@ -281,8 +288,14 @@ export class SandboxManager {
     live.record.endedAt = endedAt;
     this.store.end(id, status, endedAt);
     for (const listener of this.endedListeners) listener(id);
-    await this.release(live.box);
-    this.fillPool();
+    // The caller gets its answer once the processes are killed; unmounting and removing the cgroup
+    // go on in the background (a crash midway leaves them to the start-up sweep).
+    await live.box.stop().catch((err) => this.log.error({ err, sandbox_id: id }, "sandbox kill failed"));
+    const teardown = this.release(live.box).finally(() => {
+      this.teardowns.delete(teardown);
+      this.fillPool();
+    });
+    this.teardowns.add(teardown);
   }
 
   private async release(box: Box): Promise<void> {
@@ -291,6 +304,7 @@ export class SandboxManager {
     } catch (err) {
       this.log.error({ err, sandbox_id: box.spec.name }, "sandbox cleanup failed");
     } finally {
+      // Only now: the uid is not handed out again while the old sandbox's files or processes may remain.
       this.usedUids.delete(box.spec.uid);
     }
   }
@@ -317,8 +331,11 @@ export class SandboxManager {
     await Promise.all(this.warm.splice(0).map((box) => this.release(box)));
     if (opts.destroyAll) {
       await Promise.all([...this.live.keys()].map((id) => this.end(id, "terminated")));
+      await Promise.all([...this.teardowns]);
       return;
     }
+    // Sandboxes that ended before the stop: finish cleaning up after them.
+    await Promise.all([...this.teardowns]);
     await Promise.all(
       [...this.live.values()].map(async ({ box }) => {
         box.ended = true;

@@ -192,7 +192,7 @@ export class Box {
     const link = await this.live();
     const cap = this.spec.limits.outputBytes;
     const out = new Collector(cap);
-    const oomBefore = await this.cgroup.oomKills();
+    const oomBefore = this.cgroup.oomKills();
     const timeoutMs = req.timeoutS * 1000;
     const done = await new Promise<Frame>((resolve) => {
       const backstop = setTimeout(() => {
@@ -224,7 +224,7 @@ export class Box {
     });
     const h = done.header;
     if (h.truncated === true) out.truncated = true;
-    const oom = (await this.cgroup.oomKills()) > oomBefore;
+    const oom = this.cgroup.oomKills() > oomBefore;
     const stateLost = h.state_lost === true || h.ev !== "done";
     const lost = stateLost ? "; the kernel was restarted and its state was lost" : "";
     let error: string | null = typeof h.error === "string" ? h.error : null;

@@ -30,19 +30,38 @@ bwrap=$1 args=$2 fd=$3; shift 3
 exec "$bwrap" "$args" "$fd" --setenv AGENTBOX_PIDS_MAX "$pids" "$@"
 `;
 
-function runtimeFile(name: string): Buffer {
+/** Where runtime/ is: next to src/ (tsx), or one level further up (compiled into dist/). */
+function runtimeDir(): string {
   for (const dir of [RUNTIME_DIR, RUNTIME_DIR_FALLBACK]) {
-    const file = path.join(dir, name);
-    if (fs.existsSync(file)) return fs.readFileSync(file);
+    if (fs.existsSync(path.join(dir, "supervisor.py"))) return dir;
   }
-  throw new Error(`runtime file ${name} not found`);
+  throw new Error("runtime file supervisor.py not found");
+}
+
+/**
+ * Every file under runtime/ (the supervisor entry, its agentbox_rt package, node_kernel.js) as a
+ * path relative to it, sorted so descriptor numbers are stable. Read on every call, so a new module
+ * needs no change here. Bytecode caches and dotfiles are not runtime files.
+ */
+function runtimeFiles(dir: string, rel = ""): string[] {
+  const entries = fs.readdirSync(path.join(dir, rel), { withFileTypes: true });
+  entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  const files: string[] = [];
+  for (const entry of entries) {
+    if (entry.name.startsWith(".") || entry.name === "__pycache__" || entry.name.endsWith(".pyc")) continue;
+    const name = path.posix.join(rel, entry.name);
+    if (entry.isDirectory()) files.push(...runtimeFiles(dir, name));
+    else if (entry.isFile()) files.push(name);
+  }
+  return files;
 }
 
 /** Files placed read-only into every sandbox, each passed to bwrap on its own descriptor. */
 export function sandboxFiles(): { dest: string; data: Buffer }[] {
+  const dir = runtimeDir();
   return [
-    { dest: "/opt/agentbox/supervisor.py", data: runtimeFile("supervisor.py") },
-    { dest: "/opt/agentbox/node_kernel.js", data: runtimeFile("node_kernel.js") },
+    // /opt/agentbox/supervisor.py, /opt/agentbox/agentbox_rt/*.py, /opt/agentbox/node_kernel.js
+    ...runtimeFiles(dir).map((name) => ({ dest: `/opt/agentbox/${name}`, data: fs.readFileSync(path.join(dir, name)) })),
     {
       dest: "/etc/passwd",
       data: Buffer.from(

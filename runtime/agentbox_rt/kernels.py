@@ -1,0 +1,326 @@
+# Kernels: one long-lived process per language (or named context) that runs code and keeps its
+# state between runs. Python is forked from the supervisor, node runs node_kernel.js, bash runs
+# BASH_DRIVER; each reports a run's result over its own control socket.
+import builtins  # noqa: F401 - preloaded so a forked python kernel starts without imports
+import ctypes
+import io  # noqa: F401 - preloaded for the python kernel
+import json
+import os
+import selectors
+import shlex  # noqa: F401 - preloaded for the bash kernel: lazily loading it later would show up as sandbox disk I/O
+import signal
+import socket
+import sys
+import time
+import traceback  # noqa: F401 - preloaded for the python kernel
+
+from .procs import signal_group, spawn
+from .protocol import send
+from .state import HOME, children, env_for, kernels, runs, sel
+from .streams import Job, Stream
+
+NODE_KERNEL = "/opt/agentbox/node_kernel.js"
+# The kernel's working directory is set by spawn() (a context's cwd, else /home/user).
+# Each run arrives as three NUL-terminated fields: set-up (the run's own environment, with the
+# previous values saved), the user's code, and the restore step; the code's status is reported.
+BASH_DRIVER = (
+    "while IFS= read -r -d '' __ab_pre <&3 && IFS= read -r -d '' __ab_code <&3 && IFS= read -r -d '' __ab_post <&3; do "
+    "eval \"$__ab_pre\"; "
+    "{ eval \"$__ab_code\"; } 3<&- </dev/null; "
+    "__ab_rc=$?; eval \"$__ab_post\"; "
+    "printf '{\"rc\":%d}\\n' \"$__ab_rc\" >&3; "
+    "done"
+)
+
+
+class Kernel:
+    def __init__(self, key, lang, cwd, env):
+        self.key = key
+        self.lang = lang
+        self.run = None
+        self.ctl_buf = b""
+        parent, child = socket.socketpair()
+        out_r, out_w = os.pipe()
+        err_r, err_w = os.pipe()
+        kenv = env_for(env)
+        if lang == "python":
+            pid = os.fork()
+            if pid == 0:
+                try:
+                    parent.close()
+                    python_kernel(child.detach(), out_w, err_w, cwd, kenv)
+                finally:
+                    os._exit(70)
+        else:
+            if lang == "bash":
+                argv = ["/bin/bash", "--norc", "--noprofile", "-c", BASH_DRIVER]
+                ctl_target = 3
+            else:
+                argv = ["/usr/bin/node", "--max-old-space-size=4096", NODE_KERNEL]
+                ctl_target = 3
+            pid = spawn(argv, cwd, kenv, out_w, err_w, {ctl_target: child.fileno()})
+        child.close()
+        os.close(out_w)
+        os.close(err_w)
+        self.pid = pid
+        self.ctl = parent
+        parent.setblocking(False)
+        sel.register(parent.fileno(), selectors.EVENT_READ, self)
+        self.out = Stream(out_r, None, 1)
+        self.err = Stream(err_r, None, 2)
+        children[pid] = self
+
+    def start(self, run):
+        self.run = run
+        self.out.owner = run
+        self.err.owner = run
+        msg = {"code": run.code, "timeout_ms": run.timeout_ms, "env": run.env, "async": run.is_async}
+        if self.lang == "bash":
+            import shlex
+
+            names = [k for k in run.env if k.isidentifier() and not k.startswith("__ab_")]
+            pre = post = ""
+            if names:
+                pre = "__ab_saved=$(declare -p %s 2>/dev/null); " % " ".join(names)
+                pre += "".join("export %s=%s; " % (k, shlex.quote(run.env[k])) for k in names)
+                post = 'unset %s; eval "$__ab_saved"; unset __ab_saved' % " ".join(names)
+            fields = [pre, run.code, post]
+            payload = b"".join(f.encode("utf-8", "surrogateescape").replace(b"\0", b"") + b"\0" for f in fields)
+        else:
+            payload = json.dumps(msg).encode() + b"\n"
+        self.ctl.setblocking(True)
+        try:
+            self.ctl.sendall(payload)
+        except OSError:
+            pass
+        self.ctl.setblocking(False)
+
+    def on_ready(self):
+        try:
+            data = self.ctl.recv(65536)
+        except BlockingIOError:
+            return
+        except OSError:
+            data = b""
+        if not data:
+            sel.unregister(self.ctl.fileno())
+            return
+        self.ctl_buf += data
+        while b"\n" in self.ctl_buf:
+            line, self.ctl_buf = self.ctl_buf.split(b"\n", 1)
+            try:
+                msg = json.loads(line)
+            except ValueError:
+                continue
+            if self.run is not None:
+                self.out.drain()
+                self.err.drain()
+                run, self.run = self.run, None
+                self.out.owner = self.err.owner = None
+                run.finish(msg, state_lost=False)
+
+    def collect(self):
+        """Asks an idle python kernel to reap its exited children (see reclaim_pids)."""
+        if self.lang == "python" and self.run is None:
+            try:
+                self.ctl.send(b'{"collect": true}\n')
+            except OSError:
+                pass
+
+    def interrupt(self):
+        if self.lang == "python":
+            signal_group(self.pid, signal.SIGINT)
+        else:
+            self.kill()
+
+    def kill(self):
+        signal_group(self.pid, signal.SIGKILL)
+
+    def on_exit(self, status):
+        self.out.drain()
+        self.err.drain()
+        try:
+            sel.unregister(self.ctl.fileno())
+        except (KeyError, ValueError):
+            pass
+        self.ctl.close()
+        signal_group(self.pid, signal.SIGKILL)
+        if kernels.get(self.key) is self:
+            del kernels[self.key]
+        self.out.owner = self.err.owner = None
+        if self.run is not None:
+            run, self.run = self.run, None
+            run.finish({"exit_status": status}, state_lost=True)
+
+
+class Run(Job):
+    def __init__(self, req, body):
+        super().__init__(req)
+        self.code = body.decode("utf-8", "surrogateescape")
+        self.timeout_ms = int(req.get("timeout_ms", 30000))
+        self.env = req.get("env") or {}
+        self.is_async = bool(req.get("async"))
+        self.kernel = None
+
+    def stop(self):
+        if self.kernel is not None and self.killed_at is None:
+            self.killed_at = time.monotonic()
+            self.kernel.interrupt()
+
+    def expire(self):
+        self.timed_out = True
+        self.stop()
+
+    def escalate(self):
+        if self.kernel is not None:
+            self.kernel.kill()
+
+    def finish(self, msg, state_lost):
+        runs.pop(self.id, None)
+        send(
+            {
+                "ev": "done",
+                "id": self.id,
+                "error": msg.get("error"),
+                "rc": msg.get("rc"),
+                "exit_status": msg.get("exit_status"),
+                "state_lost": state_lost,
+                "timed_out": self.timed_out,
+                "truncated": self.truncated,
+                "elapsed_ms": self.elapsed_ms(),
+                "exec_ms": msg.get("exec_ms"),
+            }
+        )
+
+
+def python_kernel(ctl_fd, out_w, err_w, cwd, env):
+    """Body of a python kernel process (forked from the supervisor: no interpreter start-up)."""
+    import builtins
+    import io
+    import traceback
+
+    os.setsid()
+    # Forked from the non-dumpable supervisor: become dumpable like every exec'd kernel, so the
+    # supervisor can read this process's /proc/<pid>/io (sandbox disk metrics). User code runs in
+    # this process anyway; nothing here is hidden from it.
+    try:
+        ctypes.CDLL(None).prctl(4, 1, 0, 0, 0)
+    except Exception:  # noqa: BLE001
+        pass
+    signal.set_wakeup_fd(-1)
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    null = os.open("/dev/null", os.O_RDONLY)
+    os.dup2(null, 0)
+    os.dup2(out_w, 1)
+    os.dup2(err_w, 2)
+    os.dup2(ctl_fd, 3, inheritable=False)
+    os.closerange(4, 65536)
+    try:
+        os.chdir(cwd)
+    except OSError:
+        os.chdir(HOME)
+    os.environ.clear()
+    os.environ.update(env)
+    sys.stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False), encoding="utf-8")
+    sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), encoding="utf-8", errors="backslashreplace", write_through=True)
+    sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), encoding="utf-8", errors="backslashreplace", write_through=True)
+    sys.argv = [""]
+    sys.path[:] = [p for p in sys.path if p.startswith("/usr/")]
+    sys.path.insert(0, "")
+    ctl = socket.socket(fileno=3)
+    reader = ctl.makefile("rb")
+    user_globals = {"__name__": "__main__", "__builtins__": builtins, "__doc__": None}
+    kernel_pid = os.getpid()
+    while True:
+        try:
+            line = reader.readline()
+        except KeyboardInterrupt:
+            continue
+        if not line:
+            os._exit(0)
+        req = json.loads(line)
+        if req.get("collect"):
+            collect_children(0)
+            continue
+        saved_env = None
+        if req.get("env"):
+            saved_env = dict(os.environ)
+            os.environ.update(req["env"])
+        error = None
+        t0 = time.monotonic()
+        try:
+            try:
+                exec(compile(req["code"], "<cell>", "exec"), user_globals)
+            except SystemExit as e:
+                if e.code not in (None, 0):
+                    error = "SystemExit: %s" % (e.code,)
+            except BaseException as e:  # noqa: BLE001 - user code may raise anything; report it
+                if isinstance(e, KeyboardInterrupt) and os.getpid() != kernel_pid:
+                    os._exit(130)  # a forked child, interrupted with the run: no traceback per child
+                error = describe_python_error(e, traceback)
+        except KeyboardInterrupt:
+            if os.getpid() != kernel_pid:
+                os._exit(130)
+            error = "KeyboardInterrupt"
+        exec_ms = int((time.monotonic() - t0) * 1000)
+        if os.getpid() != kernel_pid:
+            # A process the cell forked (os.fork) that ran off the end of the cell, or was interrupted
+            # in it: it must not become a second kernel reading the same control socket.
+            for s in (sys.stdout, sys.stderr):
+                try:
+                    s.flush()
+                except Exception:  # noqa: BLE001
+                    pass
+            os._exit(1 if error else 0)
+        if error is not None and error.startswith("KeyboardInterrupt"):
+            collect_children(0.2)
+        if saved_env is not None:
+            os.environ.clear()
+            os.environ.update(saved_env)
+        for s in (sys.stdout, sys.stderr):
+            try:
+                s.flush()
+            except Exception:  # noqa: BLE001 - a broken stream must not take the kernel down
+                pass
+        while True:
+            try:
+                ctl.sendall(json.dumps({"error": error, "exec_ms": exec_ms}).encode() + b"\n")
+                break
+            except KeyboardInterrupt:
+                continue
+
+
+def collect_children(wait_s):
+    """After an interrupted cell: reaps the children the interrupt ended (the cell will never wait
+    for them), so they do not hold the sandbox's process slots as zombies. Waits up to `wait_s` for
+    children still exiting; children that keep running are left alone."""
+    deadline = time.monotonic() + wait_s
+    try:
+        while True:
+            try:
+                pid, _ = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                if time.monotonic() >= deadline:
+                    return
+                time.sleep(0.005)
+    except KeyboardInterrupt:
+        return
+
+
+def describe_python_error(e, traceback):
+    tb = e.__traceback__
+    # Hide the kernel's own frame: the user sees only their cell.
+    if tb is not None and tb.tb_frame.f_code.co_filename == __file__:
+        tb = tb.tb_next
+    try:
+        sys.stderr.write("".join(traceback.format_exception(type(e), e, tb)))
+    except Exception:  # noqa: BLE001
+        pass
+    text = str(e).strip().splitlines()
+    first = text[0] if text else ""
+    name = type(e).__name__
+    return "%s: %s" % (name, first) if first else name

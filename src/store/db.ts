@@ -43,6 +43,17 @@ const MIGRATIONS: string[] = [
      created_at TEXT NOT NULL
    );
    CREATE INDEX usage_key ON usage (key_id, created_at);`,
+  // Per-tenant quotas set by an operator (src/store/tenants.ts); a NULL column means the default.
+  `CREATE TABLE tenants (
+     id TEXT PRIMARY KEY,
+     max_sandboxes INTEGER,
+     max_concurrent_runs INTEGER,
+     memory_mb INTEGER,
+     max_processes INTEGER,
+     storage_mb INTEGER,
+     created_at TEXT NOT NULL,
+     updated_at TEXT NOT NULL
+   );`,
 ];
 
 export function openDb(dataDir: string): Db {

@@ -1,0 +1,121 @@
+// Tenants and their quotas: what one tenant (all of its API keys together) may hold at once. An
+// operator sets them (admin API); a quota left unset (null) takes the service-wide default from
+// the configuration, so a tenant that was never configured needs no row at all.
+import type { Db } from "./db.js";
+
+/** Quotas as stored: null means "the configured default". */
+export interface TenantQuotas {
+  /** Live sandboxes at once. */
+  maxSandboxes: number | null;
+  /** code/run + commands/run executing at once, over all the tenant's keys. */
+  maxConcurrentRuns: number | null;
+  /** Memory of all the tenant's sandboxes together (the tenant's parent cgroup), MiB. */
+  memoryMb: number | null;
+  /** Processes and threads of all the tenant's sandboxes together (the tenant's parent cgroup). */
+  maxProcesses: number | null;
+  /** Stored bytes (sandbox workspaces, files), MiB. */
+  storageMb: number | null;
+}
+
+export type EffectiveQuotas = { [K in keyof TenantQuotas]: number };
+
+export interface TenantRecord {
+  id: string;
+  quotas: TenantQuotas;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export interface TenantStore {
+  /** The tenant's record; one with every quota unset when the operator never configured it. */
+  get(id: string): TenantRecord;
+  /** Sets the given quotas (null clears one back to the default); the others are kept. */
+  put(id: string, quotas: Partial<TenantQuotas>): TenantRecord;
+  list(): TenantRecord[];
+}
+
+export const NO_QUOTAS: TenantQuotas = {
+  maxSandboxes: null,
+  maxConcurrentRuns: null,
+  memoryMb: null,
+  maxProcesses: null,
+  storageMb: null,
+};
+
+/** The tenant's quotas with every unset one replaced by its default. */
+export function effectiveQuotas(quotas: TenantQuotas, defaults: EffectiveQuotas): EffectiveQuotas {
+  return {
+    maxSandboxes: quotas.maxSandboxes ?? defaults.maxSandboxes,
+    maxConcurrentRuns: quotas.maxConcurrentRuns ?? defaults.maxConcurrentRuns,
+    memoryMb: quotas.memoryMb ?? defaults.memoryMb,
+    maxProcesses: quotas.maxProcesses ?? defaults.maxProcesses,
+    storageMb: quotas.storageMb ?? defaults.storageMb,
+  };
+}
+
+interface Row {
+  id: string;
+  max_sandboxes: number | null;
+  max_concurrent_runs: number | null;
+  memory_mb: number | null;
+  max_processes: number | null;
+  storage_mb: number | null;
+  created_at: string;
+  updated_at: string;
+}
+
+const toRecord = (r: Row): TenantRecord => ({
+  id: r.id,
+  quotas: {
+    maxSandboxes: r.max_sandboxes,
+    maxConcurrentRuns: r.max_concurrent_runs,
+    memoryMb: r.memory_mb,
+    maxProcesses: r.max_processes,
+    storageMb: r.storage_mb,
+  },
+  createdAt: r.created_at,
+  updatedAt: r.updated_at,
+});
+
+export class SqliteTenantStore implements TenantStore {
+  /** Read on every sandbox create and every run: kept in memory, written through. */
+  private readonly cache = new Map<string, TenantRecord>();
+
+  constructor(private readonly db: Db) {
+    for (const row of db.prepare<[], Row>("SELECT * FROM tenants").all()) this.cache.set(row.id, toRecord(row));
+  }
+
+  get(id: string): TenantRecord {
+    const known = this.cache.get(id);
+    if (known) return known;
+    const epoch = new Date(0).toISOString();
+    return { id, quotas: { ...NO_QUOTAS }, createdAt: epoch, updatedAt: epoch };
+  }
+
+  put(id: string, quotas: Partial<TenantQuotas>): TenantRecord {
+    const now = new Date().toISOString();
+    const old = this.cache.get(id);
+    const record: TenantRecord = {
+      id,
+      quotas: { ...(old?.quotas ?? NO_QUOTAS), ...quotas },
+      createdAt: old?.createdAt ?? now,
+      updatedAt: now,
+    };
+    const q = record.quotas;
+    this.db
+      .prepare(
+        `INSERT INTO tenants (id, max_sandboxes, max_concurrent_runs, memory_mb, max_processes, storage_mb, created_at, updated_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+         ON CONFLICT (id) DO UPDATE SET max_sandboxes = excluded.max_sandboxes, max_concurrent_runs = excluded.max_concurrent_runs,
+           memory_mb = excluded.memory_mb, max_processes = excluded.max_processes, storage_mb = excluded.storage_mb,
+           updated_at = excluded.updated_at`,
+      )
+      .run(id, q.maxSandboxes, q.maxConcurrentRuns, q.memoryMb, q.maxProcesses, q.storageMb, record.createdAt, now);
+    this.cache.set(id, record);
+    return record;
+  }
+
+  list(): TenantRecord[] {
+    return [...this.cache.values()].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  }
+}

@@ -1,0 +1,29 @@
+// JSON nesting depth is measured on the raw text, before parsing: strings and escapes do not count.
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { jsonDepthExceeds } from "../../src/api/bounds.js";
+
+test("depth at the limit passes, one more fails", () => {
+  const nested = (n: number) => `${"[".repeat(n)}${"]".repeat(n)}`;
+  assert.equal(jsonDepthExceeds(nested(64), 64), false);
+  assert.equal(jsonDepthExceeds(nested(65), 64), true);
+  assert.equal(jsonDepthExceeds('{"a":{"b":[1,{"c":2}]}}', 4), false);
+  assert.equal(jsonDepthExceeds('{"a":{"b":[1,{"c":2}]}}', 3), true);
+});
+
+test("brackets inside strings do not count", () => {
+  assert.equal(jsonDepthExceeds(`{"code":"${"[{".repeat(1000)}"}`, 2), false);
+});
+
+test("escaped quotes do not end a string early", () => {
+  // The \" inside the string must not end it, or the brackets after it would count.
+  assert.equal(jsonDepthExceeds(`{"s":"a\\"[[[[[[[["}`, 2), false);
+  assert.equal(jsonDepthExceeds(`{"s":"a\\\\"}`, 1), false);
+  assert.equal(jsonDepthExceeds(`{"s":"a\\\\",[[[]]]}`, 2), true);
+});
+
+test("flat and empty input", () => {
+  assert.equal(jsonDepthExceeds("", 1), false);
+  assert.equal(jsonDepthExceeds('"just a string"', 0), false);
+  assert.equal(jsonDepthExceeds("[]", 0), true);
+});

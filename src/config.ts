@@ -1,7 +1,9 @@
 // Configuration: every setting the service reads from the environment, with its default, in one place.
 import crypto from "node:crypto";
+import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import type { EffectiveQuotas } from "./store/tenants.js";
 
 function num(name: string, fallback: number): number {
   const raw = process.env[name];
@@ -73,6 +75,44 @@ export interface Config {
   mountRootAliases: boolean;
   providersFile: string | undefined;
   reaperIntervalMs: number;
+  /** Default tenant quota: memory of all of one tenant's sandboxes together (its parent cgroup), MiB. */
+  tenantMemoryMb: number;
+  /** Default tenant quota: processes and threads of all of one tenant's sandboxes together. */
+  tenantProcesses: number;
+  /** Default tenant quota: stored bytes of one tenant, MiB. */
+  tenantStorageMb: number;
+  /** Most warm sandboxes the pool grows to under a burst of creates (it starts at `warmPool`). */
+  warmPoolMax: number;
+  /** Sandbox starts (pool refills and cold creates) running at once. */
+  maxParallelStarts: number;
+  /** Cold creates that may wait for a start slot; past it a create is 503 at once. */
+  startQueue: number;
+  /** Sandbox teardowns (kill leftovers, remove cgroups, unmount the workspace) running at once. */
+  maxParallelTeardowns: number;
+}
+
+/** The tenant quotas a tenant gets for every quota its record leaves unset. */
+export function tenantQuotaDefaults(config: Config): EffectiveQuotas {
+  return {
+    maxSandboxes: config.maxSandboxesPerTenant,
+    maxConcurrentRuns: config.maxConcurrentRunsPerKey,
+    memoryMb: config.tenantMemoryMb,
+    maxProcesses: config.tenantProcesses,
+    storageMb: config.tenantStorageMb,
+  };
+}
+
+/** The host's process table size (the smaller of pid_max and threads-max): every thread takes a pid. */
+function hostPids(): number {
+  const read = (file: string) => {
+    try {
+      return Number(fs.readFileSync(file, "utf8").trim()) || Number.POSITIVE_INFINITY;
+    } catch {
+      return Number.POSITIVE_INFINITY;
+    }
+  };
+  const n = Math.min(read("/proc/sys/kernel/pid_max"), read("/proc/sys/kernel/threads-max"));
+  return Number.isFinite(n) ? n : 32768;
 }
 
 export function loadConfig(): Config {
@@ -124,5 +164,17 @@ export function loadConfig(): Config {
     mountRootAliases: bool("AGENTBOX_ROOT_ALIASES", false),
     providersFile: process.env.AGENTBOX_PROVIDERS_FILE || undefined,
     reaperIntervalMs: num("AGENTBOX_REAPER_INTERVAL_MS", 1000),
+    // One tenant may take half the host's memory and a quarter of its process table: the rest is
+    // left to the other tenants and the host, whatever one tenant does.
+    tenantMemoryMb: num("AGENTBOX_TENANT_MEMORY_MB", Math.floor(memMb / 2)),
+    tenantProcesses: num("AGENTBOX_TENANT_PROCESSES", Math.floor(hostPids() / 4)),
+    // Workspaces are tmpfs: their files are memory, so the same share as memory.
+    tenantStorageMb: num("AGENTBOX_TENANT_STORAGE_MB", Math.floor(memMb / 2)),
+    warmPoolMax: num("AGENTBOX_WARM_POOL_MAX", Math.max(16, cores * 16)),
+    // A start is ~30 ms of CPU (fork, exec, bubblewrap, python start-up) spread over several
+    // processes: two per core keeps the cores busy without starving request handling.
+    maxParallelStarts: num("AGENTBOX_MAX_PARALLEL_STARTS", Math.max(2, cores * 2)),
+    startQueue: num("AGENTBOX_START_QUEUE", Math.max(4, cores * 4)),
+    maxParallelTeardowns: num("AGENTBOX_MAX_PARALLEL_TEARDOWNS", Math.max(2, cores * 2)),
   };
 }

@@ -2,7 +2,7 @@
 // and working directory. Held in memory: a context is a live process and ends with its sandbox.
 import crypto from "node:crypto";
 import { ApiError } from "../errors.js";
-import type { Language } from "./box.js";
+import type { Language } from "./languages.js";
 
 export interface CodeContext {
   id: string;

@@ -1,12 +1,11 @@
 // The seed's code-run contract, exactly: body {code, language, timeout}, answer {logs, error, execution_time_ms}.
 import { Type } from "@sinclair/typebox";
+import { type Language as LanguageName, LANGUAGES } from "../../sandbox/languages.js";
 import { StringMap } from "./common.js";
-
-export const LANGUAGES = ["python", "javascript", "typescript", "bash"] as const;
 
 // One `enum` rather than a union of literals: the OpenAPI document lists the values in one place and
 // a wrong value is reported as "must be one of ...", not as a mismatch with the first literal.
-export const Language = Type.Unsafe<(typeof LANGUAGES)[number]>({
+export const Language = Type.Unsafe<LanguageName>({
   type: "string",
   enum: [...LANGUAGES],
   description: "Language of the code",

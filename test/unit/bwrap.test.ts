@@ -1,0 +1,101 @@
+// The bubblewrap plan of a sandbox: what namespaces it gets, what it sees of the host (read-only
+// system files, its own workspace), and that nothing of the service's environment reaches it.
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { planBwrap, SANDBOX_HOME } from "../../src/sandbox/bwrap.js";
+
+const WORKSPACE = "/run/agentbox-unit/ws-1";
+const SECCOMP = Buffer.from([6, 0, 0, 0, 0, 0, 0xff, 0x7f]);
+const plan = planBwrap(WORKSPACE, 64, SECCOMP);
+const text = plan.args.toString();
+/** The options, without the empty string after the final NUL. */
+const opts = text.split("\0").slice(0, -1);
+
+/** Index of the option `name` followed by exactly `args` (-1 when absent). */
+function find(name: string, ...args: string[]): number {
+  for (let i = 0; i < opts.length; i++) {
+    if (opts[i] === name && args.every((a, j) => opts[i + 1 + j] === a)) return i;
+  }
+  return -1;
+}
+
+function has(name: string, ...args: string[]): boolean {
+  return find(name, ...args) >= 0;
+}
+
+/** Every occurrence of an option with `arity` arguments. */
+function all(name: string, arity: number): string[][] {
+  const out: string[][] = [];
+  opts.forEach((o, i) => {
+    if (o === name) out.push(opts.slice(i + 1, i + 1 + arity));
+  });
+  return out;
+}
+
+test("the options are one NUL-terminated list handed over on descriptor 4", () => {
+  assert.ok(text.endsWith("\0"));
+  assert.ok(!opts.includes(""), "no empty option");
+  assert.equal(plan.fds.get(4), plan.args);
+  assert.deepEqual(plan.argv.slice(0, 4), ["/usr/bin/bwrap", "--args", "4", "--"]);
+  assert.deepEqual(plan.argv.slice(4), ["/usr/bin/python3", "-I", "/opt/agentbox/supervisor.py"]);
+});
+
+test("every namespace is new, user namespaces cannot be made inside, the sandbox dies with its parent", () => {
+  for (const o of ["--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent", "--new-session"]) assert.ok(has(o), o);
+  assert.ok(!has("--share-net"), "no host network");
+  assert.ok(has("--cap-drop", "ALL"));
+  assert.ok(has("--uid", "1000") && has("--gid", "1000"), "an unprivileged uid inside");
+});
+
+test("seccomp is loaded from descriptor 3, which holds the program", () => {
+  assert.ok(has("--seccomp", "3"));
+  assert.equal(plan.fds.get(3), SECCOMP);
+});
+
+test("the host is seen read-only: only the workspace is bound writable, and only at /home/user", () => {
+  assert.deepEqual(all("--bind", 2), [[WORKSPACE, SANDBOX_HOME]]);
+  assert.deepEqual(all("--dev-bind", 2), []);
+  const roSources = all("--ro-bind", 2).map(([src]) => src as string);
+  assert.ok(roSources.includes("/usr"));
+  for (const src of [...roSources, ...all("--ro-bind-try", 2).map(([s]) => s as string)]) {
+    assert.ok(src === "/usr" || src.startsWith("/etc/"), `unexpected host path ${src}`);
+    assert.ok(!/shadow|sudoers|ssh|\/root/.test(src), `secret host path ${src}`);
+  }
+  assert.ok(has("--tmpfs", "/usr/local"), "/usr/local hidden");
+  // The root is remounted read-only last, after every mount under it is in place.
+  assert.deepEqual(opts.slice(-2), ["--remount-ro", "/"]);
+});
+
+test("/tmp is a size-capped tmpfs; /proc is the sandbox's own", () => {
+  const tmp = find("--tmpfs", "/tmp");
+  assert.ok(tmp > 1);
+  assert.deepEqual(opts.slice(tmp - 2, tmp), ["--size", String(64 * 2 ** 20)]);
+  assert.ok(has("--proc", "/proc"));
+});
+
+test("no host environment: cleared, then only a fixed set of variables", () => {
+  const clear = find("--clearenv");
+  assert.ok(clear >= 0);
+  const sets = all("--setenv", 2);
+  assert.deepEqual(sets.map(([name]) => name).sort(), ["HOME", "LANG", "PATH", "TMPDIR"]);
+  for (let i = 0; i < opts.length; i++) if (opts[i] === "--setenv") assert.ok(i > clear, "every --setenv after --clearenv");
+  const values = new Set(sets.map(([, value]) => value));
+  for (const [name, value] of Object.entries(process.env)) {
+    if (value && value.length > 8 && !["PATH", "HOME"].includes(name)) assert.ok(!values.has(value), `host ${name} leaked`);
+  }
+});
+
+test("the runtime and the account files are placed read-only from their own descriptors", () => {
+  const data = all("--ro-bind-data", 2);
+  const dests = data.map(([, dest]) => dest);
+  for (const dest of ["/opt/agentbox/supervisor.py", "/etc/passwd", "/etc/group", "/etc/hosts"]) assert.ok(dests.includes(dest), dest);
+  for (const [fd] of data) {
+    const n = Number(fd);
+    assert.ok(n >= 5, "descriptors 3 and 4 are the seccomp program and the options");
+    assert.ok(plan.fds.get(n)?.length, `descriptor ${fd} has its bytes`);
+  }
+  assert.equal(new Set(data.map(([fd]) => fd)).size, data.length, "one descriptor per file");
+  const passwd = plan.fds.get(Number(data.find(([, d]) => d === "/etc/passwd")?.[0]))?.toString() ?? "";
+  assert.match(passwd, /^user:x:1000:1000:/m);
+  assert.doesNotMatch(passwd, /\$|:0:0:.*\/bin\/(ba)?sh/, "no password hashes, no root shell");
+});

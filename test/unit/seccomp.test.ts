@@ -25,7 +25,7 @@ function seccompData(call: Call): Buffer {
   const data = Buffer.alloc(64);
   data.writeUInt32LE(call.nr >>> 0, 0);
   data.writeUInt32LE((call.arch ?? AUDIT_ARCH_X86_64) >>> 0, 4);
-  (call.args ?? []).forEach((a, i) => data.writeBigUInt64LE(BigInt(a), 16 + i * 8));
+  for (const [i, a] of (call.args ?? []).entries()) data.writeBigUInt64LE(BigInt(a), 16 + i * 8);
   return data;
 }
 

@@ -35,7 +35,7 @@ test("every code has its status", () => {
 
 /** An error carrying the fields Fastify sets (validation details are loosely typed there too). */
 const fastifyError = (props: Record<string, unknown> & { message?: string }): FastifyError =>
-  Object.assign(new Error(props.message ?? "e"), props) as FastifyError;
+  Object.assign(new Error(props.message ?? "e"), props) as unknown as FastifyError;
 
 test("Fastify's errors become ApiErrors", () => {
   const tooLarge = toApiError(fastifyError({ code: "FST_ERR_CTP_BODY_TOO_LARGE", statusCode: 413 }));

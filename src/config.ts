@@ -89,6 +89,14 @@ export interface Config {
   startQueue: number;
   /** Sandbox teardowns (kill leftovers, remove cgroups, unmount the workspace) running at once. */
   maxParallelTeardowns: number;
+  /** The operator's admin key from the environment; unset: one generated at first start, stored hashed. */
+  adminApiKey: string | undefined;
+  /** Open client connections at once, over all addresses (past it new ones are closed at once). */
+  maxConnections: number;
+  /** Open client connections at once from one address; the difference to maxConnections is the others' reserve. */
+  maxConnectionsPerAddress: number;
+  /** Time a client has to send a request's headers, ms (also closes connections that send nothing). */
+  headerTimeoutMs: number;
 }
 
 /** The tenant quotas a tenant gets for every quota its record leaves unset. */
@@ -176,5 +184,35 @@ export function loadConfig(): Config {
     maxParallelStarts: num("AGENTBOX_MAX_PARALLEL_STARTS", Math.max(2, cores * 2)),
     startQueue: num("AGENTBOX_START_QUEUE", Math.max(4, cores * 4)),
     maxParallelTeardowns: num("AGENTBOX_MAX_PARALLEL_TEARDOWNS", Math.max(2, cores * 2)),
+    adminApiKey: process.env.AGENTBOX_ADMIN_KEY || undefined,
+    ...connectionLimits(),
   };
+}
+
+/**
+ * Connection caps sized under the process's open-file limit: client sockets may take half of it,
+ * the rest is for sandboxes (pipes, sockets), the database and logs. One address may hold an
+ * eighth of the client share, so one noisy client leaves seven eighths to everyone else.
+ */
+function connectionLimits(): { maxConnections: number; maxConnectionsPerAddress: number; headerTimeoutMs: number } {
+  const maxConnections = num("AGENTBOX_MAX_CONNECTIONS", Math.max(64, Math.floor(openFileLimit() / 2)));
+  return {
+    maxConnections,
+    maxConnectionsPerAddress: num("AGENTBOX_MAX_CONNECTIONS_PER_ADDRESS", Math.max(16, Math.floor(maxConnections / 8))),
+    headerTimeoutMs: num("AGENTBOX_HEADER_TIMEOUT_MS", 10_000),
+  };
+}
+
+/** The soft RLIMIT_NOFILE of this process (Node cannot read it directly); 1024 if unknown. */
+export function openFileLimit(): number {
+  try {
+    const line = fs
+      .readFileSync("/proc/self/limits", "utf8")
+      .split("\n")
+      .find((l) => l.startsWith("Max open files"));
+    const soft = Number(line?.split(/\s{2,}/)[1]);
+    return Number.isFinite(soft) && soft > 0 ? soft : 1024;
+  } catch {
+    return 1024;
+  }
 }

@@ -10,8 +10,9 @@ import { ContextRegistry } from "./sandbox/contexts.js";
 import { SandboxManager } from "./sandbox/manager.js";
 import { checkHost } from "./sandbox/preflight.js";
 import { openDb } from "./store/db.js";
-import { SqliteKeyStore } from "./store/keys.js";
+import { AdminKeys, SqliteKeyStore } from "./store/keys.js";
 import { SqliteSandboxStore } from "./store/sandboxes.js";
+import { SqliteTenantStore } from "./store/tenants.js";
 
 async function main(): Promise<void> {
   const config = loadConfig();
@@ -21,11 +22,22 @@ async function main(): Promise<void> {
   fs.mkdirSync(config.dataDir, { recursive: true });
   const db = openDb(config.dataDir);
   const keys = new SqliteKeyStore(db, config.bootstrapApiKey);
+  const admin = new AdminKeys(db, config.adminApiKey);
+  const firstAdminKey = admin.ensure();
+  if (firstAdminKey) {
+    // The only time this key is ever shown: the database keeps its hash.
+    process.stderr.write(
+      `\n===== AGENTBOX ADMIN KEY (shown once, store it now; only its hash is kept) =====\n${firstAdminKey}\n` +
+        "===== (set AGENTBOX_ADMIN_KEY to choose your own; `agentbox admin rotate-key` makes a new one) =====\n\n",
+    );
+    logger.warn("admin key generated and printed once on stderr");
+  }
+  const tenants = new SqliteTenantStore(db);
   const sandboxes = new SandboxManager(config, new SqliteSandboxStore(db), logger);
   await sandboxes.init();
   const metrics = new Metrics(() => sandboxes.liveCount());
   const contexts = new ContextRegistry(config.maxContextsPerSandbox);
-  const app = await buildApp({ config, keys, sandboxes, contexts, metrics, inference: { db, providers } }, logger);
+  const app = await buildApp({ config, keys, admin, tenants, sandboxes, contexts, metrics, inference: { db, providers } }, logger);
   await app.listen({ host: config.host, port: config.port });
 
   let stopping = false;
@@ -51,6 +63,7 @@ async function main(): Promise<void> {
     if (!finished) logger.warn({ in_flight: sandboxes.inFlight() }, "grace period over: stopping sandboxes under running requests");
     await sandboxes.close();
     await providers.close();
+    keys.close();
     db.close();
     logger.info("stopped");
     process.exit(0);

@@ -1,6 +1,6 @@
 // End to end: authentication and tenant isolation. Every API call needs `Authorization: Bearer <key>`
 // (401 with the error envelope otherwise); keys come from the operator CLI and can be revoked; a
-// tenant never sees another tenant's sandbox (404, never 403).
+// tenant never sees another tenant's sandbox (404, never 403). The admin API's own key is in admin.test.ts.
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { cli, createKey } from "./helpers/leftovers.js";
@@ -101,7 +101,8 @@ describe("requests without a valid key are 401 with the error envelope", () => {
     const call = client({ url: server.url, key: byId.key });
     const sandbox = await call<{ sandbox_id: string }>("POST", "/v1/agents/sandboxes", {});
     assert.equal(sandbox.status, 201);
-    const revoked = cli(server.dataDir, ["keys", "revoke", byId.id]);
+    const admin = { AGENTBOX_URL: server.url, AGENTBOX_ADMIN_KEY: server.adminKey };
+    const revoked = cli(server.dataDir, ["keys", "revoke", byId.id], admin);
     assert.equal(revoked.status, 0, revoked.stderr);
     for (const [method, route, body] of [
       ["GET", "/v1/agents/sandboxes"],
@@ -114,7 +115,7 @@ describe("requests without a valid key are 401 with the error envelope", () => {
 
     const byPrefix = createKey(server.dataDir, "revoke-by-prefix");
     assert.equal((await raw("GET", "/v1/agents/sandboxes", { authorization: `Bearer ${byPrefix.key}` })).status, 200);
-    assert.equal(cli(server.dataDir, ["keys", "revoke", byPrefix.key.slice(0, 10)]).status, 0);
+    assert.equal(cli(server.dataDir, ["keys", "revoke", byPrefix.key.slice(0, 10)], admin).status, 0);
     assertUnauthorized(await raw("GET", "/v1/agents/sandboxes", { authorization: `Bearer ${byPrefix.key}` }), "revoked by prefix");
   });
 });

@@ -1,5 +1,7 @@
-// The operator CLI (`npm run cli -- keys ...`): a new key is printed once and stored only as a hash,
-// `keys list` never shows a key, `keys revoke` ends a key, bad usage exits non-zero with a message.
+// The operator CLI (`npm run cli -- ...`). `keys` and `tenants` go through the running service's
+// admin API: a new key is printed once, `keys list` never shows a key, `keys revoke` ends a key (by
+// id or prefix), `tenants get|set` read and change quotas. `keys bootstrap` and `admin rotate-key`
+// work on the database with no service. Bad usage exits non-zero with a message.
 import assert from "node:assert/strict";
 import crypto from "node:crypto";
 import fs from "node:fs";
@@ -12,24 +14,27 @@ import { client, startServer, type TestServer } from "./helpers/server.js";
 interface KeyJson {
   key: string;
   id: string;
-  tenantId: string;
+  tenant_id: string;
   name: string;
   prefix: string;
-  revokedAt: string | null;
+  revoked_at: string | null;
 }
 
-let dataDir: string;
+let server: TestServer;
+/** Runs the CLI against the test service with its admin key. */
+let run: (args: string[], env?: Record<string, string>) => ReturnType<typeof cli>;
 
-before(() => {
-  dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "agentbox-cli-"));
+before(async () => {
+  server = await startServer();
+  run = (args, env = {}) => cli(server.dataDir, args, { AGENTBOX_URL: server.url, AGENTBOX_ADMIN_KEY: server.adminKey, ...env });
 });
 
-after(() => {
-  fs.rmSync(dataDir, { recursive: true, force: true });
+after(async () => {
+  await server?.dispose();
 });
 
 /** Every byte the database holds now (main file, WAL and shared memory). */
-function databaseBytes(): Buffer {
+function databaseBytes(dataDir: string): Buffer {
   return Buffer.concat(
     fs
       .readdirSync(dataDir)
@@ -38,9 +43,15 @@ function databaseBytes(): Buffer {
   );
 }
 
+const created = (args: string[]) => {
+  const res = run(["keys", "create", ...args, "--json"]);
+  assert.equal(res.status, 0, res.stderr);
+  return JSON.parse(res.stdout) as KeyJson;
+};
+
 describe("keys create", () => {
-  test("prints the new key once, with its id and tenant; the database holds only its hash", () => {
-    const res = cli(dataDir, ["keys", "create", "--name", "first"]);
+  test("prints the new key once, with its id and tenant; the database holds only its hash; the key works", async () => {
+    const res = run(["keys", "create", "--name", "first"]);
     assert.equal(res.status, 0, res.stderr);
     const keys = res.stdout.match(/abx_[A-Za-z0-9_-]+/g) ?? [];
     assert.equal(keys.length, 1, res.stdout);
@@ -49,117 +60,183 @@ describe("keys create", () => {
     assert.match(res.stdout, /shown once/i);
     assert.match(res.stdout, /^id: [0-9a-f-]{36}$/m);
     assert.match(res.stdout, /^tenant: \S+$/m);
-    const bytes = databaseBytes();
+    const bytes = databaseBytes(server.dataDir);
     assert.ok(!bytes.includes(Buffer.from(key)), "the key itself is not stored");
     assert.ok(bytes.includes(Buffer.from(crypto.createHash("sha256").update(key).digest("hex"))), "its SHA-256 is");
+    assert.equal((await client({ url: server.url, key })("GET", "/v1/agents/sandboxes")).status, 200);
   });
 
   test("--json gives the key and its record; --tenant sets the tenant, otherwise each key gets a new one", () => {
-    const a = cli(dataDir, ["keys", "create", "--name", "json-a", "--json"]);
-    const b = cli(dataDir, ["keys", "create", "--name", "json-b", "--json"]);
-    const t = cli(dataDir, ["keys", "create", "--name", "json-t", "--tenant", "acme", "--json"]);
-    for (const r of [a, b, t]) assert.equal(r.status, 0, r.stderr);
-    const [ka, kb, kt] = [a, b, t].map((r) => JSON.parse(r.stdout) as KeyJson) as [KeyJson, KeyJson, KeyJson];
+    const [ka, kb, kt] = [created(["--name", "json-a"]), created(["--name", "json-b"]), created(["--name", "json-t", "--tenant", "acme"])];
     assert.equal(ka.name, "json-a");
     assert.equal(ka.prefix, ka.key.slice(0, ka.prefix.length));
     assert.ok(ka.prefix.length < ka.key.length / 2, "the prefix is a small part of the key");
-    assert.equal(ka.revokedAt, null);
+    assert.equal(ka.revoked_at, null);
     assert.notEqual(ka.key, kb.key);
-    assert.notEqual(ka.tenantId, kb.tenantId);
-    assert.equal(kt.tenantId, "acme");
+    assert.notEqual(ka.tenant_id, kb.tenant_id);
+    assert.equal(kt.tenant_id, "acme");
+  });
+
+  test("--url and --admin-key flags work like the environment", () => {
+    const res = cli(server.dataDir, ["keys", "create", "--name", "flags", "--url", server.url, "--admin-key", server.adminKey, "--json"]);
+    assert.equal(res.status, 0, res.stderr);
+    assert.match((JSON.parse(res.stdout) as KeyJson).key, /^abx_/);
   });
 });
 
 describe("keys list", () => {
   test("lists every key by id, prefix, name and tenant, and never a key", () => {
-    const made = JSON.parse(cli(dataDir, ["keys", "create", "--name", "listed", "--json"]).stdout) as KeyJson;
-    const res = cli(dataDir, ["keys", "list"]);
+    const made = created(["--name", "listed"]);
+    const res = run(["keys", "list"]);
     assert.equal(res.status, 0, res.stderr);
     const line = res.stdout.split("\n").find((l) => l.includes(made.id));
     assert.ok(line, res.stdout);
     assert.match(line, /listed/);
     assert.ok(line.includes(made.prefix));
-    assert.ok(line.includes(made.tenantId));
+    assert.ok(line.includes(made.tenant_id));
     assert.match(line, /active/);
     assert.ok(!res.stdout.includes(made.key), "the key is not shown");
     assert.doesNotMatch(res.stdout, /abx_[A-Za-z0-9_-]{20,}/, "no full key at all");
 
-    const json = cli(dataDir, ["keys", "list", "--json"]);
+    const json = run(["keys", "list", "--json"]);
     assert.equal(json.status, 0);
     const rows = JSON.parse(json.stdout) as Record<string, unknown>[];
     assert.ok(rows.length >= 4);
-    for (const row of rows) {
-      assert.ok(!("key" in row) && !("hash" in row), JSON.stringify(row));
-    }
+    for (const row of rows) assert.ok(!("key" in row) && !("hash" in row), JSON.stringify(row));
     assert.ok(!json.stdout.includes(made.key));
   });
 });
 
 describe("keys revoke", () => {
-  let server: TestServer;
-
-  before(async () => {
-    server = await startServer({ dataDir });
-  });
-
-  after(async () => {
-    await server?.dispose();
-  });
-
   test("revoke by id: the key stops working, list shows it revoked, a second revoke fails", async () => {
-    const made = JSON.parse(cli(dataDir, ["keys", "create", "--name", "to-revoke", "--json"]).stdout) as KeyJson;
+    const made = created(["--name", "to-revoke"]);
     const call = client({ url: server.url, key: made.key });
     assert.equal((await call("GET", "/v1/agents/sandboxes")).status, 200);
 
-    const res = cli(dataDir, ["keys", "revoke", made.id]);
+    const res = run(["keys", "revoke", made.id]);
     assert.equal(res.status, 0, res.stderr);
     assert.match(res.stdout, /revoked/);
     assert.equal((await call("GET", "/v1/agents/sandboxes")).status, 401);
 
     const line =
-      cli(dataDir, ["keys", "list"])
+      run(["keys", "list"])
         .stdout.split("\n")
         .find((l) => l.includes(made.id)) ?? "";
     assert.match(line, /revoked \d{4}-\d\d-\d\dT/);
 
-    const again = cli(dataDir, ["keys", "revoke", made.id]);
+    const again = run(["keys", "revoke", made.id]);
     assert.equal(again.status, 1);
     assert.match(again.stderr, /no active key/);
   });
 
   test("revoke by prefix; other keys keep working", async () => {
-    const keep = JSON.parse(cli(dataDir, ["keys", "create", "--name", "keep", "--json"]).stdout) as KeyJson;
-    const gone = JSON.parse(cli(dataDir, ["keys", "create", "--name", "gone", "--json"]).stdout) as KeyJson;
-    assert.equal(cli(dataDir, ["keys", "revoke", gone.prefix]).status, 0);
+    const keep = created(["--name", "keep"]);
+    const gone = created(["--name", "gone"]);
+    assert.equal(run(["keys", "revoke", gone.prefix]).status, 0);
     assert.equal((await client({ url: server.url, key: gone.key })("GET", "/v1/agents/sandboxes")).status, 401);
     assert.equal((await client({ url: server.url, key: keep.key })("GET", "/v1/agents/sandboxes")).status, 200);
   });
 
   test("revoking a key that does not exist fails", () => {
-    const res = cli(dataDir, ["keys", "revoke", "no-such-key"]);
+    const res = run(["keys", "revoke", "no-such-key"]);
     assert.equal(res.status, 1);
     assert.match(res.stderr, /no active key matches 'no-such-key'/);
   });
 });
 
+describe("tenants", () => {
+  test("set changes the quotas given, 'default' resets one; get and list show them", () => {
+    const set = run(["tenants", "set", "cli-tenant", "--max-sandboxes", "3", "--memory-mb", "4096", "--json"]);
+    assert.equal(set.status, 0, set.stderr);
+    const t = JSON.parse(set.stdout) as { quotas: Record<string, number | null>; effective: Record<string, number> };
+    assert.equal(t.quotas.max_sandboxes, 3);
+    assert.equal(t.effective.memory_mb, 4096);
+    const reset = run(["tenants", "set", "cli-tenant", "--memory-mb", "default", "--json"]);
+    assert.equal(reset.status, 0, reset.stderr);
+    assert.equal((JSON.parse(reset.stdout) as typeof t).quotas.memory_mb, null);
+    const get = run(["tenants", "get", "cli-tenant"]);
+    assert.equal(get.status, 0, get.stderr);
+    assert.match(get.stdout, /max_sandboxes\s+3\s+\(set\)/);
+    assert.match(get.stdout, /memory_mb\s+\d+\s+\(default\)/);
+    const list = run(["tenants", "list"]);
+    assert.equal(list.status, 0, list.stderr);
+    assert.match(list.stdout, /tenant cli-tenant/);
+  });
+
+  test("a refused value is reported with the service's message", () => {
+    const res = run(["tenants", "set", "cli-tenant", "--max-processes", "1"]);
+    assert.equal(res.status, 1);
+    assert.match(res.stderr, /400.*invalid_request/);
+  });
+});
+
+describe("without the service", () => {
+  let dataDir: string;
+
+  before(() => {
+    dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "agentbox-cli-"));
+  });
+
+  after(() => {
+    fs.rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  test("keys bootstrap writes a key straight into the database, stored as its hash", () => {
+    const res = cli(dataDir, ["keys", "bootstrap", "--name", "setup", "--tenant", "first-tenant", "--json"]);
+    assert.equal(res.status, 0, res.stderr);
+    const made = JSON.parse(res.stdout) as KeyJson;
+    assert.match(made.key, /^abx_/);
+    assert.equal(made.tenant_id, "first-tenant");
+    const bytes = databaseBytes(dataDir);
+    assert.ok(!bytes.includes(Buffer.from(made.key)));
+    assert.ok(bytes.includes(Buffer.from(crypto.createHash("sha256").update(made.key).digest("hex"))));
+  });
+
+  test("admin rotate-key prints a new admin key once and stores its hash", () => {
+    const res = cli(dataDir, ["admin", "rotate-key"]);
+    assert.equal(res.status, 0, res.stderr);
+    const key = /abxadm_[A-Za-z0-9_-]+/.exec(res.stdout)?.[0] as string;
+    assert.ok(key, res.stdout);
+    const bytes = databaseBytes(dataDir);
+    assert.ok(!bytes.includes(Buffer.from(key)));
+    assert.ok(bytes.includes(Buffer.from(crypto.createHash("sha256").update(key).digest("hex"))));
+  });
+
+  test("the HTTP commands say so when no service answers or no admin key is given", () => {
+    const down = cli(dataDir, ["keys", "list"], { AGENTBOX_URL: "http://127.0.0.1:9", AGENTBOX_ADMIN_KEY: "x" });
+    assert.equal(down.status, 1);
+    assert.match(down.stderr, /cannot reach the service/);
+    const noKey = cli(dataDir, ["keys", "list"], { AGENTBOX_URL: server.url });
+    assert.equal(noKey.status, 2);
+    assert.match(noKey.stderr, /AGENTBOX_ADMIN_KEY/);
+    const wrongKey = cli(dataDir, ["keys", "list"], { AGENTBOX_URL: server.url, AGENTBOX_ADMIN_KEY: server.key });
+    assert.equal(wrongKey.status, 1);
+    assert.match(wrongKey.stderr, /401.*unauthorized/);
+  });
+});
+
 describe("bad usage", () => {
   test("exits non-zero with a message, creating no key", () => {
-    const before = (JSON.parse(cli(dataDir, ["keys", "list", "--json"]).stdout) as unknown[]).length;
+    const before = (JSON.parse(run(["keys", "list", "--json"]).stdout) as unknown[]).length;
     for (const [args, status, pattern] of [
       [[], 2, /usage/],
       [["keys"], 2, /usage/],
       [["keys", "frobnicate"], 2, /usage/],
-      [["tenants", "list"], 2, /usage/],
+      [["tenants", "frobnicate"], 2, /usage/],
+      [["tenants", "get"], 2, /TENANT_ID/],
+      [["tenants", "set", "t"], 2, /quota flag/],
+      [["tenants", "set", "t", "--max-sandboxes=-1"], 1, /non-negative integer or "default"/],
       [["keys", "create"], 2, /--name/],
+      [["keys", "bootstrap"], 2, /--name/],
       [["keys", "revoke"], 2, /id or key prefix/],
       [["keys", "create", "--name", "x", "--rate-limit", "fast"], 1, /--rate-limit must be a positive integer/],
       [["keys", "create", "--name", "x", "--bogus"], 1, /bogus/],
     ] as [string[], number, RegExp][]) {
-      const res = cli(dataDir, args);
+      const res = run(args);
       assert.equal(res.status, status, `${args.join(" ")}: ${res.stdout}${res.stderr}`);
       assert.match(res.stderr, pattern, args.join(" "));
       assert.doesNotMatch(res.stdout, /abx_/);
     }
-    assert.equal((JSON.parse(cli(dataDir, ["keys", "list", "--json"]).stdout) as unknown[]).length, before);
+    assert.equal((JSON.parse(run(["keys", "list", "--json"]).stdout) as unknown[]).length, before);
   });
 });

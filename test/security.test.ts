@@ -697,7 +697,7 @@ describe("hostile code is contained", () => {
 
   test("another tenant's key gets 404 for this tenant's sandbox", async () => {
     const id = await newSandbox();
-    const out = execFileSync(process.execPath, ["--import", "tsx", "src/cli/main.ts", "keys", "create", "--name", "other", "--json"], {
+    const out = execFileSync(process.execPath, ["--import", "tsx", "src/cli/main.ts", "keys", "bootstrap", "--name", "other", "--json"], {
       cwd: ROOT,
       env: { ...process.env, AGENTBOX_DATA_DIR: server.dataDir },
       encoding: "utf8",

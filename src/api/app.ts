@@ -13,6 +13,7 @@ import { runCode } from "./code-runner.js";
 import { clientError, jsonDepthExceeds, requestId } from "./bounds.js";
 import { installErrorHandler, routerError } from "./error-handler.js";
 import { installRateLimits } from "./rate-limit.js";
+import { adminRoutes } from "./routes/admin.js";
 import { codeRoutes } from "./routes/code.js";
 import { commandRoutes } from "./routes/commands.js";
 import { contextRoutes } from "./routes/contexts.js";
@@ -113,7 +114,7 @@ export async function buildApp(services: Services, logger: Logger): Promise<Fast
   app.addSchema(Sandbox);
   app.addSchema(CodeRunResult);
 
-  installAuth(app, services.keys);
+  installAuth(app, services.keys, services.admin);
   installErrorHandler(app);
   await installRateLimits(app, services);
 
@@ -129,6 +130,7 @@ export async function buildApp(services: Services, logger: Logger): Promise<Fast
     await app.register(contextRoutes, { prefix, services });
     await app.register(metricsRoutes, { prefix, services });
   }
+  await app.register(adminRoutes, { prefix: "/v1/admin", services });
   if (services.inference) {
     // The gateway's code tool runs code through the same path as POST /code/run.
     const codeTool: CodeToolSandboxes = {

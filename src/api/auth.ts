@@ -1,8 +1,10 @@
 // Authentication: every request except health, metrics and the API documents needs
-// `Authorization: Bearer <key>`; the key's record (and so its tenant) is attached to the request.
+// `Authorization: Bearer <key>`. Under /v1/admin only the operator's admin key is accepted (a
+// tenant key there is 401, and is not even looked up); everywhere else only a tenant's API key is,
+// whose record (and so its tenant) is attached to the request. The admin key is no tenant's key.
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { ApiError } from "../errors.js";
-import type { ApiKeyRecord, KeyStore } from "../store/keys.js";
+import type { AdminKeys, ApiKeyRecord, KeyStore } from "../store/keys.js";
 
 declare module "fastify" {
   interface FastifyRequest {
@@ -11,9 +13,10 @@ declare module "fastify" {
 }
 
 const PUBLIC = [/^\/health$/, /^\/metrics$/, /^\/openapi\.json$/, /^\/docs(\/|$)/];
+const ADMIN = /^\/v1\/admin(\/|$)/;
 const BEARER = /^Bearer +([\x21-\x7e]{1,512})$/;
 
-export function installAuth(app: FastifyInstance, keys: KeyStore): void {
+export function installAuth(app: FastifyInstance, keys: KeyStore, admin: AdminKeys): void {
   app.decorateRequest("apiKey", undefined as unknown as ApiKeyRecord);
   app.addHook("onRequest", async (request: FastifyRequest) => {
     const path = request.url.split("?", 1)[0] as string;
@@ -22,7 +25,13 @@ export function installAuth(app: FastifyInstance, keys: KeyStore): void {
     if (!header) throw new ApiError("unauthorized", "Missing Authorization header; send 'Authorization: Bearer <API key>'");
     const match = BEARER.exec(header.trim());
     if (!match) throw new ApiError("unauthorized", "Malformed Authorization header; expected 'Bearer <API key>'");
-    const key = keys.verify(match[1] as string);
+    const token = match[1] as string;
+    // By the matched route as well as the raw path: the router decodes percent-escapes the raw path still has.
+    if (ADMIN.test(path) || ADMIN.test(request.routeOptions.url ?? "")) {
+      if (!admin.verify(token)) throw new ApiError("unauthorized", "This route needs the admin key");
+      return;
+    }
+    const key = keys.verify(token);
     if (!key) throw new ApiError("unauthorized", "Invalid or revoked API key");
     request.apiKey = key;
   });

@@ -1,15 +1,67 @@
-// Operator CLI: manage API keys in the service's database (`npm run cli -- keys create --name NAME`).
+// Operator CLI. `keys` and `tenants` talk to a running service's admin API over HTTP (--url, the
+// admin key from AGENTBOX_ADMIN_KEY or --admin-key); `keys bootstrap` and `admin rotate-key` work on
+// the service's machine directly on its database, for first setup and a lost admin key.
 import { parseArgs } from "node:util";
 import { loadConfig } from "../config.js";
 import { openDb } from "../store/db.js";
-import { SqliteKeyStore } from "../store/keys.js";
+import { AdminKeys, SqliteKeyStore } from "../store/keys.js";
+import { AdminClient, type KeyJson, type TenantJson } from "./admin-client.js";
 
 const USAGE = `usage:
-  agentbox keys create --name NAME [--tenant TENANT_ID] [--rate-limit PER_MINUTE] [--max-concurrent N]
-  agentbox keys list
-  agentbox keys revoke ID_OR_PREFIX`;
+  agentbox keys create --name NAME [--tenant TENANT_ID] [--rate-limit PER_MINUTE] [--max-concurrent N] [--json]
+  agentbox keys list [--tenant TENANT_ID] [--json]
+  agentbox keys revoke ID_OR_PREFIX
+  agentbox tenants list [--json]
+  agentbox tenants get TENANT_ID [--json]
+  agentbox tenants set TENANT_ID [--max-sandboxes N] [--max-concurrent-runs N] [--memory-mb N]
+                                 [--max-processes N] [--storage-mb N] [--json]     (N or "default")
+    these talk to the service: --url URL (or AGENTBOX_URL; default http://127.0.0.1:8080) and
+    the admin key in AGENTBOX_ADMIN_KEY (or --admin-key KEY, visible to other local users)
+  agentbox keys bootstrap --name NAME [--tenant TENANT_ID] [--rate-limit N] [--max-concurrent N] [--json]
+  agentbox admin rotate-key
+    these work on this machine's database directly (AGENTBOX_DATA_DIR), service running or not`;
 
-function main(argv: string[]): number {
+/** A usage error: exit status 2. */
+class UsageError extends Error {}
+
+const QUOTA_FLAGS = {
+  "max-sandboxes": "max_sandboxes",
+  "max-concurrent-runs": "max_concurrent_runs",
+  "memory-mb": "memory_mb",
+  "max-processes": "max_processes",
+  "storage-mb": "storage_mb",
+} as const;
+
+function positiveInt(v: string | undefined, flag: string): number | undefined {
+  if (v === undefined) return undefined;
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 1) throw new Error(`${flag} must be a positive integer`);
+  return n;
+}
+
+function quotaValue(v: string, flag: string): number | null {
+  if (v === "default") return null;
+  const n = Number(v);
+  if (!/^[0-9]+$/.test(v) || !Number.isSafeInteger(n)) throw new Error(`--${flag} must be a non-negative integer or "default"`);
+  return n;
+}
+
+const out = (text: string) => process.stdout.write(text);
+
+function printCreated(created: KeyJson & { key: string }, json: boolean | undefined): void {
+  if (json) out(`${JSON.stringify(created)}\n`);
+  else out(`API key (shown once, store it now):\n${created.key}\n\nid: ${created.id}\ntenant: ${created.tenant_id}\n`);
+}
+
+function printTenant(t: TenantJson): void {
+  out(`tenant ${t.tenant_id}  (${t.active_keys} active keys)\n`);
+  for (const [name, value] of Object.entries(t.effective)) {
+    const set = t.quotas[name as keyof TenantJson["quotas"]];
+    out(`  ${name.padEnd(20)} ${String(value).padStart(10)}  ${set === null ? "(default)" : "(set)"}\n`);
+  }
+}
+
+async function main(argv: string[]): Promise<number> {
   const { positionals, values } = parseArgs({
     args: argv,
     allowPositionals: true,
@@ -18,69 +70,139 @@ function main(argv: string[]): number {
       tenant: { type: "string" },
       "rate-limit": { type: "string" },
       "max-concurrent": { type: "string" },
+      url: { type: "string" },
+      "admin-key": { type: "string" },
       json: { type: "boolean" },
+      ...Object.fromEntries(Object.keys(QUOTA_FLAGS).map((f) => [f, { type: "string" as const }])),
     },
   });
   const [area, action, arg] = positionals;
-  if (area !== "keys" || !action) {
-    process.stderr.write(`${USAGE}\n`);
-    return 2;
-  }
-  const config = loadConfig();
-  const keys = new SqliteKeyStore(openDb(config.dataDir));
-  const optionalInt = (v: string | undefined, flag: string) => {
-    if (v === undefined) return undefined;
-    const n = Number(v);
-    if (!Number.isInteger(n) || n < 1) throw new Error(`${flag} must be a positive integer`);
-    return n;
+  const command = `${area ?? ""} ${action ?? ""}`;
+  const newKey = () => {
+    if (!values.name) throw new UsageError(`${command} needs --name NAME`);
+    return {
+      name: values.name,
+      tenantId: values.tenant,
+      rateLimitPerMinute: positiveInt(values["rate-limit"], "--rate-limit"),
+      maxConcurrentRuns: positiveInt(values["max-concurrent"], "--max-concurrent"),
+    };
   };
-  switch (action) {
-    case "create": {
-      if (!values.name) {
-        process.stderr.write("keys create needs --name NAME\n");
-        return 2;
+
+  // Local commands: straight on the database of this machine's service.
+  if (command === "keys bootstrap" || command === "admin rotate-key") {
+    const db = openDb(loadConfig().dataDir);
+    try {
+      if (command === "admin rotate-key") {
+        const key = new AdminKeys(db).rotate();
+        out(`Admin key (shown once, store it now; the previous one no longer works):\n${key}\n`);
+        if (process.env.AGENTBOX_ADMIN_KEY) out("note: a service started with AGENTBOX_ADMIN_KEY uses that key instead\n");
+        return 0;
       }
-      const { key, record } = keys.create({
-        name: values.name,
-        tenantId: values.tenant,
-        rateLimitPerMinute: optionalInt(values["rate-limit"], "--rate-limit"),
-        maxConcurrentRuns: optionalInt(values["max-concurrent"], "--max-concurrent"),
-      });
-      if (values.json) process.stdout.write(`${JSON.stringify({ key, ...record })}\n`);
-      else process.stdout.write(`API key (shown once, store it now):\n${key}\n\nid: ${record.id}\ntenant: ${record.tenantId}\n`);
+      const keys = new SqliteKeyStore(db);
+      const { key, record } = keys.create(newKey());
+      keys.close();
+      printCreated(
+        {
+          key,
+          id: record.id,
+          tenant_id: record.tenantId,
+          name: record.name,
+          prefix: record.prefix,
+          created_at: record.createdAt,
+          revoked_at: record.revokedAt,
+          rate_limit_per_minute: record.rateLimitPerMinute,
+          max_concurrent_runs: record.maxConcurrentRuns,
+        },
+        values.json,
+      );
+      return 0;
+    } finally {
+      db.close();
+    }
+  }
+
+  if ((area !== "keys" && area !== "tenants") || !action) throw new UsageError("");
+  const adminKey = values["admin-key"] ?? process.env.AGENTBOX_ADMIN_KEY;
+  const known = ["keys create", "keys list", "keys revoke", "tenants list", "tenants get", "tenants set"];
+  if (!known.includes(command)) throw new UsageError("");
+  if (command === "keys revoke" && !arg) throw new UsageError("keys revoke needs an id or key prefix");
+  if ((command === "tenants get" || command === "tenants set") && !arg) throw new UsageError(`${command} needs a TENANT_ID`);
+  const input = command === "keys create" ? newKey() : undefined;
+  if (!adminKey) throw new UsageError("set AGENTBOX_ADMIN_KEY (or pass --admin-key) to the service's admin key");
+  const api = new AdminClient(values.url ?? process.env.AGENTBOX_URL ?? "http://127.0.0.1:8080", adminKey);
+
+  switch (command) {
+    case "keys create": {
+      const i = input as NonNullable<typeof input>;
+      const body: Record<string, unknown> = { name: i.name };
+      if (i.tenantId !== undefined) body.tenant_id = i.tenantId;
+      if (i.rateLimitPerMinute !== undefined) body.rate_limit_per_minute = i.rateLimitPerMinute;
+      if (i.maxConcurrentRuns !== undefined) body.max_concurrent_runs = i.maxConcurrentRuns;
+      printCreated(await api.createKey(body), values.json);
       return 0;
     }
-    case "list": {
-      const rows = keys.list();
-      if (values.json) process.stdout.write(`${JSON.stringify(rows)}\n`);
+    case "keys list": {
+      const rows = await api.listKeys(values.tenant);
+      if (values.json) out(`${JSON.stringify(rows)}\n`);
       else
         for (const r of rows)
-          process.stdout.write(
-            `${r.id}  ${r.prefix}…  ${r.name}  tenant=${r.tenantId}  ${r.revokedAt ? `revoked ${r.revokedAt}` : "active"}\n`,
+          out(
+            `${r.id}  ${r.prefix}…  ${r.name}  tenant=${r.tenant_id}  ${r.revoked_at ? `revoked ${r.revoked_at}` : "active"}` +
+              `  last used ${r.last_used_at ?? "never"}\n`,
           );
       return 0;
     }
-    case "revoke": {
-      if (!arg) {
-        process.stderr.write("keys revoke needs an id or key prefix\n");
-        return 2;
-      }
-      if (!keys.revoke(arg)) {
-        process.stderr.write(`no active key matches '${arg}'\n`);
+    case "keys revoke": {
+      const target = arg as string;
+      // A key prefix (what a key starts with) is looked up among the active keys; anything else is an id.
+      const byPrefix = (await api.listKeys()).filter((k) => k.revoked_at === null && k.prefix === target);
+      if (byPrefix.length > 1) throw new Error(`${byPrefix.length} active keys start with '${target}'; revoke by id`);
+      const id = byPrefix[0]?.id ?? target;
+      if (!(await api.revokeKey(id))) {
+        process.stderr.write(`no active key matches '${target}'\n`);
         return 1;
       }
-      process.stdout.write(`revoked ${arg}\n`);
+      out(`revoked ${target}\n`);
+      return 0;
+    }
+    case "tenants list": {
+      const tenants = await api.listTenants();
+      if (values.json) out(`${JSON.stringify(tenants)}\n`);
+      else for (const t of tenants) printTenant(t);
+      return 0;
+    }
+    case "tenants get":
+    case "tenants set": {
+      let tenant: TenantJson;
+      if (command === "tenants set") {
+        const body: Record<string, number | null> = {};
+        for (const [flag, field] of Object.entries(QUOTA_FLAGS)) {
+          const v = (values as Record<string, string | boolean | undefined>)[flag];
+          if (typeof v === "string") body[field] = quotaValue(v, flag);
+        }
+        if (Object.keys(body).length === 0) throw new UsageError("tenants set needs at least one quota flag");
+        tenant = await api.setTenant(arg as string, body);
+      } else tenant = await api.getTenant(arg as string);
+      if (values.json) out(`${JSON.stringify(tenant)}\n`);
+      else printTenant(tenant);
       return 0;
     }
     default:
-      process.stderr.write(`${USAGE}\n`);
-      return 2;
+      throw new UsageError("");
   }
 }
 
-try {
-  process.exitCode = main(process.argv.slice(2));
-} catch (err) {
-  process.stderr.write(`${err instanceof Error ? err.message : String(err)}\n`);
-  process.exitCode = 1;
-}
+main(process.argv.slice(2)).then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (err: unknown) => {
+    if (err instanceof UsageError) {
+      process.stderr.write(`${err.message ? `${err.message}\n` : ""}${USAGE}\n`);
+      process.exitCode = 2;
+      return;
+    }
+    process.stderr.write(`${err instanceof Error ? err.message : String(err)}\n`);
+    process.exitCode = 1;
+  },
+);

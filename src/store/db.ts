@@ -54,6 +54,15 @@ const MIGRATIONS: string[] = [
      created_at TEXT NOT NULL,
      updated_at TEXT NOT NULL
    );`,
+  // The operator's admin key (src/store/keys.ts AdminKeys), only as a hash; and when each API key
+  // was last used (written at most once a minute per key, off the request path).
+  `CREATE TABLE admin_keys (
+     id TEXT PRIMARY KEY,
+     prefix TEXT NOT NULL,
+     hash TEXT NOT NULL,
+     created_at TEXT NOT NULL
+   );
+   ALTER TABLE api_keys ADD COLUMN last_used_at TEXT;`,
 ];
 
 export function openDb(dataDir: string): Db {

@@ -1,4 +1,5 @@
-// API keys: created by an operator, stored only as SHA-256 hashes, shown once at creation.
+// API keys: created by an operator, stored only as SHA-256 hashes, shown once at creation. Also the
+// operator's admin key (AdminKeys), which manages keys and tenants and is never a tenant's key.
 import crypto from "node:crypto";
 import type { Db } from "./db.js";
 
@@ -11,16 +12,25 @@ export interface ApiKeyRecord {
   revokedAt: string | null;
   rateLimitPerMinute: number | null;
   maxConcurrentRuns: number | null;
+  /** To the minute: written at most once a minute per key. */
+  lastUsedAt: string | null;
+}
+
+export interface NewKey {
+  name: string;
+  tenantId?: string;
+  rateLimitPerMinute?: number;
+  maxConcurrentRuns?: number;
 }
 
 export interface KeyStore {
-  create(input: { name: string; tenantId?: string; rateLimitPerMinute?: number; maxConcurrentRuns?: number }): {
-    key: string;
-    record: ApiKeyRecord;
-  };
+  create(input: NewKey): { key: string; record: ApiKeyRecord };
   verify(key: string): ApiKeyRecord | undefined;
   list(): ApiKeyRecord[];
+  get(id: string): ApiKeyRecord | undefined;
   revoke(idOrPrefix: string): boolean;
+  /** Writes the pending last-used times now (they are otherwise written once a minute). */
+  flush(): void;
 }
 
 interface Row {
@@ -32,6 +42,7 @@ interface Row {
   revoked_at: string | null;
   rate_limit_per_minute: number | null;
   max_concurrent_runs: number | null;
+  last_used_at: string | null;
 }
 
 const toRecord = (r: Row): ApiKeyRecord => ({
@@ -43,16 +54,26 @@ const toRecord = (r: Row): ApiKeyRecord => ({
   revokedAt: r.revoked_at,
   rateLimitPerMinute: r.rate_limit_per_minute,
   maxConcurrentRuns: r.max_concurrent_runs,
+  lastUsedAt: r.last_used_at ?? null,
 });
 
 export const hashKey = (key: string) => crypto.createHash("sha256").update(key).digest("hex");
 
+const sameHash = (a: string, b: string) => a.length === b.length && crypto.timingSafeEqual(Buffer.from(a), Buffer.from(b));
+
 /** The bootstrap key from AGENTBOX_API_KEY: valid for the default tenant, never stored. */
 export const BOOTSTRAP_TENANT = "default";
+
+/** How often last-used times reach the database: a key used all the time costs one write a minute. */
+const LAST_USED_FLUSH_MS = 60_000;
 
 export class SqliteKeyStore implements KeyStore {
   private readonly byHash;
   private readonly bootstrapHash: string | undefined;
+  /** Last use per key id (ms), kept in memory on the request path and written by the timer. */
+  private readonly lastUsed = new Map<string, number>();
+  private readonly dirty = new Set<string>();
+  private readonly timer: NodeJS.Timeout;
 
   constructor(
     private readonly db: Db,
@@ -60,9 +81,10 @@ export class SqliteKeyStore implements KeyStore {
   ) {
     this.byHash = db.prepare<[string], Row>("SELECT * FROM api_keys WHERE hash = ? AND revoked_at IS NULL");
     this.bootstrapHash = bootstrapKey ? hashKey(bootstrapKey) : undefined;
+    this.timer = setInterval(() => this.flush(), LAST_USED_FLUSH_MS).unref();
   }
 
-  create(input: { name: string; tenantId?: string; rateLimitPerMinute?: number; maxConcurrentRuns?: number }) {
+  create(input: NewKey) {
     const key = `abx_${crypto.randomBytes(24).toString("base64url")}`;
     const row: Row = {
       id: crypto.randomUUID(),
@@ -73,6 +95,7 @@ export class SqliteKeyStore implements KeyStore {
       revoked_at: null,
       rate_limit_per_minute: input.rateLimitPerMinute ?? null,
       max_concurrent_runs: input.maxConcurrentRuns ?? null,
+      last_used_at: null,
     };
     this.db
       .prepare(
@@ -85,7 +108,7 @@ export class SqliteKeyStore implements KeyStore {
 
   verify(key: string): ApiKeyRecord | undefined {
     const hash = hashKey(key);
-    if (this.bootstrapHash !== undefined && crypto.timingSafeEqual(Buffer.from(hash), Buffer.from(this.bootstrapHash))) {
+    if (this.bootstrapHash !== undefined && sameHash(hash, this.bootstrapHash)) {
       return {
         id: "bootstrap",
         tenantId: BOOTSTRAP_TENANT,
@@ -95,14 +118,31 @@ export class SqliteKeyStore implements KeyStore {
         revokedAt: null,
         rateLimitPerMinute: null,
         maxConcurrentRuns: null,
+        lastUsedAt: null,
       };
     }
     const row = this.byHash.get(hash);
-    return row ? toRecord(row) : undefined;
+    if (!row) return undefined;
+    this.lastUsed.set(row.id, Date.now());
+    this.dirty.add(row.id);
+    return toRecord(row);
+  }
+
+  private withLastUse(record: ApiKeyRecord): ApiKeyRecord {
+    const ms = this.lastUsed.get(record.id);
+    return ms === undefined ? record : { ...record, lastUsedAt: new Date(ms).toISOString() };
   }
 
   list(): ApiKeyRecord[] {
-    return this.db.prepare<[], Row>("SELECT * FROM api_keys ORDER BY created_at").all().map(toRecord);
+    return this.db
+      .prepare<[], Row>("SELECT * FROM api_keys ORDER BY created_at, id")
+      .all()
+      .map((r) => this.withLastUse(toRecord(r)));
+  }
+
+  get(id: string): ApiKeyRecord | undefined {
+    const row = this.db.prepare<[string], Row>("SELECT * FROM api_keys WHERE id = ?").get(id);
+    return row ? this.withLastUse(toRecord(row)) : undefined;
   }
 
   revoke(idOrPrefix: string): boolean {
@@ -110,5 +150,68 @@ export class SqliteKeyStore implements KeyStore {
       .prepare("UPDATE api_keys SET revoked_at = ? WHERE (id = ? OR prefix = ?) AND revoked_at IS NULL")
       .run(new Date().toISOString(), idOrPrefix, idOrPrefix);
     return res.changes > 0;
+  }
+
+  flush(): void {
+    if (this.dirty.size === 0 || !this.db.open) return;
+    const update = this.db.prepare("UPDATE api_keys SET last_used_at = ? WHERE id = ?");
+    const ids = [...this.dirty];
+    this.dirty.clear();
+    this.db.transaction(() => {
+      for (const id of ids) update.run(new Date(this.lastUsed.get(id) ?? Date.now()).toISOString(), id);
+    })();
+  }
+
+  /** Stops the flush timer after writing what is pending. */
+  close(): void {
+    clearInterval(this.timer);
+    this.flush();
+  }
+}
+
+/**
+ * The operator's admin key. From AGENTBOX_ADMIN_KEY when set (then nothing is stored); otherwise one
+ * generated at first start, shown once and stored only as its hash. Read from the database on each
+ * check: admin requests are rare, and a key rotated with the CLI takes effect at once.
+ */
+export class AdminKeys {
+  private readonly envHash: string | undefined;
+
+  constructor(
+    private readonly db: Db,
+    envKey?: string,
+  ) {
+    this.envHash = envKey ? hashKey(envKey) : undefined;
+  }
+
+  /** Where the admin key comes from. */
+  get source(): "environment" | "stored" | "none" {
+    if (this.envHash) return "environment";
+    return this.db.prepare("SELECT 1 FROM admin_keys LIMIT 1").get() ? "stored" : "none";
+  }
+
+  /** At start: with no key from the environment and none stored, makes one and returns it (to show once). */
+  ensure(): string | undefined {
+    if (this.source !== "none") return undefined;
+    return this.rotate();
+  }
+
+  /** Replaces the stored admin key with a new one and returns it (the old one stops working at once). */
+  rotate(): string {
+    const key = `abxadm_${crypto.randomBytes(32).toString("base64url")}`;
+    this.db.transaction(() => {
+      this.db.prepare("DELETE FROM admin_keys").run();
+      this.db
+        .prepare("INSERT INTO admin_keys (id, prefix, hash, created_at) VALUES (?, ?, ?, ?)")
+        .run(crypto.randomUUID(), key.slice(0, 12), hashKey(key), new Date().toISOString());
+    })();
+    return key;
+  }
+
+  verify(key: string): boolean {
+    const hash = hashKey(key);
+    if (this.envHash !== undefined) return sameHash(hash, this.envHash);
+    const stored = this.db.prepare<[], { hash: string }>("SELECT hash FROM admin_keys").all();
+    return stored.some((row) => sameHash(hash, row.hash));
   }
 }

@@ -71,21 +71,25 @@ export async function eventually(check: () => boolean | Promise<boolean>, ms = 5
   }
 }
 
-/** Runs the operator CLI (`npm run cli -- ...`) against a data dir. */
-export function cli(dataDir: string, args: string[]): { status: number | null; stdout: string; stderr: string } {
+/** Runs the operator CLI (`npm run cli -- ...`) against a data dir (and a service, given AGENTBOX_URL/AGENTBOX_ADMIN_KEY in `env`). */
+export function cli(
+  dataDir: string,
+  args: string[],
+  env: Record<string, string> = {},
+): { status: number | null; stdout: string; stderr: string } {
   const res = spawnSync(process.execPath, ["--import", "tsx", path.join(ROOT, "src/cli/main.ts"), ...args], {
     cwd: ROOT,
-    env: { PATH: process.env.PATH ?? "/usr/bin:/bin", AGENTBOX_DATA_DIR: dataDir },
+    env: { PATH: process.env.PATH ?? "/usr/bin:/bin", AGENTBOX_DATA_DIR: dataDir, ...env },
     encoding: "utf8",
     timeout: 30_000,
   });
   return { status: res.status, stdout: res.stdout, stderr: res.stderr };
 }
 
-/** Creates an API key with the CLI (its own tenant unless one is given) and returns it. */
+/** Creates an API key in the data dir's database with the CLI (its own tenant unless one is given) and returns it. */
 export function createKey(dataDir: string, name: string, tenant?: string): { key: string; id: string; tenantId: string } {
-  const res = cli(dataDir, ["keys", "create", "--name", name, "--json", ...(tenant ? ["--tenant", tenant] : [])]);
-  if (res.status !== 0) throw new Error(`keys create failed (${res.status}): ${res.stderr}`);
-  const parsed = JSON.parse(res.stdout) as { key: string; id: string; tenantId: string };
-  return { key: parsed.key, id: parsed.id, tenantId: parsed.tenantId };
+  const res = cli(dataDir, ["keys", "bootstrap", "--name", name, "--json", ...(tenant ? ["--tenant", tenant] : [])]);
+  if (res.status !== 0) throw new Error(`keys bootstrap failed (${res.status}): ${res.stderr}`);
+  const parsed = JSON.parse(res.stdout) as { key: string; id: string; tenant_id: string };
+  return { key: parsed.key, id: parsed.id, tenantId: parsed.tenant_id };
 }

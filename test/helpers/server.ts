@@ -10,6 +10,8 @@ import path from "node:path";
 export interface TestServer {
   url: string;
   key: string;
+  /** The admin key (AGENTBOX_ADMIN_KEY) for /v1/admin; empty if the test unset it. */
+  adminKey: string;
   dataDir: string;
   workspaceDir: string;
   port: number;
@@ -56,6 +58,7 @@ export async function startServer(
   // Same data dir → same workspace dir, so a restarted service re-adopts its sandboxes.
   const workspaceDir = opts.workspaceDir ?? path.join("/run/agentbox-test", path.basename(dataDir));
   const key = opts.key ?? `test_${crypto.randomBytes(12).toString("hex")}`;
+  const adminKey = opts.env?.AGENTBOX_ADMIN_KEY ?? `testadmin_${crypto.randomBytes(16).toString("hex")}`;
   const child = spawn(process.execPath, ["--import", "tsx", path.join(ROOT, "src/main.ts")], {
     cwd: ROOT,
     env: {
@@ -65,6 +68,7 @@ export async function startServer(
       AGENTBOX_DATA_DIR: dataDir,
       AGENTBOX_WORKSPACE_DIR: workspaceDir,
       AGENTBOX_API_KEY: key,
+      AGENTBOX_ADMIN_KEY: adminKey,
       AGENTBOX_LOG_LEVEL: "warn",
       AGENTBOX_WARM_POOL: "2",
       ...opts.env,
@@ -101,6 +105,7 @@ export async function startServer(
   const server: TestServer = {
     url,
     key,
+    adminKey,
     dataDir,
     workspaceDir,
     port,

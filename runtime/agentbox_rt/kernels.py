@@ -1,6 +1,7 @@
 # Kernels: one long-lived process per language (or named context) that runs code and keeps its
 # state between runs. Python is forked from the supervisor, node runs node_kernel.js, bash runs
 # BASH_DRIVER; each reports a run's result over its own control socket.
+import ast  # noqa: F401 - preloaded for the python kernel (last-expression results)
 import builtins  # noqa: F401 - preloaded so a forked python kernel starts without imports
 import ctypes
 import io  # noqa: F401 - preloaded for the python kernel
@@ -14,10 +15,19 @@ import sys
 import time
 import traceback  # noqa: F401 - preloaded for the python kernel
 
+from . import datastack
+from .datastack import prewarm
+from .display import Results, hook_matplotlib
 from .procs import signal_group, spawn
 from .protocol import send
 from .state import HOME, children, env_for, kernels, runs, sel
 from .streams import Job, Stream
+
+# Once per sandbox, when the supervisor loads: matplotlib's environment for every process.
+datastack.prepare()
+# A control-socket line longer than this is not a result the supervisor could forward: skipped.
+MAX_CTL_LINE = 64 << 20
+RESULT_PREFIX = b'{"result":'
 
 NODE_KERNEL = "/opt/agentbox/node_kernel.js"
 # The kernel's working directory is set by spawn() (a context's cwd, else /home/user).
@@ -34,11 +44,14 @@ BASH_DRIVER = (
 
 
 class Kernel:
-    def __init__(self, key, lang, cwd, env):
+    def __init__(self, key, lang, cwd, env, warm=False):
         self.key = key
         self.lang = lang
         self.run = None
-        self.ctl_buf = b""
+        self.ctl_buf = bytearray()
+        self.ctl_skip = False  # inside a control line too long to keep (see on_ready)
+        self.warm_ready = False  # a pre-import kernel that has imported the data stack
+        self.reset_env = False  # claimed pre-import kernel: its environment predates setenv
         parent, child = socket.socketpair()
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
@@ -48,7 +61,7 @@ class Kernel:
             if pid == 0:
                 try:
                     parent.close()
-                    python_kernel(child.detach(), out_w, err_w, cwd, kenv)
+                    python_kernel(child.detach(), out_w, err_w, cwd, kenv, warm)
                 finally:
                     os._exit(70)
         else:
@@ -71,10 +84,24 @@ class Kernel:
         children[pid] = self
 
     def start(self, run):
+        if self.key == "python" and not prewarm.decided:
+            warm = prewarm.claim(run.code)
+            if warm is not None:
+                # The first run of the sandbox's python imports the data stack and a kernel that
+                # already has it is ready: that kernel becomes the sandbox's python kernel.
+                warm.key = self.key
+                warm.reset_env = True
+                kernels[self.key] = warm
+                run.kernel = warm
+                self.discard()
+                return warm.start(run)
         self.run = run
         self.out.owner = run
         self.err.owner = run
-        msg = {"code": run.code, "timeout_ms": run.timeout_ms, "env": run.env, "async": run.is_async}
+        msg = {"code": run.code, "timeout_ms": run.timeout_ms, "env": run.env, "async": run.is_async, "output_cap": run.cap}
+        if self.reset_env:
+            self.reset_env = False
+            msg["base_env"] = env_for()
         if self.lang == "bash":
             import shlex
 
@@ -97,7 +124,7 @@ class Kernel:
 
     def on_ready(self):
         try:
-            data = self.ctl.recv(65536)
+            data = self.ctl.recv(1 << 20)
         except BlockingIOError:
             return
         except OSError:
@@ -105,19 +132,63 @@ class Kernel:
         if not data:
             sel.unregister(self.ctl.fileno())
             return
+        start = len(self.ctl_buf)
         self.ctl_buf += data
-        while b"\n" in self.ctl_buf:
-            line, self.ctl_buf = self.ctl_buf.split(b"\n", 1)
-            try:
-                msg = json.loads(line)
-            except ValueError:
-                continue
+        nl = self.ctl_buf.find(b"\n", start)
+        while nl >= 0:
+            line = bytes(self.ctl_buf[:nl])
+            del self.ctl_buf[: nl + 1]
+            if self.ctl_skip:
+                self.ctl_skip = False
+            else:
+                self.on_line(line)
+            nl = self.ctl_buf.find(b"\n")
+        if len(self.ctl_buf) > MAX_CTL_LINE:
+            # A line this long is dropped as it arrives, never held whole (the kernel is user code).
+            self.ctl_skip = True
             if self.run is not None:
-                self.out.drain()
+                self.run.drop_result(len(self.ctl_buf))
+            self.ctl_buf.clear()
+
+    def on_line(self, line):
+        if line.startswith(RESULT_PREFIX) and line.endswith(b"}"):
+            if self.run is not None:
+                self.out.drain()  # what was printed before the result is sent before it
                 self.err.drain()
-                run, self.run = self.run, None
-                self.out.owner = self.err.owner = None
-                run.finish(msg, state_lost=False)
+                self.run.result(line[len(RESULT_PREFIX) : -1])
+            return
+        try:
+            msg = json.loads(line)
+        except ValueError:
+            return
+        if not isinstance(msg, dict):
+            return
+        if "result_dropped" in msg:
+            if self.run is not None:
+                self.run.drop_result(msg["result_dropped"])
+            return
+        if msg.get("warm"):
+            self.warm_ready = True
+            return
+        if self.run is not None:
+            self.out.drain()
+            self.err.drain()
+            run, self.run = self.run, None
+            self.out.owner = self.err.owner = None
+            run.finish(msg, state_lost=False)
+
+    def discard(self):
+        """Ends a kernel nobody will use (an unclaimed pre-import kernel, or the plain kernel a
+        claimed one replaces): its exit is not a run's failure."""
+        children.pop(self.pid, None)
+        signal_group(self.pid, signal.SIGKILL)
+        try:
+            sel.unregister(self.ctl.fileno())
+        except (KeyError, ValueError):
+            pass
+        self.ctl.close()
+        self.out.close()
+        self.err.close()
 
     def collect(self):
         """Asks an idle python kernel to reap its exited children (see reclaim_pids)."""
@@ -137,6 +208,8 @@ class Kernel:
         signal_group(self.pid, signal.SIGKILL)
 
     def on_exit(self, status):
+        if prewarm.kernel is self:
+            prewarm.kernel = None
         self.out.drain()
         self.err.drain()
         try:
@@ -161,6 +234,23 @@ class Run(Job):
         self.env = req.get("env") or {}
         self.is_async = bool(req.get("async"))
         self.kernel = None
+        self.result_bytes = 0
+        self.dropped = None  # size of the first result too large for the output cap
+
+    def result(self, body):
+        """One rich result from the kernel (UTF-8 JSON), forwarded as it comes; the results of a
+        run share one output cap, as each output stream has its own."""
+        if self.result_bytes + len(body) > self.cap:
+            self.drop_result(len(body))
+            return
+        self.result_bytes += len(body)
+        send({"ev": "result", "id": self.id}, body)
+
+    def drop_result(self, size):
+        send({"ev": "result", "id": self.id, "too_large": size})
+        if self.dropped is None:
+            self.dropped = size
+            self.output(2, b"[result of %d bytes dropped: results are limited to %d bytes per run]\n" % (size, self.cap))
 
     def stop(self):
         if self.kernel is not None and self.killed_at is None:
@@ -177,11 +267,14 @@ class Run(Job):
 
     def finish(self, msg, state_lost):
         runs.pop(self.id, None)
+        error = msg.get("error")
+        if error is None and self.dropped is not None:
+            error = "A result of %d bytes exceeded the output limit of %d bytes and was dropped" % (self.dropped, self.cap)
         send(
             {
                 "ev": "done",
                 "id": self.id,
-                "error": msg.get("error"),
+                "error": error,
                 "rc": msg.get("rc"),
                 "exit_status": msg.get("exit_status"),
                 "state_lost": state_lost,
@@ -193,8 +286,9 @@ class Run(Job):
         )
 
 
-def python_kernel(ctl_fd, out_w, err_w, cwd, env):
-    """Body of a python kernel process (forked from the supervisor: no interpreter start-up)."""
+def python_kernel(ctl_fd, out_w, err_w, cwd, env, warm=False):
+    """Body of a python kernel process (forked from the supervisor: no interpreter start-up). A
+    `warm` kernel first imports the data stack (datastack.prewarm_imports) and says so."""
     import builtins
     import io
     import traceback
@@ -231,8 +325,18 @@ def python_kernel(ctl_fd, out_w, err_w, cwd, env):
     sys.path.insert(0, "")
     ctl = socket.socket(fileno=3)
     reader = ctl.makefile("rb")
+    results = Results(ctl)
+    # display() needs no import, as in a notebook.
+    builtins.display = results.display
+    hook_matplotlib(results)
     user_globals = {"__name__": "__main__", "__builtins__": builtins, "__doc__": None}
     kernel_pid = os.getpid()
+    if warm:
+        try:
+            datastack.prewarm_imports()
+        except KeyboardInterrupt:
+            pass
+        ctl.sendall(b'{"warm": true}\n')
     while True:
         try:
             line = reader.readline()
@@ -244,6 +348,10 @@ def python_kernel(ctl_fd, out_w, err_w, cwd, env):
         if req.get("collect"):
             collect_children(0)
             continue
+        if req.get("base_env") is not None:
+            os.environ.clear()
+            os.environ.update(req["base_env"])
+        results.begin(int(req.get("output_cap") or 10 << 20))
         saved_env = None
         if req.get("env"):
             saved_env = dict(os.environ)
@@ -252,7 +360,7 @@ def python_kernel(ctl_fd, out_w, err_w, cwd, env):
         t0 = time.monotonic()
         try:
             try:
-                exec(compile(req["code"], "<cell>", "exec"), user_globals)
+                run_cell(req["code"], user_globals, results)
             except SystemExit as e:
                 if e.code not in (None, 0):
                     error = "SystemExit: %s" % (e.code,)
@@ -276,6 +384,11 @@ def python_kernel(ctl_fd, out_w, err_w, cwd, env):
             os._exit(1 if error else 0)
         if error is not None and error.startswith("KeyboardInterrupt"):
             collect_children(0.2)
+        if "matplotlib._pylab_helpers" in sys.modules:
+            try:
+                results.flush_figures()
+            except BaseException as e:  # noqa: BLE001 - drawing is user code too (an interrupt included)
+                error = error or describe_python_error(e, traceback)
         if saved_env is not None:
             os.environ.clear()
             os.environ.update(saved_env)
@@ -290,6 +403,22 @@ def python_kernel(ctl_fd, out_w, err_w, cwd, env):
                 break
             except KeyboardInterrupt:
                 continue
+
+
+def run_cell(code, user_globals, results):
+    """Runs a cell as a notebook does: the value of a last expression statement (not None, and
+    the cell not ending in ';') is the run's main result instead of being discarded."""
+    tree = compile(code, "<cell>", "exec", ast.PyCF_ONLY_AST)
+    last = tree.body[-1] if tree.body else None
+    if not isinstance(last, ast.Expr):
+        exec(compile(tree, "<cell>", "exec"), user_globals)
+        return
+    del tree.body[-1]
+    if tree.body:
+        exec(compile(tree, "<cell>", "exec"), user_globals)
+    value = eval(compile(ast.Expression(last.value), "<cell>", "eval"), user_globals)
+    if value is not None and not code.rstrip().endswith(";"):
+        results.value(value)
 
 
 def collect_children(wait_s):
@@ -313,8 +442,8 @@ def collect_children(wait_s):
 
 def describe_python_error(e, traceback):
     tb = e.__traceback__
-    # Hide the kernel's own frame: the user sees only their cell.
-    if tb is not None and tb.tb_frame.f_code.co_filename == __file__:
+    # Hide the kernel's own frames: the user sees only their cell.
+    while tb is not None and tb.tb_frame.f_code.co_filename == __file__:
         tb = tb.tb_next
     try:
         sys.stderr.write("".join(traceback.format_exception(type(e), e, tb)))

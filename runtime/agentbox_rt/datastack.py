@@ -1,0 +1,111 @@
+# The data stack inside a sandbox: matplotlib's configuration (non-interactive backend, the font
+# list built once at set-up) and the pre-imported python kernel a fresh sandbox keeps while idle,
+# so that its first `import numpy, pandas, matplotlib.pyplot` costs nothing.
+import os
+import re
+import time
+
+from .state import HOME, base_env
+
+# Built by scripts/setup.sh, read-only (/usr is bound read-only into every sandbox): matplotlib's
+# font list and its matplotlibrc.
+FONT_CACHE = "/usr/share/agentbox/matplotlib"
+# matplotlib wants a writable config/cache directory (it warns and makes a temporary one on every
+# import otherwise). The sandbox's private /tmp has one, whose font list is a link to the shared one.
+MPL_DIR = "/tmp/matplotlib"
+
+# What the pre-imported kernel imports, and how a first cell is recognised as wanting it.
+PREWARM_MODULES = ("numpy", "pandas", "matplotlib", "matplotlib.pyplot")
+WANTS_DATA = re.compile(r"(?m)^[ \t]*(?:import|from)[ \t][^\n#]*\b(?:numpy|pandas|matplotlib|seaborn|scipy|sklearn|statsmodels)\b")
+# The pre-import starts only once the sandbox has existed this long (a sandbox used at once never
+# pays for it).
+PREWARM_DELAY_S = 1.0
+# An assigned sandbox that has not run python this long after its first request gives the memory back.
+RELEASE_AFTER_S = 30.0
+
+
+def prepare():
+    """Once per sandbox, at supervisor start: the environment every process gets for matplotlib."""
+    base_env["MPLBACKEND"] = "Agg"
+    base_env["MPLCONFIGDIR"] = MPL_DIR
+    try:
+        os.makedirs(MPL_DIR, exist_ok=True)
+        for name in os.listdir(FONT_CACHE):
+            if not os.path.lexists(os.path.join(MPL_DIR, name)):
+                os.symlink(os.path.join(FONT_CACHE, name), os.path.join(MPL_DIR, name))
+    except OSError:
+        pass  # no cache built: matplotlib builds its own on first use (slow, but works)
+
+
+def wants_data(code):
+    return WANTS_DATA.search(code) is not None
+
+
+def prewarm_imports():
+    """In the pre-import kernel (a forked child): wait for idleness, then import the stack."""
+    time.sleep(PREWARM_DELAY_S)
+    # At normal priority: a lower one could not be undone (unprivileged), and the kernel, once
+    # claimed, runs the user's code.
+    for name in PREWARM_MODULES:
+        try:
+            __import__(name)
+        except Exception:  # noqa: BLE001 - a missing package only means no head start
+            return
+    # Drawing once loads the font and the PNG writer, which the first plot would otherwise pay.
+    try:
+        import io
+
+        import matplotlib.pyplot as plt
+
+        fig = plt.figure(figsize=(1, 1))
+        fig.savefig(io.BytesIO(), format="png")
+        plt.close(fig)
+    except Exception:  # noqa: BLE001
+        pass
+    import gc
+
+    gc.collect()
+
+
+class Prewarm:
+    """The supervisor's side: at most one pre-import kernel, claimed by the first python run that
+    imports the stack, killed by any other first python run or after RELEASE_AFTER_S of use."""
+
+    def __init__(self):
+        self.kernel = None
+        self.decided = False
+        self.first_request_at = None
+
+    def start(self, make_kernel):
+        if self.kernel is None and not self.decided and os.path.isdir(FONT_CACHE):
+            self.kernel = make_kernel()
+
+    def claim(self, code):
+        """The first run of the default python kernel: the pre-imported kernel if the code wants
+        it and it is ready, else None (and the pre-imported kernel is released)."""
+        if self.decided:
+            return None
+        self.decided = True
+        kernel, self.kernel = self.kernel, None
+        if kernel is None:
+            return None
+        if kernel.warm_ready and wants_data(code):
+            return kernel
+        kernel.discard()
+        return None
+
+    def on_request(self, op):
+        """Any request but a probe marks the sandbox as in use: the release clock starts."""
+        if self.first_request_at is None and op not in ("ping", "stats"):
+            self.first_request_at = time.monotonic()
+
+    def tick(self):
+        if self.kernel is not None and self.first_request_at is not None:
+            if time.monotonic() - self.first_request_at > RELEASE_AFTER_S:
+                self.decided = True
+                kernel, self.kernel = self.kernel, None
+                kernel.discard()
+
+
+prewarm = Prewarm()
+__all__ = ["HOME", "prepare", "prewarm"]

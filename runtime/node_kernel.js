@@ -1,9 +1,12 @@
 // A persistent JavaScript/TypeScript kernel inside a sandbox. The supervisor writes one JSON
-// request per line on fd 3 ({code, timeout_ms, env, async}); the kernel runs it in its own global
-// scope (so globals persist between runs) and answers {error, exec_ms} on the same fd. The code
-// arrives already transformed by the service (types stripped, top-level await wrapped).
+// request per line on fd 3 ({code, timeout_ms, env, async, output_cap}); the kernel runs it in its
+// own global scope (so globals persist between runs) and answers {error, exec_ms} on the same fd,
+// after one {"result": {...}} line for the cell's value when it has one (notebook semantics: the
+// last expression's value, formatted as util.inspect does). The code arrives already transformed
+// by the service (types stripped, top-level await wrapped).
 
 const net = require("node:net");
+const util = require("node:util");
 const vm = require("node:vm");
 const { createRequire } = require("node:module");
 
@@ -50,6 +53,14 @@ function safeString(v) {
   }
 }
 
+/** One rich result on the control socket; one too large for the run's output cap is only announced. */
+function sendResult(result, cap) {
+  let line = JSON.stringify({ result });
+  const size = Buffer.byteLength(line);
+  if (typeof cap === "number" && size > cap) line = JSON.stringify({ result_dropped: size });
+  ctl.write(`${line}\n`);
+}
+
 async function runOne(req) {
   const started = process.hrtime.bigint();
   const savedEnv = req.env && Object.keys(req.env).length ? { ...process.env } : null;
@@ -58,8 +69,9 @@ async function runOne(req) {
   inRun = run;
   try {
     const script = new vm.Script(req.code, { filename: "cell.js" });
-    const value = script.runInThisContext({ timeout: req.timeout_ms, breakOnSigint: true, displayErrors: false });
-    if (req.async) await value;
+    let value = script.runInThisContext({ timeout: req.timeout_ms, breakOnSigint: true, displayErrors: false });
+    if (req.async) value = await value;
+    if (value !== undefined) sendResult({ text: util.inspect(value), is_main_result: true }, req.output_cap);
   } catch (err) {
     process.stderr.write(`${describeStack(err)}\n`);
     if (run.error === null) run.error = describe(err);

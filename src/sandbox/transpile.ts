@@ -170,6 +170,9 @@ function wrapAsync(code: string, program: acorn.Program): string {
     } else if (stmt.type === "ClassDeclaration" && stmt.id) {
       hoisted.push(stmt.id.name);
       body += `${stmt.id.name} = ${text};`;
+    } else if (stmt.type === "ExpressionStatement" && stmt === program.body[program.body.length - 1]) {
+      // The cell's last expression is its value (a rich result), as in a synchronous cell.
+      body += `return (${code.slice(stmt.expression.start, stmt.expression.end)});`;
     } else {
       body += text;
     }

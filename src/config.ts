@@ -103,7 +103,9 @@ export interface Config {
 export function tenantQuotaDefaults(config: Config): EffectiveQuotas {
   return {
     maxSandboxes: config.maxSandboxesPerTenant,
-    maxConcurrentRuns: config.maxConcurrentRunsPerKey,
+    // No tenant cap below the machine's by default: the gates' fair share keeps tenants apart
+    // (src/sandbox/gates.ts); an operator's quota caps one tenant further.
+    maxConcurrentRuns: config.maxConcurrentRuns,
     memoryMb: config.tenantMemoryMb,
     maxProcesses: config.tenantProcesses,
     storageMb: config.tenantStorageMb,

@@ -6,9 +6,9 @@ import { buildApp } from "./api/app.js";
 import { Metrics } from "./api/metrics.js";
 import { loadConfig } from "./config.js";
 import { loadProviders } from "./inference/providers.js";
-import { ContextRegistry } from "./sandbox/contexts.js";
 import { SandboxManager } from "./sandbox/manager.js";
 import { checkHost } from "./sandbox/preflight.js";
+import { SandboxService } from "./sandbox/service.js";
 import { openDb } from "./store/db.js";
 import { AdminKeys, SqliteKeyStore } from "./store/keys.js";
 import { SqliteSandboxStore } from "./store/sandboxes.js";
@@ -36,8 +36,8 @@ async function main(): Promise<void> {
   const sandboxes = new SandboxManager(config, new SqliteSandboxStore(db), logger);
   await sandboxes.init();
   const metrics = new Metrics(() => sandboxes.liveCount());
-  const contexts = new ContextRegistry(config.maxContextsPerSandbox);
-  const app = await buildApp({ config, keys, admin, tenants, sandboxes, contexts, metrics, inference: { db, providers } }, logger);
+  const sandbox = new SandboxService({ config, sandboxes, tenants, counters: metrics });
+  const app = await buildApp({ config, keys, admin, tenants, sandboxes, sandbox, metrics, inference: { db, providers } }, logger);
   await app.listen({ host: config.host, port: config.port });
 
   let stopping = false;
@@ -46,7 +46,7 @@ async function main(): Promise<void> {
     stopping = true;
     const graceMs = config.shutdownGraceS * 1000;
     logger.info(
-      { signal, grace_s: config.shutdownGraceS, in_flight: sandboxes.inFlight() },
+      { signal, grace_s: config.shutdownGraceS, in_flight: sandbox.gates.inFlight() },
       "shutting down: no new requests, waiting for running ones",
     );
     // Last resort if clean-up itself hangs.
@@ -60,7 +60,7 @@ async function main(): Promise<void> {
       }),
     ]);
     clearTimeout(graceTimer);
-    if (!finished) logger.warn({ in_flight: sandboxes.inFlight() }, "grace period over: stopping sandboxes under running requests");
+    if (!finished) logger.warn({ in_flight: sandbox.gates.inFlight() }, "grace period over: stopping sandboxes under running requests");
     await sandboxes.close();
     await providers.close();
     keys.close();

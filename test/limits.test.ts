@@ -184,23 +184,36 @@ describe("executions at once per API key", () => {
 });
 
 describe("capacity", () => {
-  test("past the global cap on executions: 503 at_capacity with Retry-After", async () => {
-    const call = roomy(10);
-    const id = await createSandbox(call);
+  test("past the global cap on executions: 503 at_capacity with Retry-After (a tenant over its fair share: 429)", async () => {
+    // A lone tenant gets at most half of the 3 slots' share (2, the floor); a second tenant the rest.
+    const a = roomy(10);
+    const b = roomy(10);
+    const idA = await createSandbox(a);
+    const idB = await createSandbox(b);
     const before = await metric("agentbox_at_capacity_total");
-    const slow = [1, 2, 3].map(() => call("POST", `/v1/agents/sandboxes/${id}/commands/run`, { command: "sleep 1.5" }));
-    await new Promise((r) => setTimeout(r, 400));
-    const res = await call("POST", `/v1/agents/sandboxes/${id}/code/run`, { language: "python", code: "print(1)" });
+    const shareBefore = await metric('agentbox_rate_limited_total{reason="fair_share"}');
+    const slowA = [1, 2].map(() => a("POST", `/v1/agents/sandboxes/${idA}/commands/run`, { command: "sleep 1.5" }));
+    await new Promise((r) => setTimeout(r, 300));
+    const overShare = await a("POST", `/v1/agents/sandboxes/${idA}/code/run`, { language: "python", code: "print(1)" });
+    assert.equal(overShare.status, 429);
+    assertEnvelope(overShare.body, "rate_limited");
+    assert.match(messageOf(overShare.body), /fair share/);
+    assert.equal(retryAfter(overShare.headers), 1);
+    const slowB = b("POST", `/v1/agents/sandboxes/${idB}/commands/run`, { command: "sleep 1.5" });
+    await new Promise((r) => setTimeout(r, 300));
+    const res = await b("POST", `/v1/agents/sandboxes/${idB}/code/run`, { language: "python", code: "print(1)" });
     assert.equal(res.status, 503);
     assertEnvelope(res.body, "at_capacity");
     assert.equal(retryAfter(res.headers), 1);
     assert.deepEqual(
-      (await Promise.all(slow)).map((r) => r.status),
+      (await Promise.all([...slowA, slowB])).map((r) => r.status),
       [200, 200, 200],
     );
     assert.equal(await metric("agentbox_at_capacity_total"), before + 1);
-    assert.equal((await call("POST", `/v1/agents/sandboxes/${id}/code/run`, { language: "python", code: "print(1)" })).status, 200);
-    assert.equal((await call("DELETE", `/v1/agents/sandboxes/${id}`)).status, 200);
+    assert.equal(await metric('agentbox_rate_limited_total{reason="fair_share"}'), shareBefore + 1);
+    assert.equal((await b("POST", `/v1/agents/sandboxes/${idB}/code/run`, { language: "python", code: "print(1)" })).status, 200);
+    assert.equal((await a("DELETE", `/v1/agents/sandboxes/${idA}`)).status, 200);
+    assert.equal((await b("DELETE", `/v1/agents/sandboxes/${idB}`)).status, 200);
   });
 
   test("per-tenant quota: 429 quota_exceeded with Retry-After, also for creates racing each other", async () => {

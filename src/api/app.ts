@@ -7,9 +7,7 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyRepl
 import type { Logger } from "pino";
 import { ApiError } from "../errors.js";
 import { inferenceRoutes } from "../inference/routes.js";
-import type { CodeToolSandboxes } from "../inference/types.js";
 import { installAuth } from "./auth.js";
-import { runCode } from "./code-runner.js";
 import { clientError, jsonDepthExceeds, requestId } from "./bounds.js";
 import { installErrorHandler, routerError } from "./error-handler.js";
 import { installRateLimits } from "./rate-limit.js";
@@ -132,13 +130,8 @@ export async function buildApp(services: Services, logger: Logger): Promise<Fast
   }
   await app.register(adminRoutes, { prefix: "/v1/admin", services });
   if (services.inference) {
-    // The gateway's code tool runs code through the same path as POST /code/run.
-    const codeTool: CodeToolSandboxes = {
-      create: async (tenantId) => (await services.sandboxes.create(tenantId, {})).id,
-      run: (tenantId, sandboxId, req) => runCode(services, tenantId, sandboxId, req),
-      kill: (tenantId, sandboxId) => services.sandboxes.kill(tenantId, sandboxId),
-    };
-    const deps = { ...services.inference, sandboxes: codeTool, maxJsonDepth: config.maxJsonDepth };
+    // The gateway's code tool runs code through the same service (and gates) as POST /code/run.
+    const deps = { ...services.inference, sandboxes: services.sandbox, maxJsonDepth: config.maxJsonDepth };
     await app.register(inferenceRoutes, { prefix: "/v1/inference", deps });
   }
   return app;

@@ -2,8 +2,8 @@
 import type { Database } from "better-sqlite3";
 import type { Config } from "../config.js";
 import type { ProviderRegistry } from "../inference/providers.js";
-import type { ContextRegistry } from "../sandbox/contexts.js";
 import type { SandboxManager } from "../sandbox/manager.js";
+import type { SandboxService } from "../sandbox/service.js";
 import type { AdminKeys, KeyStore } from "../store/keys.js";
 import type { TenantStore } from "../store/tenants.js";
 import type { Metrics } from "./metrics.js";
@@ -16,7 +16,8 @@ export interface Services {
   /** Tenants and their quotas. */
   tenants: TenantStore;
   sandboxes: SandboxManager;
-  contexts: ContextRegistry;
+  /** Everything a caller does with its sandboxes (runs, commands, contexts), whichever route it came through. */
+  sandbox: SandboxService;
   metrics?: Metrics;
   /** The inference gateway's upstreams and the database it records usage in; absent, no /v1/inference routes. */
   inference?: { db: Database; providers: ProviderRegistry };

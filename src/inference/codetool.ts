@@ -5,10 +5,11 @@
 // `tool` message and asks the model again, until it answers without calling the tool or `max_steps`
 // rounds ran code (then it is asked once more with tool_choice "none").
 import { ApiError } from "../errors.js";
-import type { ChatMessage, ChatRequest, CodeLanguage, CodeToolResult, CodeToolSandboxes, ToolCall, Usage } from "./types.js";
+import { isLanguage, LANGUAGES } from "../sandbox/languages.js";
+import type { Caller } from "../sandbox/service.js";
+import type { ChatMessage, ChatRequest, CodeToolResult, CodeToolSandboxes, ToolCall, Usage } from "./types.js";
 
 export const DEFAULT_MAX_STEPS = 8;
-const LANGUAGES: readonly CodeLanguage[] = ["python", "javascript", "typescript", "bash"];
 /** Characters of each output stream the model is shown (the step in the response has the same cut). */
 const OUTPUT_LIMIT = 16_384;
 
@@ -97,7 +98,8 @@ export class CodeRunner {
 
   constructor(
     private readonly sandboxes: CodeToolSandboxes,
-    private readonly tenantId: string,
+    /** The request's API key: the runs count against its limits and its tenant's, as code/run does. */
+    private readonly caller: Caller,
     private readonly spec: CodeToolSpec,
   ) {
     this.sandboxId = spec.sandboxId;
@@ -113,9 +115,10 @@ export class CodeRunner {
     }
     const language = typeof args.language === "string" ? args.language : "";
     const code = typeof args.code === "string" ? args.code : "";
-    if (!problem && !LANGUAGES.includes(language as CodeLanguage)) problem = `language must be one of ${LANGUAGES.join(", ")}`;
+    const known = isLanguage(language) ? language : undefined;
+    if (!problem && known === undefined) problem = `language must be one of ${LANGUAGES.join(", ")}`;
     if (!problem && typeof args.code !== "string") problem = "code must be a string";
-    if (problem) {
+    if (problem || known === undefined) {
       return {
         tool_call_id: call.id,
         language,
@@ -124,13 +127,13 @@ export class CodeRunner {
       };
     }
     if (this.sandboxId === undefined) {
-      this.sandboxId = await this.sandboxes.create(this.tenantId);
+      this.sandboxId = (await this.sandboxes.createSandbox(this.caller)).id;
       this.created = true;
     }
     let result: CodeToolResult;
     try {
-      result = await this.sandboxes.run(this.tenantId, this.sandboxId, {
-        language: language as CodeLanguage,
+      result = await this.sandboxes.runCode(this.caller, this.sandboxId, {
+        language: known,
         code,
         timeout: this.spec.timeout,
       });
@@ -154,7 +157,7 @@ export class CodeRunner {
     if (this.created && this.sandboxId !== undefined) {
       const id = this.sandboxId;
       this.created = false;
-      await this.sandboxes.kill(this.tenantId, id).catch(() => undefined);
+      await this.sandboxes.killSandbox(this.caller, id).catch(() => undefined);
     }
   }
 }

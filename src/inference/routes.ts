@@ -256,7 +256,7 @@ export async function inferenceRoutes(app: FastifyInstance, opts: { deps: Infere
     spec: CodeToolSpec,
     signal: AbortSignal,
   ): Promise<ChatCompletion | FastifyReply> {
-    const runner = new CodeRunner(deps.sandboxes, request.apiKey.tenantId, spec);
+    const runner = new CodeRunner(deps.sandboxes, request.apiKey, spec);
     const total: Usage = { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 };
     const steps: Step[] = [];
     const messages = [...body.messages];

@@ -2,9 +2,8 @@
 // the Provider interface that every upstream kind (an OpenAI-compatible server, a local GGUF model)
 // implements.
 import type { Database } from "better-sqlite3";
+import type { SandboxService } from "../sandbox/service.js";
 import type { ProviderRegistry } from "./providers.js";
-
-export type CodeLanguage = "python" | "javascript" | "typescript" | "bash";
 
 export interface CodeToolResult {
   logs: { stdout: string; stderr: string };
@@ -12,14 +11,8 @@ export interface CodeToolResult {
   execution_time_ms: number;
 }
 
-/** The slice of the sandbox service the built-in code tool needs; the app adapts its sandbox manager to it. */
-export interface CodeToolSandboxes {
-  /** Creates a sandbox for the tenant and returns its id. */
-  create(tenantId: string): Promise<string>;
-  /** Runs code in the tenant's sandbox; an unknown or foreign sandbox throws (sandbox_not_found). */
-  run(tenantId: string, sandboxId: string, req: { language: CodeLanguage; code: string; timeout?: number }): Promise<CodeToolResult>;
-  kill(tenantId: string, sandboxId: string): Promise<void>;
-}
+/** The slice of the sandbox service the built-in code tool uses: the same runs, gates and checks as code/run. */
+export type CodeToolSandboxes = Pick<SandboxService, "createSandbox" | "runCode" | "killSandbox">;
 
 export interface InferenceDeps {
   db: Database;

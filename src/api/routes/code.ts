@@ -1,14 +1,14 @@
-// POST /sandboxes/{id}/code/run: validates, prepares the code for its kernel, runs it in the sandbox.
+// POST /sandboxes/{id}/code/run: validates the body, runs it through the sandbox service.
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { Type } from "@sinclair/typebox";
-import { runCode } from "../code-runner.js";
 import type { Services } from "../services.js";
 import { CodeRunBody, CodeRunResult } from "../schemas/code.js";
 import { errors, SandboxIdParams } from "../schemas/common.js";
 
-export { effectiveTimeout } from "../code-runner.js";
+export { effectiveTimeout } from "../../sandbox/service.js";
 
 export const codeRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (app, { services }) => {
+  const { sandbox } = services;
   app.post(
     "/sandboxes/:sandbox_id/code/run",
     {
@@ -24,7 +24,7 @@ export const codeRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = asy
     },
     async (request) => {
       const { code, language, timeout, context_id, environment } = request.body;
-      return runCode(services, request.apiKey.tenantId, request.params.sandbox_id, {
+      return sandbox.runCode(request.apiKey, request.params.sandbox_id, {
         code,
         language,
         timeout,

@@ -3,7 +3,6 @@
 // runs there. A context lives until it is deleted or its sandbox ends.
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { Type } from "@sinclair/typebox";
-import { ApiError, invalid } from "../../errors.js";
 import type { CodeContext } from "../../sandbox/contexts.js";
 import type { Services } from "../services.js";
 import { errors, SandboxIdParams } from "../schemas/common.js";
@@ -15,23 +14,8 @@ import {
   DeleteContextResult,
 } from "../schemas/contexts.js";
 
-const HOME = "/home/user";
-
-/** A sandbox path as the supervisor resolves it: absolute, or relative to /home/user, normalised. */
-function sandboxPath(p: string): string {
-  const parts: string[] = [];
-  for (const part of (p.startsWith("/") ? p : `${HOME}/${p}`).split("/")) {
-    if (part === "" || part === ".") continue;
-    if (part === "..") parts.pop();
-    else parts.push(part);
-  }
-  return `/${parts.join("/")}`;
-}
-
 export const contextRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (app, { services }) => {
-  const { sandboxes, contexts } = services;
-  // Contexts are processes of their sandbox: forget them when it ends.
-  sandboxes.onEnded(contexts.dropSandbox);
+  const { sandbox } = services;
   const tags = ["code"];
 
   const json = (c: CodeContext, expiresAt: string) => ({
@@ -62,24 +46,9 @@ export const contextRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = 
       },
     },
     async (request, reply) => {
-      const { tenantId } = request.apiKey;
       const id = request.params.sandbox_id;
-      const language = request.body?.language ?? "python";
-      const cwd = sandboxPath(request.body?.cwd ?? HOME);
-      if (cwd.includes("\0")) throw invalid("'cwd' must not contain NUL bytes");
-      const box = sandboxes.box(tenantId, id);
-      const stat = await box.file({ action: "stat", path: cwd });
-      if (stat.header.ev !== "file" || stat.header.status !== "ok")
-        throw invalid(`'cwd' could not be checked: ${String(stat.header.message ?? "")}`);
-      if (stat.header.is_dir !== true) throw invalid(`'cwd' ${cwd} is not a directory in the sandbox`);
-      const context = contexts.add(id, language, cwd);
-      try {
-        await box.startKernel(context.kernel, language, cwd);
-      } catch (err) {
-        contexts.remove(id, context.id);
-        throw new ApiError("invalid_state", `The context's ${language} kernel could not be started: ${(err as Error).message}`);
-      }
-      const record = sandboxes.get(tenantId, id);
+      const context = await sandbox.createContext(request.apiKey, id, { language: request.body?.language, cwd: request.body?.cwd });
+      const record = sandbox.getSandbox(request.apiKey, id);
       return reply.status(201).send(json(context, record.timeoutAt));
     },
   );
@@ -95,8 +64,10 @@ export const contextRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = 
       },
     },
     async (request) => {
-      const record = sandboxes.get(request.apiKey.tenantId, request.params.sandbox_id);
-      return { contexts: contexts.list(record.id).map((c) => json(c, record.timeoutAt)) };
+      const id = request.params.sandbox_id;
+      const list = sandbox.listContexts(request.apiKey, id);
+      const record = sandbox.getSandbox(request.apiKey, id);
+      return { contexts: list.map((c) => json(c, record.timeoutAt)) };
     },
   );
 
@@ -106,8 +77,9 @@ export const contextRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = 
       schema: { tags, summary: "Get a code context", params: ContextParams, response: { 200: CodeContextSchema, ...errors(401, 404) } },
     },
     async (request) => {
-      const record = sandboxes.get(request.apiKey.tenantId, request.params.sandbox_id);
-      return json(contexts.get(record.id, request.params.context_id), record.timeoutAt);
+      const { sandbox_id: id, context_id: contextId } = request.params;
+      const context = sandbox.getContext(request.apiKey, id, contextId);
+      return json(context, sandbox.getSandbox(request.apiKey, id).timeoutAt);
     },
   );
 
@@ -122,13 +94,8 @@ export const contextRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = 
       },
     },
     async (request) => {
-      const { tenantId } = request.apiKey;
       const { sandbox_id: id, context_id: contextId } = request.params;
-      sandboxes.get(tenantId, id);
-      const context = contexts.get(id, contextId);
-      const box = sandboxes.box(tenantId, id);
-      await box.killKernel(context.kernel);
-      contexts.remove(id, contextId);
+      await sandbox.deleteContext(request.apiKey, id, contextId);
       return { message: "Context deleted", context_id: contextId };
     },
   );

@@ -7,7 +7,7 @@ import { SandboxMetrics } from "../schemas/metrics.js";
 const round2 = (v: number) => Math.round(v * 100) / 100;
 
 export const metricsRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (app, { services }) => {
-  const { sandboxes, config } = services;
+  const { sandbox } = services;
 
   app.get(
     "/sandboxes/:sandbox_id/metrics",
@@ -23,13 +23,12 @@ export const metricsRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = 
       },
     },
     async (request) => {
-      const box = sandboxes.box(request.apiKey.tenantId, request.params.sandbox_id);
-      const m = await box.metrics();
+      const m = await sandbox.usage(request.apiKey, request.params.sandbox_id);
       return {
         timestamp: new Date().toISOString(),
         cpu_usage: round2(m.cpuPercent),
         memory_usage: round2(m.memoryBytes / 2 ** 20),
-        memory_total: config.limits.memoryMb,
+        memory_total: m.memoryTotalMb,
         disk_read: Math.round(m.diskRead),
         disk_write: Math.round(m.diskWrite),
         network_rx: Math.round(m.networkRx),

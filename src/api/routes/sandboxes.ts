@@ -1,7 +1,6 @@
 // Sandbox lifecycle routes: create, list, get, kill, extend, and the template catalogue.
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { Type } from "@sinclair/typebox";
-import { invalid } from "../../errors.js";
 import type { SandboxRecord } from "../../store/sandboxes.js";
 import type { Services } from "../services.js";
 import { errors, Pagination, page, SandboxIdParams } from "../schemas/common.js";
@@ -31,7 +30,7 @@ export function sandboxJson(r: SandboxRecord) {
 }
 
 export const sandboxRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (app, { services }) => {
-  const { sandboxes, config } = services;
+  const { sandbox } = services;
   const tags = ["sandboxes"];
 
   app.post(
@@ -50,10 +49,7 @@ export const sandboxRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = 
     },
     async (request, reply) => {
       const body = request.body ?? {};
-      if (body.timeout !== undefined && body.timeout > config.maxSandboxTimeoutS) {
-        throw invalid(`'timeout' must be at most ${config.maxSandboxTimeoutS} seconds`);
-      }
-      const record = await sandboxes.create(request.apiKey.tenantId, {
+      const record = await sandbox.createSandbox(request.apiKey, {
         template: body.template,
         timeoutS: body.timeout,
         envVars: body.env_vars,
@@ -68,7 +64,7 @@ export const sandboxRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = 
     { schema: { tags, summary: "List your sandboxes", querystring: Pagination, response: { 200: SandboxList, ...errors(400, 401) } } },
     async (request) => {
       const { limit, offset } = page(request.query);
-      const result = sandboxes.list(request.apiKey.tenantId, limit, offset);
+      const result = sandbox.listSandboxes(request.apiKey, limit, offset);
       return { sandboxes: result.sandboxes.map(sandboxJson), total: result.total };
     },
   );
@@ -76,7 +72,7 @@ export const sandboxRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = 
   app.get(
     "/sandboxes/:sandbox_id",
     { schema: { tags, summary: "Get a sandbox", params: SandboxIdParams, response: { 200: Type.Ref(Sandbox), ...errors(401, 404) } } },
-    async (request) => sandboxJson(sandboxes.get(request.apiKey.tenantId, request.params.sandbox_id)),
+    async (request) => sandboxJson(sandbox.getSandbox(request.apiKey, request.params.sandbox_id)),
   );
 
   app.delete(
@@ -90,7 +86,7 @@ export const sandboxRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = 
       },
     },
     async (request) => {
-      await sandboxes.kill(request.apiKey.tenantId, request.params.sandbox_id);
+      await sandbox.killSandbox(request.apiKey, request.params.sandbox_id);
       return { message: "Sandbox killed", sandbox_id: request.params.sandbox_id };
     },
   );
@@ -108,8 +104,7 @@ export const sandboxRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = 
     },
     async (request) => {
       const { timeout } = request.body;
-      if (timeout > config.maxSandboxTimeoutS) throw invalid(`'timeout' must be at most ${config.maxSandboxTimeoutS} seconds`);
-      const record = sandboxes.setTimeout(request.apiKey.tenantId, request.params.sandbox_id, timeout);
+      const record = sandbox.setSandboxTimeout(request.apiKey, request.params.sandbox_id, timeout);
       return { message: "Timeout updated", timeout, timeout_at: record.timeoutAt };
     },
   );
@@ -126,7 +121,7 @@ export const sandboxRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = 
     },
     async (request) => {
       const { limit, offset } = page(request.query);
-      return { templates: sandboxes.templates.slice(offset, offset + limit), limit, offset };
+      return { templates: sandbox.templates.slice(offset, offset + limit), limit, offset };
     },
   );
 };

@@ -9,6 +9,7 @@ import { ApiError } from "../errors.js";
 import { inferenceRoutes } from "../inference/routes.js";
 import { installAuth } from "./auth.js";
 import { clientError, jsonDepthExceeds, requestId } from "./bounds.js";
+import { limitConnections } from "./connections.js";
 import { installErrorHandler, routerError } from "./error-handler.js";
 import { installRateLimits } from "./rate-limit.js";
 import { adminRoutes } from "./routes/admin.js";
@@ -42,13 +43,17 @@ export async function buildApp(services: Services, logger: Logger): Promise<Fast
     // Read by genReqId, which only keeps a sane token: never log a client's arbitrary text as the id.
     requestIdHeader: false,
     genReqId: requestId,
-    http: { maxHeaderSize: config.maxHeaderBytes },
+    // A client has headerTimeoutMs to send its headers (a silent one is closed too); Node checks
+    // every second instead of its default 30 s, so a slow client is gone within a second of it.
+    http: { maxHeaderSize: config.maxHeaderBytes, headersTimeout: config.headerTimeoutMs, connectionsCheckingInterval: 1000 },
     requestTimeout: config.requestTimeoutMs,
     clientErrorHandler: clientError,
     ajv: { customOptions: { coerceTypes: false, removeAdditional: false, allErrors: false } },
     // Requests that arrive while closing get our own 503 envelope (hook below), not Fastify's.
     return503OnClosing: false,
   }).withTypeProvider<TypeBoxTypeProvider>();
+
+  limitConnections(app.server, config, logger);
 
   let closing = false;
   app.addHook("preClose", async () => {

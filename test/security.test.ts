@@ -89,7 +89,7 @@ function show(r: RunResult): string {
 
 // ---- what the host can see of a sandbox (read-only looks at /proc, /sys/fs/cgroup and the mount table) ----
 
-/** The sandbox's cgroup directories: `.../agentbox/<id>` under any controller's hierarchy. */
+/** The sandbox's cgroup directories: `.../agentbox/.../<id>` under any controller's hierarchy. */
 function cgroupDirs(id: string): string[] {
   const found: string[] = [];
   const walk = (dir: string, depth: number) => {
@@ -102,7 +102,7 @@ function cgroupDirs(id: string): string[] {
     for (const e of entries) {
       if (!e.isDirectory()) continue;
       const full = path.join(dir, e.name);
-      if (e.name === id && path.basename(dir) === "agentbox") found.push(full);
+      if (e.name === id && full.includes("/agentbox/")) found.push(full);
       else if (depth < 8) walk(full, depth + 1);
     }
   };

@@ -1,6 +1,16 @@
-// Resource groups: one cgroup per sandbox capping memory, process count and CPU, nested under the
-// service's own cgroup. cgroup v1 (one hierarchy per controller) is what most hosts here have; a
-// host with a unified v2 hierarchy that carries the controllers gets the v2 layout instead.
+// Resource groups: one cgroup per sandbox capping memory, process count and CPU, nested in a group
+// per tenant that caps the tenant's sandboxes together and gives each tenant an equal CPU weight:
+//
+//   <service's own cgroup>/agentbox/<service>/<sandbox>            started, no tenant yet (warm pool)
+//   <service's own cgroup>/agentbox/<service>/t-<tenant>/<sandbox>  handed to a tenant
+//
+// `agentbox` may be shared by several services on one host; `<service>` (a hash of the workspace
+// dir) is this one's alone. A sandbox is started before its tenant is known (the warm pool), so it
+// is moved into its tenant's group when it is handed out: a new group with the same limits is made
+// under the tenant's and every process is moved into it (cgroup directories cannot be re-parented).
+// cgroup v1 (one hierarchy per controller) is what most hosts here have; a host with a unified v2
+// hierarchy that carries the controllers gets the same layout there.
+import crypto from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
 import type { Limits } from "../config.js";
@@ -8,11 +18,21 @@ import type { Limits } from "../config.js";
 const ROOT = "/sys/fs/cgroup";
 const V1_CONTROLLERS = ["memory", "pids", "cpu", "cpuacct"] as const;
 const PARENT = "agentbox";
+const TENANT_PREFIX = "t-";
+/** Every tenant group gets the same CPU weight, so busy tenants split the CPU evenly. */
+const V1_CPU_SHARES = 1024;
+const V2_CPU_WEIGHT = 100;
 
 export interface CgroupUsage {
   memoryBytes: number;
   cpuNs: number;
   oomKills: number;
+}
+
+/** What a tenant's group caps: all of its sandboxes together. */
+export interface TenantLimits {
+  memoryMb: number;
+  processes: number;
 }
 
 export interface SandboxCgroup {
@@ -48,16 +68,132 @@ function isV2(): boolean {
   }
 }
 
+const write = (dir: string, file: string, value: string) => fs.promises.writeFile(path.join(dir, file), value);
+
+/** The tenant's group name: tenant ids are any string, a directory name is not. */
+export function tenantGroupName(tenantId: string): string {
+  return TENANT_PREFIX + crypto.createHash("sha256").update(tenantId).digest("hex").slice(0, 16);
+}
+
+/** One sandbox's group, in one directory per hierarchy; the directories change when it moves to its tenant. */
+class Group implements SandboxCgroup {
+  /** Where the group is moving to while its processes are moved. */
+  private next: string[] | undefined;
+  private moving: Promise<void> = Promise.resolve();
+
+  constructor(
+    private dirs: string[],
+    private readonly v2: boolean,
+  ) {}
+
+  /** Where the group is now, relative to the service's group (`name` or `t-.../name`). */
+  get place(): string {
+    const dir = (this.next ?? this.dirs)[0] as string;
+    const parent = path.basename(path.dirname(dir));
+    return parent.startsWith(TENANT_PREFIX) ? `${parent}/${path.basename(dir)}` : path.basename(dir);
+  }
+
+  get name(): string {
+    return path.basename(this.dirs[0] as string);
+  }
+
+  /** Where a process joining now must go (a restarted sandbox process joins the group it moves to). */
+  get procsFiles(): string[] {
+    return (this.next ?? this.dirs).map((d) => path.join(d, "cgroup.procs"));
+  }
+
+  private get memDir(): string {
+    return (this.next ?? this.dirs)[0] as string;
+  }
+
+  // Read synchronously on purpose: a few bytes the kernel renders from counters (no disk, no
+  // cgroup lock), ~10 us, where fs.promises.readFile takes four thread-pool round trips (~300 us
+  // idle, far more when the pool is busy with workspace and cgroup cleanup) around every run.
+  oomKills(): number {
+    try {
+      const file = path.join(this.memDir, this.v2 ? "memory.events" : "memory.oom_control");
+      return Number(/oom_kill (\d+)/.exec(fs.readFileSync(file, "utf8"))?.[1] ?? 0);
+    } catch {
+      return 0;
+    }
+  }
+
+  async usage(): Promise<CgroupUsage> {
+    const dirs = this.next ?? this.dirs;
+    const memDir = dirs[0] as string;
+    if (this.v2) {
+      const [stat, memoryBytes] = await Promise.all([
+        safeRead(path.join(memDir, "cpu.stat")),
+        readNumber(path.join(memDir, "memory.current")),
+      ]);
+      return { memoryBytes, cpuNs: Number(/usage_usec (\d+)/.exec(stat)?.[1] ?? 0) * 1000, oomKills: this.oomKills() };
+    }
+    const [memoryBytes, cpuNs] = await Promise.all([
+      readNumber(path.join(memDir, "memory.usage_in_bytes")),
+      readNumber(path.join(dirs[3] as string, "cpuacct.usage")),
+    ]);
+    return { memoryBytes, cpuNs, oomKills: this.oomKills() };
+  }
+
+  kill(): Promise<void> {
+    return killGroups([...this.dirs, ...(this.next ?? [])]);
+  }
+
+  async destroy(): Promise<void> {
+    await this.moving;
+    await removeGroups(this.dirs);
+  }
+
+  /**
+   * Moves every process into `to` (groups already made, limits set), then removes the old groups.
+   * A process forked while we move is born in the old group, so the old groups are read again
+   * until they are empty; one still forked after that is killed with the old group. Memory already
+   * charged stays with the old group's parent (the service's group); what the sandbox allocates
+   * from now on counts against its tenant. One write at a time: the first waits for an RCU grace
+   * period (milliseconds, more under load), the ones right after it do not.
+   */
+  moveTo(to: string[]): Promise<void> {
+    const from = this.dirs;
+    this.next = to;
+    this.moving = (async () => {
+      try {
+        for (let round = 0; round < 20; round++) {
+          let moved = 0;
+          for (const [i, dir] of from.entries()) {
+            for (const pid of (await safeRead(path.join(dir, "cgroup.procs"))).split("\n").filter(Boolean)) {
+              moved += 1;
+              await write(to[i] as string, "cgroup.procs", pid).catch((err: NodeJS.ErrnoException) => {
+                if (err.code !== "ESRCH") throw err;
+              });
+            }
+          }
+          if (moved === 0) break;
+        }
+      } finally {
+        this.dirs = to;
+        this.next = undefined;
+        await removeGroups(from);
+      }
+    })();
+    return this.moving;
+  }
+}
+
 export class CgroupManager {
   private readonly v2 = isV2();
+  /** The service's group in each hierarchy (`unified` on v2). */
   private readonly parents: Record<string, string> = {};
+  /** Tenant groups made (or being made) by this process, by group name. */
+  private readonly tenants = new Map<string, Promise<string[]>>();
 
-  constructor() {
+  /** `service`: a name for this service's own group, the same across its restarts. */
+  constructor(service: string) {
     if (this.v2) {
-      const base = path.join(ROOT, ownCgroup(""), PARENT);
+      const top = path.join(ROOT, ownCgroup(""), PARENT);
+      const base = path.join(top, service);
       fs.mkdirSync(base, { recursive: true });
       try {
-        fs.writeFileSync(path.join(base, "cgroup.subtree_control"), "+memory +pids +cpu");
+        for (const dir of [top, base]) fs.writeFileSync(path.join(dir, "cgroup.subtree_control"), "+memory +pids +cpu");
       } catch {
         // Controllers not delegated to us: limits will fail loudly at create time.
       }
@@ -67,26 +203,35 @@ export class CgroupManager {
     for (const ctrl of V1_CONTROLLERS) {
       const mount = path.join(ROOT, ctrl);
       if (!fs.existsSync(mount)) throw new Error(`cgroup controller '${ctrl}' is not mounted at ${mount}`);
-      const dir = path.join(mount, ownCgroup(ctrl), PARENT);
+      const dir = path.join(mount, ownCgroup(ctrl), PARENT, service);
       fs.mkdirSync(dir, { recursive: true });
       this.parents[ctrl] = dir;
     }
   }
 
+  private dirsOf(place: string): string[] {
+    return Object.values(this.parents).map((p) => path.join(p, place));
+  }
+
+  /** A sandbox group with its own limits, in the service's group (no tenant yet: see assign()). */
   async create(name: string, uid: number, limits: Limits): Promise<SandboxCgroup> {
-    const write = (dir: string, file: string, value: string) => fs.promises.writeFile(path.join(dir, file), value);
+    const dirs = this.dirsOf(name);
+    await this.makeSandboxGroups(dirs, uid, limits);
+    return new Group(dirs, this.v2);
+  }
+
+  private async makeSandboxGroups(dirs: string[], uid: number, limits: Limits): Promise<void> {
     const quota = Math.round(limits.cpus * 100000);
-    const dirs = this.v2
-      ? [path.join(this.parents.unified as string, name)]
-      : V1_CONTROLLERS.map((ctrl) => path.join(this.parents[ctrl] as string, name));
     try {
       await Promise.all(dirs.map((dir) => fs.promises.mkdir(dir, { recursive: true })));
       if (this.v2) {
         const dir = dirs[0] as string;
-        await write(dir, "memory.max", String(limits.memoryMb * 2 ** 20));
-        await write(dir, "memory.swap.max", "0");
-        await write(dir, "pids.max", String(limits.pids));
-        await write(dir, "cpu.max", `${quota} 100000`);
+        await Promise.all([
+          write(dir, "memory.max", String(limits.memoryMb * 2 ** 20)),
+          write(dir, "memory.swap.max", "0"),
+          write(dir, "pids.max", String(limits.pids)),
+          write(dir, "cpu.max", `${quota} 100000`),
+        ]);
       } else {
         const [mem, pids, cpu] = dirs as [string, string, string, string];
         await Promise.all([
@@ -95,57 +240,130 @@ export class CgroupManager {
           write(cpu, "cpu.cfs_period_us", "100000").then(() => write(cpu, "cpu.cfs_quota_us", String(quota))),
         ]);
       }
+      // The launcher joins as the sandbox's uid (also when a sandbox process is restarted).
       await Promise.all(dirs.map((dir) => fs.promises.chown(path.join(dir, "cgroup.procs"), uid, uid)));
     } catch (err) {
       await removeGroups(dirs).catch(() => {});
       throw err;
     }
-    const v2 = this.v2;
-    const memDir = dirs[0] as string;
-    const oomFile = path.join(memDir, v2 ? "memory.events" : "memory.oom_control");
-    // Read synchronously on purpose: a few bytes the kernel renders from counters (no disk, no
-    // cgroup lock), ~10 us, where fs.promises.readFile takes four thread-pool round trips (~300 us
-    // idle, far more when the pool is busy with workspace and cgroup cleanup) around every run.
-    const oomKills = (): number => {
-      try {
-        return Number(/oom_kill (\d+)/.exec(fs.readFileSync(oomFile, "utf8"))?.[1] ?? 0);
-      } catch {
-        return 0;
-      }
-    };
-    return {
-      procsFiles: dirs.map((d) => path.join(d, "cgroup.procs")),
-      oomKills,
-      async usage(): Promise<CgroupUsage> {
-        if (v2) {
-          const [stat, memoryBytes, oom] = await Promise.all([
-            safeRead(path.join(memDir, "cpu.stat")),
-            readNumber(path.join(memDir, "memory.current")),
-            oomKills(),
-          ]);
-          return { memoryBytes, cpuNs: Number(/usage_usec (\d+)/.exec(stat)?.[1] ?? 0) * 1000, oomKills: oom };
-        }
-        const acct = dirs[3] as string;
-        const [memoryBytes, cpuNs, oom] = await Promise.all([
-          readNumber(path.join(memDir, "memory.usage_in_bytes")),
-          readNumber(path.join(acct, "cpuacct.usage")),
-          oomKills(),
-        ]);
-        return { memoryBytes, cpuNs, oomKills: oom };
-      },
-      kill: () => killGroups(dirs),
-      destroy: () => removeGroups(dirs),
-    };
   }
 
-  /** Every sandbox group that exists now, by name: the start-up sweep removes the ones no record owns. */
+  /** Makes the tenant's group if this process has not yet, with its limits; its directories. */
+  private tenantDirs(tenantId: string, limits: TenantLimits): Promise<string[]> {
+    const name = tenantGroupName(tenantId);
+    let made = this.tenants.get(name);
+    if (!made) {
+      const dirs = this.dirsOf(name);
+      made = (async () => {
+        await Promise.all(dirs.map((dir) => fs.promises.mkdir(dir, { recursive: true })));
+        if (this.v2) {
+          await write(dirs[0] as string, "cgroup.subtree_control", "+memory +pids +cpu").catch(() => {});
+          await write(dirs[0] as string, "cpu.weight", String(V2_CPU_WEIGHT));
+        } else {
+          await write(dirs[2] as string, "cpu.shares", String(V1_CPU_SHARES));
+        }
+        await this.writeTenantLimits(dirs, limits);
+        return dirs;
+      })();
+      this.tenants.set(name, made);
+      made.catch(() => this.tenants.delete(name));
+    }
+    return made;
+  }
+
+  private async writeTenantLimits(dirs: string[], limits: TenantLimits): Promise<void> {
+    const bytes = String(Math.round(limits.memoryMb * 2 ** 20));
+    if (this.v2) {
+      const dir = dirs[0] as string;
+      await Promise.all([write(dir, "memory.max", bytes), write(dir, "pids.max", String(limits.processes))]);
+    } else {
+      await Promise.all([
+        write(dirs[0] as string, "memory.limit_in_bytes", bytes),
+        write(dirs[1] as string, "pids.max", String(limits.processes)),
+      ]);
+    }
+  }
+
+  /**
+   * Moves a sandbox's group (and every process in it) into its tenant's group: a new group with
+   * the sandbox's own limits under the tenant's, then the processes (see Group.moveTo).
+   */
+  async assign(group: SandboxCgroup, tenantId: string, uid: number, limits: Limits, tenant: TenantLimits): Promise<void> {
+    const g = group as Group;
+    const target = (await this.tenantDirs(tenantId, tenant)).map((dir) => path.join(dir, g.name));
+    await this.makeSandboxGroups(target, uid, limits);
+    await g.moveTo(target);
+  }
+
+  /**
+   * Sets a tenant's limits on its group now (when its quotas change). A memory limit below what
+   * the tenant's sandboxes use now is refused by the kernel (EBUSY) after it tried to reclaim.
+   */
+  async applyTenantLimits(tenantId: string, limits: TenantLimits): Promise<void> {
+    const name = tenantGroupName(tenantId);
+    const dirs = this.dirsOf(name);
+    if (!this.tenants.has(name) && !fs.existsSync(dirs[0] as string)) return; // no group yet: made with the new limits
+    await this.writeTenantLimits(await this.tenantDirs(tenantId, limits), limits);
+  }
+
+  /** Where a sandbox's group is now, relative to the service's group. */
+  placeOf(group: SandboxCgroup): string {
+    return (group as Group).place;
+  }
+
+  /**
+   * Every sandbox group under the service's group now, as `name` (no tenant) or `t-.../name`:
+   * the start-up sweep removes the ones no live sandbox is in.
+   */
   async existing(): Promise<string[]> {
     const first = Object.values(this.parents)[0] as string;
-    return (await fs.promises.readdir(first, { withFileTypes: true })).filter((d) => d.isDirectory()).map((d) => d.name);
+    const out: string[] = [];
+    for (const d of await subdirs(first)) {
+      if (d.startsWith(TENANT_PREFIX)) for (const s of await subdirs(path.join(first, d))) out.push(`${d}/${s}`);
+      else out.push(d);
+    }
+    return out;
   }
 
-  removeByName(name: string): Promise<void> {
-    return removeGroups(Object.values(this.parents).map((p) => path.join(p, name)));
+  /** Removes a sandbox group found by existing(), killing anything left in it. */
+  removeByName(place: string): Promise<void> {
+    return removeGroups(this.dirsOf(place));
+  }
+
+  /** Removes every tenant group that has no sandbox group left in it (the others are kept). */
+  async removeEmptyTenants(): Promise<void> {
+    const first = Object.values(this.parents)[0] as string;
+    for (const name of await subdirs(first)) {
+      if (!name.startsWith(TENANT_PREFIX) || (await subdirs(path.join(first, name))).length > 0) continue;
+      this.tenants.delete(name);
+      await Promise.all(this.dirsOf(name).map((dir) => fs.promises.rmdir(dir).catch(() => {})));
+    }
+  }
+
+  /** At stop: removes the empty tenant groups and the service's own group if nothing is left in it. */
+  async removeEmpty(): Promise<void> {
+    await this.removeEmptyTenants();
+    await Promise.all(Object.values(this.parents).map((dir) => fs.promises.rmdir(dir).catch(() => {})));
+  }
+
+  /**
+   * Groups of an earlier layout, directly under the shared `agentbox` group, by name: the start-up
+   * sweep removes the ones named like this service's workspaces.
+   */
+  async legacy(): Promise<string[]> {
+    return subdirs(path.dirname(Object.values(this.parents)[0] as string));
+  }
+
+  removeLegacy(name: string): Promise<void> {
+    return removeGroups(Object.values(this.parents).map((p) => path.join(path.dirname(p), name)));
+  }
+}
+
+async function subdirs(dir: string): Promise<string[]> {
+  try {
+    return (await fs.promises.readdir(dir, { withFileTypes: true })).filter((d) => d.isDirectory()).map((d) => d.name);
+  } catch {
+    return [];
   }
 }
 

@@ -1,14 +1,17 @@
-// Sandbox lifecycle: create (from a warm pool of pre-started sandboxes), look up per tenant, kill,
-// expire (the reaper), capacity caps, and recovery after a restart of the service (re-adopt what
-// is still alive in the records, sweep every workspace and cgroup no record owns).
+// Sandbox lifecycle: create (from a warm pool of pre-started sandboxes that grows with demand),
+// look up per tenant, kill, expire (the reaper), capacity caps and back-pressure on starts, tenant
+// quotas (sandbox count here; memory, processes and CPU weight on the tenant's cgroup), and recovery
+// after a restart of the service (re-adopt what is still alive in the records, sweep every
+// workspace and cgroup no record owns).
 import crypto from "node:crypto";
 import os from "node:os";
 import type { Logger } from "pino";
-import type { Config } from "../config.js";
+import { type Config, tenantQuotaDefaults } from "../config.js";
 import { ApiError, sandboxNotFound } from "../errors.js";
 import type { SandboxRecord, SandboxStore } from "../store/sandboxes.js";
+import { type EffectiveQuotas, effectiveQuotas, type TenantStore } from "../store/tenants.js";
 import { Box } from "./box.js";
-import { CgroupManager } from "./cgroup.js";
+import { CgroupManager, type TenantLimits } from "./cgroup.js";
 import { buildSeccompFilter } from "./seccomp.js";
 import { builtInTemplates, type Template } from "./templates.js";
 import { WorkspaceManager } from "./workspace.js";
@@ -21,8 +24,20 @@ const UID_BASE = 200000;
 const UID_BLOCKS = 400;
 const UID_RANGE = 4000;
 
-/** Warm sandboxes started side by side when the pool refills. */
-const POOL_PARALLEL = 1;
+/**
+ * Longest a create waits for a sandbox to finish starting when the pool is empty. Past it (or when
+ * `startQueue` creates already wait) the create is 503 at_capacity at once: a client is better
+ * served by a quick "retry in a second" than by a request that hangs while starts pile up.
+ */
+const CREATE_WAIT_MS = 750;
+/** The pool keeps this many seconds of recent demand started ahead. */
+const POOL_DEMAND_S = 1;
+/** Creates of the last this many seconds are the pool's measure of demand. */
+const DEMAND_WINDOW_MS = 5000;
+
+function serviceKey(workspaceDir: string): string {
+  return `svc-${crypto.createHash("sha256").update(workspaceDir).digest("hex").slice(0, 12)}`;
+}
 
 function uidBlockStart(workspaceDir: string): number {
   const block = crypto.createHash("sha256").update(workspaceDir).digest().readUInt32BE(0) % UID_BLOCKS;
@@ -41,17 +56,53 @@ interface Live {
   box: Box;
 }
 
+interface Waiter {
+  resolve(box: Box): void;
+  reject(err: Error): void;
+  timer: NodeJS.Timeout;
+}
+
+/** At most `limit` tasks at once; the rest wait their turn in order. */
+class Limiter {
+  private active = 0;
+  private readonly queue: (() => void)[] = [];
+
+  constructor(private readonly limit: number) {}
+
+  async run<T>(task: () => Promise<T>): Promise<T> {
+    if (this.active >= this.limit) await new Promise<void>((resolve) => this.queue.push(resolve));
+    this.active += 1;
+    try {
+      return await task();
+    } finally {
+      this.active -= 1;
+      this.queue.shift()?.();
+    }
+  }
+}
+
+const atCapacity = (what: string) => new ApiError("at_capacity", `No sandbox can be started right now (${what}); retry in a moment`, 1);
+
 export class SandboxManager {
   readonly templates: Template[];
   private readonly live = new Map<string, Live>();
+  /** Live sandboxes per tenant (the tenant quota counts them without a query). */
+  private readonly liveByTenant = new Map<string, number>();
   private readonly warm: Box[] = [];
+  /** Sandboxes starting now (pool refills and re-adoptions). */
   private warming = 0;
+  /** Creates waiting for the next sandbox to finish starting (the pool was empty). */
+  private readonly waiters: Waiter[] = [];
+  /** Times of recent creates: the pool grows to what they ask for. */
+  private readonly recentCreates: number[] = [];
   private readonly usedUids = new Set<number>();
   private readonly firstUid: number;
   private nextUid: number;
-  private readonly cgroups = new CgroupManager();
+  private readonly cgroups: CgroupManager;
   private readonly workspaces: WorkspaceManager;
   private readonly seccomp = buildSeccompFilter();
+  private readonly teardownLimiter: Limiter;
+  private readonly quotaDefaults: EffectiveQuotas;
   private reaper: NodeJS.Timeout | undefined;
   private closing = false;
   private runsInFlight = 0;
@@ -66,12 +117,45 @@ export class SandboxManager {
   constructor(
     private readonly config: Config,
     private readonly store: SandboxStore,
+    private readonly tenants: TenantStore,
     private readonly log: Logger,
   ) {
     this.templates = builtInTemplates(config.limits);
     this.workspaces = new WorkspaceManager(config.workspaceDir);
+    this.cgroups = new CgroupManager(serviceKey(config.workspaceDir));
     this.firstUid = uidBlockStart(config.workspaceDir);
     this.nextUid = this.firstUid;
+    this.teardownLimiter = new Limiter(Math.max(1, config.maxParallelTeardowns));
+    this.quotaDefaults = tenantQuotaDefaults(config);
+  }
+
+  /** The tenant's quotas now: its own where the operator set them, the configured defaults elsewhere. */
+  tenantQuotas(tenantId: string): EffectiveQuotas {
+    return effectiveQuotas(this.tenants.get(tenantId).quotas, this.quotaDefaults);
+  }
+
+  private tenantLimits(tenantId: string): TenantLimits {
+    const q = this.tenantQuotas(tenantId);
+    return { memoryMb: q.memoryMb, processes: q.maxProcesses };
+  }
+
+  /**
+   * Applies the tenant's current quotas to its cgroup (memory, processes) after an operator changed
+   * them; the sandbox count is read at every create anyway.
+   */
+  async applyTenantQuotas(tenantId: string): Promise<void> {
+    const limits = this.tenantLimits(tenantId);
+    try {
+      await this.cgroups.applyTenantLimits(tenantId, limits);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === "EBUSY") {
+        throw new ApiError(
+          "invalid_state",
+          `The tenant's sandboxes use more than ${limits.memoryMb} MiB now and could not be shrunk to it: end some of them first`,
+        );
+      }
+      throw err;
+    }
   }
 
   /** Re-adopts the sandboxes the records say are running, removes leftovers, starts the pool and the reaper. */
@@ -86,20 +170,23 @@ export class SandboxManager {
     // Several at a time: a restart with hundreds of live sandboxes must not take minutes.
     const workers = Array.from({ length: Math.min(adopt.length, Math.max(4, os.availableParallelism() * 4)) }, async () => {
       for (let record = adopt.shift(); record; record = adopt.shift()) {
+        let box: Box | undefined;
         try {
-          const box = await this.startBox(record.id, record.hostUid);
+          box = await this.startBox(record.id, record.hostUid);
+          await this.cgroups.assign(box.cgroup, record.tenantId, box.spec.uid, this.config.limits, this.tenantLimits(record.tenantId));
           if (Object.keys(record.envVars).length) await box.setEnv(record.envVars);
-          this.live.set(record.id, { record, box });
+          this.addLive(record, box);
           this.log.info({ sandbox_id: record.id }, "re-adopted sandbox after restart");
         } catch (err) {
           this.log.error({ err, sandbox_id: record.id }, "could not re-adopt sandbox; ending it");
+          if (box) await box.destroy().catch(() => {});
           this.store.end(record.id, "terminated", new Date().toISOString());
         }
       }
     });
     await Promise.all(workers);
     await this.sweep();
-    this.reaper = setInterval(() => void this.reap(), this.config.reaperIntervalMs);
+    this.reaper = setInterval(() => this.tick(), this.config.reaperIntervalMs);
     this.reaper.unref();
     this.fillPool();
   }
@@ -107,17 +194,20 @@ export class SandboxManager {
   /** Removes every workspace and cgroup that belongs to no live sandbox (left by a crash). */
   private async sweep(): Promise<void> {
     const keep = new Set(this.live.keys());
-    // The cgroup parent can be shared with other services on this host (same cgroup, another data
-    // dir): only groups named like one of our own workspaces are ours. A sandbox's workspace is
-    // made before its cgroup and removed after it, so every cgroup we left has a workspace too.
     const ours = new Set(await this.workspaces.existing());
     for (const name of ours) {
       if (!keep.has(name)) await this.workspaces.destroy(name).catch((err) => this.log.warn({ err, name }, "sweep: workspace"));
     }
-    for (const name of await this.cgroups.existing()) {
-      if (!keep.has(name) && ours.has(name)) {
-        await this.cgroups.removeByName(name).catch((err) => this.log.warn({ err, name }, "sweep: cgroup"));
-      }
+    // Everything under the service's own group is ours: keep exactly where the live sandboxes are.
+    const places = new Set([...this.live.values()].map(({ box }) => this.cgroups.placeOf(box.cgroup)));
+    for (const place of await this.cgroups.existing()) {
+      if (!places.has(place)) await this.cgroups.removeByName(place).catch((err) => this.log.warn({ err, place }, "sweep: cgroup"));
+    }
+    await this.cgroups.removeEmptyTenants().catch((err) => this.log.warn({ err }, "sweep: tenant cgroups"));
+    // An earlier layout put sandbox groups straight into the shared parent, which other services on
+    // this host may use too: only groups named like one of our own workspaces are ours there.
+    for (const name of await this.cgroups.legacy()) {
+      if (ours.has(name)) await this.cgroups.removeLegacy(name).catch((err) => this.log.warn({ err, name }, "sweep: old cgroup"));
     }
     for (const { record } of this.live.values()) this.usedUids.add(record.hostUid);
   }
@@ -139,34 +229,96 @@ export class SandboxManager {
     return Box.start({ name, uid, limits: this.config.limits, seccomp: this.seccomp, onLog }, this.cgroups, this.workspaces);
   }
 
+  /** Sandboxes the pool should hold now: what the last second asked for, at least AGENTBOX_WARM_POOL. */
+  private poolTarget(now = Date.now()): number {
+    while ((this.recentCreates[0] ?? now) < now - DEMAND_WINDOW_MS) this.recentCreates.shift();
+    const demand = Math.ceil((this.recentCreates.length / (DEMAND_WINDOW_MS / 1000)) * POOL_DEMAND_S);
+    return Math.min(Math.max(this.config.warmPool, demand), Math.max(this.config.warmPool, this.config.warmPoolMax));
+  }
+
+  /**
+   * Starts sandboxes until the pool (plus the creates waiting for one) is at its target, up to
+   * AGENTBOX_MAX_PARALLEL_STARTS at a time. Every start happens here, off the request path.
+   */
   private fillPool(): void {
     if (this.closing) return;
-    const room = this.config.maxSandboxes - this.live.size - this.pending;
-    if (this.warm.length + this.warming >= Math.min(this.config.warmPool, room) || this.warming >= POOL_PARALLEL) return;
-    this.warming += 1;
-    const name = crypto.randomUUID();
-    const uid = this.allocateUid();
-    this.startBox(name, uid)
-      .then(
-        (box) => {
-          if (this.closing) return void box.destroy();
-          this.warm.push(box);
-        },
-        (err) => {
-          this.usedUids.delete(uid);
-          this.log.error({ err }, "warm pool: sandbox failed to start");
-        },
-      )
-      .finally(() => {
-        this.warming -= 1;
-        setImmediate(() => this.fillPool());
-      });
-    // Up to POOL_PARALLEL at a time.
-    this.fillPool();
+    const room = this.config.maxSandboxes - this.live.size - this.pending + this.waiters.length;
+    const want = Math.min(this.poolTarget() + this.waiters.length, room);
+    while (this.warm.length + this.warming < want && this.warming < this.config.maxParallelStarts) {
+      this.warming += 1;
+      const uid = this.allocateUid();
+      this.startBox(crypto.randomUUID(), uid)
+        .then(
+          (box) => {
+            if (this.closing) return void this.release(box);
+            const waiter = this.waiters.shift();
+            if (waiter) {
+              clearTimeout(waiter.timer);
+              waiter.resolve(box);
+            } else this.warm.push(box);
+          },
+          (err) => {
+            this.usedUids.delete(uid);
+            this.log.error({ err }, "warm pool: sandbox failed to start");
+          },
+        )
+        .finally(() => {
+          this.warming -= 1;
+          setImmediate(() => this.fillPool());
+        });
+    }
+  }
+
+  /** A started sandbox: from the pool now, or the next one to finish starting if few creates wait already. */
+  private takeBox(): Promise<Box> {
+    const box = this.warm.shift();
+    if (box) return Promise.resolve(box);
+    if (this.waiters.length >= this.config.startQueue) return Promise.reject(atCapacity("sandbox starts are queued"));
+    return new Promise<Box>((resolve, reject) => {
+      const waiter: Waiter = {
+        resolve,
+        reject,
+        timer: setTimeout(() => {
+          const i = this.waiters.indexOf(waiter);
+          if (i >= 0) this.waiters.splice(i, 1);
+          reject(atCapacity("sandboxes are starting as fast as this machine allows"));
+        }, CREATE_WAIT_MS),
+      };
+      this.waiters.push(waiter);
+      this.fillPool();
+    });
+  }
+
+  /** Every second: expired sandboxes end; a pool larger than recent demand gives one sandbox back. */
+  private tick(): void {
+    void this.reap();
+    if (this.warm.length > this.poolTarget() && this.warming === 0) {
+      const extra = this.warm.pop();
+      if (extra) this.track(this.release(extra));
+    }
   }
 
   liveCount(): number {
     return this.live.size;
+  }
+
+  private addLive(record: SandboxRecord, box: Box): void {
+    this.live.set(record.id, { record, box });
+    this.liveByTenant.set(record.tenantId, (this.liveByTenant.get(record.tenantId) ?? 0) + 1);
+  }
+
+  /**
+   * Moves a sandbox handed to a tenant into the tenant's group. Not awaited by the create: moving
+   * processes between cgroups waits for an RCU grace period (10–30 ms on a busy host), more than a
+   * create from the pool may take. Until it is done the sandbox is held by its own limits; anything
+   * it forks meanwhile is moved too (or killed), so from then on the tenant's limits hold. A
+   * sandbox that cannot be moved is ended rather than left outside its tenant's limits.
+   */
+  private joinTenant(record: SandboxRecord, box: Box, limits: TenantLimits): void {
+    this.cgroups.assign(box.cgroup, record.tenantId, box.spec.uid, this.config.limits, limits).catch((err) => {
+      this.log.error({ err, sandbox_id: record.id }, "could not move the sandbox into its tenant's cgroup; ending it");
+      void this.end(record.id, "terminated");
+    });
   }
 
   async create(tenantId: string, input: CreateInput): Promise<SandboxRecord> {
@@ -176,17 +328,18 @@ export class SandboxManager {
     if (this.live.size + this.pending >= this.config.maxSandboxes) {
       throw new ApiError("at_capacity", `The service is at its limit of ${this.config.maxSandboxes} live sandboxes`, 5);
     }
+    const quota = this.tenantQuotas(tenantId);
     const tenantPending = this.pendingByTenant.get(tenantId) ?? 0;
-    if (this.store.countRunning(tenantId) + tenantPending >= this.config.maxSandboxesPerTenant) {
-      throw new ApiError("quota_exceeded", `Your tenant already has ${this.config.maxSandboxesPerTenant} live sandboxes, its quota`, 10);
+    if ((this.liveByTenant.get(tenantId) ?? 0) + tenantPending >= quota.maxSandboxes) {
+      throw new ApiError("quota_exceeded", `Your tenant already has ${quota.maxSandboxes} live sandboxes, its quota`, 10);
     }
     const timeoutS = input.timeoutS ?? this.config.defaultSandboxTimeoutS;
+    this.recentCreates.push(Date.now());
     this.pending += 1;
     this.pendingByTenant.set(tenantId, tenantPending + 1);
     let box: Box | undefined;
     try {
-      box = this.warm.shift();
-      if (!box) box = await this.startBox(crypto.randomUUID(), this.allocateUid());
+      box = await this.takeBox();
       // After the reply is written: starting a sandbox forks processes, which would delay it.
       setImmediate(() => this.fillPool());
       if (input.envVars && Object.keys(input.envVars).length) await box.setEnv(input.envVars);
@@ -206,10 +359,11 @@ export class SandboxManager {
         endedAt: null,
       };
       this.store.insert(record);
-      this.live.set(record.id, { record, box });
+      this.addLive(record, box);
+      this.joinTenant(record, box, { memoryMb: quota.memoryMb, processes: quota.maxProcesses });
       return record;
     } catch (err) {
-      if (box) await this.release(box);
+      if (box) this.track(this.release(box));
       throw err;
     } finally {
       this.pending -= 1;
@@ -283,6 +437,9 @@ export class SandboxManager {
     const live = this.live.get(id);
     if (!live) return;
     this.live.delete(id);
+    const tenantLeft = (this.liveByTenant.get(live.record.tenantId) ?? 1) - 1;
+    if (tenantLeft > 0) this.liveByTenant.set(live.record.tenantId, tenantLeft);
+    else this.liveByTenant.delete(live.record.tenantId);
     const endedAt = new Date().toISOString();
     live.record.status = status;
     live.record.endedAt = endedAt;
@@ -291,22 +448,32 @@ export class SandboxManager {
     // The caller gets its answer once the processes are killed; unmounting and removing the cgroup
     // go on in the background (a crash midway leaves them to the start-up sweep).
     await live.box.stop().catch((err) => this.log.error({ err, sandbox_id: id }, "sandbox kill failed"));
-    const teardown = this.release(live.box).finally(() => {
-      this.teardowns.delete(teardown);
-      this.fillPool();
-    });
-    this.teardowns.add(teardown);
+    this.track(this.release(live.box, true).finally(() => this.fillPool()));
   }
 
-  private async release(box: Box): Promise<void> {
-    try {
-      await box.destroy();
-    } catch (err) {
-      this.log.error({ err, sandbox_id: box.spec.name }, "sandbox cleanup failed");
-    } finally {
-      // Only now: the uid is not handed out again while the old sandbox's files or processes may remain.
-      this.usedUids.delete(box.spec.uid);
-    }
+  /** Keeps a background cleanup until it is done (close() waits for them). */
+  private track(teardown: Promise<void>): void {
+    const tracked = teardown.finally(() => this.teardowns.delete(tracked));
+    this.teardowns.add(tracked);
+  }
+
+  /**
+   * Removes a sandbox (processes, cgroup, workspace). A few at a time: each forks umount and
+   * waits on the kernel, and a burst of kills must not take the thread pool and CPU that
+   * requests need.
+   */
+  private async release(box: Box, stopped = false): Promise<void> {
+    if (!stopped) await box.stop().catch(() => {});
+    await this.teardownLimiter.run(async () => {
+      try {
+        await box.teardown();
+      } catch (err) {
+        this.log.error({ err, sandbox_id: box.spec.name }, "sandbox cleanup failed");
+      } finally {
+        // Only now: the uid is not handed out again while the old sandbox's files or processes may remain.
+        this.usedUids.delete(box.spec.uid);
+      }
+    });
   }
 
   private async reap(): Promise<void> {
@@ -327,11 +494,16 @@ export class SandboxManager {
   async close(opts: { destroyAll?: boolean } = {}): Promise<void> {
     this.closing = true;
     if (this.reaper) clearInterval(this.reaper);
+    for (const waiter of this.waiters.splice(0)) {
+      clearTimeout(waiter.timer);
+      waiter.reject(new ApiError("at_capacity", "The service is shutting down", 5));
+    }
     while (this.warming > 0) await new Promise((r) => setTimeout(r, 10));
     await Promise.all(this.warm.splice(0).map((box) => this.release(box)));
     if (opts.destroyAll) {
       await Promise.all([...this.live.keys()].map((id) => this.end(id, "terminated")));
       await Promise.all([...this.teardowns]);
+      await this.cgroups.removeEmpty().catch(() => {});
       return;
     }
     // Sandboxes that ended before the stop: finish cleaning up after them.
@@ -342,5 +514,6 @@ export class SandboxManager {
         await box.cgroup.destroy().catch((err) => this.log.error({ err, sandbox_id: box.spec.name }, "shutdown: cgroup"));
       }),
     );
+    await this.cgroups.removeEmpty().catch(() => {});
   }
 }

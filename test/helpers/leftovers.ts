@@ -1,6 +1,7 @@
 // What a sandbox leaves on the host, to assert that an ended one left nothing: mounts of its
 // workspace, its cgroups and the processes in them. Also a runner for the operator CLI.
 import { spawnSync } from "node:child_process";
+import crypto from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
 
@@ -37,10 +38,34 @@ export function agentboxCgroupParents(): string[] {
   return [...new Set(parents)];
 }
 
-/** Cgroup directories that exist for the sandbox `id`. */
+/** Directories at most `depth` levels under `dir` (the groups of services, tenants and sandboxes). */
+function groupsUnder(dir: string, depth: number): string[] {
+  if (depth === 0) return [];
+  let names: string[];
+  try {
+    names = fs
+      .readdirSync(dir, { withFileTypes: true })
+      .filter((d) => d.isDirectory())
+      .map((d) => d.name);
+  } catch {
+    return [];
+  }
+  return names.flatMap((n) => [path.join(dir, n), ...groupsUnder(path.join(dir, n), depth - 1)]);
+}
+
+/** Cgroup directories that exist for the sandbox `id`, wherever it is nested (service, tenant). */
 export function cgroupsOf(id: string): string[] {
+  return agentboxCgroupParents().flatMap((p) => groupsUnder(p, 3).filter((d) => path.basename(d) === id));
+}
+
+/**
+ * The group of the service whose workspace dir is `workspaceDir` (the parent of its tenants' and
+ * sandboxes' groups), in every hierarchy where it exists.
+ */
+export function serviceCgroups(workspaceDir: string): string[] {
+  const name = `svc-${crypto.createHash("sha256").update(workspaceDir).digest("hex").slice(0, 12)}`;
   return agentboxCgroupParents()
-    .map((p) => path.join(p, id))
+    .map((p) => path.join(p, name))
     .filter((d) => fs.existsSync(d));
 }
 

@@ -8,7 +8,7 @@ import type { Logger } from "pino";
 import { ApiError } from "../errors.js";
 import { inferenceRoutes } from "../inference/routes.js";
 import { installAuth } from "./auth.js";
-import { clientError, jsonDepthExceeds, requestId } from "./bounds.js";
+import { clientError, jsonDepthExceeds, lingerBeforeClose, requestId } from "./bounds.js";
 import { limitConnections } from "./connections.js";
 import { installErrorHandler, routerError } from "./error-handler.js";
 import { installRateLimits } from "./rate-limit.js";
@@ -64,8 +64,11 @@ export async function buildApp(services: Services, logger: Logger): Promise<Fast
     if (closing) throw new ApiError("at_capacity", "The service is shutting down; retry shortly", 5);
   });
   // While closing, no connection is kept alive after its response, so that close() need not wait for it.
-  app.addHook("onSend", async (_request, reply) => {
+  // An answer that closes the connection before the request body was read (a 413 for a body over
+  // the limit) closes it gently, so that the client can read the answer (bounds.ts).
+  app.addHook("onSend", async (request, reply) => {
     if (closing) reply.header("connection", "close");
+    if (!request.raw.complete && reply.getHeader("connection") === "close") lingerBeforeClose(request.raw.socket);
   });
 
   // Real clients send `Content-Type: application/json` on GET/DELETE with no body: that is not an error.

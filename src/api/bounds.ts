@@ -1,6 +1,7 @@
 // Bounds on what a request may be, checked before Fastify's routing: the request id a client may
 // set, JSON nesting depth, and the answer to requests Node rejects itself (headers too large,
-// malformed HTTP, too slow), all in the error envelope.
+// malformed HTTP, too slow), all in the error envelope; and the lingering close of an answer sent
+// before its request body was read.
 import crypto from "node:crypto";
 import { type IncomingMessage, STATUS_CODES } from "node:http";
 import type { Socket } from "node:net";
@@ -48,4 +49,44 @@ export function clientError(err: Error & { code?: string }, socket: Socket): voi
     );
   }
   socket.destroy();
+}
+
+/** Lingering close: what a client may still send after its answer, and for how long at most. */
+export const LINGER = { maxBytes: 64 * 2 ** 20, maxMs: 30_000, idleMs: 5_000, checkMs: 250 } as const;
+
+const lingering = new WeakSet<Socket>();
+
+/**
+ * Makes the socket close the way nginx's lingering close does, for an answer sent before the
+ * request body was read (a 413 for a body over the limit, a 401 before the upload): the answer and
+ * a FIN go out, and what the client still sends is read and dropped until it closes, or until it
+ * sent `maxBytes`, or went `idleMs` without sending, or `maxMs` passed. Closing at once with unread
+ * bytes would make the kernel send a reset, and most clients (Node's fetch, Python's urllib) then
+ * report a broken pipe instead of the answer. Node calls `destroySoon` when a response that closes
+ * the connection has been written; the bytes are read by Node's HTTP parser, which discards the
+ * rest of a request body nobody reads, so nothing is buffered.
+ */
+export function lingerBeforeClose(
+  socket: Socket,
+  limits: { maxBytes: number; maxMs: number; idleMs: number; checkMs: number } = LINGER,
+): void {
+  if (lingering.has(socket)) return;
+  lingering.add(socket);
+  socket.destroySoon = function lingeringClose(this: Socket) {
+    const started = Date.now();
+    const startBytes = socket.bytesRead;
+    let lastBytes = startBytes;
+    let lastProgress = started;
+    const check = setInterval(() => {
+      const now = Date.now();
+      if (socket.bytesRead !== lastBytes) {
+        lastBytes = socket.bytesRead;
+        lastProgress = now;
+      }
+      if (lastBytes - startBytes > limits.maxBytes || now - lastProgress > limits.idleMs || now - started > limits.maxMs) socket.destroy();
+    }, limits.checkMs);
+    socket.once("close", () => clearInterval(check));
+    socket.end();
+    return this;
+  };
 }

@@ -12,7 +12,7 @@ export interface ApiKeyRecord {
   revokedAt: string | null;
   rateLimitPerMinute: number | null;
   maxConcurrentRuns: number | null;
-  /** To the minute: written at most once a minute per key. */
+  /** The last request with the key; kept in memory, written to the database at most once a minute. */
   lastUsedAt: string | null;
 }
 

@@ -34,9 +34,12 @@ export const CreatedKey = Type.Object(
 );
 
 export const KeyInfo = Type.Object(
-  { ...keyFields, last_used_at: Type.Union([Timestamp, Type.Null()], {
+  {
+    ...keyFields,
+    last_used_at: Type.Union([Timestamp, Type.Null()], {
       description: "The key's last request; null if never used. Stored once a minute, so after a restart up to a minute old",
-    }) },
+    }),
+  },
   { additionalProperties: false },
 );
 

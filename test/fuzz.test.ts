@@ -268,7 +268,8 @@ function requestFor(key: string): fc.Arbitrary<FuzzRequest> {
         ),
         params: fc.array(pathParam, { minLength: op.pathParams.length, maxLength: op.pathParams.length }),
         query: queryString(op.queryParams),
-        auth: authHeader(key),
+        // The admin routes take the admin key: fuzz them with it, not only with a refused tenant key.
+        auth: authHeader(op.path.startsWith("/v1/admin") ? server.adminKey : key),
         contentType,
         requestId: fc.option(
           fc.oneof(

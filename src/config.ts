@@ -87,6 +87,8 @@ export interface Config {
   maxParallelStarts: number;
   /** Cold creates that may wait for a start slot; past it a create is 503 at once. */
   startQueue: number;
+  /** Longest a queued create waits for a sandbox to finish starting before it is 503, ms. */
+  createWaitMs: number;
   /** Sandbox teardowns (kill leftovers, remove cgroups, unmount the workspace) running at once. */
   maxParallelTeardowns: number;
   /** The operator's admin key from the environment; unset: one generated at first start, stored hashed. */
@@ -185,6 +187,7 @@ export function loadConfig(): Config {
     // processes: two per core keeps the cores busy without starving request handling.
     maxParallelStarts: num("AGENTBOX_MAX_PARALLEL_STARTS", Math.max(2, cores * 2)),
     startQueue: num("AGENTBOX_START_QUEUE", Math.max(4, cores * 4)),
+    createWaitMs: num("AGENTBOX_CREATE_WAIT_MS", 3000),
     maxParallelTeardowns: num("AGENTBOX_MAX_PARALLEL_TEARDOWNS", Math.max(2, cores * 2)),
     adminApiKey: process.env.AGENTBOX_ADMIN_KEY || undefined,
     ...connectionLimits(),

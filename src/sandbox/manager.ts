@@ -24,12 +24,6 @@ const UID_BASE = 200000;
 const UID_BLOCKS = 400;
 const UID_RANGE = 4000;
 
-/**
- * Longest a create waits for a sandbox to finish starting when the pool is empty. Past it (or when
- * `startQueue` creates already wait) the create is 503 at_capacity at once: a client is better
- * served by a quick "retry in a second" than by a request that hangs while starts pile up.
- */
-const CREATE_WAIT_MS = 750;
 /** The pool keeps this many seconds of recent demand started ahead. */
 const POOL_DEMAND_S = 1;
 /** Creates of the last this many seconds are the pool's measure of demand. */
@@ -250,7 +244,7 @@ export class SandboxManager {
       this.startBox(crypto.randomUUID(), uid)
         .then(
           (box) => {
-            if (this.closing) return void this.release(box);
+            if (this.closing) return void this.track(this.release(box));
             const waiter = this.waiters.shift();
             if (waiter) {
               clearTimeout(waiter.timer);
@@ -269,7 +263,12 @@ export class SandboxManager {
     }
   }
 
-  /** A started sandbox: from the pool now, or the next one to finish starting if few creates wait already. */
+  /**
+   * A started sandbox: from the pool now, or the next one to finish starting if fewer than
+   * AGENTBOX_START_QUEUE creates wait already and it comes within AGENTBOX_CREATE_WAIT_MS. Otherwise
+   * 503 at once: a client is better served by a quick "retry in a second" than by a request that
+   * hangs while starts pile up.
+   */
   private takeBox(): Promise<Box> {
     const box = this.warm.shift();
     if (box) return Promise.resolve(box);
@@ -282,7 +281,7 @@ export class SandboxManager {
           const i = this.waiters.indexOf(waiter);
           if (i >= 0) this.waiters.splice(i, 1);
           reject(atCapacity("sandboxes are starting as fast as this machine allows"));
-        }, CREATE_WAIT_MS),
+        }, this.config.createWaitMs),
       };
       this.waiters.push(waiter);
       this.fillPool();

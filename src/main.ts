@@ -33,7 +33,7 @@ async function main(): Promise<void> {
     logger.warn("admin key generated and printed once on stderr");
   }
   const tenants = new SqliteTenantStore(db);
-  const sandboxes = new SandboxManager(config, new SqliteSandboxStore(db), logger);
+  const sandboxes = new SandboxManager(config, new SqliteSandboxStore(db), tenants, logger);
   await sandboxes.init();
   const metrics = new Metrics(() => sandboxes.liveCount());
   const sandbox = new SandboxService({ config, sandboxes, tenants, counters: metrics });

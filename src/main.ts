@@ -13,6 +13,7 @@ import { openDb } from "./store/db.js";
 import { AdminKeys, SqliteKeyStore } from "./store/keys.js";
 import { SqliteSandboxStore } from "./store/sandboxes.js";
 import { SqliteTenantStore } from "./store/tenants.js";
+import { openVectors } from "./vectors/setup.js";
 
 async function main(): Promise<void> {
   const config = loadConfig();
@@ -37,8 +38,10 @@ async function main(): Promise<void> {
   await sandboxes.init();
   const metrics = new Metrics(() => sandboxes.liveCount());
   const sandbox = new SandboxService({ config, sandboxes, tenants, counters: metrics });
-  const app = await buildApp({ config, keys, admin, tenants, sandboxes, sandbox, metrics, inference: { db, providers } }, logger);
+  const vectorsArea = openVectors(config.dataDir, db, providers, logger);
+  const app = await buildApp({ config, keys, admin, tenants, sandboxes, sandbox, metrics, inference: { db, providers, embeddings: vectorsArea.embeddings }, vectors: vectorsArea.vectors }, logger);
   await app.listen({ host: config.host, port: config.port });
+  vectorsArea.warm();
 
   let stopping = false;
   const stop = async (signal: string) => {
@@ -63,6 +66,7 @@ async function main(): Promise<void> {
     if (!finished) logger.warn({ in_flight: sandbox.gates.inFlight() }, "grace period over: stopping sandboxes under running requests");
     await sandboxes.close();
     await providers.close();
+    await vectorsArea.close();
     keys.close();
     db.close();
     logger.info("stopped");

@@ -5,7 +5,9 @@ import swaggerUi from "@fastify/swagger-ui";
 import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply } from "fastify";
 import type { Logger } from "pino";
+import { vectorRoutes } from "../vectors/routes.js";
 import { ApiError } from "../errors.js";
+import { embeddingRoutes } from "../inference/embeddings-routes.js";
 import { inferenceRoutes } from "../inference/routes.js";
 import { installAuth } from "./auth.js";
 import { clientError, jsonDepthExceeds, lingerBeforeClose, requestId } from "./bounds.js";
@@ -141,6 +143,11 @@ export async function buildApp(services: Services, logger: Logger): Promise<Fast
     // The gateway's code tool runs code through the same service (and gates) as POST /code/run.
     const deps = { ...services.inference, sandboxes: services.sandbox, maxJsonDepth: config.maxJsonDepth };
     await app.register(inferenceRoutes, { prefix: "/v1/inference", deps });
+    const embeddings = services.inference.embeddings;
+    if (embeddings) await app.register(embeddingRoutes, { prefix: "/v1/inference", embeddings });
+  }
+  if (services.vectors) {
+    await app.register(vectorRoutes, { prefix: "/v1/vectors", vectors: services.vectors });
   }
   return app;
 }

@@ -1,11 +1,13 @@
 // What route handlers depend on, bundled once at start-up.
 import type { Database } from "better-sqlite3";
 import type { Config } from "../config.js";
+import type { EmbeddingService } from "../inference/embeddings.js";
 import type { ProviderRegistry } from "../inference/providers.js";
 import type { SandboxManager } from "../sandbox/manager.js";
 import type { SandboxService } from "../sandbox/service.js";
 import type { AdminKeys, KeyStore } from "../store/keys.js";
 import type { TenantStore } from "../store/tenants.js";
+import type { VectorService } from "../vectors/service.js";
 import type { Metrics } from "./metrics.js";
 
 export interface Services {
@@ -20,5 +22,7 @@ export interface Services {
   sandbox: SandboxService;
   metrics?: Metrics;
   /** The inference gateway's upstreams and the database it records usage in; absent, no /v1/inference routes. */
-  inference?: { db: Database; providers: ProviderRegistry };
+  inference?: { db: Database; providers: ProviderRegistry; embeddings?: EmbeddingService };
+  /** Vector indexes and search (the /v1/vectors routes); absent, no such routes. */
+  vectors?: VectorService;
 }

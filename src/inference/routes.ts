@@ -128,7 +128,7 @@ export async function inferenceRoutes(app: FastifyInstance, opts: { deps: Infere
         response: { 200: ModelList, ...errors(401) },
       },
     },
-    async () => ({ object: "list" as const, data: deps.providers.models() }),
+    async () => ({ object: "list" as const, data: [...deps.providers.models(), ...(deps.embeddings?.models() ?? [])] }),
   );
 
   api.get(

@@ -20,6 +20,8 @@ export interface InferenceDeps {
   sandboxes: CodeToolSandboxes;
   /** Deepest JSON nesting accepted in a request body (the app's own limit; default 64). */
   maxJsonDepth?: number;
+  /** The embedding models served by POST /embeddings (listed with the chat models). */
+  embeddings?: { models(): ModelInfo[] };
 }
 
 // --- OpenAI chat shapes (only the fields the gateway reads; everything else passes through) ---

@@ -1,0 +1,49 @@
+// POST /v1/inference/embeddings: OpenAI-compatible embeddings (the embedded default model when no
+// `model` is given, else an upstream that serves the model).
+import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
+import { Type } from "@sinclair/typebox";
+import type { FastifyInstance } from "fastify";
+import { errors } from "../api/schemas/common.js";
+import type { EmbeddingService } from "./embeddings.js";
+
+const Input = Type.Union([Type.String(), Type.Array(Type.String(), { minItems: 1, maxItems: 2048 })]);
+
+const EmbeddingBody = Type.Object(
+  {
+    model: Type.Optional(Type.String({ minLength: 1, maxLength: 256, description: "Default: the embedded model GET /models lists" })),
+    input: Input,
+    encoding_format: Type.Optional(Type.Union([Type.Literal("float"), Type.Literal("base64")])),
+    dimensions: Type.Optional(Type.Integer({ minimum: 1, maximum: 8192 })),
+    user: Type.Optional(Type.String({ maxLength: 256 })),
+  },
+  { additionalProperties: true },
+);
+
+const EmbeddingList = Type.Object({
+  object: Type.Literal("list"),
+  data: Type.Array(
+    Type.Object({
+      object: Type.Literal("embedding"),
+      embedding: Type.Union([Type.Array(Type.Number()), Type.String({ description: "base64 of little-endian float32" })]),
+      index: Type.Integer(),
+    }),
+  ),
+  model: Type.String(),
+  usage: Type.Object({ prompt_tokens: Type.Integer(), total_tokens: Type.Integer() }),
+});
+
+export async function embeddingRoutes(app: FastifyInstance, opts: { embeddings: EmbeddingService }): Promise<void> {
+  app.withTypeProvider<TypeBoxTypeProvider>().post(
+    "/embeddings",
+    {
+      schema: {
+        tags: ["inference"],
+        summary: "Create embeddings",
+        description: "OpenAI-compatible. Without `model`, the embedded default model (512 dimensions, runs offline).",
+        body: EmbeddingBody,
+        response: { 200: EmbeddingList, ...errors(400, 401, 404, 502, 503, 504) },
+      },
+    },
+    async (request) => opts.embeddings.create(request.apiKey.id, request.body),
+  );
+}

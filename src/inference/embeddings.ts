@@ -1,0 +1,126 @@
+// Embeddings: the OpenAI-compatible /embeddings answer, from the embedded default model or from an
+// OpenAI-compatible upstream that serves the requested model. Usage is recorded per API key like
+// chat completions. Also what the vectors text routes embed with.
+import type { Database } from "better-sqlite3";
+import { ApiError, invalid } from "../errors.js";
+import { DEFAULT_EMBEDDING_DIMENSIONS, DEFAULT_EMBEDDING_MODEL, LocalEmbedder } from "./embeddings-local.js";
+import type { ProviderRegistry } from "./providers.js";
+import type { ModelInfo } from "./types.js";
+import { UsageLog } from "./usage.js";
+
+export interface EmbeddingRequest {
+  model?: string;
+  input: string | string[];
+  encoding_format?: "float" | "base64";
+  dimensions?: number;
+  user?: string;
+}
+
+export interface EmbeddingResponse {
+  object: "list";
+  data: Array<{ object: "embedding"; embedding: number[] | string; index: number }>;
+  model: string;
+  usage: { prompt_tokens: number; total_tokens: number };
+}
+
+/** A provider that can embed (an OpenAI-compatible upstream). */
+interface EmbeddingUpstream {
+  embeddings(
+    body: unknown,
+    signal: AbortSignal,
+  ): Promise<{ data?: Array<{ embedding?: unknown; index?: number }>; usage?: { prompt_tokens?: number } }>;
+}
+
+const MAX_INPUTS = 2048;
+const MAX_CHARS = 100_000;
+
+/** Token count for usage: whitespace-separated words (the default model has no public tokenizer count). */
+function countTokens(texts: string[]): number {
+  let n = 0;
+  for (const t of texts) n += t.split(/\s+/).filter((w) => w !== "").length;
+  return n;
+}
+
+function toBase64(v: Float32Array): string {
+  return Buffer.from(v.buffer, v.byteOffset, v.byteLength).toString("base64");
+}
+
+export class EmbeddingService {
+  private readonly local = new LocalEmbedder();
+  private readonly usage: UsageLog;
+  private readonly created = Math.floor(Date.now() / 1000);
+
+  constructor(
+    db: Database,
+    private readonly providers: ProviderRegistry,
+  ) {
+    this.usage = new UsageLog(db);
+  }
+
+  /** The default model, for GET /models. */
+  models(): ModelInfo[] {
+    return [{ id: DEFAULT_EMBEDDING_MODEL, object: "model", created: this.created, owned_by: "agentbox" }];
+  }
+
+  private async run(model: string, texts: string[], dimensions: number | undefined): Promise<{ vectors: Float32Array[]; tokens: number }> {
+    if (texts.length === 0) throw invalid("input must not be empty");
+    if (texts.length > MAX_INPUTS) throw invalid(`input has more than ${MAX_INPUTS} items`);
+    for (const t of texts) if (t.length > MAX_CHARS) throw invalid(`an input is longer than ${MAX_CHARS} characters`);
+    if (model === DEFAULT_EMBEDDING_MODEL) {
+      if (dimensions !== undefined && dimensions !== DEFAULT_EMBEDDING_DIMENSIONS)
+        throw invalid(`the model '${model}' has ${DEFAULT_EMBEDDING_DIMENSIONS} dimensions; 'dimensions' cannot change it`);
+      for (const t of texts) if (t === "") throw invalid("input must not contain empty strings");
+      return { vectors: await this.local.embed(texts), tokens: countTokens(texts) };
+    }
+    const provider = this.providers.resolve(model) as unknown as Partial<EmbeddingUpstream> & { name: string };
+    if (typeof provider.embeddings !== "function")
+      throw invalid(`The model '${model}' (provider '${provider.name}') does not serve embeddings`);
+    const body: Record<string, unknown> = { model, input: texts, encoding_format: "float" };
+    if (dimensions !== undefined) body.dimensions = dimensions;
+    const json = await provider.embeddings(body, AbortSignal.timeout(120_000));
+    const data = Array.isArray(json.data) ? json.data : [];
+    const vectors: Float32Array[] = new Array(texts.length);
+    data.forEach((d, i) => {
+      const at = typeof d.index === "number" ? d.index : i;
+      if (!Array.isArray(d.embedding) || at < 0 || at >= texts.length)
+        throw new ApiError("upstream_error", `Provider '${provider.name}' answered embeddings in an unexpected shape`);
+      vectors[at] = Float32Array.from(d.embedding as number[]);
+    });
+    for (let i = 0; i < texts.length; i++)
+      if (!vectors[i])
+        throw new ApiError("upstream_error", `Provider '${provider.name}' answered ${data.length} embeddings for ${texts.length} inputs`);
+    return { vectors, tokens: json.usage?.prompt_tokens ?? countTokens(texts) };
+  }
+
+  /** For the vectors text routes. */
+  async embed(
+    keyId: string,
+    model: string | undefined,
+    texts: string[],
+  ): Promise<{ vectors: Float32Array[]; model: string; tokens: number }> {
+    const name = model ?? DEFAULT_EMBEDDING_MODEL;
+    const out = await this.run(name, texts, undefined);
+    this.usage.record(keyId, name, out.tokens, 0);
+    return { ...out, model: name };
+  }
+
+  /** POST /embeddings. */
+  async create(keyId: string, req: EmbeddingRequest): Promise<EmbeddingResponse> {
+    const model = req.model ?? DEFAULT_EMBEDDING_MODEL;
+    const texts = typeof req.input === "string" ? [req.input] : req.input;
+    const out = await this.run(model, texts, req.dimensions);
+    this.usage.record(keyId, model, out.tokens, 0);
+    const b64 = req.encoding_format === "base64";
+    return {
+      object: "list",
+      data: out.vectors.map((v, index) => ({ object: "embedding", embedding: b64 ? toBase64(v) : Array.from(v), index })),
+      model,
+      usage: { prompt_tokens: out.tokens, total_tokens: out.tokens },
+    };
+  }
+
+  async close(): Promise<void> {
+    this.usage.flush();
+    await this.local.close();
+  }
+}

@@ -1,0 +1,72 @@
+// The vector engine interface: what the vectors service needs from whatever stores records and
+// answers nearest-neighbour searches. The embedded engine (embedded.ts: SQLite records + an
+// in-process HNSW index) implements it; a server engine (PostgreSQL with pgvector, Qdrant) can
+// implement the same methods and take over without touching the service or the routes.
+import type { Metadata, Predicate } from "./filter.js";
+
+export type Metric = "cosine" | "euclidean" | "dotproduct";
+
+/** What an engine needs to know about an index (the catalog row lives in the service's store). */
+export interface IndexSpec {
+  id: string;
+  dimension: number;
+  metric: Metric;
+}
+
+export interface NewVector {
+  id: string;
+  embedding: Float32Array;
+  metadata: Metadata;
+  delete_protection: boolean;
+}
+
+export interface VectorRecord {
+  id: string;
+  embedding: number[];
+  metadata: Metadata;
+  delete_protection: boolean;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface Hit {
+  id: string;
+  score: number;
+  values?: number[];
+  metadata?: Metadata;
+}
+
+/** A validated filter: the document (for engines that translate it, e.g. to SQL) and its compiled predicate. */
+export interface Filter {
+  doc: unknown;
+  predicate: Predicate;
+}
+
+export interface SearchOptions {
+  topK: number;
+  filter?: Filter;
+  includeValues: boolean;
+  includeMetadata: boolean;
+}
+
+export interface VectorEngine {
+  /** Prepares the engine's storage for a new index. */
+  createIndex(spec: IndexSpec): void;
+  /** Removes every vector of the index. */
+  dropIndex(spec: IndexSpec): void;
+  /** Inserts or replaces vectors, all or none; visible to the next search once it resolves. */
+  upsert(spec: IndexSpec, vectors: NewVector[]): void;
+  /** Deletes by id; returns how many existed. */
+  delete(spec: IndexSpec, ids: string[]): number;
+  fetch(spec: IndexSpec, ids: string[]): VectorRecord[];
+  list(spec: IndexSpec, offset: number, limit: number): { vectors: VectorRecord[]; total: number };
+  /** Replaces metadata and/or delete protection of one vector; undefined when it does not exist. */
+  update(spec: IndexSpec, id: string, change: { metadata?: Metadata; delete_protection?: boolean }): VectorRecord | undefined;
+  /** Nearest vectors first; with a filter, the best `topK` among the vectors that match it. */
+  search(spec: IndexSpec, query: Float32Array, opts: SearchOptions): Hit[];
+  count(spec: IndexSpec): number;
+  /** Vectors written but not yet in the ANN index (searched exactly meanwhile); 0 when fully indexed. */
+  pending(spec: IndexSpec): number;
+  /** Persists what speeds up the next start (the ANN graph) and releases resources. */
+  close(): void;
+}

@@ -1,0 +1,344 @@
+// The vectors service: indexes per tenant (the catalog in store.ts) and the vectors in them (through
+// the VectorEngine). Every input is checked before anything is written, so a refused request
+// changes nothing. Knows nothing of HTTP.
+import crypto from "node:crypto";
+import { ApiError, invalid } from "../errors.js";
+import type { Filter, Hit, IndexSpec, Metric, NewVector, VectorEngine, VectorRecord } from "./engine.js";
+import { compileFilter, type Metadata } from "./filter.js";
+import type { IndexRow, VectorDb } from "./store.js";
+
+export const MAX_DIMENSION = 2000;
+export const MAX_TOP_K = 1000;
+export const MAX_BATCH = 1000;
+/** Serialized metadata per vector (and per index). */
+export const MAX_METADATA_BYTES = 40 * 1024;
+const NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/;
+
+/** Turns texts into vectors for the text routes (the gateway's embeddings service). */
+export interface TextEmbedder {
+  embed(keyId: string, model: string | undefined, texts: string[]): Promise<{ vectors: Float32Array[]; model: string; tokens: number }>;
+}
+
+export interface IndexView {
+  id: string;
+  name: string;
+  dimension: number;
+  metric: Metric;
+  vector_type: string;
+  cloud_provider: string | null;
+  region: string | null;
+  index_type: string | null;
+  metadata: Metadata;
+  delete_protection: boolean;
+  created_at: string;
+  updated_at: string;
+  /** "indexing" while recent writes are still joining the ANN index (they are searchable already). */
+  status: "ready" | "indexing";
+  vector_count: number;
+}
+
+export interface CreateIndex {
+  name: string;
+  dimension: number;
+  metric?: string;
+  vector_type?: string;
+  cloud_provider?: string;
+  region?: string;
+  index_type?: string;
+  metadata?: Metadata;
+  delete_protection?: boolean;
+}
+
+export interface VectorIn {
+  id?: string;
+  embedding?: number[];
+  text?: string;
+  model?: string;
+  metadata?: Metadata;
+  delete_protection?: boolean;
+}
+
+export interface SearchIn {
+  top_k?: number;
+  filter?: unknown;
+  include_metadata?: boolean;
+  include_values?: boolean;
+}
+
+export interface UpsertResult {
+  ids: string[];
+  count: number;
+  upserted_count: number;
+  failed_count: number;
+  errors: string[];
+  usage?: { prompt_tokens: number; total_tokens: number };
+}
+
+function metricOf(m: string | undefined): Metric {
+  if (m === undefined || m === "cosine") return "cosine";
+  if (m === "euclidean") return "euclidean";
+  if (m === "dotproduct" || m === "dot_product") return "dotproduct";
+  throw invalid(`metric must be cosine, euclidean or dotproduct, got ${JSON.stringify(m)}`);
+}
+
+function checkMetadata(m: unknown, where: string): Metadata {
+  if (m === undefined || m === null) return {};
+  if (typeof m !== "object" || Array.isArray(m)) throw invalid(`${where}: metadata must be an object`);
+  if (JSON.stringify(m).length > MAX_METADATA_BYTES) throw invalid(`${where}: metadata is larger than ${MAX_METADATA_BYTES} bytes`);
+  return m as Metadata;
+}
+
+export class VectorService {
+  constructor(
+    private readonly store: VectorDb,
+    readonly engine: VectorEngine,
+    private readonly embedder?: TextEmbedder,
+  ) {}
+
+  private view(row: IndexRow): IndexView {
+    return {
+      id: row.id,
+      name: row.name,
+      dimension: row.dimension,
+      metric: row.metric,
+      vector_type: row.vector_type,
+      cloud_provider: row.cloud_provider,
+      region: row.region,
+      index_type: row.index_type,
+      metadata: JSON.parse(row.metadata) as Metadata,
+      delete_protection: row.delete_protection === 1,
+      created_at: row.created_at,
+      updated_at: row.updated_at,
+      status: this.engine.pending(this.spec(row)) > 0 ? "indexing" : "ready",
+      vector_count: this.engine.count(this.spec(row)),
+    };
+  }
+
+  private spec(row: IndexRow): IndexSpec {
+    return { id: row.id, dimension: row.dimension, metric: row.metric };
+  }
+
+  /** An index by id or by name, of this tenant only (another tenant's is not found). */
+  private row(tenantId: string, ref: string): IndexRow {
+    const row = this.store.indexById(tenantId, ref) ?? this.store.indexByName(tenantId, ref);
+    if (!row) throw new ApiError("index_not_found", `Vector index '${ref}' was not found`);
+    return row;
+  }
+
+  /** Every index's engine spec (for loading them all after start). */
+  allSpecs(): IndexSpec[] {
+    return this.store.allIndexes().map((r) => this.spec(r));
+  }
+
+  createIndex(tenantId: string, req: CreateIndex): IndexView {
+    if (!NAME.test(req.name)) throw invalid("name must be 1-128 letters, digits, '_', '.', '-', starting with a letter or digit");
+    if (!Number.isInteger(req.dimension) || req.dimension < 1 || req.dimension > MAX_DIMENSION)
+      throw invalid(`dimension must be an integer from 1 to ${MAX_DIMENSION}`);
+    const metric = metricOf(req.metric);
+    if (req.vector_type !== undefined && req.vector_type !== "dense") throw invalid("vector_type must be 'dense'");
+    const metadata = checkMetadata(req.metadata, "index");
+    if (this.store.indexByName(tenantId, req.name)) throw new ApiError("conflict", `A vector index named '${req.name}' already exists`);
+    const now = new Date().toISOString();
+    const row: IndexRow = {
+      id: `vi_${crypto.randomUUID().replaceAll("-", "")}`,
+      tenant_id: tenantId,
+      name: req.name,
+      dimension: req.dimension,
+      metric,
+      vector_type: "dense",
+      cloud_provider: req.cloud_provider ?? null,
+      region: req.region ?? null,
+      index_type: req.index_type ?? null,
+      metadata: JSON.stringify(metadata),
+      delete_protection: req.delete_protection ? 1 : 0,
+      created_at: now,
+      updated_at: now,
+    };
+    try {
+      this.store.insertIndex(row);
+    } catch (err) {
+      if (String(err).includes("UNIQUE")) throw new ApiError("conflict", `A vector index named '${req.name}' already exists`);
+      throw err;
+    }
+    this.engine.createIndex(this.spec(row));
+    return this.view(row);
+  }
+
+  listIndexes(tenantId: string, page: number, pageSize: number) {
+    const { rows, total } = this.store.listIndexes(tenantId, pageSize, (page - 1) * pageSize);
+    return {
+      indexes: rows.map((r) => this.view(r)),
+      pagination: { page, page_size: pageSize, total, total_pages: Math.ceil(total / pageSize) },
+    };
+  }
+
+  getIndex(tenantId: string, ref: string): IndexView {
+    return this.view(this.row(tenantId, ref));
+  }
+
+  updateIndex(tenantId: string, ref: string, change: { metadata?: Metadata; delete_protection?: boolean }): IndexView {
+    const row = this.row(tenantId, ref);
+    const metadata = change.metadata === undefined ? row.metadata : JSON.stringify(checkMetadata(change.metadata, "index"));
+    const protect = change.delete_protection ?? row.delete_protection === 1;
+    this.store.updateIndex(row.id, metadata, protect, new Date().toISOString());
+    return this.view(this.row(tenantId, row.id));
+  }
+
+  deleteIndex(tenantId: string, ref: string): { message: string; id: string } {
+    const row = this.row(tenantId, ref);
+    if (row.delete_protection === 1)
+      throw new ApiError(
+        "conflict",
+        `Vector index '${row.name}' has delete protection on; turn it off first (PUT with delete_protection: false)`,
+      );
+    this.store.deleteIndex(row.id);
+    this.engine.dropIndex(this.spec(row));
+    return { message: `Vector index '${row.name}' deleted`, id: row.id };
+  }
+
+  /** Checks one vector against its index; every check runs before anything is written. */
+  private checkVector(row: IndexRow, v: VectorIn, i: number, embedding: ArrayLike<number>): NewVector {
+    const where = `vectors[${i}]`;
+    if (v.id !== undefined && (typeof v.id !== "string" || v.id.length === 0 || v.id.length > 512))
+      throw invalid(`${where}: id must be a string of 1-512 characters`);
+    if (embedding.length !== row.dimension)
+      throw invalid(`${where}: the embedding has ${embedding.length} dimensions; index '${row.name}' has ${row.dimension}`);
+    const f = new Float32Array(embedding.length);
+    for (let j = 0; j < embedding.length; j++) {
+      const x = embedding[j] as number;
+      if (typeof x !== "number" || !Number.isFinite(x)) throw invalid(`${where}: embedding[${j}] is not a finite number`);
+      f[j] = x;
+      if (!Number.isFinite(f[j])) throw invalid(`${where}: embedding[${j}] overflows a 32-bit float`);
+    }
+    return {
+      id: v.id ?? crypto.randomUUID(),
+      embedding: f,
+      metadata: checkMetadata(v.metadata, where),
+      delete_protection: v.delete_protection === true,
+    };
+  }
+
+  private checkBatch(vectors: VectorIn[]): void {
+    if (vectors.length === 0) throw invalid("vectors must not be empty");
+    if (vectors.length > MAX_BATCH) throw invalid(`at most ${MAX_BATCH} vectors per request`);
+  }
+
+  upsert(tenantId: string, ref: string, vectors: VectorIn[]): UpsertResult {
+    this.checkBatch(vectors);
+    const row = this.row(tenantId, ref);
+    const items = vectors.map((v, i) => {
+      if (!Array.isArray(v.embedding)) throw invalid(`vectors[${i}]: embedding is required (or use the text routes)`);
+      return this.checkVector(row, v, i, v.embedding);
+    });
+    this.engine.upsert(this.spec(row), items);
+    const ids = items.map((v) => v.id);
+    return { ids, count: ids.length, upserted_count: ids.length, failed_count: 0, errors: [] };
+  }
+
+  private embedder_(): TextEmbedder {
+    if (!this.embedder) throw new ApiError("model_not_found", "No embedding model is configured");
+    return this.embedder;
+  }
+
+  async upsertText(tenantId: string, keyId: string, ref: string, vectors: VectorIn[]): Promise<UpsertResult> {
+    this.checkBatch(vectors);
+    const row = this.row(tenantId, ref);
+    const model = vectors[0]?.model;
+    vectors.forEach((v, i) => {
+      if (typeof v.text !== "string" || v.text.length === 0) throw invalid(`vectors[${i}]: text is required`);
+      if (v.model !== model) throw invalid(`vectors[${i}]: every vector of a batch must use the same model`);
+      checkMetadata(v.metadata, `vectors[${i}]`);
+    });
+    const out = await this.embedder_().embed(
+      keyId,
+      model,
+      vectors.map((v) => v.text as string),
+    );
+    const items = vectors.map((v, i) => this.checkVector(row, v, i, out.vectors[i] as Float32Array));
+    // The index may have been deleted while the texts were being embedded.
+    const now = this.row(tenantId, row.id);
+    this.engine.upsert(this.spec(now), items);
+    const ids = items.map((v) => v.id);
+    return {
+      ids,
+      count: ids.length,
+      upserted_count: ids.length,
+      failed_count: 0,
+      errors: [],
+      usage: { prompt_tokens: out.tokens, total_tokens: out.tokens },
+    };
+  }
+
+  private searchWith(row: IndexRow, query: ArrayLike<number>, req: SearchIn): { hits: Hit[]; query_time_ms: number } {
+    const started = performance.now();
+    const topK = req.top_k ?? 10;
+    if (!Number.isInteger(topK) || topK < 1 || topK > MAX_TOP_K) throw invalid(`top_k must be an integer from 1 to ${MAX_TOP_K}`);
+    if (query.length !== row.dimension)
+      throw invalid(`the query vector has ${query.length} dimensions; index '${row.name}' has ${row.dimension}`);
+    const q = new Float32Array(query.length);
+    for (let j = 0; j < query.length; j++) {
+      const x = query[j] as number;
+      if (typeof x !== "number" || !Number.isFinite(x)) throw invalid(`vector[${j}] is not a finite number`);
+      q[j] = x;
+    }
+    const predicate = compileFilter(req.filter);
+    const filter: Filter | undefined = predicate ? { doc: req.filter, predicate } : undefined;
+    const hits = this.engine.search(this.spec(row), q, {
+      topK,
+      filter,
+      includeMetadata: req.include_metadata !== false,
+      includeValues: req.include_values === true,
+    });
+    return { hits, query_time_ms: Math.round((performance.now() - started) * 1000) / 1000 };
+  }
+
+  search(tenantId: string, ref: string, req: SearchIn & { vector: number[] }) {
+    return this.searchWith(this.row(tenantId, ref), req.vector, req);
+  }
+
+  async searchText(tenantId: string, keyId: string, ref: string, req: SearchIn & { query: string; model?: string }) {
+    const row = this.row(tenantId, ref);
+    compileFilter(req.filter); // a bad filter is refused before the embedding is paid for
+    const out = await this.embedder_().embed(keyId, req.model, [req.query]);
+    const result = this.searchWith(this.row(tenantId, row.id), out.vectors[0] as Float32Array, req);
+    return { ...result, usage: { prompt_tokens: out.tokens, total_tokens: out.tokens } };
+  }
+
+  fetch(tenantId: string, ref: string, ids: string[]): { vectors: VectorRecord[] } {
+    if (ids.length > MAX_BATCH) throw invalid(`at most ${MAX_BATCH} ids per request`);
+    return { vectors: this.engine.fetch(this.spec(this.row(tenantId, ref)), ids) };
+  }
+
+  list(tenantId: string, ref: string, page: number, pageSize: number) {
+    const { vectors, total } = this.engine.list(this.spec(this.row(tenantId, ref)), (page - 1) * pageSize, pageSize);
+    return { vectors, pagination: { page, page_size: pageSize, total, total_pages: Math.ceil(total / pageSize) } };
+  }
+
+  get(tenantId: string, ref: string, id: string): VectorRecord {
+    const [v] = this.engine.fetch(this.spec(this.row(tenantId, ref)), [id]);
+    if (!v) throw new ApiError("vector_not_found", `Vector '${id}' was not found`);
+    return v;
+  }
+
+  update(tenantId: string, ref: string, id: string, change: { metadata?: Metadata; delete_protection?: boolean }): VectorRecord {
+    const row = this.row(tenantId, ref);
+    const metadata = change.metadata === undefined ? undefined : checkMetadata(change.metadata, "vector");
+    const v = this.engine.update(this.spec(row), id, { metadata, delete_protection: change.delete_protection });
+    if (!v) throw new ApiError("vector_not_found", `Vector '${id}' was not found`);
+    return v;
+  }
+
+  delete(tenantId: string, ref: string, ids: string[]): { deleted_count: number; message: string } {
+    if (ids.length === 0) throw invalid("vector_ids must not be empty");
+    if (ids.length > MAX_BATCH) throw invalid(`at most ${MAX_BATCH} ids per request`);
+    const spec = this.spec(this.row(tenantId, ref));
+    const protectedIds = this.engine
+      .fetch(spec, ids)
+      .filter((v) => v.delete_protection)
+      .map((v) => v.id);
+    if (protectedIds.length > 0)
+      throw new ApiError("conflict", `Vectors with delete protection on cannot be deleted: ${protectedIds.slice(0, 10).join(", ")}`);
+    const n = this.engine.delete(spec, ids);
+    return { deleted_count: n, message: `${n} vectors deleted` };
+  }
+}

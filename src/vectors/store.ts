@@ -1,0 +1,257 @@
+// The vectors database (its own SQLite file next to the main one, so vector writes never queue
+// behind sandbox bookkeeping): the index catalog and every vector record. It is the source of truth:
+// the ANN graph is rebuilt or replayed from it on start. Each write bumps the index's `seq`, and a
+// replaced or deleted vector leaves a tombstone with its graph label, so a saved graph can be
+// brought up to date by replaying what came after it.
+import fs from "node:fs";
+import path from "node:path";
+import Database from "better-sqlite3";
+import type { Metric } from "./engine.js";
+import type { Metadata } from "./filter.js";
+
+export interface IndexRow {
+  id: string;
+  tenant_id: string;
+  name: string;
+  dimension: number;
+  metric: Metric;
+  vector_type: string;
+  cloud_provider: string | null;
+  region: string | null;
+  index_type: string | null;
+  metadata: string;
+  delete_protection: number;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface RecordRow {
+  id: string;
+  label: number;
+  embedding: Buffer;
+  metadata: string;
+  delete_protection: number;
+  created_at: string;
+  updated_at: string;
+  seq: number;
+}
+
+const SCHEMA = `
+CREATE TABLE IF NOT EXISTS vector_indexes (
+  id TEXT PRIMARY KEY,
+  tenant_id TEXT NOT NULL,
+  name TEXT NOT NULL,
+  dimension INTEGER NOT NULL,
+  metric TEXT NOT NULL,
+  vector_type TEXT NOT NULL,
+  cloud_provider TEXT,
+  region TEXT,
+  index_type TEXT,
+  metadata TEXT NOT NULL,
+  delete_protection INTEGER NOT NULL,
+  created_at TEXT NOT NULL,
+  updated_at TEXT NOT NULL,
+  next_label INTEGER NOT NULL DEFAULT 0,
+  seq INTEGER NOT NULL DEFAULT 0,
+  UNIQUE (tenant_id, name)
+);
+CREATE TABLE IF NOT EXISTS vectors (
+  index_id TEXT NOT NULL,
+  id TEXT NOT NULL,
+  label INTEGER NOT NULL,
+  embedding BLOB NOT NULL,
+  metadata TEXT NOT NULL,
+  delete_protection INTEGER NOT NULL,
+  created_at TEXT NOT NULL,
+  updated_at TEXT NOT NULL,
+  seq INTEGER NOT NULL,
+  PRIMARY KEY (index_id, id)
+);
+CREATE TABLE IF NOT EXISTS vector_tombstones (
+  index_id TEXT NOT NULL,
+  label INTEGER NOT NULL,
+  seq INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS vector_tombstones_seq ON vector_tombstones (index_id, seq);
+`;
+
+/** One stored write: the label the vector got in the graph and the write's sequence number. */
+export interface Written {
+  id: string;
+  label: number;
+  seq: number;
+  /** The label the previous version had (now a tombstone), if it existed. */
+  replaced: number | undefined;
+  created_at: string;
+  updated_at: string;
+}
+
+export class VectorDb {
+  readonly db: Database.Database;
+  private readonly st;
+
+  constructor(dataDir: string) {
+    fs.mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+    const file = path.join(dataDir, "vectors.db");
+    this.db = new Database(file);
+    fs.chmodSync(file, 0o600);
+    this.db.pragma("journal_mode = WAL");
+    // A committed write survives the process being killed (it is in the WAL); NORMAL skips the
+    // per-commit fsync that only power loss would need.
+    this.db.pragma("synchronous = NORMAL");
+    this.db.pragma("busy_timeout = 5000");
+    this.db.exec(SCHEMA);
+    const db = this.db;
+    this.st = {
+      insertIndex: db.prepare(
+        `INSERT INTO vector_indexes (id, tenant_id, name, dimension, metric, vector_type, cloud_provider, region, index_type,
+           metadata, delete_protection, created_at, updated_at)
+         VALUES (@id, @tenant_id, @name, @dimension, @metric, @vector_type, @cloud_provider, @region, @index_type,
+           @metadata, @delete_protection, @created_at, @updated_at)`,
+      ),
+      indexById: db.prepare<[string, string], IndexRow>("SELECT * FROM vector_indexes WHERE id = ? AND tenant_id = ?"),
+      indexByName: db.prepare<[string, string], IndexRow>("SELECT * FROM vector_indexes WHERE name = ? AND tenant_id = ?"),
+      allIndexes: db.prepare<[], IndexRow>("SELECT * FROM vector_indexes"),
+      listIndexes: db.prepare<[string, number, number], IndexRow>(
+        "SELECT * FROM vector_indexes WHERE tenant_id = ? ORDER BY created_at, id LIMIT ? OFFSET ?",
+      ),
+      countIndexes: db.prepare<[string], { n: number }>("SELECT COUNT(*) AS n FROM vector_indexes WHERE tenant_id = ?"),
+      updateIndex: db.prepare<[string, number, string, string]>(
+        "UPDATE vector_indexes SET metadata = ?, delete_protection = ?, updated_at = ? WHERE id = ?",
+      ),
+      deleteIndex: db.prepare<[string]>("DELETE FROM vector_indexes WHERE id = ?"),
+      deleteAllVectors: db.prepare<[string]>("DELETE FROM vectors WHERE index_id = ?"),
+      deleteAllTombstones: db.prepare<[string]>("DELETE FROM vector_tombstones WHERE index_id = ?"),
+      counters: db.prepare<[string], { next_label: number; seq: number }>("SELECT next_label, seq FROM vector_indexes WHERE id = ?"),
+      setCounters: db.prepare<[number, number, string]>("UPDATE vector_indexes SET next_label = ?, seq = ? WHERE id = ?"),
+      existing: db.prepare<[string, string], { label: number; created_at: string }>(
+        "SELECT label, created_at FROM vectors WHERE index_id = ? AND id = ?",
+      ),
+      putVector: db.prepare(
+        `INSERT OR REPLACE INTO vectors (index_id, id, label, embedding, metadata, delete_protection, created_at, updated_at, seq)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      ),
+      tombstone: db.prepare<[string, number, number]>("INSERT INTO vector_tombstones (index_id, label, seq) VALUES (?, ?, ?)"),
+      deleteVector: db.prepare<[string, string]>("DELETE FROM vectors WHERE index_id = ? AND id = ?"),
+      getVector: db.prepare<[string, string], RecordRow>("SELECT * FROM vectors WHERE index_id = ? AND id = ?"),
+      getByLabel: db.prepare<[string, number], RecordRow>("SELECT * FROM vectors WHERE index_id = ? AND label = ?"),
+      listVectors: db.prepare<[string, number, number], RecordRow>("SELECT * FROM vectors WHERE index_id = ? ORDER BY id LIMIT ? OFFSET ?"),
+      countVectors: db.prepare<[string], { n: number }>("SELECT COUNT(*) AS n FROM vectors WHERE index_id = ?"),
+      allVectors: db.prepare<[string], RecordRow>("SELECT * FROM vectors WHERE index_id = ?"),
+      tombstonesAfter: db.prepare<[string, number], { label: number }>(
+        "SELECT label FROM vector_tombstones WHERE index_id = ? AND seq > ?",
+      ),
+      pruneTombstones: db.prepare<[string, number]>("DELETE FROM vector_tombstones WHERE index_id = ? AND seq <= ?"),
+      updateVector: db.prepare<[string, number, string, string, string]>(
+        "UPDATE vectors SET metadata = ?, delete_protection = ?, updated_at = ? WHERE index_id = ? AND id = ?",
+      ),
+    };
+  }
+
+  insertIndex(row: IndexRow): void {
+    this.st.insertIndex.run(row);
+  }
+  indexById(tenantId: string, id: string): IndexRow | undefined {
+    return this.st.indexById.get(id, tenantId);
+  }
+  indexByName(tenantId: string, name: string): IndexRow | undefined {
+    return this.st.indexByName.get(name, tenantId);
+  }
+  allIndexes(): IndexRow[] {
+    return this.st.allIndexes.all();
+  }
+  listIndexes(tenantId: string, limit: number, offset: number): { rows: IndexRow[]; total: number } {
+    return { rows: this.st.listIndexes.all(tenantId, limit, offset), total: (this.st.countIndexes.get(tenantId) as { n: number }).n };
+  }
+  updateIndex(id: string, metadata: string, deleteProtection: boolean, at: string): void {
+    this.st.updateIndex.run(metadata, deleteProtection ? 1 : 0, at, id);
+  }
+  /** Removes the index and all its vectors in one transaction. */
+  deleteIndex(id: string): void {
+    this.db.transaction(() => {
+      this.st.deleteAllVectors.run(id);
+      this.st.deleteAllTombstones.run(id);
+      this.st.deleteIndex.run(id);
+    })();
+  }
+
+  /** Writes a batch in one transaction (all or nothing). */
+  upsert(
+    indexId: string,
+    items: Array<{ id: string; embedding: Float32Array; metadata: Metadata; delete_protection: boolean }>,
+  ): Written[] {
+    return this.db.transaction(() => {
+      const c = this.st.counters.get(indexId);
+      if (!c) throw new Error(`index ${indexId} vanished`);
+      let { next_label: label, seq } = c;
+      const now = new Date().toISOString();
+      const out: Written[] = [];
+      for (const v of items) {
+        seq++;
+        const prev = this.st.existing.get(indexId, v.id);
+        if (prev) this.st.tombstone.run(indexId, prev.label, seq);
+        const created = prev?.created_at ?? now;
+        const blob = Buffer.from(v.embedding.buffer, v.embedding.byteOffset, v.embedding.byteLength);
+        this.st.putVector.run(indexId, v.id, label, blob, JSON.stringify(v.metadata), v.delete_protection ? 1 : 0, created, now, seq);
+        out.push({ id: v.id, label, seq, replaced: prev?.label, created_at: created, updated_at: now });
+        label++;
+      }
+      this.st.setCounters.run(label, seq, indexId);
+      return out;
+    })();
+  }
+
+  /** Deletes by id in one transaction; returns the labels that were removed. */
+  delete(indexId: string, ids: string[]): Array<{ id: string; label: number; seq: number }> {
+    return this.db.transaction(() => {
+      const c = this.st.counters.get(indexId);
+      if (!c) throw new Error(`index ${indexId} vanished`);
+      let seq = c.seq;
+      const out: Array<{ id: string; label: number; seq: number }> = [];
+      for (const id of ids) {
+        const prev = this.st.existing.get(indexId, id);
+        if (!prev) continue;
+        seq++;
+        this.st.deleteVector.run(indexId, id);
+        this.st.tombstone.run(indexId, prev.label, seq);
+        out.push({ id, label: prev.label, seq });
+      }
+      this.st.setCounters.run(c.next_label, seq, indexId);
+      return out;
+    })();
+  }
+
+  get(indexId: string, id: string): RecordRow | undefined {
+    return this.st.getVector.get(indexId, id);
+  }
+  byLabel(indexId: string, label: number): RecordRow | undefined {
+    return this.st.getByLabel.get(indexId, label);
+  }
+  list(indexId: string, limit: number, offset: number): RecordRow[] {
+    return this.st.listVectors.all(indexId, limit, offset);
+  }
+  count(indexId: string): number {
+    return (this.st.countVectors.get(indexId) as { n: number }).n;
+  }
+  seq(indexId: string): number {
+    return this.st.counters.get(indexId)?.seq ?? 0;
+  }
+  /** Every record of an index, streamed (for loading it into memory). */
+  iterate(indexId: string): IterableIterator<RecordRow> {
+    return this.st.allVectors.iterate(indexId);
+  }
+  tombstonesAfter(indexId: string, seq: number): number[] {
+    return this.st.tombstonesAfter.all(indexId, seq).map((r) => r.label);
+  }
+  /** Tombstones a saved graph already accounts for are no longer needed. */
+  pruneTombstones(indexId: string, seq: number): void {
+    this.st.pruneTombstones.run(indexId, seq);
+  }
+  updateVector(indexId: string, id: string, metadata: string, deleteProtection: boolean, at: string): void {
+    this.st.updateVector.run(metadata, deleteProtection ? 1 : 0, at, indexId, id);
+  }
+
+  close(): void {
+    if (this.db.open) this.db.close();
+  }
+}

@@ -47,7 +47,12 @@ export async function buildApp(services: Services, logger: Logger): Promise<Fast
     genReqId: requestId,
     // A client has headerTimeoutMs to send its headers (a silent one is closed too); Node checks
     // every second instead of its default 30 s, so a slow client is gone within a second of it.
-    http: { maxHeaderSize: config.maxHeaderBytes, headersTimeout: config.headerTimeoutMs, connectionsCheckingInterval: 1000 },
+    // (Node refuses a header timeout longer than the whole-request one.)
+    http: {
+      maxHeaderSize: config.maxHeaderBytes,
+      headersTimeout: config.requestTimeoutMs > 0 ? Math.min(config.headerTimeoutMs, config.requestTimeoutMs) : config.headerTimeoutMs,
+      connectionsCheckingInterval: 1000,
+    },
     requestTimeout: config.requestTimeoutMs,
     clientErrorHandler: clientError,
     ajv: { customOptions: { coerceTypes: false, removeAdditional: false, allErrors: false } },

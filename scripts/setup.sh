@@ -38,7 +38,7 @@ fi
 # for /etc/matplotlibrc, which sandboxes do not have). The in-sandbox supervisor links both into
 # each sandbox's private MPLCONFIGDIR, so no sandbox ever rebuilds the list. Fonts a sandbox cannot
 # see (anything outside /usr, e.g. /usr/local) are left out of the list.
-MPL_CACHE=/usr/share/agentbox/matplotlib
+MPL_CACHE=/usr/share/sandbox/matplotlib
 if [ "$(id -u)" -eq 0 ] && ! [ -f "$MPL_CACHE/matplotlibrc" ]; then
   mkdir -p "$MPL_CACHE"
   printf '# Sandboxes have no display: the non-interactive backend.\nbackend: Agg\n' >"$MPL_CACHE/matplotlibrc"

@@ -34,13 +34,13 @@ after(async () => {
 
 const newSandbox = () => createSandbox(call);
 
-/** Runs code and checks the seed's contract: 200 and exactly {logs: {stdout, stderr}, error, execution_time_ms}. */
+/** Runs code and checks the contract: 200 and exactly the seed's {logs: {stdout, stderr}, error, execution_time_ms} plus results. */
 async function run(id: string, language: string, code: string, extra: Record<string, unknown> = {}): Promise<RunResult> {
   const res = await call<RunResult>("POST", `/v1/agents/sandboxes/${id}/code/run`, { code, language, ...extra });
   assert.equal(res.status, 200, JSON.stringify(res.body));
   assert.match(res.headers.get("content-type") ?? "", /^application\/json/);
   const body = res.body;
-  assert.deepEqual(Object.keys(body).sort(), ["error", "execution_time_ms", "logs"]);
+  assert.deepEqual(Object.keys(body).sort(), ["error", "execution_time_ms", "logs", "results"]);
   assert.deepEqual(Object.keys(body.logs).sort(), ["stderr", "stdout"]);
   assert.equal(typeof body.logs.stdout, "string");
   assert.equal(typeof body.logs.stderr, "string");

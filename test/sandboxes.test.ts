@@ -420,7 +420,7 @@ describe("templates, health, OpenAPI", () => {
     assert.deepEqual(envelope.required, ["error"]);
     assert.deepEqual([...envelope.properties.error.required].sort(), ["code", "message"]);
     const result200 = schemas.CodeRunResult as { required: string[]; properties: Record<string, Record<string, unknown>> };
-    assert.deepEqual([...result200.required].sort(), ["error", "execution_time_ms", "logs"]);
+    assert.deepEqual([...result200.required].sort(), ["error", "execution_time_ms", "logs", "results"]);
     assert.equal(result200.properties.execution_time_ms?.type, "integer");
     assert.ok(schemas.Sandbox, "the sandbox object is documented");
   });

@@ -5,13 +5,15 @@ import os
 import re
 import time
 
-from .state import HOME, base_env
+from .state import base_env
 
 # Built by scripts/setup.sh, read-only (/usr is bound read-only into every sandbox): matplotlib's
-# font list and its matplotlibrc.
-FONT_CACHE = "/usr/share/agentbox/matplotlib"
+# font list and its matplotlibrc (Debian's matplotlib otherwise looks for /etc/matplotlibrc).
+FONT_CACHE = "/usr/share/sandbox/matplotlib"
 # matplotlib wants a writable config/cache directory (it warns and makes a temporary one on every
-# import otherwise). The sandbox's private /tmp has one, whose font list is a link to the shared one.
+# import otherwise). The sandbox's private /tmp has one, whose font list is a link to the shared
+# one; it is made when the python kernel first imports matplotlib, so a sandbox that never does
+# has an empty /tmp. (A script started as a command builds its own list there once, ~0.3 s.)
 MPL_DIR = "/tmp/matplotlib"
 
 # What the pre-imported kernel imports, and how a first cell is recognised as wanting it.
@@ -28,6 +30,11 @@ def prepare():
     """Once per sandbox, at supervisor start: the environment every process gets for matplotlib."""
     base_env["MPLBACKEND"] = "Agg"
     base_env["MPLCONFIGDIR"] = MPL_DIR
+    base_env["MATPLOTLIBRC"] = FONT_CACHE
+
+
+def link_font_cache():
+    """Before matplotlib's first import in a kernel: its config dir, with the shared font list."""
     try:
         os.makedirs(MPL_DIR, exist_ok=True)
         for name in os.listdir(FONT_CACHE):
@@ -35,6 +42,19 @@ def prepare():
                 os.symlink(os.path.join(FONT_CACHE, name), os.path.join(MPL_DIR, name))
     except OSError:
         pass  # no cache built: matplotlib builds its own on first use (slow, but works)
+
+
+def unlink_font_cache():
+    """Undoes link_font_cache (a sandbox's /tmp starts empty): what matplotlib needed from the
+    directory at import time, it has read."""
+    try:
+        for name in os.listdir(MPL_DIR):
+            path = os.path.join(MPL_DIR, name)
+            if os.path.islink(path) and os.readlink(path).startswith(FONT_CACHE + "/"):
+                os.unlink(path)
+        os.rmdir(MPL_DIR)
+    except OSError:
+        pass
 
 
 def wants_data(code):
@@ -62,6 +82,8 @@ def prewarm_imports():
         plt.close(fig)
     except Exception:  # noqa: BLE001
         pass
+    # The sandbox may never use this kernel: its /tmp stays as it was. Linked again when claimed.
+    unlink_font_cache()
     import gc
 
     gc.collect()
@@ -91,8 +113,13 @@ class Prewarm:
             return None
         if kernel.warm_ready and wants_data(code):
             return kernel
-        kernel.discard()
+        self.release(kernel)
         return None
+
+    def release(self, kernel):
+        kernel.discard()
+        if not kernel.warm_ready:
+            unlink_font_cache()  # killed in the middle of its imports
 
     def on_request(self, op):
         """Any request but a probe marks the sandbox as in use: the release clock starts."""
@@ -104,8 +131,7 @@ class Prewarm:
             if time.monotonic() - self.first_request_at > RELEASE_AFTER_S:
                 self.decided = True
                 kernel, self.kernel = self.kernel, None
-                kernel.discard()
+                self.release(kernel)
 
 
 prewarm = Prewarm()
-__all__ = ["HOME", "prepare", "prewarm"]

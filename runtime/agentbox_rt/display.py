@@ -155,10 +155,11 @@ class Results:
             helpers.Gcf.destroy_all()
 
 
-def hook_matplotlib(results):
+def hook_matplotlib(results, before_import):
     """`plt.show()` / `fig.show()` with the non-interactive backend send the figure as a result and
     close it, as a notebook's inline backend does. Installed when matplotlib.backend_bases is
-    imported (an import hook that looks only for that name), or at once if it already is."""
+    imported (an import hook that looks only for that name), or at once if it already is.
+    `before_import` is called just before matplotlib itself is first imported."""
 
     def patch(backend_bases):
         def show(manager):
@@ -176,6 +177,9 @@ def hook_matplotlib(results):
     class Finder:
         @staticmethod
         def find_spec(name, path=None, target=None):
+            if name == "matplotlib":
+                before_import()
+                return None
             if name != "matplotlib.backend_bases":
                 return None
             sys.meta_path.remove(Finder)

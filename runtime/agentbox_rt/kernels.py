@@ -328,7 +328,7 @@ def python_kernel(ctl_fd, out_w, err_w, cwd, env, warm=False):
     results = Results(ctl)
     # display() needs no import, as in a notebook.
     builtins.display = results.display
-    hook_matplotlib(results)
+    hook_matplotlib(results, datastack.link_font_cache)
     user_globals = {"__name__": "__main__", "__builtins__": builtins, "__doc__": None}
     kernel_pid = os.getpid()
     if warm:
@@ -349,8 +349,11 @@ def python_kernel(ctl_fd, out_w, err_w, cwd, env, warm=False):
             collect_children(0)
             continue
         if req.get("base_env") is not None:
+            # A pre-import kernel's first run: the sandbox's environment as it is now, matplotlib's directory back.
             os.environ.clear()
             os.environ.update(req["base_env"])
+            if "matplotlib" in sys.modules:
+                datastack.link_font_cache()
         results.begin(int(req.get("output_cap") or 10 << 20))
         saved_env = None
         if req.get("env"):

@@ -523,6 +523,34 @@ describe("inference gateway", () => {
       assert.equal(res.body.error.code, "sandbox_not_found");
     });
 
+    test("the tool's runs hold an execution slot of the key, as code/run's do: over the key's limit, 429", async () => {
+      const admin = client({ url: server.url, key: server.adminKey });
+      const made = await admin<{ key: string }>("POST", "/v1/admin/keys", { name: "code-tool-one-slot", max_concurrent_runs: 1 });
+      assert.equal(made.status, 201, JSON.stringify(made.body));
+      const one = client({ url: server.url, key: made.body.key });
+      const id = (await one<{ sandbox_id: string }>("POST", "/v1/agents/sandboxes", {})).body.sandbox_id;
+      const slow = one("POST", `/v1/agents/sandboxes/${id}/commands/run`, { command: "sleep 1.5" });
+      await new Promise((r) => setTimeout(r, 300));
+      const tool = { tool_calls: [{ name: "code_interpreter", arguments: JSON.stringify({ language: "bash", code: "echo hi" }) }] };
+      upstream.script([tool]);
+      const chat = {
+        model: "scripted",
+        messages: [{ role: "user", content: "x" }],
+        tools: [{ type: "code_interpreter", sandbox_id: id }],
+      };
+      const refused = await one<{ error: { code: string } }>("POST", "/v1/inference/chat/completions", chat);
+      assert.equal(refused.status, 429, JSON.stringify(refused.body));
+      assert.equal(refused.body.error.code, "rate_limited");
+      assert.equal(refused.headers.get("retry-after"), "1");
+      assert.equal((await slow).status, 200);
+      // The slot is free again: the same request now runs the tool.
+      upstream.script([tool, { content: "done" }]);
+      const ok = await one<Completion>("POST", "/v1/inference/chat/completions", chat);
+      assert.equal(ok.status, 200, JSON.stringify(ok.body));
+      assert.equal(ok.body.steps?.[0]?.result.logs.stdout, "hi\n");
+      assert.equal((await one("DELETE", `/v1/agents/sandboxes/${id}`)).status, 200);
+    });
+
     test("max_steps bounds the rounds; then the model is asked once more with tool_choice none", async () => {
       const turn = { tool_calls: [{ name: "code_interpreter", arguments: JSON.stringify({ language: "bash", code: "echo step" }) }] };
       upstream.script([turn, turn, { content: "stopping here" }]);

@@ -25,7 +25,7 @@ export class Metrics {
   });
   readonly rateLimited = new Counter({
     name: "agentbox_rate_limited_total",
-    help: "Requests rejected with 429: reason requests_per_minute, concurrent_runs or tenant_quota",
+    help: "Requests rejected with 429: reason requests_per_minute, concurrent_runs (per key), tenant_concurrent_runs, fair_share or tenant_quota",
     labelNames: ["reason"],
     registers: [this.registry],
   });

@@ -1,7 +1,8 @@
 // The sandbox service: everything a caller can ask of its sandboxes — lifecycle, code runs,
 // commands, code contexts, environment, resource use — whichever door the request came through
 // (the HTTP routes, the inference gateway's code tool). It validates what only the domain knows,
-// holds both execution gates around every run and command, and counts what operators watch.
+// holds an execution slot (key, tenant, fair share, machine) around every run and command, and
+// counts what operators watch.
 // It knows nothing of HTTP: its errors are ApiErrors, mapped to statuses in one place.
 import { type Config, tenantQuotaDefaults } from "../config.js";
 import { ApiError, invalid } from "../errors.js";

@@ -14,8 +14,13 @@ const EXPANSION_ADD = 96;
 const EXPANSION_SEARCH = 64;
 /** A filtered search scores the matching vectors exactly when there are at most this many. */
 const EXACT_MAX = 20_000;
-/** Graph insertion works in slices of this many milliseconds per event-loop turn. */
+/** Graph insertion works in slices of this many milliseconds per event-loop turn... */
 const DRAIN_SLICE_MS = 6;
+/** ...and in much thinner ones while writes keep arriving, so a bulk load is acknowledged at the
+ * speed of the store; the graph catches up when the writes pause (meanwhile searches score the
+ * queued vectors exactly). */
+const BUSY_SLICE_MS = 1;
+const BUSY_WINDOW_MS = 100;
 
 // Loaded as CommonJS: the package's ES module build cannot locate its prebuilt binary.
 const usearch = createRequire(import.meta.url)("usearch") as typeof import("usearch").default;
@@ -48,6 +53,7 @@ export class Collection {
   seq = 0;
   /** Whether the graph changed since it was last saved. */
   dirty = false;
+  private lastWrite = 0;
 
   constructor(
     readonly dim: number,
@@ -107,6 +113,7 @@ export class Collection {
     if (inGraph) {
       this.inAnn[label] = 1;
     } else {
+      this.lastWrite = performance.now();
       this.pending.push(label);
       this.pendingSeq.push(seq);
       this.scheduleDrain();
@@ -193,7 +200,7 @@ export class Collection {
 
   private drainTick(): void {
     if (this.closed) return;
-    this.drainSome(DRAIN_SLICE_MS);
+    this.drainSome(performance.now() - this.lastWrite < BUSY_WINDOW_MS ? BUSY_SLICE_MS : DRAIN_SLICE_MS);
     if (this.pendingCount() > 0) setImmediate(() => this.drainTick());
     else this.draining = false;
   }

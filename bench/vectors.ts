@@ -1,0 +1,266 @@
+// Vector search and embeddings, end to end through the real service. For each size (N vectors of D
+// dimensions; a seeded Gaussian mixture with a decaying spectrum per cluster, like real embeddings),
+// measures: upsert throughput in batches of 1,000; recall@10 against exact top-10 computed by brute
+// force here (plain, and with a filter matching 10 %); HTTP search latency with one client and its
+// speed-up over that brute-force baseline in the same run; searches/s with 16 clients; start-up time
+// with N stored; resident memory per vector. Then the default embedding model, batches of 32.
+//
+//   node --import tsx bench/vectors.ts
+//   BENCH_VECTOR_SIZES=1000000x128,100000x384 (default)  BENCH_QUERIES=200  BENCH_SEARCHES=2000
+import fs from "node:fs";
+import { startServer, type TestServer } from "../test/helpers/server.js";
+import { keepAliveClient, percentile, printTable, type Row } from "./lib.js";
+
+const SIZES = (process.env.BENCH_VECTOR_SIZES ?? "1000000x128,100000x384")
+  .split(",")
+  .map((s) => s.split("x").map(Number) as [number, number]);
+const QUERIES = Number(process.env.BENCH_QUERIES ?? 200);
+const SEARCHES = Number(process.env.BENCH_SEARCHES ?? 2000);
+const CLIENTS = 16;
+const BATCH = 1000;
+
+function rng(seed: number): () => number {
+  let s = seed;
+  return () => {
+    s = (s + 0x6d2b79f5) | 0;
+    let t = Math.imul(s ^ (s >>> 15), 1 | s);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** n points of a Gaussian mixture: clusters with a spread that decays over the dimensions. */
+function mixture(n: number, dim: number, seed: number): { data: Float32Array; queries: Float32Array } {
+  const r = rng(seed);
+  const gauss = () => Math.sqrt(-2 * Math.log(r() + 1e-12)) * Math.cos(2 * Math.PI * r());
+  const clusters = Math.max(50, Math.round(n / 2000));
+  const centres = Array.from({ length: clusters }, () => Float32Array.from({ length: dim }, () => gauss()));
+  const spread = Float32Array.from({ length: dim }, (_, j) => 0.5 * 0.97 ** j);
+  const make = (count: number) => {
+    const out = new Float32Array(count * dim);
+    for (let i = 0; i < count; i++) {
+      const c = centres[Math.floor(r() * clusters)] as Float32Array;
+      for (let j = 0; j < dim; j++) out[i * dim + j] = (c[j] as number) + (spread[j] as number) * gauss();
+    }
+    return out;
+  };
+  return { data: make(n), queries: make(QUERIES) };
+}
+
+/** Exact top-k by squared Euclidean distance over the rows `keep` accepts. */
+function exactTopK(data: Float32Array, dim: number, q: Float32Array, k: number, keep: (i: number) => boolean): number[] {
+  const n = data.length / dim;
+  const best: Array<[number, number]> = [];
+  let worst = Number.POSITIVE_INFINITY;
+  for (let i = 0; i < n; i++) {
+    if (!keep(i)) continue;
+    let s = 0;
+    const off = i * dim;
+    for (let j = 0; j < dim; j++) {
+      const d = (data[off + j] as number) - (q[j] as number);
+      s += d * d;
+    }
+    if (best.length < k || s < worst) {
+      best.push([s, i]);
+      best.sort((a, b) => a[0] - b[0]);
+      if (best.length > k) best.pop();
+      worst = (best[best.length - 1] as [number, number])[0];
+    }
+  }
+  return best.map((b) => b[1]);
+}
+
+function rssBytes(pid: number | undefined): number {
+  if (pid === undefined) return Number.NaN;
+  const m = /VmRSS:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${pid}/status`, "utf8"));
+  return m ? Number(m[1]) * 1024 : Number.NaN;
+}
+
+const vec = (a: Float32Array, dim: number, i: number) => Array.from(a.subarray(i * dim, (i + 1) * dim));
+
+async function benchSize(n: number, dim: number): Promise<string[]> {
+  const label = `${n.toLocaleString("en")} × ${dim}`;
+  process.stdout.write(`\n## vectors ${label}\n`);
+  const t0 = performance.now();
+  const { data, queries } = mixture(n, dim, 42 + dim);
+  process.stdout.write(`data generated in ${((performance.now() - t0) / 1000).toFixed(1)} s\n`);
+  let server: TestServer = await startServer({ env: { AGENTBOX_LOG_LEVEL: "warn" } });
+  const lines: string[] = [];
+  try {
+    let call = keepAliveClient(server, 64);
+    const created = await call<{ id: string }>("POST", "/v1/vectors/indexes", { name: "bench", dimension: dim, metric: "euclidean" });
+    const index = created.body.id;
+    const rssBefore = rssBytes(server.process.pid);
+
+    // Upserts: batches of 1,000, two clients so the client's JSON encoding overlaps the service's work.
+    const upsertSamples: number[] = [];
+    let next = 0;
+    const u0 = performance.now();
+    await Promise.all(
+      [0, 1].map(async () => {
+        for (;;) {
+          const start = next;
+          next += BATCH;
+          if (start >= n) return;
+          const vectors = [];
+          for (let i = start; i < Math.min(n, start + BATCH); i++)
+            vectors.push({ id: String(i), embedding: vec(data, dim, i), metadata: { g: i % 10 } });
+          const t = performance.now();
+          const res = await call("POST", `/v1/vectors/${index}/batch`, { vectors });
+          upsertSamples.push(performance.now() - t);
+          if (res.status !== 200) throw new Error(`upsert: ${res.status} ${JSON.stringify(res.body)}`);
+        }
+      }),
+    );
+    const upsertWall = performance.now() - u0;
+    process.stdout.write(`upserted ${n} in ${(upsertWall / 1000).toFixed(1)} s; waiting for the graph\n`);
+    for (;;) {
+      const s = await call<{ status: string }>("GET", `/v1/vectors/indexes/${index}`);
+      if (s.body.status === "ready") break;
+      await new Promise((r) => setTimeout(r, 250));
+    }
+    const indexedWall = performance.now() - u0;
+    const rss = rssBytes(server.process.pid);
+
+    // Ground truth and the brute-force baseline, in this process.
+    const truth: number[][] = [];
+    const truthFiltered: number[][] = [];
+    const bruteMs: number[] = [];
+    for (let q = 0; q < QUERIES; q++) {
+      const qv = queries.subarray(q * dim, (q + 1) * dim);
+      const t = performance.now();
+      truth.push(exactTopK(data, dim, qv, 10, () => true));
+      bruteMs.push(performance.now() - t);
+      truthFiltered.push(exactTopK(data, dim, qv, 10, (i) => i % 10 === 3));
+    }
+
+    // Recall and single-client latency.
+    let hits = 0;
+    let hitsFiltered = 0;
+    const searchMs: number[] = [];
+    const filteredMs: number[] = [];
+    for (let q = 0; q < QUERIES; q++) {
+      const vector = vec(queries, dim, q);
+      const t = performance.now();
+      const res = await call<{ hits: Array<{ id: string }> }>("POST", `/v1/vectors/${index}/search`, {
+        vector,
+        top_k: 10,
+        include_metadata: false,
+      });
+      searchMs.push(performance.now() - t);
+      const got = new Set(res.body.hits.map((h) => Number(h.id)));
+      hits += (truth[q] as number[]).filter((i) => got.has(i)).length;
+      const tf = performance.now();
+      const resF = await call<{ hits: Array<{ id: string }> }>("POST", `/v1/vectors/${index}/search`, {
+        vector,
+        top_k: 10,
+        filter: { g: 3 },
+        include_metadata: false,
+      });
+      filteredMs.push(performance.now() - tf);
+      const gotF = new Set(resF.body.hits.map((h) => Number(h.id)));
+      hitsFiltered += (truthFiltered[q] as number[]).filter((i) => gotF.has(i)).length;
+    }
+    const bodies = Array.from({ length: QUERIES }, (_, q) => ({ vector: vec(queries, dim, q), top_k: 10, include_metadata: false }));
+    for (let i = 0; i < SEARCHES; i++) {
+      const t = performance.now();
+      await call("POST", `/v1/vectors/${index}/search`, bodies[i % QUERIES]);
+      searchMs.push(performance.now() - t);
+    }
+
+    // 16 clients.
+    let left = SEARCHES * 2;
+    const c0 = performance.now();
+    await Promise.all(
+      Array.from({ length: CLIENTS }, async (_, c) => {
+        for (let i = c; left > 0; i += CLIENTS) {
+          left--;
+          await call("POST", `/v1/vectors/${index}/search`, bodies[i % QUERIES]);
+        }
+      }),
+    );
+    const concurrentWall = performance.now() - c0;
+
+    // Start-up with n stored: a clean stop saves the graph; time from spawn to the first full answer.
+    await server.stop();
+    const s0 = performance.now();
+    server = await startServer({ dataDir: server.dataDir, key: server.key, env: { AGENTBOX_LOG_LEVEL: "warn" } });
+    call = keepAliveClient(server, 64);
+    for (;;) {
+      const res = await call<{ hits: unknown[] }>("POST", `/v1/vectors/${index}/search`, bodies[0]);
+      if (res.status === 200 && res.body.hits.length === 10) break;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    const startMs = performance.now() - s0;
+
+    const sortedSearch = [...searchMs].sort((a, b) => a - b);
+    const sortedBrute = [...bruteMs].sort((a, b) => a - b);
+    const speedup = percentile(sortedBrute, 50) / percentile(sortedSearch, 50);
+    lines.push(
+      printTable(`vectors ${label}: latency and throughput`, [
+        { name: `upsert, batches of ${BATCH} (2 clients), vectors`, samples: upsertSamples, wallMs: upsertWall, ops: n },
+        { name: "search top-10, 1 client (HTTP)", samples: searchMs },
+        { name: "search top-10, filter matching 10 %, 1 client", samples: filteredMs },
+        { name: "brute force top-10 (baseline, in-process)", samples: bruteMs },
+        {
+          name: `search top-10, ${CLIENTS} clients`,
+          samples: [concurrentWall / (SEARCHES * 2)],
+          wallMs: concurrentWall,
+          ops: SEARCHES * 2,
+        },
+      ]),
+    );
+    const summary = [
+      `### vectors ${label}: quality and start-up`,
+      "",
+      "| measure | value |",
+      "| --- | ---: |",
+      `| recall@10 (plain) | ${(hits / (QUERIES * 10)).toFixed(4)} |`,
+      `| recall@10 (filter matching 10 %) | ${(hitsFiltered / (QUERIES * 10)).toFixed(4)} |`,
+      `| search p50 speed-up over brute force | ${speedup.toFixed(0)}× |`,
+      `| searches/s, ${CLIENTS} clients | ${((SEARCHES * 2) / (concurrentWall / 1000)).toFixed(0)} |`,
+      `| upserts/s acknowledged (batches of ${BATCH}) | ${(n / (upsertWall / 1000)).toFixed(0)} |`,
+      `| all ${n} in the ANN graph after | ${(indexedWall / 1000).toFixed(1)} s |`,
+      `| start-up with ${n} stored, to the first full search | ${(startMs / 1000).toFixed(2)} s |`,
+      `| service memory per vector (RSS growth / n) | ${((rss - rssBefore) / n).toFixed(0)} B |`,
+    ].join("\n");
+    process.stdout.write(`${summary}\n\n`);
+    lines.push(summary);
+  } finally {
+    await server.dispose();
+  }
+  return lines;
+}
+
+async function benchEmbeddings(): Promise<string> {
+  const server = await startServer({ env: { AGENTBOX_LOG_LEVEL: "warn" } });
+  try {
+    const call = keepAliveClient(server, 4);
+    const r = rng(9);
+    const words = "agent sandbox file vector search memory code model token index query result error network disk python node".split(" ");
+    const sentence = () => Array.from({ length: 8 + Math.floor(r() * 10) }, () => words[Math.floor(r() * words.length)]).join(" ");
+    await call("POST", "/v1/inference/embeddings", { input: ["warm up"] });
+    const perSentence: number[] = [];
+    for (let i = 0; i < 20; i++) {
+      const input = Array.from({ length: 32 }, sentence);
+      const t = performance.now();
+      const res = await call("POST", "/v1/inference/embeddings", { input });
+      if (res.status !== 200) throw new Error(`embeddings: ${res.status}`);
+      perSentence.push((performance.now() - t) / 32);
+    }
+    return printTable("embeddings, default model (universal-sentence-encoder-lite), batches of 32: ms per sentence", [
+      { name: "ms per sentence", samples: perSentence, wallMs: perSentence.reduce((a, b) => a + b, 0), ops: perSentence.length * 32 },
+    ]);
+  } finally {
+    await server.dispose();
+  }
+}
+
+export async function benchVectors(): Promise<string[]> {
+  const out: string[] = [];
+  for (const [n, dim] of SIZES) out.push(...(await benchSize(n, dim)));
+  out.push(await benchEmbeddings());
+  return out;
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) await benchVectors();

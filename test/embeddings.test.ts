@@ -1,7 +1,13 @@
 // End to end: POST /v1/inference/embeddings with the embedded default model (no configuration, no
 // network), its listing in GET /models, base64 output, usage per key, and the vectors text routes
-// (text upsert and text search find the related sentence first).
+// (text upsert and text search find the related sentence first); a model of an OpenAI-compatible
+// upstream (a scripted one on loopback) is routed there.
 import assert from "node:assert/strict";
+import fs from "node:fs";
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import os from "node:os";
+import path from "node:path";
 import { after, before, describe, test } from "node:test";
 import { assertError } from "./helpers/api.js";
 import { client, startServer, type TestServer } from "./helpers/server.js";
@@ -118,5 +124,63 @@ describe("embeddings", () => {
     const small = await call<{ id: string }>("POST", "/v1/vectors/indexes", { name: "small", dimension: 8 });
     assertError(await call("POST", `/v1/vectors/${small.body.id}/text/upsert`, { text: "hello" }), 400, "invalid_request");
     assert.equal((await call<{ vector_count: number }>("GET", `/v1/vectors/indexes/${small.body.id}`)).body.vector_count, 0);
+  });
+});
+
+describe("embeddings from an upstream", () => {
+  test("a model the providers file routes to an OpenAI-compatible upstream is embedded there", async () => {
+    const seen: Array<{ url?: string; body: Record<string, unknown> }> = [];
+    const upstream = http.createServer((req, res) => {
+      let text = "";
+      req.on("data", (d) => {
+        text += d;
+      });
+      req.on("end", () => {
+        const body = JSON.parse(text) as { input: string[]; dimensions?: number };
+        seen.push({ url: req.url, body });
+        const dims = body.dimensions ?? 4;
+        res.setHeader("content-type", "application/json");
+        res.end(
+          JSON.stringify({
+            object: "list",
+            data: body.input.map((t, index) => ({
+              object: "embedding",
+              index,
+              embedding: Array.from({ length: dims }, (_, j) => t.length + j),
+            })),
+            model: "up-embed",
+            usage: { prompt_tokens: 7, total_tokens: 7 },
+          }),
+        );
+      });
+    });
+    await new Promise<void>((r) => upstream.listen(0, "127.0.0.1", r));
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "providers-"));
+    const file = path.join(dir, "providers.json");
+    const port = (upstream.address() as AddressInfo).port;
+    fs.writeFileSync(
+      file,
+      JSON.stringify({ providers: [{ name: "up", type: "openai", base_url: `http://127.0.0.1:${port}/v1`, models: ["up-embed"] }] }),
+    );
+    const server = await startServer({ env: { AGENTBOX_PROVIDERS_FILE: file } });
+    try {
+      const call = client(server);
+      const res = await call<Embeddings>("POST", "/v1/inference/embeddings", { model: "up-embed", input: ["abc", "hello"], dimensions: 3 });
+      assert.equal(res.status, 200, JSON.stringify(res.body));
+      assert.deepEqual(
+        res.body.data.map((d) => d.embedding),
+        [
+          [3, 4, 5],
+          [5, 6, 7],
+        ],
+      );
+      assert.equal(res.body.usage.prompt_tokens, 7);
+      assert.equal(seen[0]?.url, "/v1/embeddings");
+      assert.equal(seen[0]?.body.dimensions, 3);
+    } finally {
+      await server.dispose();
+      upstream.close();
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -25,10 +25,12 @@ export interface EmbeddingResponse {
 
 /** A provider that can embed (an OpenAI-compatible upstream). */
 interface EmbeddingUpstream {
-  embeddings(
-    body: unknown,
-    signal: AbortSignal,
-  ): Promise<{ data?: Array<{ embedding?: unknown; index?: number }>; usage?: { prompt_tokens?: number } }>;
+  embeddings(body: { model: string; [k: string]: unknown }, signal: AbortSignal): Promise<unknown>;
+}
+
+interface UpstreamAnswer {
+  data?: Array<{ embedding?: unknown; index?: number }>;
+  usage?: { prompt_tokens?: number };
 }
 
 const MAX_INPUTS = 2048;
@@ -75,9 +77,9 @@ export class EmbeddingService {
     const provider = this.providers.resolve(model) as unknown as Partial<EmbeddingUpstream> & { name: string };
     if (typeof provider.embeddings !== "function")
       throw invalid(`The model '${model}' (provider '${provider.name}') does not serve embeddings`);
-    const body: Record<string, unknown> = { model, input: texts, encoding_format: "float" };
+    const body: { model: string; [k: string]: unknown } = { model, input: texts, encoding_format: "float" };
     if (dimensions !== undefined) body.dimensions = dimensions;
-    const json = await provider.embeddings(body, AbortSignal.timeout(120_000));
+    const json = ((await provider.embeddings(body, AbortSignal.timeout(120_000))) ?? {}) as UpstreamAnswer;
     const data = Array.isArray(json.data) ? json.data : [];
     const vectors: Float32Array[] = new Array(texts.length);
     data.forEach((d, i) => {

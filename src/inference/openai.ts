@@ -105,12 +105,12 @@ export class OpenAIProvider implements Provider {
   }
 
   /** Sends the request, retrying refused connections and 5xx answers; resolves with a 2xx response. */
-  private async send(payload: Buffer, stream: boolean, signal: AbortSignal): Promise<Upstream> {
+  private async send(payload: Buffer, stream: boolean, signal: AbortSignal, url = this.url): Promise<Upstream> {
     let staleRetried = false;
     for (let attempt = 0; ; attempt++) {
       const last = attempt >= this.config.retries;
       try {
-        const up = await this.once(payload, stream, signal);
+        const up = await this.once(payload, stream, signal, url);
         const status = up.res.statusCode ?? 0;
         if (status >= 200 && status < 300) return up;
         const text = (await this.readAll(up, signal)).toString("utf8");
@@ -148,14 +148,14 @@ export class OpenAIProvider implements Provider {
    * One attempt: resolves at the response headers. An idle timer covers the wait and, after, each
    * gap in the body: readers call `touch` per piece, and a silence destroys the body with IdleTimeout.
    */
-  private once(payload: Buffer, stream: boolean, signal: AbortSignal): Promise<Upstream> {
+  private once(payload: Buffer, stream: boolean, signal: AbortSignal, url = this.url): Promise<Upstream> {
     return new Promise((resolve, reject) => {
       const headers: Record<string, string | number> = {
         ...this.baseHeaders,
         accept: stream ? "text/event-stream" : "application/json",
         "content-length": payload.length,
       };
-      const req = this.request(this.url, { method: "POST", agent: this.agent, headers });
+      const req = this.request(url, { method: "POST", agent: this.agent, headers });
       let res: http.IncomingMessage | undefined;
       const timer = setTimeout(() => (res ?? req).destroy(new IdleTimeout()), this.config.timeoutMs);
       const onAbort = () => (res ?? req).destroy(signal.reason instanceof Error ? signal.reason : new Error("aborted"));
@@ -230,6 +230,21 @@ export class OpenAIProvider implements Provider {
       message,
       typeof retryAfter === "string" ? retryAfter : undefined,
     );
+  }
+
+  /** An embeddings request (`<base_url>/embeddings`), with the same retries and timeouts as completions. */
+  async embeddings(body: { model: string; [k: string]: unknown }, signal: AbortSignal): Promise<unknown> {
+    const prefix = this.config.modelPrefix;
+    const model =
+      this.config.stripPrefix && prefix !== undefined && body.model.startsWith(prefix) ? body.model.slice(prefix.length) : body.model;
+    const url = new URL(`${this.config.baseUrl.href.replace(/\/+$/, "")}/embeddings`);
+    const up = await this.send(Buffer.from(JSON.stringify({ ...body, model })), false, signal, url);
+    const raw = await this.readAll(up, signal);
+    try {
+      return JSON.parse(raw.toString("utf8")) as unknown;
+    } catch {
+      throw new ApiError("upstream_error", `Provider '${this.name}' answered with a body that is not JSON`);
+    }
   }
 
   async complete(req: OutgoingRequest, signal: AbortSignal): Promise<CompletionResult> {

@@ -3,7 +3,9 @@
 import { benchCodeRun } from "./code-run.js";
 import { benchDensity } from "./density.js";
 import { benchGateway } from "./gateway.js";
+import { benchVectors } from "./vectors.js";
 
 await benchCodeRun();
 await benchDensity();
 await benchGateway();
+await benchVectors();

@@ -4,13 +4,18 @@
 // checks that the service lost and duplicated nothing: every sandbox a client was given is listed
 // once, with the status it should have.
 //
-// Settings (environment): LOAD_CLIENTS (200), LOAD_SECONDS (60), LOAD_KEYS (10: clients are spread
-// over this many API keys, each its own tenant), LOAD_URL + LOAD_KEY to aim at a running service
-// instead of starting one (then LOAD_KEYS is ignored: every client uses LOAD_KEY).
+// Settings (environment): LOAD_CLIENTS (200; `--clients 1000` or `--many` for the 1,000-client
+// variant), LOAD_SECONDS (60), LOAD_KEYS (10: clients are spread over this many API keys, each its
+// own tenant), LOAD_URL + LOAD_KEY to aim at a running service instead of starting one (then
+// LOAD_KEYS is ignored: every client uses LOAD_KEY), LOAD_BURST (100: sequential creates after
+// idle, measured before the load; 0 skips them).
 //
 // The service is started with limits raised (rate limit, per-tenant quota) so that the run measures
-// capacity, not the per-key limits; the global caps (live sandboxes, executions) stay at their
-// defaults, so 503 at_capacity is an expected answer under this load and is counted, not failed.
+// capacity, not the per-key limits; the global caps (live sandboxes, executions, sandbox starts)
+// stay at their defaults, so 503 at_capacity is an expected answer under this load: it is counted
+// (and must carry Retry-After), not failed. Latency is reported over every answer, rejections
+// included, since that is what a client waits for.
+import http from "node:http";
 import { pathToFileURL } from "node:url";
 import { openDb } from "../src/store/db.js";
 import { SqliteKeyStore } from "../src/store/keys.js";
@@ -68,6 +73,12 @@ export interface LoadReport {
   killed: Set<string>;
   /** Creates whose outcome is unknown (the request failed or was cut): a sandbox may exist for them. */
   unknownCreates: number;
+  /** Latency of every answer (any HTTP status), ms. */
+  answers: number[];
+  /** Requests that got no HTTP answer (connection refused/reset, timeout). */
+  connectionErrors: number;
+  /** 429/503 answers without a Retry-After header. */
+  missingRetryAfter: number;
 }
 
 const LANGS = ["python", "javascript", "typescript", "bash"] as const;
@@ -104,9 +115,47 @@ export async function runLoad(opts: LoadOptions): Promise<LoadReport> {
     duplicateCreates: [],
     killed: new Set(),
     unknownCreates: 0,
+    answers: [],
+    connectionErrors: 0,
+    missingRetryAfter: 0,
   };
+  // A lean keep-alive client (node:http): fetch costs ~1 ms of CPU per request on the client side,
+  // which on the same machine would be taken from the service.
+  const agent = new http.Agent({ keepAlive: true, maxSockets: opts.clients + 16 });
+  const target = new URL(opts.url);
   const deadline = Date.now() + opts.durationMs;
   const running = () => Date.now() < deadline && !opts.signal?.aborted;
+
+  function send(
+    method: string,
+    route: string,
+    headers: Record<string, string>,
+    body: unknown,
+  ): Promise<{ status: number; text: string; retryAfter: number; hasRetryAfter: boolean }> {
+    const data = body === undefined ? undefined : JSON.stringify(body);
+    const h: http.OutgoingHttpHeaders = { ...headers };
+    if (data !== undefined) h["content-length"] = Buffer.byteLength(data);
+    return new Promise((resolve, reject) => {
+      const req = http.request(
+        { host: target.hostname, port: target.port, path: route, method, agent, headers: h, timeout: requestTimeoutMs },
+        (res) => {
+          let text = "";
+          res.setEncoding("utf8");
+          res.on("data", (chunk: string) => {
+            text += chunk;
+          });
+          res.on("error", reject);
+          res.on("end", () => {
+            const ra = res.headers["retry-after"];
+            resolve({ status: res.statusCode ?? 0, text, retryAfter: Number(ra ?? 0), hasRetryAfter: ra !== undefined });
+          });
+        },
+      );
+      req.on("timeout", () => req.destroy(new Error(`no answer in ${requestTimeoutMs} ms`)));
+      req.on("error", reject);
+      req.end(data);
+    });
+  }
 
   async function request(op: Op, key: string, method: string, route: string, body?: unknown): Promise<Reply | undefined> {
     const headers: Record<string, string> = { authorization: `Bearer ${key}` };
@@ -115,22 +164,18 @@ export async function runLoad(opts: LoadOptions): Promise<LoadReport> {
     let status = 0;
     let text = "";
     let retryAfterS = 0;
+    let hasRetryAfter = false;
     try {
-      const res = await fetch(`${opts.url}${route}`, {
-        method,
-        headers,
-        body: body === undefined ? undefined : JSON.stringify(body),
-        signal: AbortSignal.timeout(requestTimeoutMs),
-      });
-      text = await res.text();
-      status = res.status;
-      retryAfterS = Number(res.headers.get("retry-after") ?? 0);
+      ({ status, text, retryAfter: retryAfterS, hasRetryAfter } = await send(method, route, headers, body));
     } catch (err) {
+      report.connectionErrors += 1;
       report.failures.push({ op, status: 0, detail: `request failed: ${(err as Error).message}` });
       opts.onResponse?.(op, 0);
       return undefined;
     }
     const ms = performance.now() - t0;
+    report.answers.push(ms);
+    if ((status === 429 || status === 503) && !hasRetryAfter) report.missingRetryAfter += 1;
     let parsed: Record<string, unknown> | undefined;
     try {
       parsed = JSON.parse(text) as Record<string, unknown>;
@@ -222,6 +267,7 @@ export async function runLoad(opts: LoadOptions): Promise<LoadReport> {
   const t0 = performance.now();
   await Promise.all(Array.from({ length: opts.clients }, (_, i) => client(i)));
   report.wallMs = performance.now() - t0;
+  agent.destroy();
   return report;
 }
 
@@ -303,41 +349,90 @@ export function printReport(title: string, report: LoadReport): string {
     .filter((op) => report.latencies.has(op))
     .map((op) => ({ name: op, samples: report.latencies.get(op) as number[], wallMs: report.wallMs }));
   const all = ops.flatMap((op) => report.latencies.get(op) ?? []);
-  rows.push({ name: "**all successful**", samples: all, wallMs: report.wallMs });
+  rows.push({ name: "all successful answers", samples: all, wallMs: report.wallMs });
+  rows.push({ name: "**all answers** (rejections included)", samples: report.answers, wallMs: report.wallMs });
   const table = printTable(title, rows);
-  const total = [...report.statuses.values()].reduce((a, b) => a + b, 0);
+  const total = report.answers.length;
+  const count = (prefix: string) => [...report.statuses].filter(([s]) => s.startsWith(prefix)).reduce((a, [, c]) => a + c, 0);
+  const pct = (n: number) => `${((n / Math.max(1, total)) * 100).toFixed(1)}%`;
   const statuses = [...report.statuses].sort().map(([s, c]) => `${s}: ${c}`);
+  const wrong = report.failures.filter((f) => f.status !== 0).length;
   const summary =
-    `${total} responses in ${(report.wallMs / 1000).toFixed(1)} s (${((total / report.wallMs) * 1000).toFixed(0)}/s); ` +
-    `statuses: ${statuses.join(", ")}; sandboxes created ${report.created.size}, killed ${report.killed.size}; ` +
-    `failures ${report.failures.length}`;
+    `${total} answers in ${(report.wallMs / 1000).toFixed(1)} s: **${((total / report.wallMs) * 1000).toFixed(0)} answers/s**; ` +
+    `503: ${pct(count("503"))}, 429: ${pct(count("429"))}; statuses: ${statuses.join(", ")}; ` +
+    `sandboxes created ${report.created.size}, killed ${report.killed.size}; ` +
+    `wrong answers ${wrong}, connection errors ${report.connectionErrors}, rejections without Retry-After ${report.missingRetryAfter}`;
   process.stdout.write(`${summary}\n`);
   for (const f of report.failures.slice(0, 10)) process.stdout.write(`  failure: ${f.op} ${f.status} ${f.detail}\n`);
   return `${table}\n\n${summary}`;
 }
 
+/**
+ * Sequential creates (each followed by nothing: the sandboxes are killed afterwards) after the
+ * service has been idle: what an agent starting a burst of work sees from the warm pool.
+ */
+export async function createBurst(url: string, key: string, n: number): Promise<number[]> {
+  const headers = { authorization: `Bearer ${key}`, "content-type": "application/json" };
+  const samples: number[] = [];
+  const ids: string[] = [];
+  for (let i = 0; i < n; i++) {
+    const t0 = performance.now();
+    const res = await fetch(`${url}/v1/agents/sandboxes`, { method: "POST", headers, body: "{}" });
+    const body = (await res.json()) as { sandbox_id?: string };
+    samples.push(performance.now() - t0);
+    if (res.status !== 201) throw new Error(`create ${i} of the burst: ${res.status} ${JSON.stringify(body)}`);
+    ids.push(String(body.sandbox_id));
+  }
+  for (let i = 0; i < ids.length; i += 20) {
+    await Promise.all(ids.slice(i, i + 20).map((id) => fetch(`${url}/v1/agents/sandboxes/${id}`, { method: "DELETE", headers })));
+  }
+  return samples;
+}
+
+function clientsArg(): number {
+  const i = process.argv.indexOf("--clients");
+  if (i >= 0) return Number(process.argv[i + 1]);
+  if (process.argv.includes("--many")) return 1000;
+  return Number(process.env.LOAD_CLIENTS ?? 200);
+}
+
 async function main(): Promise<void> {
-  const clients = Number(process.env.LOAD_CLIENTS ?? 200);
+  const clients = clientsArg();
   const seconds = Number(process.env.LOAD_SECONDS ?? 60);
+  const burst = Number(process.env.LOAD_BURST ?? 100);
   let url = process.env.LOAD_URL;
   let keys = process.env.LOAD_KEY ? [process.env.LOAD_KEY] : [];
   let dispose: (() => Promise<void>) | undefined;
   if (!url) {
     const server = await startServer({
       env: {
-        AGENTBOX_WARM_POOL: "8",
         AGENTBOX_RATE_LIMIT_PER_MINUTE: "100000000",
         AGENTBOX_MAX_SANDBOXES_PER_TENANT: "100000",
+        // Clients here all come from one address; in production they come from many.
+        AGENTBOX_MAX_CONNECTIONS_PER_ADDRESS: String(clients * 2 + 64),
+        AGENTBOX_MAX_CONNECTIONS: String(clients * 2 + 128),
         AGENTBOX_LOG_LEVEL: "warn",
+        // The helper's default is a small pool for tests; a service runs with its configured default.
+        AGENTBOX_WARM_POOL: process.env.AGENTBOX_WARM_POOL ?? "",
       },
     });
     url = server.url;
-    keys = createKeys(server.dataDir, Number(process.env.LOAD_KEYS ?? 10));
+    keys = createKeys(server.dataDir, Number(process.env.LOAD_KEYS ?? 10) + 1);
     dispose = () => server.dispose();
   }
+  // The burst uses a key of its own, so that its sandboxes are not counted in the load's consistency check.
+  const burstKey = keys.length > 1 ? (keys.pop() as string) : (keys[0] as string);
   try {
+    if (burst > 0) {
+      await sleep(5000);
+      const samples = await createBurst(url, burstKey, burst);
+      printTable(`Burst of ${burst} sequential creates after 5 s idle (target p50 ≤ 20 ms)`, [
+        { name: "create (POST /sandboxes)", samples },
+      ]);
+      await sleep(3000);
+    }
     process.stdout.write(`load: ${clients} clients for ${seconds} s against ${url}\n`);
-    const report = await runLoad({ url, keys, clients, durationMs: seconds * 1000 });
+    const report = await runLoad({ url, keys, clients, durationMs: seconds * 1000, requestTimeoutMs: 60_000 });
     printReport(`Load: ${clients} clients, ${seconds} s, mixed create / code/run (4 languages) / files / commands / list / kill`, report);
     const check = await checkConsistency(url, keys, report);
     process.stdout.write(
@@ -345,7 +440,13 @@ async function main(): Promise<void> {
         `unexpected ${check.unexpected.length}, wrong status ${check.wrongStatus.length}\n`,
     );
     await killAll(url, report);
-    const bad = report.failures.length + check.lost.length + check.duplicated.length + check.unexpected.length + check.wrongStatus.length;
+    const bad =
+      report.failures.length +
+      report.missingRetryAfter +
+      check.lost.length +
+      check.duplicated.length +
+      check.unexpected.length +
+      check.wrongStatus.length;
     if (bad > 0) process.exitCode = 1;
   } finally {
     await dispose?.();

@@ -91,6 +91,10 @@ export interface Config {
   createWaitMs: number;
   /** Sandbox teardowns (kill leftovers, remove cgroups, unmount the workspace) running at once. */
   maxParallelTeardowns: number;
+  /** Memory of all sandboxes together (the service's own cgroup), MiB. */
+  sandboxesMemoryMb: number;
+  /** Host memory kept free: below it creates are 503 and the pool stops growing, MiB. */
+  memoryReserveMb: number;
   /** The operator's admin key from the environment; unset: one generated at first start, stored hashed. */
   adminApiKey: string | undefined;
   /** Open client connections at once, over all addresses (past it new ones are closed at once). */
@@ -112,6 +116,11 @@ export function tenantQuotaDefaults(config: Config): EffectiveQuotas {
     maxProcesses: config.tenantProcesses,
     storageMb: config.tenantStorageMb,
   };
+}
+
+/** Live sandboxes that fit: an idle one with a warm python kernel costs ~11 MiB (bench/density.ts); a quarter of the machine is kept for what runs in them. */
+function sandboxCap(memMb: number): number {
+  return Math.max(8, Math.floor((memMb * 0.75) / 12));
 }
 
 /** The host's process table size (the smaller of pid_max and threads-max): every thread takes a pid. */
@@ -159,10 +168,12 @@ export function loadConfig(): Config {
     maxUploadBytes: num("AGENTBOX_MAX_UPLOAD_BYTES", 100 * 2 ** 20),
     maxFileReadBytes: num("AGENTBOX_MAX_FILE_READ_BYTES", 16 * 2 ** 20),
     maxDownloadBytes: num("AGENTBOX_MAX_DOWNLOAD_BYTES", 100 * 2 ** 20),
-    warmPool: num("AGENTBOX_WARM_POOL", 4),
+    // A pool sandbox costs ~11 MiB and no CPU while it waits: keep enough that a burst of creates
+    // after a quiet spell is served from memory (a 25th of the sandbox cap, 4..64).
+    warmPool: num("AGENTBOX_WARM_POOL", Math.min(64, Math.max(4, Math.floor(sandboxCap(memMb) / 25)))),
     // An idle sandbox with a warm python kernel costs ~11 MiB (bench/density.ts); keep a quarter of
     // the machine for what runs inside them.
-    maxSandboxes: num("AGENTBOX_MAX_SANDBOXES", Math.max(8, Math.floor((memMb * 0.75) / 12))),
+    maxSandboxes: num("AGENTBOX_MAX_SANDBOXES", sandboxCap(memMb)),
     maxSandboxesPerTenant: num("AGENTBOX_MAX_SANDBOXES_PER_TENANT", 200),
     maxConcurrentRuns: num("AGENTBOX_MAX_CONCURRENT_RUNS", Math.max(8, cores * 32)),
     maxContextsPerSandbox: num("AGENTBOX_MAX_CONTEXTS_PER_SANDBOX", 16),
@@ -182,13 +193,18 @@ export function loadConfig(): Config {
     tenantProcesses: num("AGENTBOX_TENANT_PROCESSES", Math.floor(hostPids() / 4)),
     // Workspaces are tmpfs: their files are memory, so the same share as memory.
     tenantStorageMb: num("AGENTBOX_TENANT_STORAGE_MB", Math.floor(memMb / 2)),
-    warmPoolMax: num("AGENTBOX_WARM_POOL_MAX", Math.max(16, cores * 16)),
+    warmPoolMax: num("AGENTBOX_WARM_POOL_MAX", Math.min(256, Math.max(16, Math.floor(sandboxCap(memMb) / 10)))),
     // A start is ~30 ms of CPU (fork, exec, bubblewrap, python start-up) spread over several
     // processes: two per core keeps the cores busy without starving request handling.
     maxParallelStarts: num("AGENTBOX_MAX_PARALLEL_STARTS", Math.max(2, cores * 2)),
-    startQueue: num("AGENTBOX_START_QUEUE", Math.max(4, cores * 4)),
+    // One waiting create per start in flight: each waits about one start, never behind a pile.
+    startQueue: num("AGENTBOX_START_QUEUE", Math.max(2, cores * 2)),
     createWaitMs: num("AGENTBOX_CREATE_WAIT_MS", 3000),
     maxParallelTeardowns: num("AGENTBOX_MAX_PARALLEL_TEARDOWNS", Math.max(2, cores * 2)),
+    // Sandboxes together never push the host into its own OOM killer: past this the kernel picks a
+    // victim among sandbox processes, never the service or the rest of the host.
+    sandboxesMemoryMb: num("AGENTBOX_SANDBOXES_MEMORY_MB", Math.floor(memMb * 0.85)),
+    memoryReserveMb: num("AGENTBOX_MEMORY_RESERVE_MB", Math.floor(memMb * 0.1)),
     adminApiKey: process.env.AGENTBOX_ADMIN_KEY || undefined,
     ...connectionLimits(),
   };

@@ -186,8 +186,12 @@ export class CgroupManager {
   /** Tenant groups made (or being made) by this process, by group name. */
   private readonly tenants = new Map<string, Promise<string[]>>();
 
-  /** `service`: a name for this service's own group, the same across its restarts. */
-  constructor(service: string) {
+  /**
+   * `service`: a name for this service's own group, the same across its restarts. `memoryMb`: the
+   * memory of all its sandboxes together.
+   */
+  constructor(service: string, memoryMb: number) {
+    const bytes = String(Math.round(memoryMb * 2 ** 20));
     if (this.v2) {
       const top = path.join(ROOT, ownCgroup(""), PARENT);
       const base = path.join(top, service);
@@ -197,6 +201,7 @@ export class CgroupManager {
       } catch {
         // Controllers not delegated to us: limits will fail loudly at create time.
       }
+      fs.writeFileSync(path.join(base, "memory.max"), bytes);
       this.parents.unified = base;
       return;
     }
@@ -207,6 +212,7 @@ export class CgroupManager {
       fs.mkdirSync(dir, { recursive: true });
       this.parents[ctrl] = dir;
     }
+    fs.writeFileSync(path.join(this.parents.memory as string, "memory.limit_in_bytes"), bytes);
   }
 
   private dirsOf(place: string): string[] {

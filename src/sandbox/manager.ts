@@ -4,6 +4,7 @@
 // after a restart of the service (re-adopt what is still alive in the records, sweep every
 // workspace and cgroup no record owns).
 import crypto from "node:crypto";
+import fs from "node:fs";
 import os from "node:os";
 import type { Logger } from "pino";
 import { type Config, tenantQuotaDefaults } from "../config.js";
@@ -28,6 +29,16 @@ const UID_RANGE = 4000;
 const POOL_DEMAND_S = 1;
 /** Creates of the last this many seconds are the pool's measure of demand. */
 const DEMAND_WINDOW_MS = 5000;
+
+/** MemAvailable from /proc/meminfo, MiB (a small kernel-rendered file: read synchronously, once a second). */
+function availableMemoryMb(): number {
+  try {
+    const kb = /^MemAvailable:\s+(\d+)/m.exec(fs.readFileSync("/proc/meminfo", "utf8"))?.[1];
+    return kb === undefined ? Number.POSITIVE_INFINITY : Number(kb) / 1024;
+  } catch {
+    return Number.POSITIVE_INFINITY;
+  }
+}
 
 function serviceKey(workspaceDir: string): string {
   return `svc-${crypto.createHash("sha256").update(workspaceDir).digest("hex").slice(0, 12)}`;
@@ -99,6 +110,8 @@ export class SandboxManager {
   private readonly quotaDefaults: EffectiveQuotas;
   private reaper: NodeJS.Timeout | undefined;
   private closing = false;
+  /** The host's available memory is under AGENTBOX_MEMORY_RESERVE_MB (checked every tick). */
+  private lowMemory = false;
   private runsInFlight = 0;
   /** Sandboxes being created right now: counted against capacity before their record exists. */
   private pending = 0;
@@ -116,7 +129,7 @@ export class SandboxManager {
   ) {
     this.templates = builtInTemplates(config.limits);
     this.workspaces = new WorkspaceManager(config.workspaceDir);
-    this.cgroups = new CgroupManager(serviceKey(config.workspaceDir));
+    this.cgroups = new CgroupManager(serviceKey(config.workspaceDir), config.sandboxesMemoryMb);
     this.firstUid = uidBlockStart(config.workspaceDir);
     this.nextUid = this.firstUid;
     this.teardownLimiter = new Limiter(Math.max(1, config.maxParallelTeardowns));
@@ -183,6 +196,12 @@ export class SandboxManager {
     this.reaper = setInterval(() => this.tick(), this.config.reaperIntervalMs);
     this.reaper.unref();
     this.fillPool();
+    // The first round of starts before the service takes requests, so that its first creates are
+    // served from the pool (bounded: a slow host still starts serving).
+    const first = Math.min(this.config.warmPool, this.config.maxParallelStarts);
+    for (const deadline = Date.now() + 10_000; this.warm.length < first && this.warming > 0 && Date.now() < deadline; ) {
+      await new Promise((r) => setTimeout(r, 10));
+    }
   }
 
   /** Removes every workspace and cgroup that belongs to no live sandbox (left by a crash). */
@@ -235,7 +254,7 @@ export class SandboxManager {
    * AGENTBOX_MAX_PARALLEL_STARTS at a time. Every start happens here, off the request path.
    */
   private fillPool(): void {
-    if (this.closing) return;
+    if (this.closing || this.lowMemory) return;
     const room = this.config.maxSandboxes - this.live.size - this.pending + this.waiters.length;
     const want = Math.min(this.poolTarget() + this.waiters.length, room);
     while (this.warm.length + this.warming < want && this.warming < this.config.maxParallelStarts) {
@@ -288,9 +307,13 @@ export class SandboxManager {
     });
   }
 
-  /** Every second: expired sandboxes end; a pool larger than recent demand gives one sandbox back. */
+  /**
+   * Every second: expired sandboxes end; the host's free memory is checked; a pool larger than
+   * recent demand gives one sandbox back.
+   */
   private tick(): void {
     void this.reap();
+    this.lowMemory = availableMemoryMb() < this.config.memoryReserveMb;
     if (this.warm.length > this.poolTarget() && this.warming === 0) {
       const extra = this.warm.pop();
       if (extra) this.track(this.release(extra));
@@ -327,6 +350,7 @@ export class SandboxManager {
     if (this.live.size + this.pending >= this.config.maxSandboxes) {
       throw new ApiError("at_capacity", `The service is at its limit of ${this.config.maxSandboxes} live sandboxes`, 5);
     }
+    if (this.lowMemory) throw new ApiError("at_capacity", "The host is low on memory; no sandbox can be started now", 5);
     const quota = this.tenantQuotas(tenantId);
     const tenantPending = this.pendingByTenant.get(tenantId) ?? 0;
     if ((this.liveByTenant.get(tenantId) ?? 0) + tenantPending >= quota.maxSandboxes) {

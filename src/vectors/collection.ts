@@ -58,9 +58,11 @@ export class Collection {
   constructor(
     readonly dim: number,
     readonly metric: Metric,
+    /** Labels expected (sized once when loading, instead of doubling through a large index). */
+    expected = 0,
   ) {
     this.ann = Collection.newAnn(dim, metric);
-    this.capacity = 1024;
+    this.capacity = Math.max(1024, expected);
     this.vecs = new Float32Array(this.capacity * dim);
     this.norms = new Float32Array(this.capacity);
     this.live = new Uint8Array(this.capacity);

@@ -57,7 +57,7 @@ export class EmbeddedEngine implements VectorEngine {
   /** Loads every record, and the saved graph when it is consistent with them. */
   private load(spec: IndexSpec): Collection {
     const started = performance.now();
-    const c = new Collection(spec.dimension, spec.metric);
+    const c = new Collection(spec.dimension, spec.metric, this.store.nextLabel(spec.id));
     const { graph, state } = this.files(spec.id);
     let upTo = -1;
     let haveGraph = false;

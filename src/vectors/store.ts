@@ -233,6 +233,10 @@ export class VectorDb {
   count(indexId: string): number {
     return (this.st.countVectors.get(indexId) as { n: number }).n;
   }
+  /** One more than the highest label given out in the index. */
+  nextLabel(indexId: string): number {
+    return this.st.counters.get(indexId)?.next_label ?? 0;
+  }
   seq(indexId: string): number {
     return this.st.counters.get(indexId)?.seq ?? 0;
   }

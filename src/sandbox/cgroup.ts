@@ -396,9 +396,14 @@ async function killGroups(dirs: string[]): Promise<void> {
   );
 }
 
+/**
+ * Kills what is left in the groups and removes them. A killed process can take a while to be gone
+ * on a busy host (a large node kernel unmapping its heap), so this retries for up to ~30 s, more
+ * slowly as it goes; it runs off the request path.
+ */
 async function removeGroups(dirs: string[]): Promise<void> {
   let left = dirs;
-  for (let attempt = 0; attempt < 50; attempt++) {
+  for (let attempt = 0; attempt < 150; attempt++) {
     await killGroups(left);
     const results = await Promise.all(
       left.map((dir) =>
@@ -410,7 +415,7 @@ async function removeGroups(dirs: string[]): Promise<void> {
     );
     left = left.filter((_, i) => !results[i]);
     if (left.length === 0) return;
-    await new Promise((r) => setTimeout(r, 20));
+    await new Promise((r) => setTimeout(r, Math.min(250, 20 + attempt * 5)));
   }
   throw new Error(`cgroups could not be removed: ${left.join(", ")}`);
 }

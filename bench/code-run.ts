@@ -32,8 +32,8 @@ const FRESH: Record<Lang, string[]> = {
   bash: ["/bin/bash", "--norc", "-c", "echo 1"],
 };
 
-/** One fresh interpreter in a fresh bubblewrap sandbox (same flags and seccomp as the service). */
-function freshRun(workspace: string, uid: number, seccomp: Buffer, argv: string[]): Promise<void> {
+/** One fresh interpreter in a fresh bubblewrap sandbox (same flags and seccomp as the service); it must print `expect`. */
+export function freshRun(workspace: string, uid: number, seccomp: Buffer, argv: string[], expect = "1"): Promise<void> {
   const plan = planBwrap(workspace, 16, seccomp, argv);
   const maxFd = Math.max(...plan.fds.keys());
   const stdio: ("pipe" | "ignore")[] = ["ignore", "pipe", "pipe"];
@@ -45,7 +45,7 @@ function freshRun(workspace: string, uid: number, seccomp: Buffer, argv: string[
     child.stdout?.on("data", (d) => {
       out += d;
     });
-    child.on("exit", (code) => (code === 0 && out.trim() === "1" ? resolve() : reject(new Error(`fresh run failed: ${code} ${out}`))));
+    child.on("exit", (code) => (code === 0 && out.trim() === expect ? resolve() : reject(new Error(`fresh run failed: ${code} ${out}`))));
   });
 }
 

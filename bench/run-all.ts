@@ -1,11 +1,13 @@
 // `npm run bench`: every benchmark, one after another, each printing its table. The 60 s load run
 // is separate (`npm run bench:load`).
 import { benchCodeRun } from "./code-run.js";
+import { benchDataImport } from "./data-import.js";
 import { benchDensity } from "./density.js";
 import { benchGateway } from "./gateway.js";
 import { benchVectors } from "./vectors.js";
 
 await benchCodeRun();
 await benchDensity();
+await benchDataImport();
 await benchGateway();
 await benchVectors();

@@ -6,6 +6,7 @@ import re
 import time
 
 from .state import base_env
+from .stats import own_io, proc_io
 
 # Built by scripts/setup.sh, read-only (/usr is bound read-only into every sandbox): matplotlib's
 # font list and its matplotlibrc (Debian's matplotlib otherwise looks for /etc/matplotlibrc).
@@ -55,6 +56,15 @@ def unlink_font_cache():
         os.rmdir(MPL_DIR)
     except OSError:
         pass
+
+
+def not_sandbox_io(pid):
+    """The pre-import's file reads are the platform's doing, not the sandbox's: its disk metrics
+    (stats.py) leave them out, as they leave out the supervisor's own I/O."""
+    io = proc_io(pid)
+    if io is not None:
+        own_io[0] += io[0]
+        own_io[1] += io[1]
 
 
 def wants_data(code):
@@ -117,6 +127,8 @@ class Prewarm:
         return None
 
     def release(self, kernel):
+        if not kernel.warm_ready:
+            not_sandbox_io(kernel.pid)
         kernel.discard()
         if not kernel.warm_ready:
             unlink_font_cache()  # killed in the middle of its imports

@@ -169,6 +169,7 @@ class Kernel:
             return
         if msg.get("warm"):
             self.warm_ready = True
+            datastack.not_sandbox_io(self.pid)
             return
         if self.run is not None:
             self.out.drain()

@@ -22,11 +22,30 @@ export const CodeRunBody = Type.Object(
   { additionalProperties: true },
 );
 
+/** One rich result, as a notebook shows it: every representation the object has (images base64). */
+export const RichResult = Type.Object(
+  {
+    text: Type.Optional(Type.String({ description: "Plain text (repr / util.inspect)" })),
+    html: Type.Optional(Type.String()),
+    markdown: Type.Optional(Type.String()),
+    png: Type.Optional(Type.String({ description: "base64-encoded PNG" })),
+    jpeg: Type.Optional(Type.String({ description: "base64-encoded JPEG" })),
+    svg: Type.Optional(Type.String()),
+    json: Type.Optional(Type.Unknown()),
+    latex: Type.Optional(Type.String()),
+    is_main_result: Type.Optional(Type.Boolean({ description: "The value of the cell's last expression" })),
+  },
+  { additionalProperties: false },
+);
+
 export const CodeRunResult = Type.Object(
   {
     logs: Type.Object({ stdout: Type.String(), stderr: Type.String() }, { additionalProperties: false }),
     error: Type.Union([Type.String(), Type.Null()], { description: "null when the run reported no error" }),
     execution_time_ms: Type.Integer(),
+    results: Type.Array(RichResult, {
+      description: "Rich results in the order they were produced: displayed objects, figures, and the value of the last expression (is_main_result). Always [] for bash.",
+    }),
   },
   { $id: "CodeRunResult", additionalProperties: false },
 );

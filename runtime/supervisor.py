@@ -2,8 +2,11 @@
 # kernel and command process there, and talks to the service over its stdin/stdout (never shared
 # with user code). Frames both ways: u32 total length, u32 header length, JSON header, raw body.
 #
-# Requests (header.op): run, exec, kill_kernel, file, stats, setenv. Every request carries an `id`;
-# every answer carries the same `id`. Output of runs and commands streams back as `out` frames.
+# Requests (header.op): run, exec, start_kernel, kill_kernel, setenv, stats, ping, file (list,
+# delete, mkdir, stat), and the chunked transfers open_read, read_chunk, open_write, write_chunk,
+# commit, close. Every request carries an `id`; every answer carries the same `id`. Events: ready,
+# out (output of runs and commands), result (a run's rich result), done (a run), exit (a command),
+# file, chunk, stats, ok, error. The service's side is src/sandbox/protocol.ts.
 #
 # This file is only the entry point; the code is the package agentbox_rt next to it. It is started
 # as `python3 -I /opt/agentbox/supervisor.py`: -I leaves the script's own directory off sys.path,

@@ -7,19 +7,22 @@ import signal
 import time
 
 from .commands import Command
+from .datastack import prewarm
 from .files import file_op, resolve
 from .kernels import Kernel, Run
 from .pidcap import PIDS_CHECK_S, PIDS_MAX, check_pids, pids_check, start_kernel
-from .protocol import LinkReader, send
+from .protocol import LinkReader, send, widen_pipes
 from .state import HOME, children, kernels, runs, sel, user_env
 from .stats import own_io, start_io_accounting, stats
 
 GRACE_S = 1.0
+FILE_OPS = ("file", "open_read", "read_chunk", "open_write", "write_chunk", "commit", "close")
 
 
 def handle(header, body):
     op = header.get("op")
     rid = header.get("id")
+    prewarm.on_request(op)
     if op == "run":
         run = Run(header, body)
         key = header.get("kernel") or header["lang"]
@@ -40,7 +43,11 @@ def handle(header, body):
     elif op == "start_kernel":
         key = header["kernel"]
         if key not in kernels:
-            kernels[key] = Kernel(key, header["lang"], resolve(header.get("cwd") or HOME), None)
+            try:
+                kernels[key] = start_kernel(key, header)
+            except OSError as e:  # EAGAIN at the process cap, ENOMEM...: an answer, not the end of the supervisor
+                send({"ev": "error", "id": rid, "message": "Kernel failed to start: %s" % e})
+                return
         send({"ev": "ok", "id": rid})
     elif op == "kill_kernel":
         kernel = kernels.pop(header["kernel"], None)
@@ -56,10 +63,15 @@ def handle(header, body):
             runs[rid] = Command(header, cwd)
         except OSError as e:
             send({"ev": "exit", "id": rid, "exit_status": 127, "spawn_error": "could not start the command: %s" % e})
-    elif op == "file":
-        reply, data = file_op(header, body)
-        reply.update({"ev": "file", "id": rid})
-        send(reply, data)
+    elif op in FILE_OPS:
+        reply, data = file_op(op, header, body)
+        if reply is not None:
+            reply.update({"ev": "file", "id": rid})
+            send(reply, data)
+        elif op == "read_chunk":
+            send({"ev": "chunk", "id": rid}, data)
+        else:
+            send({"ev": "ok", "id": rid})
     elif op == "stats":
         reply = stats()
         reply.update({"ev": "stats", "id": rid})
@@ -99,6 +111,7 @@ def check_deadlines():
 
 def main():
     start_io_accounting()
+    widen_pipes()
     # Not dumpable: user code runs as the same uid and must not reach our fds through /proc.
     try:
         libc = ctypes.CDLL(None)
@@ -117,6 +130,7 @@ def main():
     sel.register(wake_r, selectors.EVENT_READ, Waker(wake_r))
     sel.register(0, selectors.EVENT_READ, LinkReader(handle))
     send({"ev": "ready", "pid": os.getpid()})
+    prewarm.start(lambda: Kernel("python:warm", "python", HOME, None, warm=True))
     while True:
         timeout = PIDS_CHECK_S if PIDS_MAX else None
         if runs:
@@ -129,6 +143,7 @@ def main():
         reap()
         check_deadlines()
         check_pids()
+        prewarm.tick()
 
 
 class Waker:

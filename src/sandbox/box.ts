@@ -3,10 +3,13 @@
 // is handed to the sandbox for execution (run()).
 import type { Limits } from "../config.js";
 import type { CgroupManager, SandboxCgroup } from "./cgroup.js";
-import { type Frame, SupervisorLink } from "./link.js";
+import { languageSpec } from "./languages.js";
+import { type RequestOptions, SupervisorLink } from "./link.js";
+import { classifyRun, type RunOutcome } from "./outcome.js";
+import type { DoneEvent, ExitEvent, Language, Reply, Request, RichResult } from "./protocol.js";
 import type { WorkspaceManager } from "./workspace.js";
 
-export type Language = "python" | "javascript" | "typescript" | "bash";
+export type { Language, RichResult };
 
 export interface RunRequest {
   language: Language;
@@ -25,7 +28,11 @@ export interface RunResult {
   stderr: string;
   error: string | null;
   executionTimeMs: number;
-  outcome: "ok" | "error" | "timeout" | "oom" | "output_limit" | "kernel_lost";
+  outcome: RunOutcome;
+  /** The kernel (or the whole sandbox) was restarted during the run: earlier state is gone. */
+  stateLost: boolean;
+  /** Rich results of the run, in the order they were produced (notebook semantics). */
+  results: RichResult[];
 }
 
 export interface CommandRequest {
@@ -79,12 +86,24 @@ const BACKSTOP_MS = 5000;
 class Collector {
   private readonly chunks: Record<1 | 2, Buffer[]> = { 1: [], 2: [] };
   private readonly sizes: Record<1 | 2, number> = { 1: 0, 2: 0 };
+  readonly results: RichResult[] = [];
+  private resultBytes = 0;
   truncated = false;
 
   constructor(private readonly cap: number) {}
 
-  add(stream: unknown, body: Buffer): void {
-    const s = stream === 2 ? 2 : 1;
+  /** A rich result counts against the same cap as a stream; past it, results are dropped. */
+  addResult(result: RichResult | undefined, bytes: number): void {
+    if (result === undefined || this.resultBytes + bytes > this.cap) {
+      this.truncated = true;
+      this.resultBytes = this.cap;
+      return;
+    }
+    this.resultBytes += bytes;
+    this.results.push(result);
+  }
+
+  add(s: 1 | 2, body: Buffer): void {
     const room = this.cap - this.sizes[s];
     if (room <= 0) {
       this.truncated = true;
@@ -180,7 +199,7 @@ export class Box {
   }
 
   async setEnv(env: Record<string, string>): Promise<void> {
-    await (await this.live()).request({ op: "setenv", env });
+    await this.request({ op: "setenv", env });
   }
 
   run(req: RunRequest): Promise<RunResult> {
@@ -194,16 +213,18 @@ export class Box {
     const out = new Collector(cap);
     const oomBefore = this.cgroup.oomKills();
     const timeoutMs = req.timeoutS * 1000;
-    const done = await new Promise<Frame>((resolve) => {
+    const end = await new Promise<DoneEvent | { ev: "gone" } | { ev: "backstop" }>((resolve) => {
       const backstop = setTimeout(() => {
-        resolve({ header: { ev: "backstop" }, body: Buffer.alloc(0) });
+        handle.cancel();
+        resolve({ ev: "backstop" });
         void this.restart().catch(() => {});
       }, timeoutMs + BACKSTOP_MS);
-      link.stream(
+      const handle = link.stream(
         {
           op: "run",
           kernel,
           lang: req.language,
+          kind: languageSpec(req.language).kernel,
           timeout_ms: timeoutMs,
           output_cap: cap,
           async: req.isAsync,
@@ -211,52 +232,42 @@ export class Box {
           cwd: req.cwd,
         },
         Buffer.from(req.code),
-        (frame) => {
-          if (frame.header.ev === "out") {
-            out.add(frame.header.stream, frame.body);
+        (event) => {
+          if (event.ev === "out") {
+            out.add(event.stream, event.body);
             return false;
           }
+          if (event.ev === "result") {
+            out.addResult(event.result, event.bytes);
+            return false;
+          }
+          if (event.ev !== "done" && event.ev !== "gone") return false;
           clearTimeout(backstop);
-          resolve(frame);
+          resolve(event);
           return true;
         },
       );
     });
-    const h = done.header;
-    if (h.truncated === true) out.truncated = true;
-    const oom = this.cgroup.oomKills() > oomBefore;
-    const stateLost = h.state_lost === true || h.ev !== "done";
-    const lost = stateLost ? "; the kernel was restarted and its state was lost" : "";
-    let error: string | null = typeof h.error === "string" ? h.error : null;
-    let outcome: RunResult["outcome"] = error ? "error" : "ok";
-    const limit = `${req.timeoutS} second${req.timeoutS === 1 ? "" : "s"}`;
-    if (h.ev === "backstop") {
-      error = `Execution timed out after ${limit}; the sandbox was restarted and all kernel state was lost`;
-      outcome = "timeout";
-    } else if (h.ev !== "done") {
-      error = "The sandbox's processes ended unexpectedly; it was restarted and all kernel state was lost (files are kept)";
-      outcome = "kernel_lost";
-    } else if (oom) {
-      error = `Out of memory: the sandbox's limit of ${this.spec.limits.memoryMb} MiB was reached${lost}`;
-      outcome = "oom";
-    } else if (h.timed_out === true) {
-      error = `Execution timed out after ${limit}${stateLost ? lost : "; the run was interrupted and the kernel's state was kept"}`;
-      outcome = "timeout";
-    } else if (out.truncated) {
-      error = `Output exceeded the limit of ${cap} bytes per stream and was truncated; the run was stopped${lost}`;
-      outcome = "output_limit";
-    } else if (typeof h.rc === "number" && h.rc !== 0) {
-      error = `exit status ${h.rc}`;
-      outcome = "error";
-    } else if (typeof h.exit_status === "number") {
-      error =
-        req.language === "bash"
-          ? `exit status ${h.exit_status} (the bash kernel exited and was restarted; its state was lost)`
-          : `The kernel exited unexpectedly (status ${h.exit_status}); it was restarted and its state was lost`;
-      outcome = "kernel_lost";
-    }
-    const execMs = typeof h.exec_ms === "number" ? h.exec_ms : typeof h.elapsed_ms === "number" ? h.elapsed_ms : 0;
-    return { stdout: out.text(1), stderr: out.text(2), error, executionTimeMs: Math.max(0, Math.round(execMs)), outcome };
+    const verdict = classifyRun({
+      end,
+      language: req.language,
+      timeoutS: req.timeoutS,
+      memoryMb: this.spec.limits.memoryMb,
+      outputCap: cap,
+      oom: this.cgroup.oomKills() > oomBefore,
+      truncated: out.truncated,
+    });
+    if (end.ev === "done" && end.truncated === true) out.truncated = true;
+    const execMs = end.ev === "done" ? (end.exec_ms ?? end.elapsed_ms ?? 0) : 0;
+    return {
+      stdout: out.text(1),
+      stderr: out.text(2),
+      error: verdict.error,
+      executionTimeMs: Math.max(0, Math.round(execMs)),
+      outcome: verdict.outcome,
+      stateLost: verdict.stateLost,
+      results: out.results,
+    };
   }
 
   /**
@@ -268,42 +279,44 @@ export class Box {
     const link = await this.live();
     const cap = this.spec.limits.outputBytes;
     const out = new Collector(cap);
-    const h = await new Promise<Frame["header"]>((resolve) => {
+    const h = await new Promise<ExitEvent | { ev: "gone" } | { ev: "backstop" }>((resolve) => {
       const backstop = setTimeout(() => {
+        handle.cancel();
         resolve({ ev: "backstop" });
         void this.restart().catch(() => {});
       }, req.timeoutMs + BACKSTOP_MS);
-      link.stream(
+      const handle = link.stream(
         { op: "exec", command: req.command, cwd: req.cwd, env: req.env, timeout_ms: req.timeoutMs, output_cap: cap },
         undefined,
-        (frame) => {
-          if (frame.header.ev === "out") {
-            out.add(frame.header.stream, frame.body);
+        (event) => {
+          if (event.ev === "out") {
+            out.add(event.stream, event.body);
             return false;
           }
+          if (event.ev !== "exit" && event.ev !== "gone") return false;
           clearTimeout(backstop);
-          resolve(frame.header);
+          resolve(event);
           return true;
         },
       );
     });
-    if (typeof h.bad_cwd === "string") throw new WorkingDirMissing(h.bad_cwd);
-    if (h.truncated === true) out.truncated = true;
-    const durationMs = typeof h.elapsed_ms === "number" ? h.elapsed_ms : 0;
     if (h.ev === "backstop" || h.ev === "gone") {
       const why =
         h.ev === "backstop"
           ? `Command timed out after ${req.timeoutMs} ms and the sandbox did not respond; it was restarted (files are kept)`
           : "The sandbox's processes ended during the command; it was restarted (files are kept)";
-      return { stdout: out.text(1), stderr: out.text(2), exitCode: 137, durationMs, timedOut: h.ev === "backstop", error: why };
+      return { stdout: out.text(1), stderr: out.text(2), exitCode: 137, durationMs: 0, timedOut: h.ev === "backstop", error: why };
     }
-    const status = typeof h.exit_status === "number" ? h.exit_status : -9;
+    if (h.bad_cwd !== undefined) throw new WorkingDirMissing(h.bad_cwd);
+    if (h.truncated === true) out.truncated = true;
+    const durationMs = h.elapsed_ms ?? 0;
+    const status = h.exit_status ?? -9;
     // A signal death is reported the way a shell does: 128 + signal number.
     const exitCode = status < 0 ? 128 - status : status;
     const timedOut = h.timed_out === true;
     let error: string | null = null;
     if (timedOut) error = `Command timed out after ${req.timeoutMs} ms and was killed`;
-    else if (typeof h.spawn_error === "string") error = h.spawn_error;
+    else if (h.spawn_error !== undefined) error = h.spawn_error;
     else if (out.truncated) error = `Output exceeded the limit of ${cap} bytes per stream and was truncated; the command was killed`;
     else if (status < 0) error = `Command was killed by signal ${-status}`;
     else if (status !== 0) error = `exit status ${status}`;
@@ -312,18 +325,18 @@ export class Box {
 
   /** Starts a context's kernel now (rather than at its first run), so that a broken context fails at creation. */
   async startKernel(kernel: string, language: Language, cwd: string): Promise<void> {
-    const frame = await (await this.live()).request({ op: "start_kernel", kernel, lang: language, cwd });
-    if (frame.header.ev !== "ok") throw new Error(`kernel did not start (${String(frame.header.message ?? frame.header.ev)})`);
+    const reply = await this.request({ op: "start_kernel", kernel, lang: language, kind: languageSpec(language).kernel, cwd });
+    if (reply.ev !== "ok") throw new Error(`kernel did not start (${reply.ev === "error" ? reply.message : reply.ev})`);
   }
 
   /**
    * Resource use: memory and CPU from the sandbox's cgroup, network and disk I/O from inside it
-   * (runtime/supervisor.py `stats`). CPU is a rate: the CPU time used between the previous call
+   * (runtime/agentbox_rt/stats.py). CPU is a rate: the CPU time used between the previous call
    * (at least MIN_CPU_WINDOW_MS ago; the first call covers the time since the sandbox started)
    * and now, as a percent of the sandbox's CPU allowance.
    */
   async metrics(): Promise<BoxMetrics> {
-    const [frame, usage] = await Promise.all([(await this.live()).request({ op: "stats" }), this.cgroup.usage()]);
+    const [reply, usage] = await Promise.all([this.request({ op: "stats" }), this.cgroup.usage()]);
     const now = performance.now();
     // Samples are kept at least MIN_CPU_WINDOW_MS apart, so the base is the newest one that old
     // (or, when calls come fast, the one before it).
@@ -333,29 +346,27 @@ export class Box {
     const wallNs = Math.max(1, (now - base.at) * 1e6);
     const cpuPercent = Math.min(100, Math.max(0, ((usage.cpuNs - base.ns) / wallNs / this.spec.limits.cpus) * 100));
     if (old) this.cpuSamples = [newest, { at: now, ns: usage.cpuNs }];
-    const n = (v: unknown) => (typeof v === "number" && Number.isFinite(v) ? v : 0);
-    const h = frame.header;
+    const io = reply.ev === "stats" ? reply : { disk_read: 0, disk_write: 0, network_rx: 0, network_tx: 0 };
     return {
       cpuPercent,
       memoryBytes: usage.memoryBytes,
-      diskRead: n(h.disk_read),
-      diskWrite: n(h.disk_write),
-      networkRx: n(h.network_rx),
-      networkTx: n(h.network_tx),
+      diskRead: io.disk_read,
+      diskWrite: io.disk_write,
+      networkRx: io.network_rx,
+      networkTx: io.network_tx,
     };
   }
 
-  /** A file operation done by the supervisor inside the sandbox's own view of the filesystem. */
-  async file(header: Record<string, unknown>, body?: Buffer): Promise<Frame> {
-    return (await this.live()).request({ op: "file", ...header }, body);
-  }
-
-  async request(header: Record<string, unknown>): Promise<Frame> {
-    return (await this.live()).request(header);
+  /**
+   * One request to the supervisor, answered within a deadline (sandbox_unresponsive otherwise) or
+   * with `gone` when the sandbox's processes ended. File operations (./files.ts) go through here.
+   */
+  async request(req: Request, body?: Buffer, opts?: RequestOptions): Promise<Reply> {
+    return (await this.live()).request(req, body, opts);
   }
 
   async killKernel(kernel: string): Promise<void> {
-    await (await this.live()).request({ op: "kill_kernel", kernel });
+    await this.request({ op: "kill_kernel", kernel });
   }
 
   /** Ends every process, removes the cgroup and the workspace. Leaves nothing behind. */

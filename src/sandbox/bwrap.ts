@@ -110,6 +110,10 @@ export function planBwrap(workspace: string, tmpMb: number, seccomp: Buffer, com
     ["--ro-bind-try", "/etc/localtime", "/etc/localtime"],
     ["--ro-bind-try", "/etc/mime.types", "/etc/mime.types"],
     ["--proc", "/proc", "--dev", "/dev"],
+    // /dev is a tmpfs the size of host memory: read-only, with a capped /dev/shm (POSIX shared
+    // memory, multiprocessing's locks) as its only writable place.
+    ["--size", String(tmpMb * 2 ** 20), "--perms", "1777", "--tmpfs", "/dev/shm"],
+    ["--remount-ro", "/dev"],
     ["--size", String(tmpMb * 2 ** 20), "--tmpfs", "/tmp"],
     ["--bind", workspace, SANDBOX_HOME],
     ["--chdir", SANDBOX_HOME],

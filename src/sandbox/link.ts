@@ -1,18 +1,21 @@
 // The channel to one sandbox: spawns its bubblewrap process (via the cgroup-joining launcher) and
-// speaks the supervisor's framed protocol over the process's stdin/stdout. Nothing user code
+// speaks the supervisor protocol (./protocol.ts) over the process's stdin/stdout. Nothing user code
 // prints travels here except inside `out` frames, which the supervisor tags by request id.
+// Every request has a deadline, writes wait for the pipe to drain past a bound, and frames from
+// the sandbox are size-checked before they are buffered.
 import { type ChildProcess, spawn } from "node:child_process";
 import { EventEmitter } from "node:events";
 import type { Readable, Writable } from "node:stream";
+import { ApiError } from "../errors.js";
 import { LAUNCHER, planBwrap } from "./bwrap.js";
+import { type Event, encodeRequest, FrameDecoder, type Reply, type Request } from "./protocol.js";
 
-export interface Frame {
-  header: Record<string, unknown> & { ev?: string; id?: string };
-  body: Buffer;
-}
-
-/** A frame larger than this from inside a sandbox means the supervisor is broken or hostile. */
-const MAX_FRAME = 256 * 2 ** 20;
+/** Bytes queued towards the sandbox beyond which a writer waits for the pipe to drain. */
+const MAX_PENDING = 4 * 2 ** 20;
+/** How long a request waits for its answer unless it says otherwise. */
+export const REQUEST_TIMEOUT_MS = 10_000;
+/** What a client is told to wait before retrying a request the sandbox did not answer. */
+const RETRY_AFTER_S = 5;
 
 export interface LinkOptions {
   uid: number;
@@ -23,13 +26,33 @@ export interface LinkOptions {
   onLog?: (line: string) => void;
 }
 
+export interface RequestOptions {
+  /** Deadline for the answer; REQUEST_TIMEOUT_MS by default. */
+  timeoutMs?: number;
+}
+
+export const unresponsive = () =>
+  new ApiError(
+    "sandbox_unresponsive",
+    "The sandbox did not answer in time (its supervisor is stopped or overloaded); retry later, or kill the sandbox",
+    RETRY_AFTER_S,
+  );
+
+const GONE: Reply = { ev: "gone" };
+
 export class SupervisorLink extends EventEmitter {
   private readonly child: ChildProcess;
-  private buf: Buffer = Buffer.alloc(0);
-  private readonly waiters = new Map<string, (frame: Frame) => void>();
-  private readonly streams = new Map<string, (frame: Frame) => void>();
+  private readonly stdin: Writable;
+  private readonly decoder = new FrameDecoder();
+  private readonly waiters = new Map<string, (reply: Reply) => void>();
+  private readonly streams = new Map<string, (reply: Reply) => void>();
   private seq = 0;
+  /** A request outlived its deadline and nothing has been heard from the sandbox since. */
+  private stalled = false;
+  private probing = false;
   closed = false;
+  /** The supervisor's pid inside the sandbox (from its `ready`). */
+  supervisorPid = 0;
   readonly ready: Promise<void>;
 
   constructor(opts: LinkOptions) {
@@ -50,29 +73,33 @@ export class SupervisorLink extends EventEmitter {
       pipe.on("error", () => {});
       pipe.end(data);
     }
+    this.stdin = this.child.stdin as Writable;
+    this.stdin.on("error", () => {});
     const stdout = this.child.stdout as Readable;
-    stdout.on("data", (chunk: Buffer) => this.onData(chunk));
+    stdout.on("data", (chunk: Buffer) => this.onData(chunk, opts.onLog));
     (this.child.stderr as Readable).on("data", (chunk: Buffer) => opts.onLog?.(chunk.toString().trimEnd()));
-    (this.child.stdin as Writable).on("error", () => {});
     this.ready = new Promise((resolve, reject) => {
-      const onReady = (frame: Frame) => {
-        if (frame.header.ev === "ready") {
-          this.off("frame", onReady);
+      const onReady = (event: Event) => {
+        if (event.ev === "ready") {
+          this.supervisorPid = event.pid;
+          this.off("event", onReady);
           resolve();
         }
       };
-      this.on("frame", onReady);
+      this.on("event", onReady);
       this.child.once("exit", (code, signal) => reject(new Error(`sandbox process exited during start (${code ?? signal})`)));
       this.child.once("error", reject);
     });
     this.ready.catch(() => {});
     this.child.once("exit", () => {
       this.closed = true;
-      const gone: Frame = { header: { ev: "gone" }, body: Buffer.alloc(0) };
-      for (const [, w] of this.waiters) w(gone);
-      for (const [, s] of this.streams) s(gone);
+      for (const [, w] of this.waiters) w(GONE);
+      for (const [, s] of this.streams) s(GONE);
       this.waiters.clear();
       this.streams.clear();
+      // Whatever is still queued towards the dead process is dropped now, not when the object goes.
+      this.stdin.destroy();
+      this.emit("drain");
       this.emit("exit");
     });
   }
@@ -81,53 +108,73 @@ export class SupervisorLink extends EventEmitter {
     return this.child.pid;
   }
 
-  private onData(chunk: Buffer): void {
-    this.buf = this.buf.length ? Buffer.concat([this.buf, chunk]) : chunk;
-    while (this.buf.length >= 8) {
-      const total = this.buf.readUInt32BE(0);
-      const hlen = this.buf.readUInt32BE(4);
-      if (total > MAX_FRAME || hlen > total - 4) {
-        this.kill();
-        return;
-      }
-      if (this.buf.length < 4 + total) return;
-      let header: Frame["header"];
-      try {
-        header = JSON.parse(this.buf.subarray(8, 8 + hlen).toString());
-      } catch {
-        this.kill();
-        return;
-      }
-      const body = Buffer.from(this.buf.subarray(8 + hlen, 4 + total));
-      this.buf = this.buf.subarray(4 + total);
-      this.dispatch({ header, body });
+  private onData(chunk: Buffer, onLog?: (line: string) => void): void {
+    let events: Event[];
+    try {
+      events = this.decoder.push(chunk);
+    } catch (err) {
+      onLog?.(`sandbox protocol violation: ${(err as Error).message}`);
+      this.kill();
+      return;
     }
+    this.stalled = false;
+    for (const event of events) this.dispatch(event);
   }
 
-  private dispatch(frame: Frame): void {
-    const id = frame.header.id;
-    if (typeof id === "string") {
-      const stream = this.streams.get(id);
+  private dispatch(event: Event): void {
+    if (event.ev !== "ready") {
+      const stream = this.streams.get(event.id);
       if (stream) {
-        stream(frame);
+        stream(event);
         return;
       }
-      const waiter = this.waiters.get(id);
+      const waiter = this.waiters.get(event.id);
       if (waiter) {
-        this.waiters.delete(id);
-        waiter(frame);
+        this.waiters.delete(event.id);
+        waiter(event);
         return;
       }
     }
-    this.emit("frame", frame);
+    this.emit("event", event);
   }
 
-  private write(header: Record<string, unknown>, body: Buffer = Buffer.alloc(0)): void {
-    const h = Buffer.from(JSON.stringify(header));
-    const prefix = Buffer.alloc(8);
-    prefix.writeUInt32BE(4 + h.length + body.length, 0);
-    prefix.writeUInt32BE(h.length, 4);
-    (this.child.stdin as Writable).write(body.length ? Buffer.concat([prefix, h, body]) : Buffer.concat([prefix, h]));
+  /** Resolves once fewer than MAX_PENDING bytes wait to be written (or the process is gone). */
+  private writable(deadline: number): Promise<void> {
+    if (this.closed || this.stdin.writableLength <= MAX_PENDING) return Promise.resolve();
+    return new Promise((resolve, reject) => {
+      const check = () => {
+        if (this.closed || this.stdin.writableLength <= MAX_PENDING) {
+          done();
+          resolve();
+        }
+      };
+      const timer = setTimeout(
+        () => {
+          done();
+          this.stalled = true;
+          reject(unresponsive());
+        },
+        Math.max(0, deadline - Date.now()),
+      );
+      const done = () => {
+        clearTimeout(timer);
+        this.stdin.off("drain", check);
+        this.off("drain", check);
+      };
+      this.stdin.on("drain", check);
+      this.on("drain", check);
+    });
+  }
+
+  private write(id: string, req: Request, body?: Buffer): void {
+    const parts = encodeRequest(id, req, body);
+    if (parts.length === 1) {
+      this.stdin.write(parts[0]);
+      return;
+    }
+    this.stdin.cork();
+    for (const p of parts) this.stdin.write(p);
+    this.stdin.uncork();
   }
 
   nextId(): string {
@@ -135,30 +182,73 @@ export class SupervisorLink extends EventEmitter {
     return `r${this.seq}`;
   }
 
-  /** One request, one answer. */
-  request(header: Record<string, unknown>, body?: Buffer): Promise<Frame> {
+  /**
+   * One request, one answer (`gone` if the sandbox process ended first). Rejects with
+   * sandbox_unresponsive when no answer comes before the deadline, and at once while an earlier
+   * request is known to be unanswered (a ping finds out when the sandbox is back).
+   */
+  async request(req: Request, body?: Buffer, opts: RequestOptions = {}): Promise<Reply> {
+    if (this.closed) return GONE;
+    if (this.stalled) {
+      this.probe();
+      throw unresponsive();
+    }
+    const deadline = Date.now() + (opts.timeoutMs ?? REQUEST_TIMEOUT_MS);
+    await this.writable(deadline);
+    if (this.closed) return GONE;
     const id = this.nextId();
-    return new Promise((resolve) => {
-      if (this.closed) return resolve({ header: { ev: "gone" }, body: Buffer.alloc(0) });
-      this.waiters.set(id, resolve);
-      this.write({ ...header, id }, body);
+    return new Promise<Reply>((resolve, reject) => {
+      const timer = setTimeout(
+        () => {
+          this.waiters.delete(id);
+          this.stalled = true;
+          reject(unresponsive());
+        },
+        Math.max(0, deadline - Date.now()),
+      );
+      this.waiters.set(id, (reply) => {
+        clearTimeout(timer);
+        resolve(reply);
+      });
+      this.write(id, req, body);
     });
   }
 
-  /**
-   * A request whose answer is a stream of frames ending with a terminal event (`done`, `exit`)
-   * or `gone` if the sandbox process died first.
-   */
-  stream(header: Record<string, unknown>, body: Buffer | undefined, onFrame: (frame: Frame) => boolean): void {
+  /** While stalled: one ping at a time, so that any answer (which clears `stalled`) ends the stall. */
+  private probe(): void {
+    if (this.probing || this.closed) return;
+    this.probing = true;
     const id = this.nextId();
-    if (this.closed) {
-      onFrame({ header: { ev: "gone" }, body: Buffer.alloc(0) });
-      return;
-    }
-    this.streams.set(id, (frame) => {
-      if (onFrame(frame)) this.streams.delete(id);
+    const timer = setTimeout(() => {
+      this.waiters.delete(id);
+      this.probing = false;
+    }, REQUEST_TIMEOUT_MS);
+    this.waiters.set(id, () => {
+      clearTimeout(timer);
+      this.probing = false;
     });
-    this.write({ ...header, id }, body);
+    if (this.stdin.writableLength <= MAX_PENDING) this.write(id, { op: "ping" });
+  }
+
+  /**
+   * A request whose answer is a stream of events ending with a terminal one (`done`, `exit`), or
+   * `gone` if the sandbox process died first. `onEvent` returns true for the last event. The
+   * caller bounds the wait (a run's backstop); `cancel()` stops listening.
+   */
+  stream(req: Request, body: Buffer | undefined, onEvent: (reply: Reply) => boolean): { cancel: () => void } {
+    const id = this.nextId();
+    const cancel = () => {
+      this.streams.delete(id);
+    };
+    if (this.closed) {
+      onEvent(GONE);
+      return { cancel };
+    }
+    this.streams.set(id, (reply) => {
+      if (onEvent(reply)) this.streams.delete(id);
+    });
+    this.write(id, req, body);
+    return { cancel };
   }
 
   kill(): void {

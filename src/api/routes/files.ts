@@ -1,13 +1,14 @@
-// File routes. Every operation is done by the supervisor inside the sandbox (runtime/supervisor.py
-// `file_op`), so paths resolve in the sandbox's own filesystem view: `../../etc/passwd` or a
-// symlink to /etc reach the sandbox's tiny /etc, never the host's. Text travels as JSON
-// (files/read, files/write); bytes travel raw (upload as multipart, download as the body).
+// File routes: HTTP in and out of the file operations of src/sandbox/files.ts (done by the
+// supervisor inside the sandbox's own filesystem view). Text travels as JSON (files/read,
+// files/write); bytes travel raw and streamed (upload as multipart, download as the body).
+import type { IncomingMessage } from "node:http";
+import type { Readable } from "node:stream";
 import multipart from "@fastify/multipart";
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
+import type { FastifyReply } from "fastify";
 import { Type } from "@sinclair/typebox";
 import { ApiError, invalid } from "../../errors.js";
-import type { Box } from "../../sandbox/box.js";
-import type { Frame } from "../../sandbox/link.js";
+import { type Download, download, listDir, makeDir, readFile, removePath, Upload, writeFile } from "../../sandbox/files.js";
 import type { Services } from "../services.js";
 import { errors, SandboxIdParams } from "../schemas/common.js";
 import {
@@ -25,35 +26,6 @@ import {
 
 const HOME = "/home/user";
 const MiB = 2 ** 20;
-
-/** Asks the supervisor for one file operation and turns its refusals into API errors. */
-async function fileOp(box: Box, header: Record<string, unknown>, body?: Buffer): Promise<Frame> {
-  const path = String(header.path);
-  if (path.includes("\0")) throw invalid("'path' must not contain NUL bytes");
-  const frame = await box.file(header, body);
-  const h = frame.header;
-  const where = typeof h.path === "string" ? h.path : path;
-  if (h.ev !== "file") {
-    throw new ApiError(
-      "invalid_state",
-      "The sandbox's processes ended during the file operation; it was restarted (files are kept), retry",
-    );
-  }
-  switch (h.status) {
-    case "ok":
-      return frame;
-    case "not_found":
-      throw new ApiError("file_not_found", `File '${where}' was not found`);
-    case "is_dir":
-      throw new ApiError("file_not_found", `'${where}' is a directory, not a file`);
-    case "too_large":
-      throw new ApiError("payload_too_large", `'${where}' is ${h.size} bytes, more than this operation returns`);
-    case "no_space":
-      throw new ApiError("payload_too_large", `Not enough space in the sandbox to write '${where}'`);
-    default:
-      throw invalid(typeof h.message === "string" ? h.message : `The file operation on '${where}' failed`);
-  }
-}
 
 /** The `path` query parameter with '+' kept as a plus sign, when the raw URL has one there. */
 export function literalPlusPath(url: string): string | undefined {
@@ -92,8 +64,8 @@ export const fileRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = asy
     },
     async (request) => {
       const box = sandboxes.box(request.apiKey.tenantId, request.params.sandbox_id);
-      const frame = await fileOp(box, { action: "read", path: request.body.path, limit: config.maxFileReadBytes });
-      return { content: frame.body.toString("utf8"), path: String(frame.header.path), size: frame.body.length };
+      const file = await readFile(box, request.body.path, config.maxFileReadBytes);
+      return { content: file.data.toString("utf8"), path: file.path, size: file.data.length };
     },
   );
 
@@ -112,8 +84,8 @@ export const fileRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = asy
     async (request) => {
       const box = sandboxes.box(request.apiKey.tenantId, request.params.sandbox_id);
       const data = Buffer.from(request.body.content, "utf8");
-      const frame = await fileOp(box, { action: "write", path: request.body.path }, data);
-      return { message: "File written", path: String(frame.header.path), bytes_written: data.length };
+      const written = await writeFile(box, request.body.path, data);
+      return { message: "File written", path: written.path, bytes_written: data.length };
     },
   );
 
@@ -134,27 +106,16 @@ export const fileRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = asy
     },
     async (request) => {
       const box = sandboxes.box(request.apiKey.tenantId, request.params.sandbox_id);
-      const frame = await fileOp(box, { action: "list", path: request.body?.path ?? HOME, limit: config.maxListFiles });
-      const files = (frame.header.files ?? []) as Record<string, unknown>[];
-      return {
-        files: files.map((f) => ({
-          name: String(f.name),
-          path: String(f.path),
-          size: Number(f.size),
-          is_dir: f.is_dir === true,
-          modified_at: String(f.modified_at),
-          mode: String(f.mode),
-        })),
-      };
+      return { files: await listDir(box, request.body?.path ?? HOME, config.maxListFiles) };
     },
   );
 
   // delete and mkdir: a path in, {message, path} out.
   const pathOnly = [
-    { action: "delete", summary: "Delete a file or a directory (with its contents)", message: "Deleted" },
-    { action: "mkdir", summary: "Create a directory (and its parents)", message: "Directory created" },
+    { action: "delete", summary: "Delete a file or a directory (with its contents)", message: "Deleted", op: removePath },
+    { action: "mkdir", summary: "Create a directory (and its parents)", message: "Directory created", op: makeDir },
   ] as const;
-  for (const { action, summary, message } of pathOnly) {
+  for (const { action, summary, message, op } of pathOnly) {
     app.post(
       `/sandboxes/:sandbox_id/files/${action}`,
       {
@@ -168,8 +129,7 @@ export const fileRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = asy
       },
       async (request) => {
         const box = sandboxes.box(request.apiKey.tenantId, request.params.sandbox_id);
-        const frame = await fileOp(box, { action, path: request.body.path });
-        return { message, path: String(frame.header.path) };
+        return { message, path: await op(box, request.body.path) };
       },
     );
   }
@@ -185,34 +145,72 @@ export const fileRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = asy
         params: SandboxIdParams,
         querystring: DownloadQuery,
         response: {
-          200: Type.Unsafe<Buffer>({ type: "string", format: "binary", description: "The file's bytes" }),
+          200: Type.Unsafe<Readable>({ type: "string", format: "binary", description: "The file's bytes" }),
           ...errors(400, 401, 404, 413),
         },
       },
     },
     async (request, reply) => {
       const box = sandboxes.box(request.apiKey.tenantId, request.params.sandbox_id);
-      const read = (path: string) => fileOp(box, { action: "read", path, limit: config.maxDownloadBytes });
-      let frame: Frame;
+      const read = (path: string) => download(box, path, config.maxDownloadBytes);
+      let file: Download;
       try {
-        frame = await read(request.query.path);
+        file = await read(request.query.path);
       } catch (err) {
         // Clients that paste the path into the URL unencoded send a literal '+', which the query
         // parser reads as a space: when that name does not exist, try the '+' as written.
         const literal = literalPlusPath(request.url);
         if (!(err instanceof ApiError && err.code === "file_not_found") || literal === undefined) throw err;
-        frame = await read(literal);
+        file = await read(literal);
       }
-      const name = basename(String(frame.header.path)) || "download";
+      const name = basename(file.path) || "download";
       reply.header("content-type", "application/octet-stream");
+      reply.header("content-length", String(file.size));
       reply.header("content-disposition", `attachment; filename*=UTF-8''${encodeURIComponent(name)}`);
-      return reply.send(frame.body);
+      // A client that goes away mid-download closes the file in the sandbox.
+      reply.raw.once("close", () => file.stream.destroy());
+      return reply.send(file.stream);
     },
   );
 
   // Uploads: multipart parsing only in this child context, with its own size limit.
   await app.register(uploadRoutes, { services });
 };
+
+/** How long a refused upload's remaining body is read (and dropped) so that the client gets the answer. */
+const DISCARD_MS = 10_000;
+
+/**
+ * Reads and drops what is left of a request body before an error is answered: a client still
+ * sending would otherwise see a reset instead of the answer, and a kept-alive connection would
+ * stall on the unread bytes. A body not done within DISCARD_MS gets the answer with the
+ * connection closed.
+ */
+async function discardBody(raw: IncomingMessage, reply: FastifyReply): Promise<void> {
+  const over = () => raw.complete || raw.readableEnded || raw.destroyed;
+  if (over()) return;
+  raw.resume();
+  const ended = await new Promise<boolean>((resolve) => {
+    const finish = () => {
+      clearTimeout(timer);
+      clearInterval(poll);
+      raw.off("end", finish);
+      raw.off("close", finish);
+      raw.off("error", finish);
+      resolve(raw.complete || raw.readableEnded);
+    };
+    const timer = setTimeout(finish, DISCARD_MS);
+    // The multipart parser may let go of the stream later (unpipe pauses it): keep it flowing.
+    const poll = setInterval(() => {
+      if (over()) finish();
+      else if (!raw.readableFlowing) raw.resume();
+    }, 20);
+    raw.once("end", finish);
+    raw.once("close", finish);
+    raw.once("error", finish);
+  });
+  if (!ended) reply.header("connection", "close");
+}
 
 const uploadRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (app, { services }) => {
   const { sandboxes, config } = services;
@@ -234,36 +232,44 @@ const uploadRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (a
   // Fastify's body limit does not apply to multipart streams (the part size limit above does);
   // it is raised here all the same so that no other limit can cut an upload short.
   const bodyLimit = config.maxUploadBytes + MiB;
+  const tooLarge = () => new ApiError("payload_too_large", `The file is larger than the upload limit of ${config.maxUploadBytes} bytes`);
   for (const url of ["/sandboxes/:sandbox_id/upload", "/sandboxes/:sandbox_id/files/upload"]) {
-    app.post(url, { schema, bodyLimit }, async (request) => {
+    app.post(url, { schema, bodyLimit }, async (request, reply) => {
       const box = sandboxes.box(request.apiKey.tenantId, request.params.sandbox_id);
       if (!request.isMultipart()) throw invalid("Send the file as multipart/form-data with a 'file' field (and optionally 'path')");
-      let file: { name: string; data: Buffer } | undefined;
+      // The file part streams into the sandbox as it arrives; `path` may come before or after it.
+      let upload: Upload | undefined;
+      let file: Readable | undefined;
+      let name = "";
       let path = request.query.path;
       try {
         for await (const part of request.parts()) {
           if (part.type === "file") {
-            const data = await part.toBuffer();
-            if (!file || part.fieldname === "file") file = { name: basename(part.filename ?? ""), data };
+            if (upload) throw invalid("Send exactly one file per upload");
+            name = basename(part.filename ?? "");
+            file = part.file;
+            upload = await Upload.open(box, path && !path.endsWith("/") ? path : undefined);
+            await upload.pump(part.file);
+            if (part.file.truncated) throw tooLarge();
           } else if (part.fieldname === "path" && typeof part.value === "string" && part.value !== "") {
             path = part.value;
           }
         }
+        if (!upload) throw invalid("The upload has no 'file' part");
+        if (path !== undefined && path.length > 4096) throw invalid("'path' is longer than 4096 characters");
+        if (!path && !name) throw invalid("The file part has no filename; send 'path'");
+        let target = path ?? `${HOME}/${name}`;
+        if (target.endsWith("/") && name) target += name;
+        const done = await upload.commit(target, name || undefined);
+        return { message: "File uploaded", path: done.path, size: done.size };
       } catch (err) {
+        file?.resume();
+        await Promise.all([upload?.abort(), discardBody(request.raw, reply)]);
         const code = (err as { code?: string }).code;
-        if (code === "FST_REQ_FILE_TOO_LARGE") {
-          throw new ApiError("payload_too_large", `The file is larger than the upload limit of ${config.maxUploadBytes} bytes`);
-        }
+        if (code === "FST_REQ_FILE_TOO_LARGE") throw tooLarge();
         if (code === "FST_FILES_LIMIT") throw invalid("Send exactly one file per upload");
         throw err;
       }
-      if (!file) throw invalid("The upload has no 'file' part");
-      if (path !== undefined && path.length > 4096) throw invalid("'path' is longer than 4096 characters");
-      if (!path && !file.name) throw invalid("The file part has no filename; send 'path'");
-      let target = path ?? `${HOME}/${file.name}`;
-      if (target.endsWith("/") && file.name) target += file.name;
-      const frame = await fileOp(box, { action: "write", path: target, default_name: file.name || undefined }, file.data);
-      return { message: "File uploaded", path: String(frame.header.path), size: file.data.length };
     });
   }
 };

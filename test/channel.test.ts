@@ -1,0 +1,230 @@
+// End to end: the channel between the service and a sandbox under abuse. A large download does not
+// stall other tenants; a stopped supervisor gets bounded answers, can be killed and leaves nothing,
+// and hung uploads do not pin the service's memory; a symlink flipped between a file and
+// /proc/self/status never lets the file API read the supervisor's /proc; /dev is not a writable
+// tmpfs the size of host memory; 100 MB travel both ways intact with the service's memory flat.
+import assert from "node:assert/strict";
+import crypto from "node:crypto";
+import fs from "node:fs";
+import { after, before, describe, test } from "node:test";
+import { assertError, createSandbox } from "./helpers/api.js";
+import { cgroupsOf, createKey, eventually, mountsUnder, processesInCgroups } from "./helpers/leftovers.js";
+import { client, startServer, type TestServer } from "./helpers/server.js";
+
+const MB = 1_000_000;
+const TMP_MB = 64;
+
+let server: TestServer;
+let call: ReturnType<typeof client>;
+
+before(async () => {
+  server = await startServer({ env: { AGENTBOX_SANDBOX_TMP_MB: String(TMP_MB), AGENTBOX_SANDBOX_DISK_MB: "400" } });
+  call = client(server);
+});
+
+after(async () => {
+  await server?.dispose();
+});
+
+const base = (id: string) => `/v1/agents/sandboxes/${id}`;
+
+async function sh(id: string, command: string, timeout = 60_000): Promise<{ stdout: string; stderr: string; exit_code: number }> {
+  const res = await call<{ stdout: string; stderr: string; exit_code: number }>("POST", `${base(id)}/commands/run`, { command, timeout });
+  assert.equal(res.status, 200, JSON.stringify(res.body));
+  return res.body;
+}
+
+async function kill(id: string): Promise<void> {
+  const res = await call("DELETE", base(id));
+  assert.ok(res.status === 200 || res.status === 204, `DELETE ${id}: ${res.status} ${JSON.stringify(res.body)}`);
+}
+
+/** The service's resident memory in bytes (VmRSS of its process). */
+function serviceRss(): number {
+  const status = fs.readFileSync(`/proc/${server.process.pid}/status`, "utf8");
+  return Number(/^VmRSS:\s+(\d+) kB/m.exec(status)?.[1] ?? 0) * 1024;
+}
+
+/** Samples the service's RSS every 20 ms while `work` runs; answers the work's value and the peak growth. */
+async function peakRssGrowth<T>(work: () => Promise<T>): Promise<{ value: T; growth: number }> {
+  const start = serviceRss();
+  let peak = start;
+  const timer = setInterval(() => {
+    peak = Math.max(peak, serviceRss());
+  }, 20);
+  try {
+    const value = await work();
+    peak = Math.max(peak, serviceRss());
+    return { value, growth: peak - start };
+  } finally {
+    clearInterval(timer);
+  }
+}
+
+async function download(id: string, path: string): Promise<{ status: number; body: Buffer }> {
+  const res = await fetch(`${server.url}${base(id)}/download?path=${encodeURIComponent(path)}`, {
+    headers: { authorization: `Bearer ${server.key}` },
+  });
+  return { status: res.status, body: Buffer.from(await res.arrayBuffer()) };
+}
+
+async function upload(id: string, path: string, data: Blob, signal?: AbortSignal): Promise<{ status: number; body: unknown }> {
+  const form = new FormData();
+  form.append("path", path);
+  form.append("file", data, "data.bin");
+  const res = await fetch(`${server.url}${base(id)}/upload`, {
+    method: "POST",
+    body: form,
+    headers: { authorization: `Bearer ${server.key}` },
+    signal,
+  });
+  const text = await res.text();
+  let body: unknown = text;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    // not JSON
+  }
+  return { status: res.status, body };
+}
+
+const sha = (b: Buffer) => crypto.createHash("sha256").update(b).digest("hex");
+
+describe("the sandbox channel", () => {
+  test("a 40 MB download by one tenant leaves another tenant's runs and /health fast", async () => {
+    const other = createKey(server.dataDir, "channel-b");
+    const callB = client({ url: server.url, key: other.key });
+    const a = await createSandbox(call);
+    const b = await createSandbox(callB);
+    const made = await sh(a, "head -c 40000000 /dev/urandom > big.bin && sha256sum big.bin | cut -d' ' -f1");
+    let downloading = true;
+    const got = download(a, "big.bin").finally(() => {
+      downloading = false;
+    });
+    const runs: number[] = [];
+    const health: number[] = [];
+    do {
+      const t0 = performance.now();
+      const res = await callB<{ logs: { stdout: string[] | string } }>("POST", `${base(b)}/code/run`, {
+        language: "python",
+        code: "print(1)",
+      });
+      runs.push(performance.now() - t0);
+      assert.equal(res.status, 200, JSON.stringify(res.body));
+      const h0 = performance.now();
+      assert.equal((await fetch(`${server.url}/health`)).status, 200);
+      health.push(performance.now() - h0);
+    } while (downloading);
+    const d = await got;
+    assert.equal(d.status, 200);
+    assert.equal(d.body.length, 40 * MB);
+    assert.equal(sha(d.body), made.stdout.trim());
+    assert.ok(Math.max(...runs) < 500, `slowest print(1) of ${runs.length} during the download: ${Math.max(...runs).toFixed(0)} ms`);
+    assert.ok(Math.max(...health) < 500, `slowest /health during the download: ${Math.max(...health).toFixed(0)} ms`);
+    await kill(a);
+    await callB("DELETE", base(b));
+  });
+
+  test("100 MB upload and download round-trip intact, with the service's memory flat", async () => {
+    const id = await createSandbox(call);
+    const data = crypto.randomBytes(100 * MB);
+    const up = await peakRssGrowth(() => upload(id, "/home/user/big/in.bin", new Blob([data])));
+    assert.equal(up.value.status, 200, JSON.stringify(up.value.body));
+    assert.deepEqual(up.value.body, { message: "File uploaded", path: "/home/user/big/in.bin", size: 100 * MB });
+    const inside = await sh(id, "sha256sum big/in.bin | cut -d' ' -f1");
+    assert.equal(inside.stdout.trim(), sha(data));
+    const down = await peakRssGrowth(() => download(id, "big/in.bin"));
+    assert.equal(down.value.status, 200);
+    assert.equal(sha(down.value.body), sha(data));
+    // Buffered whole, either direction holds 100 MB (and copies of it) in the service at once.
+    assert.ok(up.growth < 60 * MB, `service RSS grew by ${(up.growth / MB).toFixed(0)} MB during the upload`);
+    assert.ok(down.growth < 60 * MB, `service RSS grew by ${(down.growth / MB).toFixed(0)} MB during the download`);
+    await kill(id);
+  });
+
+  test("a symlink flipped between a file and /proc/self/status: no read returns the supervisor's /proc", async () => {
+    const id = await createSandbox(call);
+    await sh(
+      id,
+      'echo plain-file-content > real.txt; nohup python3 -c "import os\n' +
+        "while True:\n" +
+        "    os.symlink('/proc/self/status', 't1'); os.rename('t1', 'race')\n" +
+        "    os.symlink('real.txt', 't2'); os.rename('t2', 'race')\n\" > /dev/null 2>&1 &",
+    );
+    await eventually(async () => (await sh(id, "test -L race && echo yes")).stdout.trim() === "yes", 5000);
+    let plain = 0;
+    let refused = 0;
+    let leaked = 0;
+    for (let i = 0; i < 300; i++) {
+      const res = await call<{ content?: string }>("POST", `${base(id)}/files/read`, { path: "race" });
+      if (res.status === 200 && res.body.content === "plain-file-content\n") plain++;
+      else if (res.status === 200) leaked++;
+      else {
+        assertError(res, 400, "invalid_request");
+        refused++;
+      }
+    }
+    assert.equal(leaked, 0, `${leaked} of 300 reads returned something other than the file (plain ${plain}, refused ${refused})`);
+    assert.ok(plain > 0 && refused > 0, `the race was exercised both ways (plain ${plain}, refused ${refused})`);
+    await kill(id);
+  });
+
+  test("/dev is read-only and /dev/shm is capped like /tmp", async () => {
+    const id = await createSandbox(call);
+    const dev = await sh(id, "echo x > /dev/filler && echo wrote");
+    assert.notEqual(dev.exit_code, 0);
+    assert.match(dev.stderr, /Read-only file system/);
+    const shm = await sh(
+      id,
+      "head -c 200000000 /dev/zero > /dev/shm/fill; echo rc=$?; stat -c %s /dev/shm/fill; echo ok > /dev/null && echo null-ok",
+    );
+    const [rc, size, nullOk] = shm.stdout.trim().split("\n");
+    assert.notEqual(rc, "rc=0", shm.stderr);
+    assert.match(shm.stderr, /No space left on device/);
+    assert.ok(Number(size) <= TMP_MB * 2 ** 20, `/dev/shm took ${size} bytes`);
+    assert.equal(nullOk, "null-ok");
+    const py = await call<{ logs: { stdout: string[] | string }; error: string | null }>("POST", `${base(id)}/code/run`, {
+      language: "python",
+      code: "import os, multiprocessing as m\nos.remove('/dev/shm/fill')\nl = m.Lock()\nprint('lock', l.acquire())",
+    });
+    assert.equal(py.body.error, null, JSON.stringify(py.body));
+    assert.match(JSON.stringify(py.body.logs.stdout), /lock True/);
+    await kill(id);
+  });
+
+  test("a stopped supervisor: bounded answers with a clear error, hung uploads do not pin memory, DELETE cleans up", async () => {
+    const id = await createSandbox(call);
+    await sh(id, "echo hello > note.txt");
+    // A command's shell is a child of the supervisor: it stops its parent once the command has returned.
+    await sh(id, 'sup=$PPID; nohup sh -c "sleep 0.5; kill -STOP $sup" > /dev/null 2>&1 &');
+    await new Promise((r) => setTimeout(r, 1500));
+    const bounded = async (what: string, req: () => Promise<{ status: number; body: unknown; headers?: Headers }>) => {
+      const t0 = Date.now();
+      const res = await req();
+      const ms = Date.now() - t0;
+      assert.ok(ms < 15_000, `${what} took ${ms} ms`);
+      assertError(res, 503, "sandbox_unresponsive");
+      if (res.headers) assert.ok(Number(res.headers.get("retry-after")) > 0, `${what}: no Retry-After`);
+    };
+    await bounded("files/read", () => call("POST", `${base(id)}/files/read`, { path: "note.txt" }));
+    await bounded("files/list", () => call("POST", `${base(id)}/files/list`, {}));
+    await bounded("metrics", () => call("GET", `${base(id)}/metrics`));
+    await bounded("context create", () => call("POST", `${base(id)}/code/contexts`, { language: "python" }));
+    await bounded("download", () => call("GET", `${base(id)}/download?path=note.txt`));
+
+    // Eight 100 MB uploads at once into the stopped sandbox.
+    const blob = new Blob([crypto.randomBytes(100 * MB)]);
+    const ups = await peakRssGrowth(() =>
+      Promise.all(Array.from({ length: 8 }, (_, i) => upload(id, `up${i}.bin`, blob, AbortSignal.timeout(60_000)))),
+    );
+    for (const up of ups.value) assertError(up, 503, "sandbox_unresponsive");
+    assert.ok(ups.growth < 200 * MB, `service RSS grew by ${(ups.growth / MB).toFixed(0)} MB with 8 hung 100 MB uploads`);
+
+    const t0 = Date.now();
+    await kill(id);
+    assert.ok(Date.now() - t0 < 5000, `DELETE took ${Date.now() - t0} ms`);
+    assert.ok(await eventually(() => processesInCgroups(id).length === 0 && cgroupsOf(id).length === 0, 15_000), "cgroups left");
+    assert.ok(await eventually(() => mountsUnder(`${server.workspaceDir}/${id}`).length === 0, 15_000), "workspace mount left");
+    assert.equal((await fetch(`${server.url}/health`)).status, 200);
+  });
+});

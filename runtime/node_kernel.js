@@ -53,12 +53,15 @@ function safeString(v) {
   }
 }
 
-/** One rich result on the control socket; one too large for the run's output cap is only announced. */
+/**
+ * One rich result on the control socket; one too large for the run's output cap is only announced.
+ * Every line written there starts on a line of its own: code may have left a partial line on fd 3.
+ */
 function sendResult(result, cap) {
   let line = JSON.stringify({ result });
   const size = Buffer.byteLength(line);
   if (typeof cap === "number" && size > cap) line = JSON.stringify({ result_dropped: size });
-  ctl.write(`${line}\n`);
+  ctl.write(`\n${line}\n`);
 }
 
 async function runOne(req) {
@@ -100,7 +103,7 @@ ctl.on("data", (chunk) => {
     const req = JSON.parse(line);
     queue = queue.then(async () => {
       const reply = await runOne(req);
-      ctl.write(`${JSON.stringify(reply)}\n`);
+      ctl.write(`\n${JSON.stringify(reply)}\n`);
     });
     nl = buffered.indexOf("\n");
   }

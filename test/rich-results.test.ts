@@ -224,6 +224,10 @@ test("a 50 MB image hits the output cap with a clear error; the sandbox and the 
   const forged = await run("python", "import os\nos.write(3, b'{\"result\":' + b'x' * (40 * 2**20))\nos.write(3, b'}\\n')");
   assert.deepEqual(forged.results, []);
   assert.match(forged.error ?? "", /exceeded the limit/);
+  // An unfinished line on that socket swallows neither the cell's result nor the end of the run.
+  const partial = await run("python", 'import os\nos.write(3, b\'{"result":{"text":"forged"\')\n5');
+  assert.equal(partial.error, null);
+  assert.deepEqual(partial.results, [{ text: "5", is_main_result: true }]);
   const next = await run("python", "print('next')\n7");
   assert.equal(next.error, null);
   assert.deepEqual(next.results, [{ text: "7", is_main_result: true }]);

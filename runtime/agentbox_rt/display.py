@@ -118,7 +118,8 @@ class Results:
         if len(line) > self.cap:
             # Not even sent: the supervisor would drop it anyway. It says so in the run's error.
             line = json.dumps({"result_dropped": len(line)}).encode()
-        self.ctl.sendall(line + b"\n")
+        # On a line of its own, whatever a cell may have left unfinished on the socket.
+        self.ctl.sendall(b"\n" + line + b"\n")
 
     def display(self, *objs):
         for obj in objs:

@@ -401,9 +401,11 @@ def python_kernel(ctl_fd, out_w, err_w, cwd, env, warm=False):
                 s.flush()
             except Exception:  # noqa: BLE001 - a broken stream must not take the kernel down
                 pass
+        # The reply starts a line of its own: a result line the cell left unfinished (an interrupt
+        # while it was being sent, or user code writing to fd 3) cannot swallow it.
         while True:
             try:
-                ctl.sendall(json.dumps({"error": error, "exec_ms": exec_ms}).encode() + b"\n")
+                ctl.sendall(b"\n" + json.dumps({"error": error, "exec_ms": exec_ms}).encode() + b"\n")
                 break
             except KeyboardInterrupt:
                 continue

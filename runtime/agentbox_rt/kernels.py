@@ -124,7 +124,7 @@ class Kernel:
 
     def on_ready(self):
         try:
-            data = self.ctl.recv(1 << 20)
+            data = self.ctl.recv(65536)
         except BlockingIOError:
             return
         except OSError:

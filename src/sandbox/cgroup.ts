@@ -198,10 +198,10 @@ export class CgroupManager {
       fs.mkdirSync(base, { recursive: true });
       try {
         for (const dir of [top, base]) fs.writeFileSync(path.join(dir, "cgroup.subtree_control"), "+memory +pids +cpu");
+        fs.writeFileSync(path.join(base, "memory.max"), bytes);
       } catch {
         // Controllers not delegated to us: limits will fail loudly at create time.
       }
-      fs.writeFileSync(path.join(base, "memory.max"), bytes);
       this.parents.unified = base;
       return;
     }

@@ -274,30 +274,40 @@ describe("vectors", () => {
     assert.equal((await call("GET", `/v1/vectors/${mine.id}/secret`)).status, 200);
   });
 
-  test("recall@10 of the ANN index on 20,000 clustered vectors of 64 dimensions is at least 0.95", async () => {
+  test("recall@10 of the ANN index on 20,000 clustered vectors of 64 dimensions is at least 0.95, also filtered", async () => {
     const dim = 64;
     const idx = await createIndex(call, { name: "recall", dimension: dim, metric: "euclidean" });
     const data = clustered(20_000, dim, 40, 3);
     for (let i = 0; i < data.length; i += 1000) {
-      const vectors = data.slice(i, i + 1000).map((embedding, j) => ({ id: String(i + j), embedding }));
+      const vectors = data.slice(i, i + 1000).map((embedding, j) => ({ id: String(i + j), embedding, metadata: { half: (i + j) % 2 } }));
       assert.equal((await call("POST", `/v1/vectors/${idx.id}/batch`, { vectors })).status, 200);
     }
     // Wait until every vector is in the graph, so this measures the ANN search, not exact scoring.
     await eventually(async () => (await call("GET", `/v1/vectors/indexes/${idx.id}`)).body.status === "ready", 60_000);
     const queries = clustered(50, dim, 40, 3).map((q, i) => q.map((x) => x + 0.05 * Math.sin(i + x)));
     let found = 0;
+    let foundFiltered = 0;
     for (const q of queries) {
-      const exact = data
-        .map((v, i) => ({ i, d: dist2(q, v) }))
-        .sort((a, b) => a.d - b.d)
-        .slice(0, 10)
-        .map((x) => String(x.i));
+      const ranked = data.map((v, i) => ({ i, d: dist2(q, v) })).sort((a, b) => a.d - b.d);
+      const exact = ranked.slice(0, 10).map((x) => String(x.i));
       const res = await call<{ hits: Hit[] }>("POST", `/v1/vectors/${idx.id}/search`, { vector: q, top_k: 10, include_metadata: false });
       const got = new Set(res.body.hits.map((h) => h.id));
       found += exact.filter((id) => got.has(id)).length;
+      // A filter matching half the vectors: too many to score exactly, so the graph search is widened.
+      const exactOdd = ranked
+        .filter((x) => x.i % 2 === 1)
+        .slice(0, 10)
+        .map((x) => String(x.i));
+      const odd = await call<{ hits: Hit[] }>("POST", `/v1/vectors/${idx.id}/search`, { vector: q, top_k: 10, filter: { half: 1 } });
+      assert.equal(odd.body.hits.length, 10);
+      for (const h of odd.body.hits) assert.equal(h.metadata?.half, 1);
+      const gotOdd = new Set(odd.body.hits.map((h) => h.id));
+      foundFiltered += exactOdd.filter((id) => gotOdd.has(id)).length;
     }
     const recall = found / (queries.length * 10);
     assert.ok(recall >= 0.95, `recall@10 = ${recall}`);
+    const recallFiltered = foundFiltered / (queries.length * 10);
+    assert.ok(recallFiltered >= 0.95, `filtered recall@10 = ${recallFiltered}`);
   });
 });
 

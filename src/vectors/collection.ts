@@ -10,10 +10,10 @@ import type { Metadata, Predicate } from "./filter.js";
 
 /** HNSW parameters: measured on clustered data to give recall@10 ≥ 0.95 at sub-millisecond search. */
 const CONNECTIVITY = 16;
-const EXPANSION_ADD = 96;
+const EXPANSION_ADD = 64;
 const EXPANSION_SEARCH = 64;
 /** A filtered search scores the matching vectors exactly when there are at most this many. */
-const EXACT_MAX = 20_000;
+const EXACT_MAX = 5_000;
 /** Graph insertion works in slices of this many milliseconds per event-loop turn... */
 const DRAIN_SLICE_MS = 6;
 /** ...and in much thinner ones while writes keep arriving, so a bulk load is acknowledged at the

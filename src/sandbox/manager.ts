@@ -13,6 +13,7 @@ import type { SandboxRecord, SandboxStore } from "../store/sandboxes.js";
 import { type EffectiveQuotas, effectiveQuotas, type TenantStore } from "../store/tenants.js";
 import { Box } from "./box.js";
 import { CgroupManager, type TenantLimits } from "./cgroup.js";
+import { Limiter, PoolDemand } from "./pool.js";
 import { buildSeccompFilter } from "./seccomp.js";
 import { builtInTemplates, type Template } from "./templates.js";
 import { WorkspaceManager } from "./workspace.js";
@@ -24,11 +25,6 @@ import { WorkspaceManager } from "./workspace.js";
 const UID_BASE = 200000;
 const UID_BLOCKS = 400;
 const UID_RANGE = 4000;
-
-/** The pool keeps this many seconds of recent demand started ahead. */
-const POOL_DEMAND_S = 1;
-/** Creates of the last this many seconds are the pool's measure of demand. */
-const DEMAND_WINDOW_MS = 5000;
 
 /** MemAvailable from /proc/meminfo, MiB (a small kernel-rendered file: read synchronously, once a second). */
 function availableMemoryMb(): number {
@@ -67,25 +63,6 @@ interface Waiter {
   timer: NodeJS.Timeout;
 }
 
-/** At most `limit` tasks at once; the rest wait their turn in order. */
-class Limiter {
-  private active = 0;
-  private readonly queue: (() => void)[] = [];
-
-  constructor(private readonly limit: number) {}
-
-  async run<T>(task: () => Promise<T>): Promise<T> {
-    if (this.active >= this.limit) await new Promise<void>((resolve) => this.queue.push(resolve));
-    this.active += 1;
-    try {
-      return await task();
-    } finally {
-      this.active -= 1;
-      this.queue.shift()?.();
-    }
-  }
-}
-
 const atCapacity = (what: string) => new ApiError("at_capacity", `No sandbox can be started right now (${what}); retry in a moment`, 1);
 
 export class SandboxManager {
@@ -98,8 +75,8 @@ export class SandboxManager {
   private warming = 0;
   /** Creates waiting for the next sandbox to finish starting (the pool was empty). */
   private readonly waiters: Waiter[] = [];
-  /** Times of recent creates: the pool grows to what they ask for. */
-  private readonly recentCreates: number[] = [];
+  /** Recent creates: the pool grows to what they ask for. */
+  private readonly demand: PoolDemand;
   private readonly usedUids = new Set<number>();
   private readonly firstUid: number;
   private nextUid: number;
@@ -133,6 +110,7 @@ export class SandboxManager {
     this.firstUid = uidBlockStart(config.workspaceDir);
     this.nextUid = this.firstUid;
     this.teardownLimiter = new Limiter(Math.max(1, config.maxParallelTeardowns));
+    this.demand = new PoolDemand(config.warmPool, config.warmPoolMax);
     this.quotaDefaults = tenantQuotaDefaults(config);
   }
 
@@ -242,13 +220,6 @@ export class SandboxManager {
     return Box.start({ name, uid, limits: this.config.limits, seccomp: this.seccomp, onLog }, this.cgroups, this.workspaces);
   }
 
-  /** Sandboxes the pool should hold now: what the last second asked for, at least AGENTBOX_WARM_POOL. */
-  private poolTarget(now = Date.now()): number {
-    while ((this.recentCreates[0] ?? now) < now - DEMAND_WINDOW_MS) this.recentCreates.shift();
-    const demand = Math.ceil((this.recentCreates.length / (DEMAND_WINDOW_MS / 1000)) * POOL_DEMAND_S);
-    return Math.min(Math.max(this.config.warmPool, demand), Math.max(this.config.warmPool, this.config.warmPoolMax));
-  }
-
   /**
    * Starts sandboxes until the pool (plus the creates waiting for one) is at its target, up to
    * AGENTBOX_MAX_PARALLEL_STARTS at a time. Every start happens here, off the request path.
@@ -256,7 +227,7 @@ export class SandboxManager {
   private fillPool(): void {
     if (this.closing || this.lowMemory) return;
     const room = this.config.maxSandboxes - this.live.size - this.pending + this.waiters.length;
-    const want = Math.min(this.poolTarget() + this.waiters.length, room);
+    const want = Math.min(this.demand.target() + this.waiters.length, room);
     while (this.warm.length + this.warming < want && this.warming < this.config.maxParallelStarts) {
       this.warming += 1;
       const uid = this.allocateUid();
@@ -314,7 +285,7 @@ export class SandboxManager {
   private tick(): void {
     void this.reap();
     this.lowMemory = availableMemoryMb() < this.config.memoryReserveMb;
-    if (this.warm.length > this.poolTarget() && this.warming === 0) {
+    if (this.warm.length > this.demand.target() && this.warming === 0) {
       const extra = this.warm.pop();
       if (extra) this.track(this.release(extra));
     }
@@ -357,7 +328,7 @@ export class SandboxManager {
       throw new ApiError("quota_exceeded", `Your tenant already has ${quota.maxSandboxes} live sandboxes, its quota`, 10);
     }
     const timeoutS = input.timeoutS ?? this.config.defaultSandboxTimeoutS;
-    this.recentCreates.push(Date.now());
+    this.demand.record();
     this.pending += 1;
     this.pendingByTenant.set(tenantId, tenantPending + 1);
     let box: Box | undefined;

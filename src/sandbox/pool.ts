@@ -1,0 +1,58 @@
+// Warm-pool sizing and the small concurrency limiter used for sandbox starts and teardowns: pure
+// logic, kept apart from the sandbox lifecycle so it can be tested without sandboxes.
+
+/** The pool keeps this many seconds of recent demand started ahead. */
+const DEMAND_S = 1;
+/** Creates of the last this many milliseconds are the measure of demand. */
+const WINDOW_MS = 5000;
+
+/**
+ * How many started sandboxes the pool should hold: the creates of the last second (averaged over
+ * five), at least `min` (what a quiet service keeps) and at most `max`.
+ */
+export class PoolDemand {
+  private readonly creates: number[] = [];
+
+  constructor(
+    private readonly min: number,
+    private readonly max: number,
+  ) {}
+
+  /** Records a create (served or not: a refused one is demand too). */
+  record(now = Date.now()): void {
+    this.creates.push(now);
+  }
+
+  target(now = Date.now()): number {
+    while ((this.creates[0] ?? now) < now - WINDOW_MS) this.creates.shift();
+    const demand = Math.ceil((this.creates.length / (WINDOW_MS / 1000)) * DEMAND_S);
+    return Math.min(Math.max(this.min, demand), Math.max(this.min, this.max));
+  }
+}
+
+/** At most `limit` tasks at once; the rest wait their turn in order. */
+export class Limiter {
+  private running = 0;
+  private readonly queue: (() => void)[] = [];
+
+  constructor(private readonly limit: number) {}
+
+  get active(): number {
+    return this.running;
+  }
+
+  get waiting(): number {
+    return this.queue.length;
+  }
+
+  async run<T>(task: () => Promise<T>): Promise<T> {
+    if (this.running >= this.limit) await new Promise<void>((resolve) => this.queue.push(resolve));
+    this.running += 1;
+    try {
+      return await task();
+    } finally {
+      this.running -= 1;
+      this.queue.shift()?.();
+    }
+  }
+}

@@ -13,7 +13,10 @@ function availableMb(): number {
 export async function benchDensity(): Promise<string> {
   const server = await startServer({
     env: {
+      // No pool (it would grow with the creates): every create is a cold start, and only the
+      // measured sandboxes take memory.
       AGENTBOX_WARM_POOL: "0",
+      AGENTBOX_WARM_POOL_MAX: "0",
       AGENTBOX_MAX_SANDBOXES: String(N + 10),
       AGENTBOX_MAX_SANDBOXES_PER_TENANT: String(N + 10),
       AGENTBOX_RATE_LIMIT_PER_MINUTE: "100000000",

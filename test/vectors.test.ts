@@ -229,7 +229,8 @@ describe("vectors", () => {
       "invalid_request",
     );
     const huge = JSON.stringify({ vectors: [{ id: "h", embedding: [1, 2, 3, 4], metadata: { x: "y".repeat(10 * 2 ** 20) } }] });
-    assertError(await call("POST", `${base}/batch`, huge), 413, "payload_too_large");
+    assertError(await call("POST", `${base}/batch`, huge), 400, "invalid_request");
+    assertError(await call("POST", `${base}/batch`, "x".repeat(65 * 2 ** 20)), 413, "payload_too_large");
     assert.equal((await call<{ pagination: { total: number } }>("GET", `${base}/list`)).body.pagination.total, 0);
 
     await call("POST", `${base}/upsert`, good);

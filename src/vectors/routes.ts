@@ -33,6 +33,8 @@ import {
 import type { VectorIn, VectorService } from "./service.js";
 
 const tags = ["vectors"];
+/** Write routes take a full batch: 1,000 vectors of 2,000 dimensions at JSON's full precision. */
+const BATCH_BODY_LIMIT = 64 * 2 ** 20;
 
 /** A single vector or {vectors: [...]}, as a list. */
 function listOf(body: { vectors: VectorIn[] } | VectorIn): VectorIn[] {
@@ -96,6 +98,7 @@ export async function vectorRoutes(app: FastifyInstance, opts: { vectors: Vector
   );
 
   const upsertSchema = (summary: string, body: typeof UpsertBody | typeof BatchBody) => ({
+    bodyLimit: BATCH_BODY_LIMIT,
     schema: { tags, summary, params: VectorIndexParams, body, response: { 200: UpsertResult, ...errors(400, 401, 404, 413) } },
   });
   api.post("/:index/upsert", upsertSchema("Upsert vectors", UpsertBody), async (request) =>

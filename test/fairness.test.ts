@@ -43,11 +43,11 @@ test("one tenant holding every slot it can get leaves another tenant's runs and 
     a("POST", `/v1/agents/sandboxes/${sandboxA}/commands/run`, { command: "sleep 30", timeout: 600_000 }),
   );
   const settled: (Awaited<(typeof started)[number]> | undefined)[] = started.map(() => undefined);
-  started.forEach((p, i) =>
-    p.then((r) => {
+  for (const [i, p] of started.entries()) {
+    void p.then((r) => {
       settled[i] = r;
-    }),
-  );
+    });
+  }
   // Wait until no more answers arrive: the refused requests have all been answered by then.
   let answered = -1;
   for (let i = 0; i < 50; i++) {

@@ -44,7 +44,8 @@ export const CodeRunResult = Type.Object(
     error: Type.Union([Type.String(), Type.Null()], { description: "null when the run reported no error" }),
     execution_time_ms: Type.Integer(),
     results: Type.Array(RichResult, {
-      description: "Rich results in the order they were produced: displayed objects, figures, and the value of the last expression (is_main_result). Always [] for bash.",
+      description:
+        "Rich results in the order they were produced: displayed objects, figures, and the value of the last expression (is_main_result). Always [] for bash.",
     }),
   },
   { $id: "CodeRunResult", additionalProperties: false },

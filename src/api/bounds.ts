@@ -64,7 +64,9 @@ const lingering = new WeakSet<Socket>();
  * bytes would make the kernel send a reset, and most clients (Node's fetch, Python's urllib) then
  * report a broken pipe instead of the answer. Node calls `destroySoon` when a response that closes
  * the connection has been written; the bytes are read by Node's HTTP parser, which discards the
- * rest of a request body nobody reads, so nothing is buffered.
+ * rest of a request body nobody reads, so nothing is buffered. The counts are checked every
+ * `checkMs` (the parser reads the socket directly: there is no per-chunk event to count on), so a
+ * fast client may send somewhat more than `maxBytes` before the close.
  */
 export function lingerBeforeClose(
   socket: Socket,

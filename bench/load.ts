@@ -79,6 +79,8 @@ export interface LoadReport {
   connectionErrors: number;
   /** 429/503 answers without a Retry-After header. */
   missingRetryAfter: number;
+  /** 429/503 answers by operation. */
+  rejectedByOp: Map<Op, number>;
 }
 
 const LANGS = ["python", "javascript", "typescript", "bash"] as const;
@@ -118,6 +120,7 @@ export async function runLoad(opts: LoadOptions): Promise<LoadReport> {
     answers: [],
     connectionErrors: 0,
     missingRetryAfter: 0,
+    rejectedByOp: new Map(),
   };
   // A lean keep-alive client (node:http): fetch costs ~1 ms of CPU per request on the client side,
   // which on the same machine would be taken from the service.
@@ -175,7 +178,10 @@ export async function runLoad(opts: LoadOptions): Promise<LoadReport> {
     }
     const ms = performance.now() - t0;
     report.answers.push(ms);
-    if ((status === 429 || status === 503) && !hasRetryAfter) report.missingRetryAfter += 1;
+    if (status === 429 || status === 503) {
+      report.rejectedByOp.set(op, (report.rejectedByOp.get(op) ?? 0) + 1);
+      if (!hasRetryAfter) report.missingRetryAfter += 1;
+    }
     let parsed: Record<string, unknown> | undefined;
     try {
       parsed = JSON.parse(text) as Record<string, unknown>;
@@ -363,6 +369,8 @@ export function printReport(title: string, report: LoadReport): string {
     `sandboxes created ${report.created.size}, killed ${report.killed.size}; ` +
     `wrong answers ${wrong}, connection errors ${report.connectionErrors}, rejections without Retry-After ${report.missingRetryAfter}`;
   process.stdout.write(`${summary}\n`);
+  const rejected = [...report.rejectedByOp].map(([op, n]) => `${op} ${n}`).join(", ");
+  if (rejected) process.stdout.write(`rejections by operation: ${rejected}\n`);
   for (const f of report.failures.slice(0, 10)) process.stdout.write(`  failure: ${f.op} ${f.status} ${f.detail}\n`);
   return `${table}\n\n${summary}`;
 }

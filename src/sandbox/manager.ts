@@ -58,6 +58,7 @@ interface Live {
 }
 
 interface Waiter {
+  tenantId: string;
   resolve(box: Box): void;
   reject(err: Error): void;
   timer: NodeJS.Timeout;
@@ -259,12 +260,21 @@ export class SandboxManager {
    * 503 at once: a client is better served by a quick "retry in a second" than by a request that
    * hangs while starts pile up.
    */
-  private takeBox(): Promise<Box> {
+  private takeBox(tenantId: string): Promise<Box> {
     const box = this.warm.shift();
     if (box) return Promise.resolve(box);
     if (this.waiters.length >= this.config.startQueue) return Promise.reject(atCapacity("sandbox starts are queued"));
+    // One tenant may hold at most half the queue, so a burst of one tenant's creates leaves the
+    // others a place.
+    const share = Math.max(1, Math.floor(this.config.startQueue / 2));
+    if (this.waiters.filter((w) => w.tenantId === tenantId).length >= share) {
+      return Promise.reject(
+        new ApiError("rate_limited", `Your tenant already has ${share} creates waiting for a sandbox to start; retry in a moment`, 1),
+      );
+    }
     return new Promise<Box>((resolve, reject) => {
       const waiter: Waiter = {
+        tenantId,
         resolve,
         reject,
         timer: setTimeout(() => {
@@ -333,7 +343,7 @@ export class SandboxManager {
     this.pendingByTenant.set(tenantId, tenantPending + 1);
     let box: Box | undefined;
     try {
-      box = await this.takeBox();
+      box = await this.takeBox(tenantId);
       // After the reply is written: starting a sandbox forks processes, which would delay it.
       setImmediate(() => this.fillPool());
       if (input.envVars && Object.keys(input.envVars).length) await box.setEnv(input.envVars);

@@ -19,7 +19,7 @@ from . import datastack
 from .datastack import prewarm
 from .display import Results, hook_matplotlib
 from .procs import signal_group, spawn
-from .protocol import send
+from .protocol import MAX_FRAME, send
 from .state import HOME, children, env_for, kernels, runs, sel
 from .streams import Job, Stream
 
@@ -241,7 +241,8 @@ class Run(Job):
     def result(self, body):
         """One rich result from the kernel (UTF-8 JSON), forwarded as it comes; the results of a
         run share one output cap, as each output stream has its own."""
-        if self.result_bytes + len(body) > self.cap:
+        # A frame over MAX_FRAME is never sent (the service would end the sandbox): dropped like one over the cap.
+        if self.result_bytes + len(body) > self.cap or len(body) > MAX_FRAME - 4096:
             self.drop_result(len(body))
             return
         self.result_bytes += len(body)

@@ -127,5 +127,10 @@ describe("connection limits", () => {
     }
     // And the address can connect again once its sockets are gone.
     assert.equal((await freshGet("/health", "127.0.0.2")).status, 200);
+    // Operators see the refusals.
+    const metrics = await (await fetch(`${server.url}/metrics`)).text();
+    const refused = Number(/^agentbox_connections_refused_total\{reason="per_address"\} (\d+)$/m.exec(metrics)?.[1]);
+    assert.ok(refused >= ATTACK_SOCKETS - PER_ADDRESS, `refused ${refused}`);
+    assert.match(metrics, /^agentbox_open_connections \d+$/m);
   });
 });

@@ -60,7 +60,17 @@ export async function buildApp(services: Services, logger: Logger): Promise<Fast
     return503OnClosing: false,
   }).withTypeProvider<TypeBoxTypeProvider>();
 
-  limitConnections(app.server, config, logger);
+  const metrics = services.metrics;
+  limitConnections(
+    app.server,
+    config,
+    logger,
+    metrics && {
+      refused: (reason) => metrics.connectionsRefused.inc({ reason }),
+      opened: () => metrics.openConnections.inc(),
+      closed: () => metrics.openConnections.dec(),
+    },
+  );
 
   let closing = false;
   app.addHook("preClose", async () => {

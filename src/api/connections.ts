@@ -63,9 +63,17 @@ export class ConnectionCounter {
 /** How often refusals are logged at most: a flood must not become a flood of log lines. */
 const LOG_EVERY_MS = 10_000;
 
-export function limitConnections(server: Server, limits: ConnectionLimits, log: Logger): ConnectionCounter {
+/** What the limiter reports, for metrics. */
+export interface ConnectionEvents {
+  refused(reason: "per_address" | "total"): void;
+  opened(): void;
+  closed(): void;
+}
+
+export function limitConnections(server: Server, limits: ConnectionLimits, log: Logger, events?: ConnectionEvents): ConnectionCounter {
   // Past the total Node closes new connections itself, before any 'connection' listener runs.
   server.maxConnections = limits.maxConnections;
+  server.on("drop", () => events?.refused("total"));
   const counter = new ConnectionCounter(limits.maxConnectionsPerAddress);
   let lastLog = 0;
   let refusedSinceLog = 0;
@@ -73,6 +81,7 @@ export function limitConnections(server: Server, limits: ConnectionLimits, log: 
     const key = addressKey(socket.remoteAddress);
     if (!counter.admit(key)) {
       socket.destroy();
+      events?.refused("per_address");
       refusedSinceLog += 1;
       const now = Date.now();
       if (now - lastLog >= LOG_EVERY_MS) {
@@ -85,7 +94,11 @@ export function limitConnections(server: Server, limits: ConnectionLimits, log: 
       }
       return;
     }
-    socket.once("close", () => counter.release(key));
+    events?.opened();
+    socket.once("close", () => {
+      counter.release(key);
+      events?.closed();
+    });
   });
   return counter;
 }

@@ -41,6 +41,17 @@ export class Metrics {
     labelNames: ["language"],
     registers: [this.registry],
   });
+  readonly connectionsRefused = new Counter({
+    name: "agentbox_connections_refused_total",
+    help: "Client connections closed at once: reason per_address (the address held its share) or total (the service's cap)",
+    labelNames: ["reason"],
+    registers: [this.registry],
+  });
+  readonly openConnections = new Gauge({
+    name: "agentbox_open_connections",
+    help: "Client connections open now",
+    registers: [this.registry],
+  });
   readonly liveSandboxes: Gauge;
 
   constructor(liveCount: () => number) {

@@ -17,6 +17,8 @@ const SIZES = (process.env.BENCH_VECTOR_SIZES ?? "1000000x128,100000x384")
 const QUERIES = Number(process.env.BENCH_QUERIES ?? 200);
 const SEARCHES = Number(process.env.BENCH_SEARCHES ?? 2000);
 const CLIENTS = 16;
+/** The per-key rate limit would cap a benchmark of thousands of searches a second. */
+const BENCH_ENV = { AGENTBOX_LOG_LEVEL: "warn", AGENTBOX_RATE_LIMIT_PER_MINUTE: "100000000" };
 const BATCH = 1000;
 
 function rng(seed: number): () => number {
@@ -84,7 +86,7 @@ async function benchSize(n: number, dim: number): Promise<string[]> {
   const t0 = performance.now();
   const { data, queries } = mixture(n, dim, 42 + dim);
   process.stdout.write(`data generated in ${((performance.now() - t0) / 1000).toFixed(1)} s\n`);
-  let server: TestServer = await startServer({ env: { AGENTBOX_LOG_LEVEL: "warn" } });
+  let server: TestServer = await startServer({ env: BENCH_ENV });
   const lines: string[] = [];
   try {
     let call = keepAliveClient(server, 64);
@@ -164,8 +166,9 @@ async function benchSize(n: number, dim: number): Promise<string[]> {
     const bodies = Array.from({ length: QUERIES }, (_, q) => ({ vector: vec(queries, dim, q), top_k: 10, include_metadata: false }));
     for (let i = 0; i < SEARCHES; i++) {
       const t = performance.now();
-      await call("POST", `/v1/vectors/${index}/search`, bodies[i % QUERIES]);
+      const res = await call("POST", `/v1/vectors/${index}/search`, bodies[i % QUERIES]);
       searchMs.push(performance.now() - t);
+      if (res.status !== 200) throw new Error(`search: ${res.status} ${JSON.stringify(res.body)}`);
     }
 
     // 16 clients.
@@ -177,8 +180,9 @@ async function benchSize(n: number, dim: number): Promise<string[]> {
         for (let i = c; left > 0; i += CLIENTS) {
           left--;
           const t = performance.now();
-          await call("POST", `/v1/vectors/${index}/search`, bodies[i % QUERIES]);
+          const res = await call("POST", `/v1/vectors/${index}/search`, bodies[i % QUERIES]);
           concurrentMs.push(performance.now() - t);
+          if (res.status !== 200) throw new Error(`search: ${res.status} ${JSON.stringify(res.body)}`);
         }
       }),
     );
@@ -187,7 +191,7 @@ async function benchSize(n: number, dim: number): Promise<string[]> {
     // Start-up with n stored: a clean stop saves the graph; time from spawn to the first full answer.
     await server.stop();
     const s0 = performance.now();
-    server = await startServer({ dataDir: server.dataDir, key: server.key, env: { AGENTBOX_LOG_LEVEL: "warn" } });
+    server = await startServer({ dataDir: server.dataDir, key: server.key, env: BENCH_ENV });
     call = keepAliveClient(server, 64);
     for (;;) {
       const res = await call<{ hits: unknown[] }>("POST", `/v1/vectors/${index}/search`, bodies[0]);
@@ -235,7 +239,7 @@ async function benchSize(n: number, dim: number): Promise<string[]> {
 }
 
 async function benchEmbeddings(): Promise<string> {
-  const server = await startServer({ env: { AGENTBOX_LOG_LEVEL: "warn" } });
+  const server = await startServer({ env: BENCH_ENV });
   try {
     const call = keepAliveClient(server, 4);
     const r = rng(9);

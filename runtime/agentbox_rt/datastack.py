@@ -3,6 +3,7 @@
 # so that its first `import numpy, pandas, matplotlib.pyplot` costs nothing.
 import os
 import re
+import sys
 import time
 
 from .state import base_env
@@ -75,12 +76,17 @@ def prewarm_imports():
     """In the pre-import kernel (a forked child): wait for idleness, then import the stack."""
     time.sleep(PREWARM_DELAY_S)
     # At normal priority: a lower one could not be undone (unprivileged), and the kernel, once
-    # claimed, runs the user's code.
-    for name in PREWARM_MODULES:
-        try:
+    # claimed, runs the user's code. Only from the system's packages: never a same-named file in
+    # the workspace (a restarted sandbox keeps its files), which would be user code nobody ran.
+    saved_path = sys.path[:]
+    sys.path[:] = [p for p in sys.path if p.startswith("/usr/")]
+    try:
+        for name in PREWARM_MODULES:
             __import__(name)
-        except Exception:  # noqa: BLE001 - a missing package only means no head start
-            return
+    except Exception:  # noqa: BLE001 - a missing package only means no head start
+        return
+    finally:
+        sys.path[:] = saved_path
     # Drawing once loads the font and the PNG writer, which the first plot would otherwise pay.
     try:
         import io

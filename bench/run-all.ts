@@ -3,11 +3,13 @@
 import { benchCodeRun } from "./code-run.js";
 import { benchDataImport } from "./data-import.js";
 import { benchDensity } from "./density.js";
+import { benchFiles } from "./files.js";
 import { benchGateway } from "./gateway.js";
 import { benchVectors } from "./vectors.js";
 
 await benchCodeRun();
 await benchDensity();
 await benchDataImport();
+await benchFiles();
 await benchGateway();
 await benchVectors();

@@ -1,7 +1,7 @@
 // File operations on a sandbox, as the supervisor does them inside its own view of the filesystem
 // (runtime/agentbox_rt/files.py): paths resolve in the sandbox, `../../etc/passwd` or a symlink
 // to /etc reach the sandbox's tiny /etc, /proc is refused. Bytes travel through the channel in
-// chunks of FILE_CHUNK with one (download) or two (upload) chunks in flight, so a transfer of any
+// chunks of FILE_CHUNK with at most a few chunks in flight (DOWNLOAD_WINDOW, UPLOAD_WINDOW), so a transfer of any
 // size holds a bounded amount of the service's memory and waits on the slower side.
 import { Readable } from "node:stream";
 import { ApiError, invalid } from "../errors.js";
@@ -11,7 +11,9 @@ import { FILE_CHUNK, type FileEntry, type FileEvent, type Reply, type Request } 
 export type { FileEntry };
 
 /** Uploaded chunks awaiting their acknowledgement at most (each FILE_CHUNK bytes). */
-const UPLOAD_WINDOW = 2;
+const UPLOAD_WINDOW = 4;
+/** Download chunks asked for ahead of the consumer at most. */
+const DOWNLOAD_WINDOW = 4;
 
 /** A `file` answer with status ok, or the API error its refusal means. */
 function accepted(reply: Reply, path: string): FileEvent {
@@ -96,45 +98,55 @@ export async function download(box: Box, path: string, limit: number): Promise<D
     closed = true;
     box.request({ op: "close", handle }).catch(() => {});
   };
-  let reading = false;
+  // Up to DOWNLOAD_WINDOW chunks are asked for ahead of the consumer: the next one is on its way
+  // while the last one is written out. Answers come back in the order asked (one pipe, one supervisor).
+  let asked = 0;
+  let inflight = 0;
+  let failed = false;
   const stream = new Readable({
     highWaterMark: FILE_CHUNK,
     read() {
-      if (reading || closed) return;
-      if (left <= 0) {
+      if (closed) return;
+      if (size === 0) {
         close();
         this.push(null);
         return;
       }
-      reading = true;
-      box.request({ op: "read_chunk", handle, max: Math.min(FILE_CHUNK, left) }).then(
-        (reply) => {
-          reading = false;
-          if (reply.ev !== "chunk") {
-            this.destroy(
-              reply.ev === "file" ? new Error(reply.message ?? `read failed (${reply.status})`) : new Error(`read failed (${reply.ev})`),
-            );
-            return;
-          }
-          if (reply.body.length === 0) {
-            this.destroy(new Error(`'${opened.path ?? path}' became shorter while it was read`));
-            return;
-          }
-          const body = reply.body.length > left ? reply.body.subarray(0, left) : reply.body;
-          left -= body.length;
-          if (left <= 0) {
-            close();
-            this.push(body);
-            this.push(null);
-          } else {
-            this.push(body);
-          }
-        },
-        (err: Error) => {
-          reading = false;
-          this.destroy(err);
-        },
-      );
+      while (inflight < DOWNLOAD_WINDOW && asked < size) {
+        const max = Math.min(FILE_CHUNK, size - asked);
+        asked += max;
+        inflight += 1;
+        box.request({ op: "read_chunk", handle, max }).then(
+          (reply) => {
+            inflight -= 1;
+            if (failed || this.destroyed) return;
+            if (reply.ev !== "chunk" || reply.body.length !== max) {
+              failed = true;
+              const why =
+                reply.ev === "chunk"
+                  ? `'${opened.path ?? path}' became shorter while it was read`
+                  : reply.ev === "file"
+                    ? (reply.message ?? `read failed (${reply.status})`)
+                    : `read failed (${reply.ev})`;
+              this.destroy(new Error(why));
+              return;
+            }
+            left -= max;
+            const more = this.push(reply.body);
+            if (left <= 0) {
+              close();
+              this.push(null);
+            } else if (more) {
+              this.read(0);
+            }
+          },
+          (err: Error) => {
+            inflight -= 1;
+            failed = true;
+            this.destroy(err);
+          },
+        );
+      }
     },
     destroy(err, callback) {
       close();
@@ -159,8 +171,9 @@ export async function readFile(box: Box, path: string, limit: number): Promise<{
 export class Upload {
   size = 0;
   private done = false;
-  private pending: Buffer[] = [];
-  private pendingBytes = 0;
+  /** The chunk being filled: bytes are copied in at once, as a source may reuse its buffers (a multipart parser does). */
+  private buf = Buffer.allocUnsafe(FILE_CHUNK);
+  private fill = 0;
   private readonly inflight: Promise<void>[] = [];
 
   private constructor(
@@ -179,10 +192,14 @@ export class Upload {
 
   /** Appends bytes; waits while UPLOAD_WINDOW chunks are unacknowledged (back-pressure to the sender). */
   async write(data: Buffer): Promise<void> {
-    this.pending.push(data);
-    this.pendingBytes += data.length;
-    this.size += data.length;
-    while (this.pendingBytes >= FILE_CHUNK) await this.flush(FILE_CHUNK);
+    let off = 0;
+    while (off < data.length) {
+      const n = data.copy(this.buf, this.fill, off);
+      this.fill += n;
+      off += n;
+      this.size += n;
+      if (this.fill === FILE_CHUNK) await this.flush();
+    }
   }
 
   /** Writes everything from `source` (e.g. a multipart file part) chunk by chunk. */
@@ -190,12 +207,10 @@ export class Upload {
     for await (const chunk of source) await this.write(chunk);
   }
 
-  private async flush(max: number): Promise<void> {
-    const all = this.pending.length === 1 ? (this.pending[0] as Buffer) : Buffer.concat(this.pending);
-    const chunk = all.subarray(0, max);
-    const rest = all.subarray(chunk.length);
-    this.pending = rest.length ? [rest] : [];
-    this.pendingBytes = rest.length;
+  private async flush(): Promise<void> {
+    const chunk = this.buf.subarray(0, this.fill);
+    this.buf = Buffer.allocUnsafe(FILE_CHUNK);
+    this.fill = 0;
     const ack = this.box.request({ op: "write_chunk", handle: this.handle }, chunk).then((reply) => {
       if (reply.ev !== "ok") accepted(reply, this.label);
     });
@@ -209,7 +224,7 @@ export class Upload {
     checkPath(path);
     this.label = path;
     try {
-      if (this.pendingBytes > 0) await this.flush(this.pendingBytes);
+      if (this.fill > 0) await this.flush();
       while (this.inflight.length) await this.inflight.shift();
       const reply = accepted(await this.box.request({ op: "commit", handle: this.handle, path, default_name: defaultName }), path);
       this.done = true;
@@ -224,7 +239,7 @@ export class Upload {
   async abort(): Promise<void> {
     if (this.done) return;
     this.done = true;
-    this.pending = [];
+    this.fill = 0;
     await Promise.allSettled(this.inflight);
     await this.box.request({ op: "close", handle: this.handle }).catch(() => {});
   }

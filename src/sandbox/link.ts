@@ -40,12 +40,19 @@ export const unresponsive = () =>
 
 const GONE: Reply = { ev: "gone" };
 
+interface Queued {
+  id: string;
+  req: Request;
+  body?: Buffer;
+}
+
 export class SupervisorLink extends EventEmitter {
   private readonly child: ChildProcess;
   private readonly stdin: Writable;
   private readonly decoder = new FrameDecoder();
   private readonly waiters = new Map<string, (reply: Reply) => void>();
   private readonly streams = new Map<string, (reply: Reply) => void>();
+  private readonly queue: Queued[] = [];
   private seq = 0;
   /** A request outlived its deadline and nothing has been heard from the sandbox since. */
   private stalled = false;
@@ -98,8 +105,8 @@ export class SupervisorLink extends EventEmitter {
       this.waiters.clear();
       this.streams.clear();
       // Whatever is still queued towards the dead process is dropped now, not when the object goes.
+      this.queue.length = 0;
       this.stdin.destroy();
-      this.emit("drain");
       this.emit("exit");
     });
   }
@@ -138,32 +145,32 @@ export class SupervisorLink extends EventEmitter {
     this.emit("event", event);
   }
 
-  /** Resolves once fewer than MAX_PENDING bytes wait to be written (or the process is gone). */
-  private writable(deadline: number): Promise<void> {
-    if (this.closed || this.stdin.writableLength <= MAX_PENDING) return Promise.resolve();
-    return new Promise((resolve, reject) => {
-      const check = () => {
-        if (this.closed || this.stdin.writableLength <= MAX_PENDING) {
-          done();
-          resolve();
-        }
-      };
-      const timer = setTimeout(
-        () => {
-          done();
-          this.stalled = true;
-          reject(unresponsive());
-        },
-        Math.max(0, deadline - Date.now()),
-      );
-      const done = () => {
-        clearTimeout(timer);
-        this.stdin.off("drain", check);
-        this.off("drain", check);
-      };
-      this.stdin.on("drain", check);
-      this.on("drain", check);
-    });
+  /**
+   * Writes a frame now, or queues it behind earlier ones while more than MAX_PENDING bytes wait
+   * for the pipe: frames go out in the order they were asked for, and a stalled sandbox makes
+   * writers wait (their deadlines run) instead of the service buffering without limit.
+   */
+  private send(id: string, req: Request, body?: Buffer): void {
+    if (this.queue.length === 0 && this.stdin.writableLength <= MAX_PENDING) {
+      this.write(id, req, body);
+      return;
+    }
+    this.queue.push({ id, req, body });
+    if (this.queue.length === 1) this.stdin.once("drain", this.flushQueue);
+  }
+
+  private readonly flushQueue = (): void => {
+    while (this.queue.length && this.stdin.writableLength <= MAX_PENDING && !this.closed) {
+      const next = this.queue.shift() as Queued;
+      // A request whose deadline passed while queued is not sent at all.
+      if (this.waiters.has(next.id) || this.streams.has(next.id)) this.write(next.id, next.req, next.body);
+    }
+    if (this.queue.length && !this.closed) this.stdin.once("drain", this.flushQueue);
+  };
+
+  private unqueue(id: string): void {
+    const i = this.queue.findIndex((q) => q.id === id);
+    if (i >= 0) this.queue.splice(i, 1);
   }
 
   private write(id: string, req: Request, body?: Buffer): void {
@@ -193,24 +200,19 @@ export class SupervisorLink extends EventEmitter {
       this.probe();
       throw unresponsive();
     }
-    const deadline = Date.now() + (opts.timeoutMs ?? REQUEST_TIMEOUT_MS);
-    await this.writable(deadline);
-    if (this.closed) return GONE;
     const id = this.nextId();
     return new Promise<Reply>((resolve, reject) => {
-      const timer = setTimeout(
-        () => {
-          this.waiters.delete(id);
-          this.stalled = true;
-          reject(unresponsive());
-        },
-        Math.max(0, deadline - Date.now()),
-      );
+      const timer = setTimeout(() => {
+        this.waiters.delete(id);
+        this.unqueue(id);
+        this.stalled = true;
+        reject(unresponsive());
+      }, opts.timeoutMs ?? REQUEST_TIMEOUT_MS);
       this.waiters.set(id, (reply) => {
         clearTimeout(timer);
         resolve(reply);
       });
-      this.write(id, req, body);
+      this.send(id, req, body);
     });
   }
 
@@ -227,7 +229,7 @@ export class SupervisorLink extends EventEmitter {
       clearTimeout(timer);
       this.probing = false;
     });
-    if (this.stdin.writableLength <= MAX_PENDING) this.write(id, { op: "ping" });
+    this.send(id, { op: "ping" });
   }
 
   /**
@@ -239,6 +241,7 @@ export class SupervisorLink extends EventEmitter {
     const id = this.nextId();
     const cancel = () => {
       this.streams.delete(id);
+      this.unqueue(id);
     };
     if (this.closed) {
       onEvent(GONE);
@@ -247,7 +250,7 @@ export class SupervisorLink extends EventEmitter {
     this.streams.set(id, (reply) => {
       if (onEvent(reply)) this.streams.delete(id);
     });
-    this.write(id, req, body);
+    this.send(id, req, body);
     return { cancel };
   }
 

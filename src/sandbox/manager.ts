@@ -338,12 +338,12 @@ export class SandboxManager {
       throw new ApiError("quota_exceeded", `Your tenant already has ${quota.maxSandboxes} live sandboxes, its quota`, 10);
     }
     const timeoutS = input.timeoutS ?? this.config.defaultSandboxTimeoutS;
-    this.demand.record();
     this.pending += 1;
     this.pendingByTenant.set(tenantId, tenantPending + 1);
     let box: Box | undefined;
     try {
       box = await this.takeBox(tenantId);
+      this.demand.record();
       // After the reply is written: starting a sandbox forks processes, which would delay it.
       setImmediate(() => this.fillPool());
       if (input.envVars && Object.keys(input.envVars).length) await box.setEnv(input.envVars);

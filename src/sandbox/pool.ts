@@ -7,8 +7,8 @@ const DEMAND_S = 1;
 const WINDOW_MS = 5000;
 
 /**
- * How many started sandboxes the pool should hold: the creates of the last second (averaged over
- * five), at least `min` (what a quiet service keeps) and at most `max`.
+ * How many started sandboxes the pool should hold: the creates served in the last second (averaged
+ * over five), at least `min` (what a quiet service keeps) and at most `max`.
  */
 export class PoolDemand {
   private readonly creates: number[] = [];
@@ -18,7 +18,11 @@ export class PoolDemand {
     private readonly max: number,
   ) {}
 
-  /** Records a create (served or not: a refused one is demand too). */
+  /**
+   * Records a create that got a sandbox. Refused ones are not counted: under a flood of retries
+   * they would grow the pool far past what starts can deliver, and every pool sandbox left idle
+   * costs memory and the supervisor's idle-time work.
+   */
   record(now = Date.now()): void {
     this.creates.push(now);
   }

@@ -20,8 +20,7 @@ test("a request encodes as prefix, JSON header with its id, and the body uncopie
     { op: "run", kernel: "python", lang: "python", kind: "python", timeout_ms: 1000, output_cap: 10, async: false },
     body,
   );
-  assert.equal(parts.length, 3);
-  assert.equal(parts[2], body);
+  assert.equal(parts.length, 1, "a small body travels in the frame's one buffer");
   const { header, body: got } = parse(Buffer.concat(parts));
   assert.deepEqual(header, {
     op: "run",
@@ -35,8 +34,18 @@ test("a request encodes as prefix, JSON header with its id, and the body uncopie
   });
   assert.equal(got.toString(), "print(1)");
   const bare = encodeRequest("r8", { op: "stats" });
-  assert.equal(bare.length, 2);
+  assert.equal(bare.length, 1);
   assert.deepEqual(parse(Buffer.concat(bare)).header, { op: "stats", id: "r8" });
+});
+
+test("a large body is not copied: it follows the header as its own buffer", () => {
+  const body = Buffer.alloc(2 ** 20, 3);
+  const parts = encodeRequest("r9", { op: "write_chunk", handle: 4 }, body);
+  assert.equal(parts.length, 2);
+  assert.equal(parts[1], body);
+  const { header, body: got } = parse(Buffer.concat(parts));
+  assert.deepEqual(header, { op: "write_chunk", handle: 4, id: "r9" });
+  assert.ok(got.equals(body));
 });
 
 test("a request over the frame limit is never encoded", () => {

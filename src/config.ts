@@ -199,7 +199,9 @@ export function loadConfig(): Config {
     maxParallelStarts: num("AGENTBOX_MAX_PARALLEL_STARTS", Math.max(2, cores * 2)),
     // One waiting create per start in flight: each waits about one start, never behind a pile.
     startQueue: num("AGENTBOX_START_QUEUE", Math.max(2, cores * 2)),
-    createWaitMs: num("AGENTBOX_CREATE_WAIT_MS", 3000),
+    // A safety net, not the normal wait: a queued create waits for one start (~0.1 s on a quiet
+    // host), but a host crowded by other work can take seconds.
+    createWaitMs: num("AGENTBOX_CREATE_WAIT_MS", 10_000),
     maxParallelTeardowns: num("AGENTBOX_MAX_PARALLEL_TEARDOWNS", Math.max(2, cores * 2)),
     // Sandboxes together never push the host into its own OOM killer: past this the kernel picks a
     // victim among sandbox processes, never the service or the rest of the host.

@@ -128,6 +128,8 @@ describe("a tenant's memory", () => {
   test(`allocations in two sandboxes over the tenant's ${SMALL_MEMORY_MB} MiB end in out of memory; another tenant is unaffected`, {
     timeout: 120_000,
   }, async () => {
+    // The previous test's killed fork bombs are gone (on a busy host that can take a moment).
+    assert.ok(await eventually(() => Number(tenantFile(SMALL, "pids.current")) < 10, 30_000), "the tenant's processes ended");
     const a = await sandboxOf(small, SMALL);
     const b = await sandboxOf(small, SMALL);
     // Bytes really written (a zero-filled bytearray would not be charged until touched).

@@ -1,7 +1,7 @@
 // Resource groups: one cgroup per sandbox capping memory, process count and CPU, nested in a group
 // per tenant that caps the tenant's sandboxes together and gives each tenant an equal CPU weight:
 //
-//   <service's own cgroup>/agentbox/<service>/<sandbox>            started, no tenant yet (warm pool)
+//   <service's own cgroup>/agentbox/<service>/pool/<sandbox>       started, no tenant yet (warm pool)
 //   <service's own cgroup>/agentbox/<service>/t-<tenant>/<sandbox>  handed to a tenant
 //
 // `agentbox` may be shared by several services on one host; `<service>` (a hash of the workspace
@@ -19,6 +19,12 @@ const ROOT = "/sys/fs/cgroup";
 const V1_CONTROLLERS = ["memory", "pids", "cpu", "cpuacct"] as const;
 const PARENT = "agentbox";
 const TENANT_PREFIX = "t-";
+/**
+ * Sandboxes not handed out yet (starting, or waiting in the warm pool) share one group with the
+ * CPU weight of one tenant: starting sandboxes and whatever they do while they wait cannot take
+ * more of a contended CPU than one tenant's share.
+ */
+const POOL = "pool";
 /** Every tenant group gets the same CPU weight, so busy tenants split the CPU evenly. */
 const V1_CPU_SHARES = 1024;
 const V2_CPU_WEIGHT = 100;
@@ -90,7 +96,7 @@ class Group implements SandboxCgroup {
   get place(): string {
     const dir = (this.next ?? this.dirs)[0] as string;
     const parent = path.basename(path.dirname(dir));
-    return parent.startsWith(TENANT_PREFIX) ? `${parent}/${path.basename(dir)}` : path.basename(dir);
+    return parent.startsWith(TENANT_PREFIX) || parent === POOL ? `${parent}/${path.basename(dir)}` : path.basename(dir);
   }
 
   get name(): string {
@@ -203,6 +209,7 @@ export class CgroupManager {
         // Controllers not delegated to us: limits will fail loudly at create time.
       }
       this.parents.unified = base;
+      this.makePoolGroup();
       return;
     }
     for (const ctrl of V1_CONTROLLERS) {
@@ -213,15 +220,29 @@ export class CgroupManager {
       this.parents[ctrl] = dir;
     }
     fs.writeFileSync(path.join(this.parents.memory as string, "memory.limit_in_bytes"), bytes);
+    this.makePoolGroup();
+  }
+
+  private makePoolGroup(): void {
+    const dirs = this.dirsOf(POOL);
+    for (const dir of dirs) fs.mkdirSync(dir, { recursive: true });
+    try {
+      if (this.v2) {
+        fs.writeFileSync(path.join(dirs[0] as string, "cgroup.subtree_control"), "+memory +pids +cpu");
+        fs.writeFileSync(path.join(dirs[0] as string, "cpu.weight"), String(V2_CPU_WEIGHT));
+      } else fs.writeFileSync(path.join(dirs[2] as string, "cpu.shares"), String(V1_CPU_SHARES));
+    } catch {
+      // Controllers not delegated to us: limits will fail loudly at create time.
+    }
   }
 
   private dirsOf(place: string): string[] {
     return Object.values(this.parents).map((p) => path.join(p, place));
   }
 
-  /** A sandbox group with its own limits, in the service's group (no tenant yet: see assign()). */
+  /** A sandbox group with its own limits, in the pool's group (no tenant yet: see assign()). */
   async create(name: string, uid: number, limits: Limits): Promise<SandboxCgroup> {
-    const dirs = this.dirsOf(name);
+    const dirs = this.dirsOf(`${POOL}/${name}`);
     await this.makeSandboxGroups(dirs, uid, limits);
     return new Group(dirs, this.v2);
   }
@@ -318,14 +339,15 @@ export class CgroupManager {
   }
 
   /**
-   * Every sandbox group under the service's group now, as `name` (no tenant) or `t-.../name`:
-   * the start-up sweep removes the ones no live sandbox is in.
+   * Every sandbox group under the service's group now, as `pool/name` (no tenant yet),
+   * `t-.../name`, or `name` (an earlier layout): the start-up sweep removes the ones no live
+   * sandbox is in.
    */
   async existing(): Promise<string[]> {
     const first = Object.values(this.parents)[0] as string;
     const out: string[] = [];
     for (const d of await subdirs(first)) {
-      if (d.startsWith(TENANT_PREFIX)) for (const s of await subdirs(path.join(first, d))) out.push(`${d}/${s}`);
+      if (d.startsWith(TENANT_PREFIX) || d === POOL) for (const s of await subdirs(path.join(first, d))) out.push(`${d}/${s}`);
       else out.push(d);
     }
     return out;
@@ -346,9 +368,10 @@ export class CgroupManager {
     }
   }
 
-  /** At stop: removes the empty tenant groups and the service's own group if nothing is left in it. */
+  /** At stop: removes the empty tenant groups, the pool's and the service's own group if nothing is left in them. */
   async removeEmpty(): Promise<void> {
     await this.removeEmptyTenants();
+    await Promise.all(this.dirsOf(POOL).map((dir) => fs.promises.rmdir(dir).catch(() => {})));
     await Promise.all(Object.values(this.parents).map((dir) => fs.promises.rmdir(dir).catch(() => {})));
   }
 

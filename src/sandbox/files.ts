@@ -120,7 +120,7 @@ export async function download(box: Box, path: string, limit: number): Promise<D
           (reply) => {
             inflight -= 1;
             if (failed || this.destroyed) return;
-            if (reply.ev !== "chunk" || reply.body.length !== max) {
+            if (reply.ev !== "chunk" || reply.size !== max) {
               failed = true;
               const why =
                 reply.ev === "chunk"
@@ -132,7 +132,8 @@ export async function download(box: Box, path: string, limit: number): Promise<D
               return;
             }
             left -= max;
-            const more = this.push(reply.body);
+            let more = true;
+            for (const part of reply.parts) more = this.push(part);
             if (left <= 0) {
               close();
               this.push(null);

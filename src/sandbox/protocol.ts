@@ -12,6 +12,7 @@ export const MAX_HEADER = 8 * 2 ** 20;
 /** Bytes per chunk of a download or upload through the channel. */
 export const FILE_CHUNK = 2 ** 20;
 
+import { type BgEvent, type BgRequest, decodeBgEvent } from "./background-protocol.js";
 import type { KernelKind, Language } from "./languages.js";
 
 export type { Language };
@@ -36,6 +37,9 @@ export type Request =
   | { op: "exec"; command: string; cwd?: string; env?: Record<string, string>; timeout_ms: number; output_cap: number }
   | { op: "start_kernel"; kernel: string; lang: Language; kind: KernelKind; cwd: string }
   | { op: "kill_kernel"; kernel: string }
+  /** Interrupts the run or command of request `target` (its client stopped waiting): answered by `ok`. */
+  | { op: "cancel"; target: string }
+  | BgRequest
   | { op: "setenv"; env: Record<string, string> }
   | { op: "stats" }
   | { op: "ping" }
@@ -125,10 +129,12 @@ export type Event =
   | { ev: "out"; id: string; stream: 1 | 2; body: Buffer }
   /** A rich result of a run; `result` is absent when the supervisor dropped one too large to send (`bytes` says how large). */
   | { ev: "result"; id: string; result?: RichResult; bytes: number }
-  | { ev: "chunk"; id: string; body: Buffer }
+  /** Bytes of a download, as the pieces they arrived in (not copied into one buffer). */
+  | { ev: "chunk"; id: string; parts: Buffer[]; size: number }
   | DoneEvent
   | ExitEvent
   | FileEvent
+  | BgEvent
   | { ev: "stats"; id: string; disk_read: number; disk_write: number; network_rx: number; network_tx: number }
   | { ev: "ok"; id: string }
   | { ev: "error"; id: string; message: string };
@@ -139,6 +145,8 @@ export type Synthetic = { ev: "gone" } | { ev: "backstop" };
 export type Reply = Event | Synthetic;
 
 export class ProtocolError extends Error {}
+
+const EMPTY = Buffer.alloc(0);
 
 // ---- encoding ----
 
@@ -213,23 +221,50 @@ export class FrameDecoder {
         this.hlen = hlen;
       }
       if (this.have < this.need) break;
-      const frame = this.take(this.need);
-      const hlen = this.hlen;
+      const bodyLen = this.need - this.hlen;
+      const head = this.take(this.hlen);
       this.need = -1;
       let header: unknown;
       try {
-        header = JSON.parse(frame.toString("utf8", 0, hlen));
+        header = JSON.parse(head.toString("utf8"));
       } catch {
         throw new ProtocolError("frame header is not JSON");
       }
-      const event = decodeEvent(header, frame.subarray(hlen));
+      // Bulk data is handed on as the views it arrived in: no copy, no 1 MiB allocation per chunk.
+      const h = header as { ev?: unknown; id?: unknown } | null;
+      if (h !== null && typeof h === "object" && h.ev === "chunk") {
+        const parts = this.takeViews(bodyLen);
+        if (typeof h.id === "string") events.push({ ev: "chunk", id: h.id, parts, size: bodyLen });
+        continue;
+      }
+      const event = decodeEvent(header, this.take(bodyLen));
       if (event) events.push(event);
     }
     return events;
   }
 
+  /** Removes and returns the next n bytes as views of the chunks they lie in. */
+  private takeViews(n: number): Buffer[] {
+    this.have -= n;
+    const out: Buffer[] = [];
+    while (n > 0) {
+      const c = this.chunks[0] as Buffer;
+      if (c.length <= n) {
+        out.push(c);
+        this.chunks.shift();
+        n -= c.length;
+      } else {
+        out.push(c.subarray(0, n));
+        this.chunks[0] = c.subarray(n);
+        n = 0;
+      }
+    }
+    return out;
+  }
+
   /** Removes and returns the next n bytes (a view when they lie in one chunk, else one copy). */
   private take(n: number): Buffer {
+    if (n === 0) return EMPTY;
     this.have -= n;
     const first = this.chunks[0] as Buffer;
     if (first.length >= n) {
@@ -317,7 +352,7 @@ export function decodeEvent(header: unknown, body: Buffer): Event | null {
     case "out":
       return { ev, id, stream: h.stream === 2 ? 2 : 1, body };
     case "chunk":
-      return { ev, id, body };
+      return { ev, id, parts: body.length ? [body] : [], size: body.length };
     case "result": {
       const tooLarge = num(h.too_large);
       if (tooLarge !== undefined) return { ev, id, bytes: Math.max(0, tooLarge) };
@@ -374,6 +409,8 @@ export function decodeEvent(header: unknown, body: Buffer): Event | null {
         network_rx: nonNeg(h.network_rx),
         network_tx: nonNeg(h.network_tx),
       };
+    case "bg":
+      return decodeBgEvent(id, h, body);
     case "ok":
       return { ev, id };
     case "error":

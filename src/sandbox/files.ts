@@ -173,8 +173,10 @@ export class Upload {
   size = 0;
   private done = false;
   /** The chunk being filled: bytes are copied in at once, as a source may reuse its buffers (a multipart parser does). */
-  private buf = Buffer.allocUnsafe(FILE_CHUNK);
+  private buf: Buffer = Buffer.allocUnsafe(FILE_CHUNK);
   private fill = 0;
+  /** Chunk buffers the sandbox has acknowledged, for reuse: an upload allocates UPLOAD_WINDOW + 1 of them, not one per MiB. */
+  private readonly spare: Buffer[] = [];
   private readonly inflight: Promise<void>[] = [];
 
   private constructor(
@@ -209,11 +211,14 @@ export class Upload {
   }
 
   private async flush(): Promise<void> {
-    const chunk = this.buf.subarray(0, this.fill);
-    this.buf = Buffer.allocUnsafe(FILE_CHUNK);
+    const owned = this.buf;
+    const chunk = owned.subarray(0, this.fill);
+    this.buf = this.spare.pop() ?? Buffer.allocUnsafe(FILE_CHUNK);
     this.fill = 0;
     const ack = this.box.request({ op: "write_chunk", handle: this.handle }, chunk).then((reply) => {
       if (reply.ev !== "ok") accepted(reply, this.label);
+      // Acknowledged: the sandbox has read every byte of it, so the buffer is free again.
+      this.spare.push(owned);
     });
     ack.catch(() => {});
     this.inflight.push(ack);

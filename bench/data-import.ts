@@ -47,10 +47,13 @@ async function runPython(call: Call, id: string, code: string, expect = "1"): Pr
   if (res.status !== 200 || res.body.logs.stdout.trim() !== expect) throw new Error(`bad run: ${JSON.stringify(res.body)}`);
 }
 
-/** The sandbox's memory cgroup directory (named after the sandbox), found under the v1 or v2 hierarchy. */
-function cgroupDir(id: string): string | undefined {
-  const roots = ["/sys/fs/cgroup/memory", "/sys/fs/cgroup"];
-  for (const root of roots) {
+/**
+ * The sandbox's memory cgroup directories (named after the sandbox), under the v1 or v2 hierarchy:
+ * more than one while the service moves a new sandbox into its tenant's group.
+ */
+function cgroupDirs(id: string): string[] {
+  const found: string[] = [];
+  for (const root of ["/sys/fs/cgroup/memory", "/sys/fs/cgroup/unified", "/sys/fs/cgroup"]) {
     const stack: [string, number][] = [[root, 0]];
     while (stack.length) {
       const [dir, depth] = stack.pop() as [string, number];
@@ -63,19 +66,21 @@ function cgroupDir(id: string): string | undefined {
       for (const e of entries) {
         if (!e.isDirectory()) continue;
         const full = path.join(dir, e.name);
-        if (e.name === id) return full;
-        if (depth < 6) stack.push([full, depth + 1]);
+        if (e.name === id) found.push(full);
+        else if (depth < 6) stack.push([full, depth + 1]);
       }
     }
+    if (found.length) return found;
   }
-  return undefined;
+  return found;
 }
 
 /** Unique memory (private pages, MiB) of every process in the sandbox's cgroup. */
 function sandboxUssMb(id: string): number {
-  const dir = cgroupDir(id);
-  if (!dir) throw new Error(`no cgroup for sandbox ${id}`);
-  const pids = fs.readFileSync(path.join(dir, "cgroup.procs"), "utf8").split("\n").filter(Boolean);
+  const dirs = cgroupDirs(id);
+  if (!dirs.length) throw new Error(`no cgroup for sandbox ${id}`);
+  const pids = new Set(dirs.flatMap((d) => fs.readFileSync(path.join(d, "cgroup.procs"), "utf8").split("\n").filter(Boolean)));
+  if (!pids.size) throw new Error(`no processes in the cgroup of sandbox ${id}`);
   let kb = 0;
   for (const pid of pids) {
     try {

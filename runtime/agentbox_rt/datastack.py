@@ -73,11 +73,39 @@ def wants_data(code):
 
 
 def prewarm_imports():
-    """In the pre-import kernel (a forked child): wait for idleness, then import the stack."""
+    """In the pre-import kernel (a forked child): wait, then import the stack at idle priority."""
     time.sleep(PREWARM_DELAY_S)
-    # At normal priority: a lower one could not be undone (unprivileged), and the kernel, once
-    # claimed, runs the user's code. Only from the system's packages: never a same-named file in
-    # the workspace (a restarted sandbox keeps its files), which would be user code nobody ran.
+    # The work runs in a thread of its own at SCHED_IDLE: it only uses CPU nothing else wants.
+    # Not the kernel's main thread: an unprivileged thread cannot leave SCHED_IDLE again, and the
+    # main thread runs the user's code once the kernel is claimed. Threads made during the import
+    # would inherit SCHED_IDLE, so the BLAS library is loaded single-threaded (a sandbox has one
+    # CPU by default, where more BLAS threads buy nothing).
+    import threading
+
+    blas_env = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")
+    saved_env = {k: os.environ.get(k) for k in blas_env}
+    for k in blas_env:
+        os.environ[k] = "1"
+    worker = threading.Thread(target=_import_stack, name="prewarm")
+    worker.start()
+    worker.join()
+    for k, v in saved_env.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
+    import gc
+
+    gc.collect()
+
+
+def _import_stack():
+    try:
+        os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))  # this thread only
+    except (OSError, AttributeError):
+        pass
+    # Only from the system's packages: never a same-named file in the workspace (a restarted
+    # sandbox keeps its files), which would be user code nobody ran.
     saved_path = sys.path[:]
     sys.path[:] = [p for p in sys.path if p.startswith("/usr/")]
     try:
@@ -100,9 +128,6 @@ def prewarm_imports():
         pass
     # The sandbox may never use this kernel: its /tmp stays as it was. Linked again when claimed.
     unlink_font_cache()
-    import gc
-
-    gc.collect()
 
 
 class Prewarm:

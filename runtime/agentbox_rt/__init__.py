@@ -4,6 +4,8 @@
 #   procs     spawn and signal the processes the supervisor owns
 #   streams   Stream (a child's output pipe) and Job (what runs and commands share)
 #   kernels   Kernel, Run, the python kernel (forked) and the bash driver
+#   display   rich results of the python kernel (last expression, display(), figures)
+#   datastack matplotlib's environment and the pre-imported python kernel of an idle sandbox
 #   commands  Command (op "exec")
 #   files     file operations (op "file") and path resolution
 #   stats     network and disk counters (op "stats")

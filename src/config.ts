@@ -103,6 +103,12 @@ export interface Config {
   maxConnectionsPerAddress: number;
   /** Time a client has to send a request's headers, ms (also closes connections that send nothing). */
   headerTimeoutMs: number;
+  /** Background processes running at once per sandbox (exited ones are kept for inspection up to the same number). */
+  maxBackgroundProcesses: number;
+  /** Output retained per stream of a background process: its latest bytes, a ring. */
+  backgroundOutputBytes: number;
+  /** Largest single write to a background process's stdin (413 past it). */
+  maxStdinBytes: number;
 }
 
 /** The tenant quotas a tenant gets for every quota its record leaves unset. */
@@ -209,6 +215,9 @@ export function loadConfig(): Config {
     memoryReserveMb: num("AGENTBOX_MEMORY_RESERVE_MB", Math.floor(memMb * 0.1)),
     adminApiKey: process.env.AGENTBOX_ADMIN_KEY || undefined,
     ...connectionLimits(),
+    maxBackgroundProcesses: num("AGENTBOX_MAX_BACKGROUND_PROCESSES", 16),
+    backgroundOutputBytes: num("AGENTBOX_BACKGROUND_OUTPUT_BYTES", 2 ** 20),
+    maxStdinBytes: num("AGENTBOX_MAX_STDIN_BYTES", 2 ** 20),
   };
 }
 

@@ -13,6 +13,8 @@ const STATUS = {
   not_found: 404,
   index_not_found: 404,
   vector_not_found: 404,
+  /** No background process with that pid in the sandbox (it may have ended with a restart of the sandbox). */
+  process_not_found: 404,
   conflict: 409,
   payload_too_large: 413,
   request_timeout: 408,

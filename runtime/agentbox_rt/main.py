@@ -6,6 +6,7 @@ import selectors
 import signal
 import time
 
+from .background import handle_bg
 from .commands import Command
 from .datastack import prewarm
 from .files import file_op, resolve
@@ -63,6 +64,15 @@ def handle(header, body):
             runs[rid] = Command(header, cwd)
         except OSError as e:
             send({"ev": "exit", "id": rid, "exit_status": 127, "spawn_error": "could not start the command: %s" % e})
+    elif op == "cancel":
+        # A client stopped waiting: a python run is interrupted (kernel state kept), other kernels
+        # and commands are killed, as a timeout does.
+        job = runs.get(header.get("target"))
+        if job is not None:
+            job.stop()
+        send({"ev": "ok", "id": rid})
+    elif op.startswith("bg_"):
+        handle_bg(op, header, body)
     elif op in FILE_OPS:
         reply, data = file_op(op, header, body)
         if reply is not None:

@@ -16,6 +16,7 @@ import { installErrorHandler, routerError } from "./error-handler.js";
 import { installRateLimits } from "./rate-limit.js";
 import { adminRoutes } from "./routes/admin.js";
 import { codeRoutes } from "./routes/code.js";
+import { backgroundRoutes } from "./routes/background.js";
 import { commandRoutes } from "./routes/commands.js";
 import { contextRoutes } from "./routes/contexts.js";
 import { fileRoutes } from "./routes/files.js";
@@ -149,6 +150,7 @@ export async function buildApp(services: Services, logger: Logger): Promise<Fast
     await app.register(sandboxRoutes, { prefix, services });
     await app.register(codeRoutes, { prefix, services });
     await app.register(commandRoutes, { prefix, services });
+    await app.register(backgroundRoutes, { prefix, services });
     await app.register(fileRoutes, { prefix, services });
     await app.register(contextRoutes, { prefix, services });
     await app.register(metricsRoutes, { prefix, services });

@@ -6,6 +6,7 @@ import type { CgroupManager, SandboxCgroup } from "./cgroup.js";
 import { languageSpec } from "./languages.js";
 import { type RequestOptions, SupervisorLink } from "./link.js";
 import { classifyRun, type RunOutcome } from "./outcome.js";
+import { onAbort, type OutputWatch } from "./observe.js";
 import type { DoneEvent, ExitEvent, Language, Reply, Request, RichResult } from "./protocol.js";
 import type { WorkspaceManager } from "./workspace.js";
 
@@ -21,6 +22,8 @@ export interface RunRequest {
   kernel?: string;
   cwd?: string;
   env?: Record<string, string>;
+  /** Someone following the run as it happens (streaming); its signal interrupts the run. */
+  watch?: OutputWatch;
 }
 
 export interface RunResult {
@@ -40,6 +43,7 @@ export interface CommandRequest {
   cwd?: string;
   env?: Record<string, string>;
   timeoutMs: number;
+  watch?: OutputWatch;
 }
 
 export interface CommandResult {
@@ -213,6 +217,8 @@ export class Box {
     const out = new Collector(cap);
     const oomBefore = this.cgroup.oomKills();
     const timeoutMs = req.timeoutS * 1000;
+    const watch = req.watch;
+    let unwatch: (() => void) | undefined;
     const end = await new Promise<DoneEvent | { ev: "gone" } | { ev: "backstop" }>((resolve) => {
       const backstop = setTimeout(() => {
         handle.cancel();
@@ -235,10 +241,12 @@ export class Box {
         (event) => {
           if (event.ev === "out") {
             out.add(event.stream, event.body);
+            watch?.output(event.stream, event.body);
             return false;
           }
           if (event.ev === "result") {
             out.addResult(event.result, event.bytes);
+            if (watch && event.result) watch.result(event.result);
             return false;
           }
           if (event.ev !== "done" && event.ev !== "gone") return false;
@@ -247,7 +255,9 @@ export class Box {
           return true;
         },
       );
+      if (watch) unwatch = onAbort(watch.signal, () => this.cancel(link, handle.id));
     });
+    unwatch?.();
     const verdict = classifyRun({
       end,
       language: req.language,
@@ -279,6 +289,8 @@ export class Box {
     const link = await this.live();
     const cap = this.spec.limits.outputBytes;
     const out = new Collector(cap);
+    const watch = req.watch;
+    let unwatch: (() => void) | undefined;
     const h = await new Promise<ExitEvent | { ev: "gone" } | { ev: "backstop" }>((resolve) => {
       const backstop = setTimeout(() => {
         handle.cancel();
@@ -291,6 +303,7 @@ export class Box {
         (event) => {
           if (event.ev === "out") {
             out.add(event.stream, event.body);
+            watch?.output(event.stream, event.body);
             return false;
           }
           if (event.ev !== "exit" && event.ev !== "gone") return false;
@@ -299,7 +312,9 @@ export class Box {
           return true;
         },
       );
+      if (watch) unwatch = onAbort(watch.signal, () => this.cancel(link, handle.id));
     });
+    unwatch?.();
     if (h.ev === "backstop" || h.ev === "gone") {
       const why =
         h.ev === "backstop"
@@ -363,6 +378,19 @@ export class Box {
    */
   async request(req: Request, body?: Buffer, opts?: RequestOptions): Promise<Reply> {
     return (await this.live()).request(req, body, opts);
+  }
+
+  /**
+   * A request answered by a stream of events (a watched background process's output), until
+   * `onEvent` returns true or `gone`: see SupervisorLink.stream.
+   */
+  async stream(req: Request, onEvent: (reply: Reply) => boolean): Promise<{ cancel: () => void; id: string }> {
+    return (await this.live()).stream(req, undefined, onEvent);
+  }
+
+  /** Interrupts the run or command of request `target` (a python run keeps its kernel's state). */
+  private cancel(link: SupervisorLink, target: string): void {
+    if (!link.closed) link.request({ op: "cancel", target }).catch(() => {});
   }
 
   async killKernel(kernel: string): Promise<void> {

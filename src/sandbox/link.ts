@@ -237,7 +237,7 @@ export class SupervisorLink extends EventEmitter {
    * `gone` if the sandbox process died first. `onEvent` returns true for the last event. The
    * caller bounds the wait (a run's backstop); `cancel()` stops listening.
    */
-  stream(req: Request, body: Buffer | undefined, onEvent: (reply: Reply) => boolean): { cancel: () => void } {
+  stream(req: Request, body: Buffer | undefined, onEvent: (reply: Reply) => boolean): { cancel: () => void; id: string } {
     const id = this.nextId();
     const cancel = () => {
       this.streams.delete(id);
@@ -245,13 +245,13 @@ export class SupervisorLink extends EventEmitter {
     };
     if (this.closed) {
       onEvent(GONE);
-      return { cancel };
+      return { cancel, id };
     }
     this.streams.set(id, (reply) => {
       if (onEvent(reply)) this.streams.delete(id);
     });
     this.send(id, req, body);
-    return { cancel };
+    return { cancel, id };
   }
 
   kill(): void {

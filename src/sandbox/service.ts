@@ -9,11 +9,19 @@ import { ApiError, invalid } from "../errors.js";
 import type { ApiKeyRecord } from "../store/keys.js";
 import type { SandboxRecord } from "../store/sandboxes.js";
 import type { TenantStore } from "../store/tenants.js";
+import {
+  type BackgroundFollower,
+  type BackgroundOutput,
+  type BackgroundProcess,
+  BackgroundProcesses,
+  type BgSignal,
+} from "./background.js";
 import { type Box, type BoxMetrics, WorkingDirMissing } from "./box.js";
 import { type CodeContext, ContextRegistry } from "./contexts.js";
 import { ExecutionGates, type RejectReason, type SlotRequest } from "./gates.js";
 import { type Language, prepareCode } from "./languages.js";
 import type { CreateInput, SandboxManager } from "./manager.js";
+import { outputWatch, type RunObserver } from "./observe.js";
 import type { RichResult } from "./protocol.js";
 
 /** Who is asking: an API key and its tenant (an ApiKeyRecord is one). */
@@ -108,6 +116,7 @@ export interface SandboxServiceDeps {
 export class SandboxService {
   readonly gates: ExecutionGates;
   readonly contexts: ContextRegistry;
+  readonly background: BackgroundProcesses;
   private readonly config: Config;
   private readonly sandboxes: SandboxManager;
   /** A tenant's concurrent-run quota when its record leaves it unset. */
@@ -128,6 +137,8 @@ export class SandboxService {
     this.contexts = new ContextRegistry(deps.config.maxContextsPerSandbox);
     // Contexts are processes of their sandbox: forget them when it ends.
     this.sandboxes.onEnded(this.contexts.dropSandbox);
+    this.background = new BackgroundProcesses(deps.config);
+    this.sandboxes.onEnded(this.background.dropSandbox);
   }
 
   // --- lifecycle ---
@@ -171,7 +182,8 @@ export class SandboxService {
 
   // --- executions (each holds a slot of every gate while it runs) ---
 
-  async runCode(caller: Caller, sandboxId: string, input: CodeRunInput): Promise<CodeRunOutput> {
+  /** Runs code; an observer (a streaming client) is told of output and results as they come. */
+  async runCode(caller: Caller, sandboxId: string, input: CodeRunInput, observer?: RunObserver): Promise<CodeRunOutput> {
     const { code, language } = input;
     const timeoutS = effectiveTimeout(input.timeout, this.config);
     if (Buffer.byteLength(code) > this.config.maxCodeBytes)
@@ -186,9 +198,11 @@ export class SandboxService {
       cwd = context.cwd; // a context kernel restarted after a timeout comes back in its own cwd
     }
     const prepared = prepareCode(language, code);
-    const result = await this.gates.run(this.slot(caller), () =>
-      box.run({ language, code: prepared.code, isAsync: prepared.isAsync, timeoutS, kernel, cwd, env: input.environment }),
-    );
+    const watch = observer && outputWatch(observer);
+    const result = await this.gates.run(this.slot(caller), () => {
+      observer?.started();
+      return box.run({ language, code: prepared.code, isAsync: prepared.isAsync, timeoutS, kernel, cwd, env: input.environment, watch });
+    });
     const counters = this.deps.counters;
     if (counters) {
       counters.executions.inc({ language, outcome: result.outcome });
@@ -202,21 +216,19 @@ export class SandboxService {
     };
   }
 
-  async runCommand(caller: Caller, sandboxId: string, input: CommandInput): Promise<CommandOutput> {
+  async runCommand(caller: Caller, sandboxId: string, input: CommandInput, observer?: RunObserver): Promise<CommandOutput> {
     const timeoutMs = input.timeoutMs ?? DEFAULT_COMMAND_TIMEOUT_MS;
     const maxMs = this.config.maxRunTimeoutS * 1000;
     if (timeoutMs > maxMs) throw invalid(`'timeout' must be at most ${maxMs} milliseconds`);
-    const args = input.args ?? [];
-    const env = input.environment;
-    const strings = [input.command, ...args, input.workingDir ?? "", ...Object.values(env ?? {})];
-    if (strings.some((s) => s.includes("\0"))) throw invalid("Command, arguments, working_dir and environment must not contain NUL bytes");
-    const command = commandLine(input.command, args);
-    if (Buffer.byteLength(command) > this.config.maxCodeBytes) {
-      throw new ApiError("payload_too_large", `The command line is larger than ${this.config.maxCodeBytes} bytes`);
-    }
+    const command = this.checkedCommandLine(input);
     const box = this.sandboxes.box(caller.tenantId, sandboxId);
+    const env = input.environment;
+    const watch = observer && outputWatch(observer);
     try {
-      const r = await this.gates.run(this.slot(caller), () => box.command({ command, cwd: input.workingDir, env, timeoutMs }));
+      const r = await this.gates.run(this.slot(caller), () => {
+        observer?.started();
+        return box.command({ command, cwd: input.workingDir, env, timeoutMs, watch });
+      });
       return {
         stdout: r.stdout,
         stderr: r.stderr,
@@ -229,6 +241,55 @@ export class SandboxService {
       if (err instanceof WorkingDirMissing) throw invalid(`'working_dir' ${err.message}`);
       throw err;
     }
+  }
+
+  // --- background processes (no execution slot: the sandbox's limits and a per-sandbox count bound them) ---
+
+  startBackground(caller: Caller, sandboxId: string, input: CommandInput): Promise<BackgroundProcess> {
+    const line = this.checkedCommandLine(input);
+    const box = this.sandboxes.box(caller.tenantId, sandboxId);
+    const start = { command: input.command, args: [...(input.args ?? [])], line, cwd: input.workingDir, env: input.environment };
+    return this.background.start(box, sandboxId, start);
+  }
+
+  listBackground(caller: Caller, sandboxId: string): Promise<BackgroundProcess[]> {
+    return this.background.list(this.sandboxes.box(caller.tenantId, sandboxId), sandboxId);
+  }
+
+  getBackground(caller: Caller, sandboxId: string, pid: number): Promise<BackgroundOutput> {
+    return this.background.get(this.sandboxes.box(caller.tenantId, sandboxId), sandboxId, pid);
+  }
+
+  signalBackground(caller: Caller, sandboxId: string, pid: number, signal: BgSignal): Promise<void> {
+    return this.background.signal(this.sandboxes.box(caller.tenantId, sandboxId), pid, signal);
+  }
+
+  writeStdin(caller: Caller, sandboxId: string, pid: number, data: Buffer, eof: boolean): Promise<void> {
+    return this.background.writeStdin(this.sandboxes.box(caller.tenantId, sandboxId), pid, data, eof);
+  }
+
+  /** Follows a background process's output until it exits (its exit code) or the follower stops (null). */
+  followBackground(
+    caller: Caller,
+    sandboxId: string,
+    pid: number,
+    follower: BackgroundFollower,
+    started: () => void,
+  ): Promise<number | null> {
+    return this.background.follow(this.sandboxes.box(caller.tenantId, sandboxId), pid, follower, started);
+  }
+
+  /** The shell command line of a command: NUL-free, within the code size limit. */
+  private checkedCommandLine(input: CommandInput): string {
+    const args = input.args ?? [];
+    const env = input.environment;
+    const strings = [input.command, ...args, input.workingDir ?? "", ...Object.values(env ?? {})];
+    if (strings.some((s) => s.includes("\0"))) throw invalid("Command, arguments, working_dir and environment must not contain NUL bytes");
+    const command = commandLine(input.command, args);
+    if (Buffer.byteLength(command) > this.config.maxCodeBytes) {
+      throw new ApiError("payload_too_large", `The command line is larger than ${this.config.maxCodeBytes} bytes`);
+    }
+    return command;
   }
 
   // --- code contexts ---

@@ -3,7 +3,9 @@ import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { Type } from "@sinclair/typebox";
 import type { Services } from "../services.js";
 import { CodeRunBody, CodeRunResult } from "../schemas/code.js";
+import { StreamQuery } from "../schemas/background.js";
 import { errors, SandboxIdParams } from "../schemas/common.js";
+import { streamWork, wantsStream } from "../sse.js";
 
 export { effectiveTimeout } from "../../sandbox/service.js";
 
@@ -16,21 +18,22 @@ export const codeRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = asy
         tags: ["code"],
         summary: "Run code in a sandbox",
         description:
-          "Runs code in the sandbox's persistent kernel for the language (state persists between runs). A failing program is still a 200: its error is in `error`.",
+          "Runs code in the sandbox's persistent kernel for the language (state persists between runs). A failing program is still a 200: its error is in `error`. " +
+          "With `stream: true` (or `?stream=true`, or `Accept: text/event-stream`) the answer is text/event-stream: `stdout` and `stderr` events ({text}) as " +
+          "produced, `result` events (one rich result each), and a final `end` whose data is the answer below (or an error envelope). Closing the " +
+          "connection interrupts the run (a python kernel keeps its state).",
         params: SandboxIdParams,
+        querystring: StreamQuery,
         body: CodeRunBody,
         response: { 200: Type.Ref(CodeRunResult), ...errors(400, 401, 404, 413, 429, 503) },
       },
     },
-    async (request) => {
+    async (request, reply) => {
       const { code, language, timeout, context_id, environment } = request.body;
-      return sandbox.runCode(request.apiKey, request.params.sandbox_id, {
-        code,
-        language,
-        timeout,
-        contextId: context_id,
-        environment,
-      });
+      const input = { code, language, timeout, contextId: context_id, environment };
+      if (wantsStream(request, request.body.stream))
+        return streamWork(request, reply, (observer) => sandbox.runCode(request.apiKey, request.params.sandbox_id, input, observer));
+      return sandbox.runCode(request.apiKey, request.params.sandbox_id, input);
     },
   );
 };

@@ -18,6 +18,12 @@ export const CodeRunBody = Type.Object(
     timeout: Type.Optional(Type.Integer({ minimum: 1, description: "Execution timeout in seconds (default 30)" })),
     context_id: Type.Optional(Type.String({ maxLength: 128, description: "Run in this code context's kernel" })),
     environment: Type.Optional(StringMap),
+    stream: Type.Optional(
+      Type.Boolean({
+        description:
+          "Answer with server-sent events (text/event-stream): `stdout`/`stderr` ({text}) as produced, `result` (one rich result), then `end` with the whole answer. Same as `?stream=true` or `Accept: text/event-stream`.",
+      }),
+    ),
   },
   { additionalProperties: true },
 );

@@ -23,6 +23,18 @@ export const CommandRunBody = Type.Object(
     timeout: Type.Optional(
       Type.Union([Type.Integer({ minimum: 1 }), Type.Null()], { description: "Milliseconds before the command is killed (default 30000)" }),
     ),
+    stream: Type.Optional(
+      Type.Boolean({
+        description:
+          "Answer with server-sent events: `stdout`/`stderr` ({text}) as produced, then `end` with the whole answer. Same as `?stream=true` or `Accept: text/event-stream`.",
+      }),
+    ),
+    background: Type.Optional(
+      Type.Boolean({
+        description:
+          "Start the command as a background process and answer at once with {pid, command, args, started_at}; see GET /sandboxes/{id}/commands. `timeout` does not apply.",
+      }),
+    ),
   },
   { additionalProperties: true },
 );

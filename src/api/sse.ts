@@ -1,0 +1,105 @@
+// Server-sent events for runs and commands followed as they happen: when a request asks for a
+// stream, the framing (`event:` / `data:` lines, one write per event, Nagle off) and the client's
+// disconnect (an aborted signal for the service). The response is opened only when the work
+// starts, so errors before it are ordinary JSON errors; errors after it become the `end` event.
+import type { FastifyReply, FastifyRequest } from "fastify";
+import { ApiError } from "../errors.js";
+import { toApiError } from "./error-handler.js";
+
+/** The request asks for a stream: `stream: true` in the body, `?stream=true`, or `Accept: text/event-stream`. */
+export function wantsStream(request: FastifyRequest, bodyStream: boolean | null | undefined): boolean {
+  if (bodyStream === true) return true;
+  const q = (request.query as { stream?: unknown } | undefined)?.stream;
+  if (q === true || q === "true" || q === "1") return true;
+  const accept = request.headers.accept;
+  return accept?.includes("text/event-stream") === true;
+}
+
+export class EventStream {
+  private opened = false;
+  private closed = false;
+  private readonly abort = new AbortController();
+  /** Aborted when the client goes away before the stream's end. */
+  readonly signal = this.abort.signal;
+
+  constructor(
+    private readonly request: FastifyRequest,
+    private readonly reply: FastifyReply,
+  ) {
+    reply.raw.once("close", () => {
+      this.closed = true;
+      if (!reply.raw.writableFinished) this.abort.abort();
+    });
+  }
+
+  get isOpen(): boolean {
+    return this.opened;
+  }
+
+  /** Sends the response head: from here on the answer is a stream. */
+  open(): void {
+    if (this.opened) return;
+    this.opened = true;
+    this.reply.hijack();
+    const raw = this.reply.raw;
+    raw.socket?.setNoDelay(true);
+    for (const [name, value] of Object.entries(this.reply.getHeaders())) if (value !== undefined) raw.setHeader(name, value);
+    raw.writeHead(200, {
+      "content-type": "text/event-stream; charset=utf-8",
+      "cache-control": "no-cache, no-transform",
+      "x-accel-buffering": "no",
+      "x-request-id": this.request.id,
+    });
+    raw.flushHeaders();
+  }
+
+  send(event: string, data: unknown): void {
+    if (!this.opened) this.open();
+    if (this.closed) return;
+    this.reply.raw.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
+  }
+
+  /** The last event; its data is the whole answer (or the error envelope). */
+  end(data: unknown): void {
+    this.send("end", data);
+    if (!this.closed) this.reply.raw.end();
+  }
+
+  /** Ends with an error that happened after the stream opened; before, it is rethrown (a plain JSON error). */
+  fail(err: unknown): void {
+    if (!this.opened) throw err;
+    const api = err instanceof Error ? toApiError(err) : undefined;
+    if (!api) this.request.log.error({ err }, "error during a streamed answer");
+    const e = api ?? new ApiError("internal_error", "Internal server error; it has been logged");
+    this.end({ error: { code: e.code, message: e.message } });
+  }
+}
+
+/**
+ * Answers with a stream of `stdout`, `stderr` and `result` events and a final `end` carrying what
+ * `work` returns (the same object a plain request gets).
+ */
+export async function streamWork<T>(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  work: (observer: {
+    started(): void;
+    output(stream: "stdout" | "stderr", text: string): void;
+    result(r: unknown): void;
+    signal: AbortSignal;
+  }) => Promise<T>,
+): Promise<FastifyReply> {
+  const stream = new EventStream(request, reply);
+  try {
+    const out = await work({
+      started: () => stream.open(),
+      output: (name, text) => stream.send(name, { text }),
+      result: (r) => stream.send("result", r),
+      signal: stream.signal,
+    });
+    stream.end(out);
+  } catch (err) {
+    stream.fail(err);
+  }
+  return reply;
+}

@@ -59,7 +59,7 @@ export const fileRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = asy
         description: `Returns the file as UTF-8 text (invalid bytes become U+FFFD); up to ${config.maxFileReadBytes} bytes, use download for larger or binary files.`,
         params: SandboxIdParams,
         body: FilePathBody,
-        response: { 200: FileReadResult, ...errors(400, 401, 404, 413) },
+        response: { 200: FileReadResult, ...errors(400, 401, 404, 413, 503) },
       },
     },
     async (request) => {
@@ -78,7 +78,7 @@ export const fileRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = asy
         description: "Creates or replaces the file with `content` (UTF-8); missing parent directories are created.",
         params: SandboxIdParams,
         body: FileWriteBody,
-        response: { 200: FileWriteResult, ...errors(400, 401, 404, 413) },
+        response: { 200: FileWriteResult, ...errors(400, 401, 404, 413, 503) },
       },
     },
     async (request) => {
@@ -98,7 +98,7 @@ export const fileRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = asy
         description: `Entries of the directory (default /home/user), sorted by name, the first ${config.maxListFiles} at most; symlinks are listed, not followed.`,
         params: SandboxIdParams,
         body: Type.Optional(FileListBody),
-        response: { 200: FileListResult, ...errors(400, 401, 404) },
+        response: { 200: FileListResult, ...errors(400, 401, 404, 503) },
       },
       preValidation: async (request) => {
         if (request.body === undefined) request.body = {};
@@ -124,7 +124,7 @@ export const fileRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = asy
           summary,
           params: SandboxIdParams,
           body: FilePathBody,
-          response: { 200: FileMessageResult, ...errors(400, 401, 404) },
+          response: { 200: FileMessageResult, ...errors(400, 401, 404, 503) },
         },
       },
       async (request) => {
@@ -146,7 +146,7 @@ export const fileRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = asy
         querystring: DownloadQuery,
         response: {
           200: Type.Unsafe<Readable>({ type: "string", format: "binary", description: "The file's bytes" }),
-          ...errors(400, 401, 404, 413),
+          ...errors(400, 401, 404, 413, 503),
         },
       },
     },
@@ -227,7 +227,7 @@ const uploadRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (a
     consumes: ["multipart/form-data"],
     params: SandboxIdParams,
     querystring: UploadQuery,
-    response: { 200: UploadResult, ...errors(400, 401, 404, 413) },
+    response: { 200: UploadResult, ...errors(400, 401, 404, 413, 503) },
   };
   // Fastify's body limit does not apply to multipart streams (the part size limit above does);
   // it is raised here all the same so that no other limit can cut an upload short.

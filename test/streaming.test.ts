@@ -107,7 +107,10 @@ test("a client hanging up interrupts the run; the kernel keeps its state and the
   );
   assert.deepEqual(names(res.events).slice(0, 1), ["stdout"]);
   // The next run waits for the kernel: it finishes quickly only if the sleeping one was interrupted.
-  const next = await call<{ logs: { stdout: string }; error: string | null }>("POST", codeRun(id), { code: "print(kept)", language: "python" });
+  const next = await call<{ logs: { stdout: string }; error: string | null }>("POST", codeRun(id), {
+    code: "print(kept)",
+    language: "python",
+  });
   const took = performance.now() - t0;
   assert.equal(next.status, 200);
   assert.equal(next.body.error, null);
@@ -165,7 +168,12 @@ test("errors before the run are plain JSON: unknown sandbox, killed sandbox, bad
 });
 
 test("an error during the run is the end event: a timeout", async () => {
-  const res = await sse(server, "POST", codeRun(id), { code: "print('x', flush=True)\nwhile True: pass", language: "python", timeout: 1, stream: true });
+  const res = await sse(server, "POST", codeRun(id), {
+    code: "print('x', flush=True)\nwhile True: pass",
+    language: "python",
+    timeout: 1,
+    stream: true,
+  });
   const end = endOf(res.events);
   assert.match(String(end.error), /timed out|Timeout|KeyboardInterrupt/i);
 });

@@ -36,7 +36,7 @@ export const backgroundRoutes: FastifyPluginAsyncTypebox<{ services: Services }>
         response: { 200: BackgroundOutput, ...errors(400, 401, 404, 503) },
       },
     },
-    async (request) => sandbox.getBackground(request.apiKey, request.params.sandbox_id, request.params.pid),
+    async (request) => sandbox.getBackground(request.apiKey, request.params.sandbox_id, Number(request.params.pid)),
   );
 
   app.get(
@@ -54,7 +54,8 @@ export const backgroundRoutes: FastifyPluginAsyncTypebox<{ services: Services }>
       },
     },
     async (request, reply) => {
-      const { sandbox_id, pid } = request.params;
+      const { sandbox_id } = request.params;
+      const pid = Number(request.params.pid);
       const stream = new EventStream(request, reply);
       try {
         const exitCode = await sandbox.followBackground(
@@ -85,7 +86,8 @@ export const backgroundRoutes: FastifyPluginAsyncTypebox<{ services: Services }>
       },
     },
     async (request) => {
-      const { sandbox_id, pid } = request.params;
+      const { sandbox_id } = request.params;
+      const pid = Number(request.params.pid);
       const data = Buffer.from(request.body.data, "utf8");
       await sandbox.writeStdin(request.apiKey, sandbox_id, pid, data, request.body.eof === true);
       return { message: `Wrote ${data.length} bytes to the stdin of process ${pid}`, pid };
@@ -105,7 +107,8 @@ export const backgroundRoutes: FastifyPluginAsyncTypebox<{ services: Services }>
       },
     },
     async (request) => {
-      const { sandbox_id, pid } = request.params;
+      const { sandbox_id } = request.params;
+      const pid = Number(request.params.pid);
       const signal = request.query.signal ?? "KILL";
       await sandbox.signalBackground(request.apiKey, sandbox_id, pid, signal);
       return { message: `Sent SIG${signal} to process ${pid}`, pid };

@@ -16,7 +16,7 @@ export const StreamQuery = Type.Object({
 
 export const PidParams = Type.Object({
   ...SandboxIdParams.properties,
-  pid: Type.Integer({ minimum: 1, maximum: 2 ** 22, description: "The process's pid in the sandbox" }),
+  pid: Type.String({ pattern: "^[1-9][0-9]{0,8}$", description: "The process's pid in the sandbox" }),
 });
 
 export const BackgroundStarted = Type.Object(

@@ -93,6 +93,8 @@ export interface Config {
   maxParallelTeardowns: number;
   /** Memory of all sandboxes together (the service's own cgroup), MiB. */
   sandboxesMemoryMb: number;
+  /** CPU weight of all sandboxes together against the host's own processes, in busy host processes. */
+  sandboxesCpuWeight: number;
   /** Host memory kept free: below it creates are 503 and the pool stops growing, MiB. */
   memoryReserveMb: number;
   /** The operator's admin key from the environment; unset: one generated at first start, stored hashed. */
@@ -213,6 +215,10 @@ export function loadConfig(): Config {
     // victim among sandbox processes, never the service or the rest of the host.
     sandboxesMemoryMb: num("AGENTBOX_SANDBOXES_MEMORY_MB", Math.floor(memMb * 0.85)),
     memoryReserveMb: num("AGENTBOX_MEMORY_RESERVE_MB", Math.floor(memMb * 0.1)),
+    // On cgroup v1 every busy host process weighs as much as the whole sandbox tree by default, so
+    // a few of them starve every sandbox. The tree weighs as much as two busy processes per core:
+    // the service's main thread still gets a third of a core when sandboxes use everything.
+    sandboxesCpuWeight: num("AGENTBOX_SANDBOXES_CPU_WEIGHT", cores * 2),
     adminApiKey: process.env.AGENTBOX_ADMIN_KEY || undefined,
     ...connectionLimits(),
     maxBackgroundProcesses: num("AGENTBOX_MAX_BACKGROUND_PROCESSES", 16),

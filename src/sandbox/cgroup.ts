@@ -20,9 +20,10 @@ const V1_CONTROLLERS = ["memory", "pids", "cpu", "cpuacct"] as const;
 const PARENT = "agentbox";
 const TENANT_PREFIX = "t-";
 /**
- * Sandboxes not handed out yet (starting, or waiting in the warm pool) share one group with the
- * CPU weight of one tenant: starting sandboxes and whatever they do while they wait cannot take
- * more of a contended CPU than one tenant's share.
+ * Sandboxes not handed out yet (starting, or waiting in the warm pool) share one group, weighted
+ * as one tenant per start that may run at once: starts (which serve every tenant's creates) keep
+ * going under load, and they and whatever pool sandboxes do while they wait cannot take more of a
+ * contended CPU than that.
  */
 const POOL = "pool";
 /** Every tenant group gets the same CPU weight, so busy tenants split the CPU evenly. */
@@ -194,9 +195,15 @@ export class CgroupManager {
 
   /**
    * `service`: a name for this service's own group, the same across its restarts. `memoryMb`: the
-   * memory of all its sandboxes together.
+   * memory of all its sandboxes together. `parallelStarts`: sandbox starts that may run at once.
+   * `cpuWeight`: the CPU weight of all sandboxes on the host together, in busy host processes.
    */
-  constructor(service: string, memoryMb: number) {
+  constructor(
+    service: string,
+    memoryMb: number,
+    private readonly parallelStarts = 1,
+    cpuWeight = 1,
+  ) {
     const bytes = String(Math.round(memoryMb * 2 ** 20));
     if (this.v2) {
       const top = path.join(ROOT, ownCgroup(""), PARENT);
@@ -205,6 +212,7 @@ export class CgroupManager {
       try {
         for (const dir of [top, base]) fs.writeFileSync(path.join(dir, "cgroup.subtree_control"), "+memory +pids +cpu");
         fs.writeFileSync(path.join(base, "memory.max"), bytes);
+        fs.writeFileSync(path.join(top, "cpu.weight"), String(Math.min(10_000, Math.round(V2_CPU_WEIGHT * cpuWeight))));
       } catch {
         // Controllers not delegated to us: limits will fail loudly at create time.
       }
@@ -220,6 +228,11 @@ export class CgroupManager {
       this.parents[ctrl] = dir;
     }
     fs.writeFileSync(path.join(this.parents.memory as string, "memory.limit_in_bytes"), bytes);
+    // The shared `agentbox` group's weight against the host's processes (every service here sets the same).
+    fs.writeFileSync(
+      path.join(path.dirname(this.parents.cpu as string), "cpu.shares"),
+      String(Math.max(2, Math.round(V1_CPU_SHARES * cpuWeight))),
+    );
     this.makePoolGroup();
   }
 
@@ -229,8 +242,8 @@ export class CgroupManager {
     try {
       if (this.v2) {
         fs.writeFileSync(path.join(dirs[0] as string, "cgroup.subtree_control"), "+memory +pids +cpu");
-        fs.writeFileSync(path.join(dirs[0] as string, "cpu.weight"), String(V2_CPU_WEIGHT));
-      } else fs.writeFileSync(path.join(dirs[2] as string, "cpu.shares"), String(V1_CPU_SHARES));
+        fs.writeFileSync(path.join(dirs[0] as string, "cpu.weight"), String(Math.min(10_000, V2_CPU_WEIGHT * this.parallelStarts)));
+      } else fs.writeFileSync(path.join(dirs[2] as string, "cpu.shares"), String(V1_CPU_SHARES * this.parallelStarts));
     } catch {
       // Controllers not delegated to us: limits will fail loudly at create time.
     }

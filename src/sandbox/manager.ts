@@ -112,7 +112,12 @@ export class SandboxManager {
   ) {
     this.templates = builtInTemplates(config.limits);
     this.workspaces = new WorkspaceManager(config.workspaceDir);
-    this.cgroups = new CgroupManager(serviceKey(config.workspaceDir), config.sandboxesMemoryMb);
+    this.cgroups = new CgroupManager(
+      serviceKey(config.workspaceDir),
+      config.sandboxesMemoryMb,
+      Math.max(1, config.maxParallelStarts),
+      config.sandboxesCpuWeight,
+    );
     this.firstUid = uidBlockStart(config.workspaceDir);
     this.nextUid = this.firstUid;
     this.teardownLimiter = new Limiter(Math.max(1, config.maxParallelTeardowns));

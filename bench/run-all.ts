@@ -5,9 +5,11 @@ import { benchDataImport } from "./data-import.js";
 import { benchDensity } from "./density.js";
 import { benchFiles } from "./files.js";
 import { benchGateway } from "./gateway.js";
+import { benchStreaming } from "./streaming.js";
 import { benchVectors } from "./vectors.js";
 
 await benchCodeRun();
+await benchStreaming();
 await benchDensity();
 await benchDataImport();
 await benchFiles();

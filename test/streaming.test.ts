@@ -177,3 +177,26 @@ test("an error during the run is the end event: a timeout", async () => {
   const end = endOf(res.events);
   assert.match(String(end.error), /timed out|Timeout|KeyboardInterrupt/i);
 });
+
+test("the OpenAPI document shows the stream field, the query parameter and the event-stream answer", async () => {
+  const res = await call<{ paths: Record<string, Record<string, Record<string, unknown>>> }>("GET", "/openapi.json");
+  assert.equal(res.status, 200);
+  for (const route of ["/v1/agents/sandboxes/{sandbox_id}/code/run", "/v1/agents/sandboxes/{sandbox_id}/commands/run"]) {
+    const op = res.body.paths[route]?.post as {
+      parameters: { name: string; in: string }[];
+      requestBody: { content: { "application/json": { schema: { properties: Record<string, unknown> } } } };
+      responses: Record<string, { content: Record<string, unknown> }>;
+    };
+    assert.ok(op, route);
+    assert.ok(op.requestBody.content["application/json"].schema.properties.stream, `${route}: body field stream`);
+    assert.ok(
+      op.parameters.some((p) => p.name === "stream" && p.in === "query"),
+      `${route}: ?stream`,
+    );
+    assert.ok(op.responses["200"]?.content["text/event-stream"], `${route}: text/event-stream answer`);
+  }
+  const stream = res.body.paths["/v1/agents/sandboxes/{sandbox_id}/commands/{pid}/stream"]?.get as {
+    responses: Record<string, { content: object }>;
+  };
+  assert.deepEqual(Object.keys(stream.responses["200"]?.content ?? {}), ["text/event-stream"]);
+});

@@ -15,8 +15,8 @@ import { limitConnections } from "./connections.js";
 import { installErrorHandler, routerError } from "./error-handler.js";
 import { installRateLimits } from "./rate-limit.js";
 import { adminRoutes } from "./routes/admin.js";
-import { codeRoutes } from "./routes/code.js";
 import { backgroundRoutes } from "./routes/background.js";
+import { codeRoutes } from "./routes/code.js";
 import { commandRoutes } from "./routes/commands.js";
 import { contextRoutes } from "./routes/contexts.js";
 import { fileRoutes } from "./routes/files.js";
@@ -26,6 +26,7 @@ import { CodeRunResult } from "./schemas/code.js";
 import { ErrorEnvelope } from "./schemas/common.js";
 import { Sandbox } from "./schemas/sandbox.js";
 import type { Services } from "./services.js";
+import { documentEventStreams } from "./sse.js";
 
 export async function buildApp(services: Services, logger: Logger): Promise<FastifyInstance> {
   const { config } = services;
@@ -132,6 +133,7 @@ export async function buildApp(services: Services, logger: Logger): Promise<Fast
       security: [{ bearerAuth: [] }],
     },
     refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => String(json.$id ?? `def-${i}`) },
+    transformObject: (doc) => ("openapiObject" in doc ? documentEventStreams(doc.openapiObject) : doc.swaggerObject),
   });
   await app.register(swaggerUi, { routePrefix: "/docs" });
   app.addSchema(ErrorEnvelope);

@@ -15,6 +15,12 @@ export function wantsStream(request: FastifyRequest, bodyStream: boolean | null 
   return accept?.includes("text/event-stream") === true;
 }
 
+/**
+ * Bytes a slow client may leave unread before it is dropped: a followed background process can
+ * write for as long as it lives, and what a client does not read would otherwise pile up here.
+ */
+const MAX_UNREAD_BYTES = 16 * 2 ** 20;
+
 export class EventStream {
   private opened = false;
   private closed = false;
@@ -56,7 +62,9 @@ export class EventStream {
   send(event: string, data: unknown): void {
     if (!this.opened) this.open();
     if (this.closed) return;
-    this.reply.raw.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
+    const raw = this.reply.raw;
+    raw.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
+    if (raw.writableLength > MAX_UNREAD_BYTES) raw.destroy(); // its 'close' aborts the work
   }
 
   /** The last event; its data is the whole answer (or the error envelope). */
@@ -102,4 +110,35 @@ export async function streamWork<T>(
     stream.fail(err);
   }
   return reply;
+}
+
+/** Routes that may answer with an event stream: their documented 200 gets a text/event-stream body too. */
+const STREAMING_PATHS = /\/(code\/run|commands\/run|commands\/\{pid\}\/stream)$/;
+
+/**
+ * Adds the text/event-stream answer to the OpenAPI document (the response schemas validate and
+ * serialize JSON only, so the stream is added to the document, not to the schema Fastify compiles).
+ */
+export function documentEventStreams<T>(doc: T): T {
+  const paths = (doc as { paths?: Record<string, Record<string, { responses?: Record<string, { content?: Record<string, unknown> }> }>> })
+    .paths;
+  for (const [route, ops] of Object.entries(paths ?? {})) {
+    if (!STREAMING_PATHS.test(route)) continue;
+    for (const op of Object.values(ops)) {
+      const ok = op.responses?.["200"];
+      if (!ok) continue;
+      if (route.endsWith("/stream")) delete ok.content?.["application/json"];
+      ok.content = {
+        ...ok.content,
+        "text/event-stream": {
+          schema: {
+            type: "string",
+            description:
+              "Server-sent events: `stdout` and `stderr` ({text}), `result` (one rich result, code/run), and a final `end` whose data is the plain JSON answer.",
+          },
+        },
+      };
+    }
+  }
+  return doc;
 }

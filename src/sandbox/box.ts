@@ -84,6 +84,19 @@ export interface BoxSpec {
   onLog?: (line: string) => void;
 }
 
+/** A run whose client left while it waited for its kernel: never started. */
+function abandoned(): Promise<RunResult> {
+  return Promise.resolve({
+    stdout: "",
+    stderr: "",
+    error: "The run was cancelled before it started: its client disconnected",
+    executionTimeMs: 0,
+    outcome: "error",
+    stateLost: false,
+    results: [],
+  });
+}
+
 /** Extra time the service waits past a run's own timeout before it restarts the whole sandbox. */
 const BACKSTOP_MS = 5000;
 
@@ -208,7 +221,7 @@ export class Box {
 
   run(req: RunRequest): Promise<RunResult> {
     const kernel = req.kernel ?? req.language;
-    return this.serial(kernel, () => this.runNow(kernel, req));
+    return this.serial(kernel, () => (req.watch?.signal?.aborted ? abandoned() : this.runNow(kernel, req)));
   }
 
   private async runNow(kernel: string, req: RunRequest): Promise<RunResult> {

@@ -11,7 +11,7 @@ import time
 
 from .files import resolve
 from .procs import signal_group, spawn
-from .protocol import send
+from .protocol import MAX_FRAME, send
 from .state import HOME, children, env_for, sel
 from .stats import own_io
 
@@ -80,7 +80,8 @@ class Pipe:
 
 class Background:
     def __init__(self, req, cwd):
-        cap = int(req.get("output_cap") or 1 << 20)
+        # Both rings travel in one frame (bg_get): kept well under the frame limit whatever is configured.
+        cap = min(int(req.get("output_cap") or 1 << 20), MAX_FRAME // 4)
         self.command = req["command"]
         self.rings = {1: Ring(cap), 2: Ring(cap)}
         self.watchers = []

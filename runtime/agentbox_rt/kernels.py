@@ -1,7 +1,7 @@
 # Kernels: one long-lived process per language (or named context) that runs code and keeps its
 # state between runs. Python is forked from the supervisor, node runs node_kernel.js, bash runs
 # BASH_DRIVER; each reports a run's result over its own control socket.
-import ast  # noqa: F401 - preloaded for the python kernel (last-expression results)
+import _ast  # the C module behind `ast` (its node types are all run_cell needs; ast.py costs memory)
 import builtins  # noqa: F401 - preloaded so a forked python kernel starts without imports
 import ctypes
 import io  # noqa: F401 - preloaded for the python kernel
@@ -415,15 +415,15 @@ def python_kernel(ctl_fd, out_w, err_w, cwd, env, warm=False):
 def run_cell(code, user_globals, results):
     """Runs a cell as a notebook does: the value of a last expression statement (not None, and
     the cell not ending in ';') is the run's main result instead of being discarded."""
-    tree = compile(code, "<cell>", "exec", ast.PyCF_ONLY_AST)
+    tree = compile(code, "<cell>", "exec", _ast.PyCF_ONLY_AST)
     last = tree.body[-1] if tree.body else None
-    if not isinstance(last, ast.Expr):
+    if not isinstance(last, _ast.Expr):
         exec(compile(tree, "<cell>", "exec"), user_globals)
         return
     del tree.body[-1]
     if tree.body:
         exec(compile(tree, "<cell>", "exec"), user_globals)
-    value = eval(compile(ast.Expression(last.value), "<cell>", "eval"), user_globals)
+    value = eval(compile(_ast.Expression(last.value), "<cell>", "eval"), user_globals)
     if value is not None and not code.rstrip().endswith(";"):
         results.value(value)
 

@@ -190,6 +190,17 @@ class Kernel:
         self.ctl.close()
         self.out.close()
         self.err.close()
+        # Gone before the run that replaced it answers: its memory must not still count as the
+        # sandbox's (metrics, the memory limit). Exiting frees it; bounded, reap() gets stragglers.
+        deadline = time.monotonic() + 0.1
+        while time.monotonic() < deadline:
+            try:
+                pid, _ = os.waitpid(self.pid, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid:
+                return
+            time.sleep(0.001)
 
     def collect(self):
         """Asks an idle python kernel to reap its exited children (see reclaim_pids)."""

@@ -44,9 +44,12 @@ if [ "$(id -u)" -eq 0 ] && ! [ -f "$MPL_CACHE/matplotlibrc" ]; then
   printf '# Sandboxes have no display: the non-interactive backend.\nbackend: Agg\n' >"$MPL_CACHE/matplotlibrc"
   chmod a+r "$MPL_CACHE/matplotlibrc"
 fi
-if [ "$(id -u)" -eq 0 ] && ! ls "$MPL_CACHE"/fontlist-v*.json >/dev/null 2>&1; then
+# Rebuilt when the installed matplotlib changes (its font list format is versioned).
+mpl_version=$(dpkg-query -W -f='${Version}' python3-matplotlib 2>/dev/null || true)
+if [ "$(id -u)" -eq 0 ] && { ! ls "$MPL_CACHE"/fontlist-v*.json >/dev/null 2>&1 || [ "$(cat "$MPL_CACHE/.matplotlib-version" 2>/dev/null)" != "$mpl_version" ]; }; then
   echo "setup: building matplotlib's font cache in $MPL_CACHE"
   mkdir -p "$MPL_CACHE"
+  rm -f "$MPL_CACHE"/fontlist-v*.json
   env -i PATH=/usr/bin:/bin HOME=/nonexistent MPLCONFIGDIR="$MPL_CACHE" MPLBACKEND=Agg /usr/bin/python3 -I -c '
 import json, os, glob
 import matplotlib.font_manager as fm
@@ -60,6 +63,7 @@ with open(path + ".tmp", "w") as f:
     json.dump(data, f, indent=2)
 os.replace(path + ".tmp", path)
 '
+  printf '%s\n' "$mpl_version" >"$MPL_CACHE/.matplotlib-version"
   chmod -R a+rX "$MPL_CACHE"
 fi
 

@@ -40,7 +40,7 @@ def link_font_cache():
     try:
         os.makedirs(MPL_DIR, exist_ok=True)
         for name in os.listdir(FONT_CACHE):
-            if not os.path.lexists(os.path.join(MPL_DIR, name)):
+            if not name.startswith(".") and not os.path.lexists(os.path.join(MPL_DIR, name)):
                 os.symlink(os.path.join(FONT_CACHE, name), os.path.join(MPL_DIR, name))
     except OSError:
         pass  # no cache built: matplotlib builds its own on first use (slow, but works)

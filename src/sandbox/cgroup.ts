@@ -87,6 +87,11 @@ class Group implements SandboxCgroup {
   /** Where the group is moving to while its processes are moved. */
   private next: string[] | undefined;
   private moving: Promise<void> = Promise.resolve();
+  /**
+   * Memory charged to the group the sandbox started in, read when it moved: it stays charged
+   * there (the kernel does not move charges), so usage() adds it back for the sandbox's figure.
+   */
+  private chargedBefore = 0;
 
   constructor(
     private dirs: string[],
@@ -133,13 +138,17 @@ class Group implements SandboxCgroup {
         safeRead(path.join(memDir, "cpu.stat")),
         readNumber(path.join(memDir, "memory.current")),
       ]);
-      return { memoryBytes, cpuNs: Number(/usage_usec (\d+)/.exec(stat)?.[1] ?? 0) * 1000, oomKills: this.oomKills() };
+      return {
+        memoryBytes: memoryBytes + this.chargedBefore,
+        cpuNs: Number(/usage_usec (\d+)/.exec(stat)?.[1] ?? 0) * 1000,
+        oomKills: this.oomKills(),
+      };
     }
     const [memoryBytes, cpuNs] = await Promise.all([
       readNumber(path.join(memDir, "memory.usage_in_bytes")),
       readNumber(path.join(dirs[3] as string, "cpuacct.usage")),
     ]);
-    return { memoryBytes, cpuNs, oomKills: this.oomKills() };
+    return { memoryBytes: memoryBytes + this.chargedBefore, cpuNs, oomKills: this.oomKills() };
   }
 
   kill(): Promise<void> {
@@ -164,6 +173,7 @@ class Group implements SandboxCgroup {
     this.next = to;
     this.moving = (async () => {
       try {
+        this.chargedBefore = await readNumber(path.join(from[0] as string, this.v2 ? "memory.current" : "memory.usage_in_bytes"));
         for (let round = 0; round < 20; round++) {
           let moved = 0;
           for (const [i, dir] of from.entries()) {

@@ -210,8 +210,9 @@ export async function runLoad(opts: LoadOptions): Promise<LoadReport> {
     const key = opts.keys[index % opts.keys.length] as string;
     let sandbox: string | undefined;
     let n = 0;
-    // Spread the start so that the first second is not 200 creates at once.
-    await sleep(Math.random() * Math.min(1000, opts.durationMs / 10));
+    // Spread the start (over a second per 200 clients, at most a tenth of the run), as clients
+    // arriving over a few seconds do, rather than all connecting in the same instant.
+    await sleep(Math.random() * Math.min((opts.clients / 200) * 1000, opts.durationMs / 10));
     while (running()) {
       n += 1;
       if (!sandbox) {

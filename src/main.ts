@@ -39,8 +39,23 @@ async function main(): Promise<void> {
   const metrics = new Metrics(() => sandboxes.liveCount());
   const sandbox = new SandboxService({ config, sandboxes, tenants, counters: metrics });
   const vectorsArea = openVectors(config.dataDir, db, providers, logger);
-  const app = await buildApp({ config, keys, admin, tenants, sandboxes, sandbox, metrics, inference: { db, providers, embeddings: vectorsArea.embeddings }, vectors: vectorsArea.vectors }, logger);
-  await app.listen({ host: config.host, port: config.port });
+  const app = await buildApp(
+    {
+      config,
+      keys,
+      admin,
+      tenants,
+      sandboxes,
+      sandbox,
+      metrics,
+      inference: { db, providers, embeddings: vectorsArea.embeddings },
+      vectors: vectorsArea.vectors,
+    },
+    logger,
+  );
+  // A deep accept queue (the kernel caps it at net.core.somaxconn): Node's default of 511 drops the
+  // SYNs of a thousand clients connecting at once, and each dropped one waits 1, 3, 7 s to retry.
+  await app.listen({ host: config.host, port: config.port, backlog: 4096 });
   vectorsArea.warm();
 
   let stopping = false;

@@ -174,7 +174,13 @@ function leftovers(id: string, uid: number, pidsBefore: number[] = [], zombies =
 function sandboxPids(id: string): number[] {
   const pids = new Set<number>();
   for (const dir of cgroupDirs(id)) {
-    for (const line of fs.readFileSync(path.join(dir, "cgroup.procs"), "utf8").split("\n")) if (line) pids.add(Number(line));
+    let procs = "";
+    try {
+      procs = fs.readFileSync(path.join(dir, "cgroup.procs"), "utf8");
+    } catch {
+      // the group the sandbox started in, removed as it moved into its tenant's group
+    }
+    for (const line of procs.split("\n")) if (line) pids.add(Number(line));
   }
   return [...pids];
 }

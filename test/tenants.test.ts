@@ -64,8 +64,17 @@ async function sandboxOf(call: Call, tenantId: string): Promise<string> {
   const group = tenantGroupName(tenantId);
   assert.ok(
     await eventually(() => {
+      // The memory group the sandbox started in stays (empty) until it ends: only charges are left there.
       const dirs = cgroupsOf(id);
-      return dirs.length > 0 && dirs.every((d) => path.basename(path.dirname(d)) === group);
+      const inTenant = (d: string) => path.basename(path.dirname(d)) === group;
+      const empty = (d: string) => {
+        try {
+          return fs.readFileSync(path.join(d, "cgroup.procs"), "utf8").trim() === "";
+        } catch {
+          return true; // removed meanwhile
+        }
+      };
+      return dirs.some(inTenant) && dirs.every((d) => inTenant(d) || empty(d));
     }, 5000),
     `sandbox ${id} is in its tenant's group: ${cgroupsOf(id)}`,
   );

@@ -88,10 +88,11 @@ class Group implements SandboxCgroup {
   private next: string[] | undefined;
   private moving: Promise<void> = Promise.resolve();
   /**
-   * Memory charged to the group the sandbox started in, read when it moved: it stays charged
-   * there (the kernel does not move charges), so usage() adds it back for the sandbox's figure.
+   * The memory group the sandbox started in, kept (empty of processes) after a move until the
+   * sandbox ends: what was charged there stays charged there (the kernel does not move charges)
+   * and is uncharged there when freed, so usage() reads it live and adds it to the sandbox's figure.
    */
-  private chargedBefore = 0;
+  private formerMemDir: string | undefined;
 
   constructor(
     private dirs: string[],
@@ -130,25 +131,40 @@ class Group implements SandboxCgroup {
     }
   }
 
+  private memoryFile(dir: string): string {
+    return path.join(dir, this.v2 ? "memory.current" : "memory.usage_in_bytes");
+  }
+
+  /**
+   * Memory charged to the group the sandbox started in (0 when it never moved): while it moves,
+   * that group still holds some of its processes, and afterwards it holds what they had charged.
+   */
+  private chargedBefore(): Promise<number> {
+    const before = this.next ? this.dirs[0] : this.formerMemDir;
+    return before ? readNumber(this.memoryFile(before)) : Promise.resolve(0);
+  }
+
   async usage(): Promise<CgroupUsage> {
     const dirs = this.next ?? this.dirs;
     const memDir = dirs[0] as string;
     if (this.v2) {
-      const [stat, memoryBytes] = await Promise.all([
+      const [stat, memoryBytes, before] = await Promise.all([
         safeRead(path.join(memDir, "cpu.stat")),
-        readNumber(path.join(memDir, "memory.current")),
+        readNumber(this.memoryFile(memDir)),
+        this.chargedBefore(),
       ]);
       return {
-        memoryBytes: memoryBytes + this.chargedBefore,
+        memoryBytes: memoryBytes + before,
         cpuNs: Number(/usage_usec (\d+)/.exec(stat)?.[1] ?? 0) * 1000,
         oomKills: this.oomKills(),
       };
     }
-    const [memoryBytes, cpuNs] = await Promise.all([
-      readNumber(path.join(memDir, "memory.usage_in_bytes")),
+    const [memoryBytes, cpuNs, before] = await Promise.all([
+      readNumber(this.memoryFile(memDir)),
       readNumber(path.join(dirs[3] as string, "cpuacct.usage")),
+      this.chargedBefore(),
     ]);
-    return { memoryBytes: memoryBytes + this.chargedBefore, cpuNs, oomKills: this.oomKills() };
+    return { memoryBytes: memoryBytes + before, cpuNs, oomKills: this.oomKills() };
   }
 
   kill(): Promise<void> {
@@ -157,15 +173,15 @@ class Group implements SandboxCgroup {
 
   async destroy(): Promise<void> {
     await this.moving;
-    await removeGroups(this.dirs);
+    await removeGroups(this.formerMemDir ? [...this.dirs, this.formerMemDir] : this.dirs);
   }
 
   /**
    * Moves every process into `to` (groups already made, limits set), then removes the old groups.
    * A process forked while we move is born in the old group, so the old groups are read again
    * until they are empty; one still forked after that is killed with the old group. Memory already
-   * charged stays with the old group's parent (the service's group); what the sandbox allocates
-   * from now on counts against its tenant. One write at a time: the first waits for an RCU grace
+   * charged stays with the old memory group (kept until the sandbox ends, see formerMemDir); what
+   * the sandbox allocates from now on counts against its tenant. One write at a time: the first waits for an RCU grace
    * period (milliseconds, more under load), the ones right after it do not.
    */
   moveTo(to: string[]): Promise<void> {
@@ -173,7 +189,6 @@ class Group implements SandboxCgroup {
     this.next = to;
     this.moving = (async () => {
       try {
-        this.chargedBefore = await readNumber(path.join(from[0] as string, this.v2 ? "memory.current" : "memory.usage_in_bytes"));
         for (let round = 0; round < 20; round++) {
           let moved = 0;
           for (const [i, dir] of from.entries()) {
@@ -189,7 +204,12 @@ class Group implements SandboxCgroup {
       } finally {
         this.dirs = to;
         this.next = undefined;
-        await removeGroups(from);
+        // The old memory group is kept (see formerMemDir); a process forked into it after the
+        // last round is killed all the same.
+        const [memDir, ...others] = from as [string, ...string[]];
+        await killGroups([memDir]);
+        await removeGroups(others);
+        this.formerMemDir = memDir;
       }
     })();
     return this.moving;

@@ -5,15 +5,14 @@
 # cgroup, and the table lives in this supervisor.
 import fcntl
 import os
-import selectors
 import signal
 import time
 
 from .files import resolve
 from .procs import signal_group, spawn
 from .protocol import MAX_FRAME, send
-from .state import HOME, children, env_for, sel
-from .stats import own_io
+from .state import HOME, children, env_for
+from .streams import Stream
 
 SIGNALS = {"TERM": signal.SIGTERM, "INT": signal.SIGINT, "HUP": signal.SIGHUP, "KILL": signal.SIGKILL}
 F_SETPIPE_SZ = 1031
@@ -43,41 +42,6 @@ class Ring:
             self.dropped += over
 
 
-class Pipe:
-    """One output pipe of a background process: into its ring, and on to every watcher."""
-
-    def __init__(self, fd, owner, num):
-        self.fd = fd
-        self.owner = owner
-        self.num = num
-        os.set_blocking(fd, False)
-        sel.register(fd, selectors.EVENT_READ, self)
-
-    def on_ready(self):
-        try:
-            data = os.read(self.fd, 65536)
-        except BlockingIOError:
-            return False
-        except OSError:
-            data = b""
-        own_io[0] += len(data)
-        if not data:
-            self.close()
-            return False
-        self.owner.output(self.num, data)
-        return True
-
-    def drain(self):
-        while self.fd >= 0 and self.on_ready():
-            pass
-
-    def close(self):
-        if self.fd >= 0:
-            sel.unregister(self.fd)
-            os.close(self.fd)
-            self.fd = -1
-
-
 class Background:
     def __init__(self, req, cwd):
         # Both rings travel in one frame (bg_get): kept well under the frame limit whatever is configured.
@@ -103,8 +67,9 @@ class Background:
         except OSError:
             pass
         os.set_blocking(in_w, False)
-        self.out = Pipe(out_r, self, 1)
-        self.err = Pipe(err_r, self, 2)
+        # Each output pipe goes into its ring, and on to every watcher (see output).
+        self.out = Stream(out_r, self, 1)
+        self.err = Stream(err_r, self, 2)
         children[self.pid] = self
 
     def output(self, num, data):

@@ -7,29 +7,9 @@ import crypto from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
+import type { KeyJson, TenantJson } from "../src/cli/admin-client.js";
 import { assertError } from "./helpers/api.js";
 import { client, startServer, type TestServer } from "./helpers/server.js";
-
-interface KeyJson {
-  id: string;
-  tenant_id: string;
-  name: string;
-  prefix: string;
-  created_at: string;
-  revoked_at: string | null;
-  rate_limit_per_minute: number | null;
-  max_concurrent_runs: number | null;
-  last_used_at?: string | null;
-}
-type Quotas<T> = { max_sandboxes: T; max_concurrent_runs: T; memory_mb: T; max_processes: T; storage_mb: T };
-interface TenantJson {
-  tenant_id: string;
-  quotas: Quotas<number | null>;
-  effective: Quotas<number>;
-  active_keys: number;
-  created_at: string | null;
-  updated_at: string | null;
-}
 
 let server: TestServer;
 let admin: ReturnType<typeof client>;

@@ -1,15 +1,8 @@
 // The admin API as the CLI calls it: one method per route, errors as thrown messages.
-export interface KeyJson {
-  id: string;
-  tenant_id: string;
-  name: string;
-  prefix: string;
-  created_at: string;
-  revoked_at: string | null;
-  rate_limit_per_minute: number | null;
-  max_concurrent_runs: number | null;
-  last_used_at?: string | null;
-}
+import type { KeyRow } from "../store/keys.js";
+
+/** A key as the admin API shows it: its stored fields (last_used_at only in listings). */
+export type KeyJson = Omit<KeyRow, "last_used_at"> & { last_used_at?: string | null };
 
 type Quotas<T> = { max_sandboxes: T; max_concurrent_runs: T; memory_mb: T; max_processes: T; storage_mb: T };
 

@@ -33,7 +33,8 @@ export interface KeyStore {
   flush(): void;
 }
 
-interface Row {
+/** A key's row as stored (snake_case); the admin API shows the same fields (see KeyJson in the CLI's client). */
+export interface KeyRow {
   id: string;
   tenant_id: string;
   name: string;
@@ -45,7 +46,7 @@ interface Row {
   last_used_at: string | null;
 }
 
-const toRecord = (r: Row): ApiKeyRecord => ({
+const toRecord = (r: KeyRow): ApiKeyRecord => ({
   id: r.id,
   tenantId: r.tenant_id,
   name: r.name,
@@ -79,14 +80,14 @@ export class SqliteKeyStore implements KeyStore {
     private readonly db: Db,
     bootstrapKey?: string,
   ) {
-    this.byHash = db.prepare<[string], Row>("SELECT * FROM api_keys WHERE hash = ? AND revoked_at IS NULL");
+    this.byHash = db.prepare<[string], KeyRow>("SELECT * FROM api_keys WHERE hash = ? AND revoked_at IS NULL");
     this.bootstrapHash = bootstrapKey ? hashKey(bootstrapKey) : undefined;
     this.timer = setInterval(() => this.flush(), LAST_USED_FLUSH_MS).unref();
   }
 
   create(input: NewKey) {
     const key = `abx_${crypto.randomBytes(24).toString("base64url")}`;
-    const row: Row = {
+    const row: KeyRow = {
       id: crypto.randomUUID(),
       tenant_id: input.tenantId ?? crypto.randomUUID(),
       name: input.name,
@@ -135,13 +136,13 @@ export class SqliteKeyStore implements KeyStore {
 
   list(): ApiKeyRecord[] {
     return this.db
-      .prepare<[], Row>("SELECT * FROM api_keys ORDER BY created_at, id")
+      .prepare<[], KeyRow>("SELECT * FROM api_keys ORDER BY created_at, id")
       .all()
       .map((r) => this.withLastUse(toRecord(r)));
   }
 
   get(id: string): ApiKeyRecord | undefined {
-    const row = this.db.prepare<[string], Row>("SELECT * FROM api_keys WHERE id = ?").get(id);
+    const row = this.db.prepare<[string], KeyRow>("SELECT * FROM api_keys WHERE id = ?").get(id);
     return row ? this.withLastUse(toRecord(row)) : undefined;
   }
 

@@ -8,21 +8,24 @@ import { documentEventStreams, wantsStream } from "../../src/api/sse.js";
 import { decodeEvent } from "../../src/sandbox/protocol.js";
 import { onAbort, outputWatch, type RunObserver } from "../../src/sandbox/observe.js";
 
+/** A well-formed running process as the sandbox reports it (kept as is by the decoder); a fresh copy each call. */
+const running = () => ({
+  pid: 9,
+  command: "sleep 1",
+  status: "running",
+  exit_code: null,
+  started_at: "2026-01-01T00:00:00.000Z",
+  ended_at: null,
+  stdout_len: 3,
+});
+
 test("the bg event: known fields of the right type kept, the rest dropped", () => {
   const header = {
     ev: "bg",
     id: "r1",
     status: "ok",
     procs: [
-      {
-        pid: 9,
-        command: "sleep 1",
-        status: "running",
-        exit_code: null,
-        started_at: "2026-01-01T00:00:00.000Z",
-        ended_at: null,
-        stdout_len: 3,
-      },
+      running(),
       { pid: "x", command: "bad" },
       { pid: 10, command: "true", status: "exited", exit_code: 0, started_at: "s", ended_at: "e", stdout_dropped: -5, extra: 1 },
     ],
@@ -32,18 +35,7 @@ test("the bg event: known fields of the right type kept, the rest dropped", () =
     ev: "bg",
     id: "r1",
     status: "ok",
-    procs: [
-      {
-        pid: 9,
-        command: "sleep 1",
-        status: "running",
-        exit_code: null,
-        started_at: "2026-01-01T00:00:00.000Z",
-        ended_at: null,
-        stdout_len: 3,
-      },
-      { pid: 10, command: "true", status: "exited", exit_code: 0, started_at: "s", ended_at: "e", stdout_dropped: 0 },
-    ],
+    procs: [running(), { pid: 10, command: "true", status: "exited", exit_code: 0, started_at: "s", ended_at: "e", stdout_dropped: 0 }],
     body: Buffer.from("abcde"),
   });
   const odd = decodeEvent({ ev: "bg", id: "r2", status: "whatever", procs: "no", message: 5 }, Buffer.alloc(0));

@@ -9,6 +9,7 @@
 //   BENCH_VECTOR_SIZES=1000000x128,100000x384 (default)  BENCH_QUERIES=200  BENCH_SEARCHES=2000
 import fs from "node:fs";
 import { startServer, type TestServer } from "../test/helpers/server.js";
+import { gaussian, rng } from "../test/helpers/vectors-data.js";
 import { keepAliveClient, percentile, printTable } from "./lib.js";
 
 const SIZES = (process.env.BENCH_VECTOR_SIZES ?? "1000000x128,100000x384")
@@ -21,20 +22,10 @@ const CLIENTS = 16;
 const BENCH_ENV = { AGENTBOX_LOG_LEVEL: "warn", AGENTBOX_RATE_LIMIT_PER_MINUTE: "100000000" };
 const BATCH = 1000;
 
-function rng(seed: number): () => number {
-  let s = seed;
-  return () => {
-    s = (s + 0x6d2b79f5) | 0;
-    let t = Math.imul(s ^ (s >>> 15), 1 | s);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 /** n points of a Gaussian mixture: clusters with a spread that decays over the dimensions. */
 function mixture(n: number, dim: number, seed: number): { data: Float32Array; queries: Float32Array } {
   const r = rng(seed);
-  const gauss = () => Math.sqrt(-2 * Math.log(r() + 1e-12)) * Math.cos(2 * Math.PI * r());
+  const gauss = gaussian(r);
   const clusters = Math.max(50, Math.round(n / 2000));
   const centres = Array.from({ length: clusters }, () => Float32Array.from({ length: dim }, () => gauss()));
   const spread = Float32Array.from({ length: dim }, (_, j) => 0.5 * 0.97 ** j);

@@ -7,6 +7,7 @@ import { after, before, describe, test } from "node:test";
 import { assertError } from "./helpers/api.js";
 import { createKey, eventually } from "./helpers/leftovers.js";
 import { client, startServer, type TestServer } from "./helpers/server.js";
+import { gaussian, rng } from "./helpers/vectors-data.js";
 
 type Call = ReturnType<typeof client>;
 interface Hit {
@@ -16,21 +17,10 @@ interface Hit {
   metadata?: Record<string, unknown>;
 }
 
-/** Seeded generator (mulberry32) so every run uses the same data. */
-function rng(seed: number): () => number {
-  let s = seed;
-  return () => {
-    s = (s + 0x6d2b79f5) | 0;
-    let t = Math.imul(s ^ (s >>> 15), 1 | s);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 /** Points around `clusters` random centres (a Gaussian mixture). */
 function clustered(n: number, dim: number, clusters: number, seed: number): number[][] {
   const r = rng(seed);
-  const gauss = () => Math.sqrt(-2 * Math.log(r() + 1e-12)) * Math.cos(2 * Math.PI * r());
+  const gauss = gaussian(r);
   const centres = Array.from({ length: clusters }, () => Array.from({ length: dim }, () => gauss()));
   return Array.from({ length: n }, () => {
     const c = centres[Math.floor(r() * clusters)] as number[];

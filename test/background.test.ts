@@ -3,6 +3,7 @@
 // signalled and gone; bounded in number, stdin size and retained output; every bad request a clear 4xx.
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
+import type { BackgroundOutput as ProcOutput, BackgroundProcess as Proc } from "../src/sandbox/background.js";
 import { assertError, createSandbox } from "./helpers/api.js";
 import { client, startServer, type TestServer } from "./helpers/server.js";
 import { type SseEvent, sse } from "./helpers/sse.js";
@@ -10,22 +11,6 @@ import { type SseEvent, sse } from "./helpers/sse.js";
 const MAX_PROCS = 3;
 const MAX_STDIN = 4096;
 const RETAINED = 64 * 1024;
-
-interface Proc {
-  pid: number;
-  command: string;
-  args: string[];
-  status: "running" | "exited";
-  exit_code: number | null;
-  started_at: string;
-  ended_at: string | null;
-}
-interface ProcOutput extends Proc {
-  stdout: string;
-  stderr: string;
-  stdout_truncated: boolean;
-  stderr_truncated: boolean;
-}
 
 let server: TestServer;
 let call: ReturnType<typeof client>;

@@ -3,7 +3,7 @@
 # with user code). Frames both ways: u32 total length, u32 header length, JSON header, raw body.
 #
 # Requests (header.op): run, exec, cancel (interrupt a run or command), start_kernel, kill_kernel,
-# setenv, stats, ping, file (list, delete, mkdir, stat), the chunked transfers open_read,
+# setenv, stats, ping, prewarm (start the data-stack pre-import kernel), file (list, delete, mkdir, stat), the chunked transfers open_read,
 # read_chunk, open_write, write_chunk, commit, close, and background processes bg_start, bg_list,
 # bg_get, bg_watch, bg_unwatch, bg_stdin, bg_signal. Every request carries an `id`; every answer
 # carries the same `id`. Events: ready, out (output of runs, commands and watched background

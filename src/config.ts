@@ -83,6 +83,8 @@ export interface Config {
   tenantStorageMb: number;
   /** Most warm sandboxes the pool grows to under a burst of creates (it starts at `warmPool`). */
   warmPoolMax: number;
+  /** Pool sandboxes (the next to be handed out) that pre-import the data stack while they wait. */
+  poolPreImport: number;
   /** Sandbox starts (pool refills and cold creates) running at once. */
   maxParallelStarts: number;
   /** Cold creates that may wait for a start slot; past it a create is 503 at once. */
@@ -201,6 +203,7 @@ export function loadConfig(): Config {
     tenantProcesses: num("AGENTBOX_TENANT_PROCESSES", Math.floor(hostPids() / 4)),
     // Workspaces are tmpfs: their files are memory, so the same share as memory.
     tenantStorageMb: num("AGENTBOX_TENANT_STORAGE_MB", Math.floor(memMb / 2)),
+    poolPreImport: num("AGENTBOX_POOL_PREIMPORT", 4),
     warmPoolMax: num("AGENTBOX_WARM_POOL_MAX", Math.min(256, Math.max(16, Math.floor(sandboxCap(memMb) / 10)))),
     // A start is ~30 ms of CPU (fork, exec, bubblewrap, python start-up) spread over several
     // processes: two per core keeps the cores busy without starving request handling.

@@ -166,7 +166,7 @@ class Prewarm:
 
     def on_request(self, op):
         """Any request but a probe marks the sandbox as in use: the release clock starts."""
-        if self.first_request_at is None and op not in ("ping", "stats"):
+        if self.first_request_at is None and op not in ("ping", "stats", "prewarm"):
             self.first_request_at = time.monotonic()
 
     def tick(self):

@@ -406,6 +406,11 @@ export class Box {
     if (!link.closed) link.request({ op: "cancel", target }).catch(() => {});
   }
 
+  /** Lets the sandbox pre-import the data stack in a kernel of its own while it waits (see docs/design.md). */
+  async preImport(): Promise<void> {
+    await this.request({ op: "prewarm" });
+  }
+
   async killKernel(kernel: string): Promise<void> {
     await this.request({ op: "kill_kernel", kernel });
   }

@@ -43,6 +43,8 @@ export type Request =
   | { op: "setenv"; env: Record<string, string> }
   | { op: "stats" }
   | { op: "ping" }
+  /** Start the kernel that pre-imports the data stack while the sandbox waits in the pool: answered by `ok`. */
+  | { op: "prewarm" }
   /** One whole-file operation; `write` carries the bytes as the body. */
   | { op: "file"; action: FileAction; path: string; limit?: number; default_name?: string }
   /** Opens a file for a chunked download: answered by `file` with a handle and the size. */

@@ -3,20 +3,9 @@
 // JS/TS last expression, bash's empty list, and results held to the output cap.
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
+import type { RichResult } from "../src/sandbox/protocol.js";
 import { createSandbox } from "./helpers/api.js";
 import { client, startServer, type TestServer } from "./helpers/server.js";
-
-interface RichResult {
-  text?: string;
-  html?: string;
-  markdown?: string;
-  png?: string;
-  jpeg?: string;
-  svg?: string;
-  json?: unknown;
-  latex?: string;
-  is_main_result?: boolean;
-}
 
 interface RunResult {
   logs: { stdout: string; stderr: string };

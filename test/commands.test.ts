@@ -5,16 +5,9 @@ import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { commandLine, shellQuote } from "../src/api/routes/commands.js";
 import { client, startServer, type TestServer } from "./helpers/server.js";
+import type { CommandOutput } from "../src/sandbox/service.js";
 import { assertError, createSandbox } from "./helpers/api.js";
 
-interface CommandResult {
-  stdout: string;
-  stderr: string;
-  exit_code: number;
-  duration_ms: number;
-  success: boolean;
-  error: string | null;
-}
 
 /** PRODUCT.md section 2: commands/run answers exactly these keys. */
 const COMMAND_KEYS = ["duration_ms", "error", "exit_code", "stderr", "stdout", "success"];
@@ -37,8 +30,8 @@ after(async () => {
 const newSandbox = (body: Record<string, unknown> = {}) => createSandbox(call, body);
 
 /** Runs a command and checks the contract: 200 with exactly the listed keys, each of its type. */
-async function cmd(body: Record<string, unknown>, sandbox = id): Promise<CommandResult> {
-  const res = await call<CommandResult>("POST", `/v1/agents/sandboxes/${sandbox}/commands/run`, body);
+async function cmd(body: Record<string, unknown>, sandbox = id): Promise<CommandOutput> {
+  const res = await call<CommandOutput>("POST", `/v1/agents/sandboxes/${sandbox}/commands/run`, body);
   assert.equal(res.status, 200, JSON.stringify(res.body));
   const r = res.body;
   assert.deepEqual(Object.keys(r).sort(), COMMAND_KEYS);

@@ -97,7 +97,6 @@ export class SandboxManager {
   private closing = false;
   /** The host's available memory is under AGENTBOX_MEMORY_RESERVE_MB (checked every tick). */
   private lowMemory = false;
-  private runsInFlight = 0;
   /** Sandboxes being created right now: counted against capacity before their record exists. */
   private pending = 0;
   /** The same per tenant, so that concurrent creates cannot overshoot a tenant's quota. */
@@ -445,23 +444,6 @@ export class SandboxManager {
     live.record.timeoutAt = new Date(Date.now() + timeoutS * 1000).toISOString();
     this.store.setTimeout(id, live.record.timeoutAt);
     return live.record;
-  }
-
-  /** Counts a run or command against the global cap while it executes. */
-  async execute<T>(task: () => Promise<T>): Promise<T> {
-    if (this.runsInFlight >= this.config.maxConcurrentRuns) {
-      throw new ApiError("at_capacity", `The service is running its limit of ${this.config.maxConcurrentRuns} executions`, 1);
-    }
-    this.runsInFlight += 1;
-    try {
-      return await task();
-    } finally {
-      this.runsInFlight -= 1;
-    }
-  }
-
-  inFlight(): number {
-    return this.runsInFlight;
   }
 
   /** Calls `listener` with the id of every sandbox that ends (killed or expired), e.g. to drop its code contexts. */

@@ -8,7 +8,6 @@ import { client, startServer, type TestServer } from "./helpers/server.js";
 import type { CommandOutput } from "../src/sandbox/service.js";
 import { assertError, createSandbox } from "./helpers/api.js";
 
-
 /** PRODUCT.md section 2: commands/run answers exactly these keys. */
 const COMMAND_KEYS = ["duration_ms", "error", "exit_code", "stderr", "stdout", "success"];
 const OUTPUT_LIMIT = 64 * 1024;

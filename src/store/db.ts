@@ -86,3 +86,16 @@ function migrate(db: Db): void {
     })();
   }
 }
+
+/** Creates an area's own tables and indexes (idempotent `CREATE ... IF NOT EXISTS` statements), so
+ * areas can own their schema in their own store module without ordering against one another. */
+export function ensureTables(db: Db, ddl: string): void {
+  db.exec(ddl);
+}
+
+/** Adds a column to an existing table unless it is already there (SQLite has no `ADD COLUMN IF NOT
+ * EXISTS`). */
+export function addColumnIfMissing(db: Db, table: string, column: string, type: string): void {
+  const cols = db.prepare(`PRAGMA table_info(${table})`).all() as { name: string }[];
+  if (!cols.some((c) => c.name === column)) db.exec(`ALTER TABLE ${table} ADD COLUMN ${column} ${type}`);
+}

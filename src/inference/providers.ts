@@ -145,9 +145,25 @@ function parseProvider(raw: unknown, where: string, env: NodeJS.ProcessEnv, base
   return new LocalProvider(config);
 }
 
-/** The configured providers, looked up by model id. */
+/**
+ * A source of models other than the providers file (a deployment, the pulled models of the data
+ * dir): it lists its models and hands out the Provider that serves one. The registry asks sources
+ * added "first" before the providers file and sources added "last" after it, each in the order added.
+ */
+export interface ModelSource {
+  readonly name: string;
+  /** Models this source lists in GET /models (may change at any time). */
+  models(): ModelInfo[];
+  /** The provider serving `model`, or undefined when this source does not have it. */
+  resolve(model: string): Provider | undefined;
+  close?(): Promise<void>;
+}
+
+/** The configured providers and model sources, looked up by model id. */
 export class ProviderRegistry {
   private readonly exact = new Map<string, Provider>();
+  private readonly first: ModelSource[] = [];
+  private readonly last: ModelSource[] = [];
 
   constructor(readonly providers: Provider[]) {
     for (const p of providers) {
@@ -155,11 +171,38 @@ export class ProviderRegistry {
     }
   }
 
-  /** The provider serving `model`, or a 404 model_not_found. */
-  resolve(model: string): Provider {
+  /** Adds a model source, asked before ("first", e.g. deployments) or after ("last") the providers file. */
+  addSource(source: ModelSource, position: "first" | "last" = "first"): void {
+    (position === "first" ? this.first : this.last).push(source);
+  }
+
+  removeSource(source: ModelSource): void {
+    for (const list of [this.first, this.last]) {
+      const i = list.indexOf(source);
+      if (i >= 0) list.splice(i, 1);
+    }
+  }
+
+  /** The provider serving `model`, or undefined. */
+  find(model: string): Provider | undefined {
+    for (const s of this.first) {
+      const p = s.resolve(model);
+      if (p) return p;
+    }
     const hit = this.exact.get(model);
     if (hit) return hit;
     for (const p of this.providers) if (p.serves(model)) return p;
+    for (const s of this.last) {
+      const p = s.resolve(model);
+      if (p) return p;
+    }
+    return undefined;
+  }
+
+  /** The provider serving `model`, or a 404 model_not_found. */
+  resolve(model: string): Provider {
+    const hit = this.find(model);
+    if (hit) return hit;
     throw new ApiError(
       "model_not_found",
       `The model '${model}' does not exist or is not served here; GET /v1/inference/models lists the models`,
@@ -169,19 +212,25 @@ export class ProviderRegistry {
   models(): ModelInfo[] {
     const seen = new Set<string>();
     const out: ModelInfo[] = [];
-    for (const p of this.providers) {
-      for (const m of p.models()) {
+    const add = (list: ModelInfo[]) => {
+      for (const m of list) {
         if (seen.has(m.id)) continue;
         seen.add(m.id);
         out.push(m);
       }
-    }
+    };
+    for (const s of this.first) add(s.models());
+    for (const p of this.providers) add(p.models());
+    for (const s of this.last) add(s.models());
     return out;
   }
 
-  /** Disposes local models and closes upstream connections. */
+  /** Disposes local models and closes upstream connections (the sources' too). */
   async close(): Promise<void> {
-    await Promise.allSettled(this.providers.map((p) => p.close()));
+    await Promise.allSettled([
+      ...this.providers.map((p) => p.close()),
+      ...[...this.first, ...this.last].map((s) => s.close?.() ?? Promise.resolve()),
+    ]);
   }
 }
 

@@ -94,6 +94,39 @@ export interface ChatCompletionChunk {
   [k: string]: unknown;
 }
 
+// --- Legacy text completions (POST /completions) ---
+
+export interface TextCompletionRequest {
+  model: string;
+  prompt: string | string[];
+  stream?: boolean;
+  stream_options?: { include_usage?: boolean; [k: string]: unknown } | null;
+  max_tokens?: number;
+  temperature?: number;
+  top_p?: number;
+  seed?: number;
+  n?: number;
+  stop?: string | string[] | null;
+  [k: string]: unknown;
+}
+
+export interface TextCompletion {
+  id: string;
+  object: "text_completion";
+  created: number;
+  model: string;
+  choices: Array<{ index: number; text: string; logprobs: null; finish_reason: string | null; [k: string]: unknown }>;
+  usage?: Usage;
+  [k: string]: unknown;
+}
+
+/** A text completion request on its way to a provider (as OutgoingRequest is for chat). */
+export interface OutgoingTextRequest {
+  body: TextCompletionRequest;
+  raw?: Buffer;
+  onUsage?: (usage: Usage) => void;
+}
+
 // --- Providers ---
 
 export interface ModelInfo {
@@ -141,6 +174,10 @@ export interface Provider {
    * plain HTTP errors); the stream always ends with a usage chunk when the upstream reports usage.
    */
   stream(req: OutgoingRequest, signal: AbortSignal): Promise<EventBatches>;
+  /** Legacy text completion; a provider without it answers POST /completions with a 400. */
+  completeText?(req: OutgoingTextRequest, signal: AbortSignal): Promise<{ json: TextCompletion; raw?: Buffer }>;
+  /** Streamed text completion: batches of `text_completion` JSON payloads, as `stream` does for chat. */
+  streamText?(req: OutgoingTextRequest, signal: AbortSignal): Promise<EventBatches>;
   close(): Promise<void>;
 }
 

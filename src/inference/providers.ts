@@ -152,11 +152,16 @@ function parseProvider(raw: unknown, where: string, env: NodeJS.ProcessEnv, base
  */
 export interface ModelSource {
   readonly name: string;
-  /** Models this source lists in GET /models (may change at any time). */
-  models(): ModelInfo[];
-  /** The provider serving `model`, or undefined when this source does not have it. */
-  resolve(model: string): Provider | undefined;
+  /** Models this source lists in GET /models (may change at any time; `scope` is the caller's tenant). */
+  models(scope?: ModelScope): ModelInfo[];
+  /** The provider serving `model`, or undefined when this source does not have it (for this tenant). */
+  resolve(model: string, scope?: ModelScope): Provider | undefined;
   close?(): Promise<void>;
+}
+
+/** Who is asking: sources with per-tenant models (deployments) answer for this tenant only. */
+export interface ModelScope {
+  tenantId: string;
 }
 
 /** The configured providers and model sources, looked up by model id. */
@@ -184,24 +189,24 @@ export class ProviderRegistry {
   }
 
   /** The provider serving `model`, or undefined. */
-  find(model: string): Provider | undefined {
+  find(model: string, scope?: ModelScope): Provider | undefined {
     for (const s of this.first) {
-      const p = s.resolve(model);
+      const p = s.resolve(model, scope);
       if (p) return p;
     }
     const hit = this.exact.get(model);
     if (hit) return hit;
     for (const p of this.providers) if (p.serves(model)) return p;
     for (const s of this.last) {
-      const p = s.resolve(model);
+      const p = s.resolve(model, scope);
       if (p) return p;
     }
     return undefined;
   }
 
   /** The provider serving `model`, or a 404 model_not_found. */
-  resolve(model: string): Provider {
-    const hit = this.find(model);
+  resolve(model: string, scope?: ModelScope): Provider {
+    const hit = this.find(model, scope);
     if (hit) return hit;
     throw new ApiError(
       "model_not_found",
@@ -209,7 +214,7 @@ export class ProviderRegistry {
     );
   }
 
-  models(): ModelInfo[] {
+  models(scope?: ModelScope): ModelInfo[] {
     const seen = new Set<string>();
     const out: ModelInfo[] = [];
     const add = (list: ModelInfo[]) => {
@@ -219,9 +224,9 @@ export class ProviderRegistry {
         out.push(m);
       }
     };
-    for (const s of this.first) add(s.models());
+    for (const s of this.first) add(s.models(scope));
     for (const p of this.providers) add(p.models());
-    for (const s of this.last) add(s.models());
+    for (const s of this.last) add(s.models(scope));
     return out;
   }
 

@@ -128,7 +128,10 @@ export async function inferenceRoutes(app: FastifyInstance, opts: { deps: Infere
         response: { 200: ModelList, ...errors(401) },
       },
     },
-    async () => ({ object: "list" as const, data: [...deps.providers.models(), ...(deps.embeddings?.models() ?? [])] }),
+    async (request) => ({
+      object: "list" as const,
+      data: [...deps.providers.models({ tenantId: request.apiKey.tenantId }), ...(deps.embeddings?.models() ?? [])],
+    }),
   );
 
   api.get(
@@ -162,7 +165,7 @@ export async function inferenceRoutes(app: FastifyInstance, opts: { deps: Infere
     },
     async (request, reply) => {
       const body = request.body as ChatRequest;
-      const provider = deps.providers.resolve(body.model);
+      const provider = deps.providers.resolve(body.model, { tenantId: request.apiKey.tenantId });
       const codeTool = findCodeTool(body.tools);
       if (codeTool && !provider.supportsTools)
         throw new ApiError("invalid_request", `The model '${body.model}' (provider '${provider.name}') does not support tools`);

@@ -1,0 +1,4609 @@
+export interface paths {
+    "/v1/agents/sandboxes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List your sandboxes */
+        get: {
+            parameters: {
+                query?: {
+                    /** @description Page size (1..1000, default 100) */
+                    limit?: string;
+                    /** @description Items to skip (default 0) */
+                    offset?: string;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            sandboxes: components["schemas"]["Sandbox"][];
+                            total: number;
+                        };
+                    };
+                };
+                /** @description Every error response has this shape */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        /** Create a sandbox */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description Template id (default python-base-v1) */
+                        template?: string;
+                        /** @description Seconds the sandbox lives (default 300) */
+                        timeout?: number;
+                        env_vars?: {
+                            [key: string]: string;
+                        };
+                        metadata?: {
+                            [key: string]: unknown;
+                        };
+                        /** @description Accepted for compatibility and ignored */
+                        provider?: string;
+                        /** @description Accepted for compatibility and ignored */
+                        region?: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Sandbox"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/agents/sandboxes/{sandbox_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Get a sandbox */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    sandbox_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Sandbox"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        /** Kill a sandbox: every process ends, its files are removed */
+        delete: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    sandbox_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            message: string;
+                            sandbox_id: string;
+                        };
+                    };
+                };
+                /** @description Every error response has this shape */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+            };
+        };
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/agents/sandboxes/{sandbox_id}/timeout": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Set the sandbox's remaining life */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    sandbox_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description Seconds from now */
+                        timeout: number;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            message: string;
+                            timeout: number;
+                            /** Format: date-time */
+                            timeout_at: string;
+                        };
+                    };
+                };
+                /** @description Every error response has this shape */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/agents/templates": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List templates */
+        get: {
+            parameters: {
+                query?: {
+                    /** @description Page size (1..1000, default 100) */
+                    limit?: string;
+                    /** @description Items to skip (default 0) */
+                    offset?: string;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            templates: {
+                                id: string;
+                                name: string;
+                                description: string;
+                                vcpu_count: number;
+                                memory_mb: number;
+                                disk_size_mb: number;
+                                visibility: string;
+                                /** Format: date-time */
+                                created_at: string;
+                                /** Format: date-time */
+                                updated_at: string;
+                            }[];
+                            limit: number;
+                            offset: number;
+                        };
+                    };
+                };
+                /** @description Every error response has this shape */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/agents/sandboxes/{sandbox_id}/code/run": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Run code in a sandbox
+         * @description Runs code in the sandbox's persistent kernel for the language (state persists between runs). A failing program is still a 200: its error is in `error`. With `stream: true` (or `?stream=true`, or `Accept: text/event-stream`) the answer is text/event-stream: `stdout` and `stderr` events ({text}) as produced, `result` events (one rich result each), and a final `end` whose data is the answer below (or an error envelope). Closing the connection interrupts the run (a python kernel keeps its state).
+         */
+        post: {
+            parameters: {
+                query?: {
+                    /** @description Answer with server-sent events (text/event-stream) */
+                    stream?: "true" | "false" | "1" | "0";
+                };
+                header?: never;
+                path: {
+                    sandbox_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description The code to execute */
+                        code: string;
+                        /**
+                         * @description Language of the code
+                         * @enum {string}
+                         */
+                        language: "python" | "javascript" | "typescript" | "bash";
+                        /** @description Execution timeout in seconds (default 30) */
+                        timeout?: number;
+                        /** @description Run in this code context's kernel */
+                        context_id?: string;
+                        environment?: {
+                            [key: string]: string;
+                        };
+                        /** @description Answer with server-sent events (text/event-stream): `stdout`/`stderr` ({text}) as produced, `result` (one rich result), then `end` with the whole answer. Same as `?stream=true` or `Accept: text/event-stream`. */
+                        stream?: boolean;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["CodeRunResult"];
+                        "text/event-stream": string;
+                    };
+                };
+                /** @description Every error response has this shape */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/agents/sandboxes/{sandbox_id}/commands/run": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Run a shell command in a sandbox
+         * @description Runs `command` (plus `args`, each shell-quoted) with `bash -c` as a fresh process in the sandbox, in `working_dir` (default /home/user). A non-zero exit is still a 200: see `exit_code`, `success` and `error`. Processes it starts in the background keep running until the sandbox ends. With `background: true` the command itself is a background process: the answer is {pid, command, args, started_at} at once. With `stream: true` (or `?stream=true`, or `Accept: text/event-stream`) the answer is text/event-stream: `stdout` and `stderr` events ({text}) as produced, then `end` with the answer below; closing the connection kills the command.
+         */
+        post: {
+            parameters: {
+                query?: {
+                    /** @description Answer with server-sent events (text/event-stream) */
+                    stream?: "true" | "false" | "1" | "0";
+                };
+                header?: never;
+                path: {
+                    sandbox_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description Shell command line, run with `bash -c` */
+                        command: string;
+                        /** @description Arguments appended to `command`, each shell-quoted */
+                        args?: string[] | null;
+                        /** @description Directory to run in (default /home/user) */
+                        working_dir?: string | null;
+                        /** @description Extra environment variables for this command only */
+                        environment?: {
+                            [key: string]: string;
+                        } | null;
+                        /** @description Milliseconds before the command is killed (default 30000) */
+                        timeout?: number | null;
+                        /** @description Answer with server-sent events: `stdout`/`stderr` ({text}) as produced, then `end` with the whole answer. Same as `?stream=true` or `Accept: text/event-stream`. */
+                        stream?: boolean;
+                        /** @description Start the command as a background process and answer at once with {pid, command, args, started_at}; see GET /sandboxes/{id}/commands. `timeout` does not apply. */
+                        background?: boolean;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            stdout: string;
+                            stderr: string;
+                            /** @description The process's exit status; 128+N when killed by signal N; 127 for an unknown program */
+                            exit_code: number;
+                            duration_ms: number;
+                            /** @description exit_code is 0 and nothing went wrong */
+                            success: boolean;
+                            /** @description null on success, else why not: `exit status N`, a timeout, a signal, truncated output */
+                            error: string | null;
+                        } | {
+                            pid: number;
+                            command: string;
+                            args: string[];
+                            /** Format: date-time */
+                            started_at: string;
+                        };
+                        "text/event-stream": string;
+                    };
+                };
+                /** @description Every error response has this shape */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/agents/sandboxes/{sandbox_id}/commands": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List background processes
+         * @description Background processes started with commands/run `background: true`, running and recently exited, in start order.
+         */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    sandbox_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            commands: {
+                                /** @description The pid in the sandbox */
+                                pid: number;
+                                command: string;
+                                args: string[];
+                                status: "running" | "exited";
+                                /** @description null while running; 128+N when ended by signal N */
+                                exit_code: number | null;
+                                /** Format: date-time */
+                                started_at: string;
+                                /** Format: date-time */
+                                ended_at: string | null;
+                            }[];
+                        };
+                    };
+                };
+                /** @description Every error response has this shape */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/agents/sandboxes/{sandbox_id}/commands/{pid}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a background process and its output so far
+         * @description The process and the latest output of each stream (retained up to AGENTBOX_BACKGROUND_OUTPUT_BYTES per stream, 1 MiB by default; `*_truncated` says earlier output was dropped).
+         */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    sandbox_id: string;
+                    /** @description The process's pid in the sandbox */
+                    pid: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description The pid in the sandbox */
+                            pid: number;
+                            command: string;
+                            args: string[];
+                            status: "running" | "exited";
+                            /** @description null while running; 128+N when ended by signal N */
+                            exit_code: number | null;
+                            /** Format: date-time */
+                            started_at: string;
+                            /** Format: date-time */
+                            ended_at: string | null;
+                            /** @description Output so far: the latest bytes, up to the retention limit per stream */
+                            stdout: string;
+                            stderr: string;
+                            /** @description Earlier stdout was dropped (only the latest bytes are retained) */
+                            stdout_truncated: boolean;
+                            stderr_truncated: boolean;
+                        };
+                    };
+                };
+                /** @description Every error response has this shape */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        /**
+         * Signal a background process
+         * @description Sends `signal` (TERM, INT, HUP or KILL; default KILL) to the process and its process group.
+         */
+        delete: {
+            parameters: {
+                query?: {
+                    /** @description Signal to send (default KILL) */
+                    signal?: "TERM" | "INT" | "HUP" | "KILL";
+                };
+                header?: never;
+                path: {
+                    sandbox_id: string;
+                    /** @description The process's pid in the sandbox */
+                    pid: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            message: string;
+                            pid: number;
+                        };
+                    };
+                };
+                /** @description Every error response has this shape */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+            };
+        };
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/agents/sandboxes/{sandbox_id}/commands/{pid}/stream": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Follow a background process's output (server-sent events)
+         * @description A text/event-stream: `stdout` and `stderr` events ({text}) with the retained output from the start, then live output, and `end` ({pid, exit_code}) when the process exits. Closing the connection stops following (the process keeps running).
+         */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    sandbox_id: string;
+                    /** @description The process's pid in the sandbox */
+                    pid: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description text/event-stream */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "text/event-stream": string;
+                    };
+                };
+                /** @description Every error response has this shape */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "text/event-stream": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "text/event-stream": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "text/event-stream": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "text/event-stream": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/agents/sandboxes/{sandbox_id}/commands/{pid}/stdin": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Write to a background process's stdin
+         * @description Writes `data` (UTF-8) to the process's stdin; `eof: true` closes it afterwards. Over the size limit is a 413.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    sandbox_id: string;
+                    /** @description The process's pid in the sandbox */
+                    pid: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description Text written to the process's stdin as UTF-8 (at most 1 MiB by default) */
+                        data: string;
+                        /** @description Close stdin after writing */
+                        eof?: boolean;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            message: string;
+                            pid: number;
+                        };
+                    };
+                };
+                /** @description Every error response has this shape */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/agents/sandboxes/{sandbox_id}/files/read": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Read a text file
+         * @description Returns the file as UTF-8 text (invalid bytes become U+FFFD); up to 16777216 bytes, use download for larger or binary files.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    sandbox_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description Absolute, or relative to /home/user; always resolved inside the sandbox */
+                        path: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description The file as UTF-8 text */
+                            content: string;
+                            path: string;
+                            /** @description Bytes */
+                            size: number;
+                        };
+                    };
+                };
+                /** @description Every error response has this shape */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/agents/sandboxes/{sandbox_id}/files/write": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Write a text file
+         * @description Creates or replaces the file with `content` (UTF-8); missing parent directories are created.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    sandbox_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description Absolute, or relative to /home/user; always resolved inside the sandbox */
+                        path: string;
+                        /** @description Text to write (UTF-8); parent directories are created */
+                        content: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            message: string;
+                            path: string;
+                            bytes_written: number;
+                        };
+                    };
+                };
+                /** @description Every error response has this shape */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/agents/sandboxes/{sandbox_id}/files/list": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * List a directory
+         * @description Entries of the directory (default /home/user), sorted by name, the first 1000 at most; symlinks are listed, not followed.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    sandbox_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description Absolute, or relative to /home/user; always resolved inside the sandbox */
+                        path?: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            files: {
+                                name: string;
+                                path: string;
+                                size: number;
+                                is_dir: boolean;
+                                /** Format: date-time */
+                                modified_at: string;
+                                /** @description Type and permissions, as `ls -l` shows them (e.g. -rw-r--r--) */
+                                mode: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description Every error response has this shape */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/agents/sandboxes/{sandbox_id}/files/delete": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Delete a file or a directory (with its contents) */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    sandbox_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description Absolute, or relative to /home/user; always resolved inside the sandbox */
+                        path: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            message: string;
+                            path: string;
+                        };
+                    };
+                };
+                /** @description Every error response has this shape */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/agents/sandboxes/{sandbox_id}/files/mkdir": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Create a directory (and its parents) */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    sandbox_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description Absolute, or relative to /home/user; always resolved inside the sandbox */
+                        path: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            message: string;
+                            path: string;
+                        };
+                    };
+                };
+                /** @description Every error response has this shape */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/agents/sandboxes/{sandbox_id}/download": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Download a file (raw bytes)
+         * @description The file's bytes as application/octet-stream, up to 104857600 bytes.
+         */
+        get: {
+            parameters: {
+                query: {
+                    /** @description Absolute, or relative to /home/user; always resolved inside the sandbox */
+                    path: string;
+                };
+                header?: never;
+                path: {
+                    sandbox_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description The file's bytes */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/octet-stream": string;
+                    };
+                };
+                /** @description Every error response has this shape */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/octet-stream": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/octet-stream": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/octet-stream": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/octet-stream": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/octet-stream": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/agents/sandboxes/{sandbox_id}/upload": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Upload a file (multipart/form-data)
+         * @description Form fields: `file` (the bytes, required) and `path` (optional, also accepted as a query parameter; default /home/user/<filename>; an existing directory or a path ending in / receives the file under its own name). Up to 100 MiB.
+         */
+        post: {
+            parameters: {
+                query?: {
+                    /** @description Absolute, or relative to /home/user; always resolved inside the sandbox */
+                    path?: string;
+                };
+                header?: never;
+                path: {
+                    sandbox_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            message: string;
+                            path: string;
+                            size: number;
+                        };
+                    };
+                };
+                /** @description Every error response has this shape */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/agents/sandboxes/{sandbox_id}/files/upload": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Upload a file (multipart/form-data)
+         * @description Form fields: `file` (the bytes, required) and `path` (optional, also accepted as a query parameter; default /home/user/<filename>; an existing directory or a path ending in / receives the file under its own name). Up to 100 MiB.
+         */
+        post: {
+            parameters: {
+                query?: {
+                    /** @description Absolute, or relative to /home/user; always resolved inside the sandbox */
+                    path?: string;
+                };
+                header?: never;
+                path: {
+                    sandbox_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            message: string;
+                            path: string;
+                            size: number;
+                        };
+                    };
+                };
+                /** @description Every error response has this shape */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/agents/sandboxes/{sandbox_id}/code/contexts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List a sandbox's code contexts */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    sandbox_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            contexts: {
+                                context_id: string;
+                                language: string;
+                                cwd: string;
+                                /** Format: date-time */
+                                created_at: string;
+                                /**
+                                 * Format: date-time
+                                 * @description The context ends with its sandbox
+                                 */
+                                expires_at: string;
+                                /** @enum {string} */
+                                status: "active";
+                            }[];
+                        };
+                    };
+                };
+                /** @description Every error response has this shape */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        /**
+         * Create a code context (an isolated kernel)
+         * @description Starts a new kernel for `language` (default python) in `cwd` (default /home/user; must be a directory in the sandbox). Pass its `context_id` to code/run to run there.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    sandbox_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /**
+                         * @description Language of the code
+                         * @enum {string}
+                         */
+                        language?: "python" | "javascript" | "typescript" | "bash";
+                        /** @description Working directory of the kernel (default /home/user) */
+                        cwd?: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            context_id: string;
+                            language: string;
+                            cwd: string;
+                            /** Format: date-time */
+                            created_at: string;
+                            /**
+                             * Format: date-time
+                             * @description The context ends with its sandbox
+                             */
+                            expires_at: string;
+                            /** @enum {string} */
+                            status: "active";
+                        };
+                    };
+                };
+                /** @description Every error response has this shape */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/agents/sandboxes/{sandbox_id}/code/contexts/{context_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Get a code context */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    sandbox_id: string;
+                    context_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            context_id: string;
+                            language: string;
+                            cwd: string;
+                            /** Format: date-time */
+                            created_at: string;
+                            /**
+                             * Format: date-time
+                             * @description The context ends with its sandbox
+                             */
+                            expires_at: string;
+                            /** @enum {string} */
+                            status: "active";
+                        };
+                    };
+                };
+                /** @description Every error response has this shape */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        /** Delete a code context: its kernel process ends */
+        delete: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    sandbox_id: string;
+                    context_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            message: string;
+                            context_id: string;
+                        };
+                    };
+                };
+                /** @description Every error response has this shape */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+            };
+        };
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/agents/sandboxes/{sandbox_id}/metrics": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Resource use of a sandbox
+         * @description CPU (percent of the sandbox's CPU allowance since the previous call) and memory (MiB) from the sandbox's cgroup; network bytes from its own network namespace; disk_read/disk_write are bytes read and written by its processes.
+         */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    sandbox_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** Format: date-time */
+                            timestamp: string;
+                            /** @description Percent of the sandbox's CPU allowance used since the previous call (first call: since start) */
+                            cpu_usage: number;
+                            /** @description MiB in use by the sandbox's processes and its in-memory files */
+                            memory_usage: number;
+                            /** @description The sandbox's memory limit, MiB */
+                            memory_total: number;
+                            /** @description Bytes read by the sandbox's processes (read syscalls; see docs/api.md) */
+                            disk_read: number;
+                            /** @description Bytes written by the sandbox's processes (write syscalls; see docs/api.md) */
+                            disk_write: number;
+                            /** @description Bytes received on the sandbox's network interfaces */
+                            network_rx: number;
+                            /** @description Bytes sent on the sandbox's network interfaces */
+                            network_tx: number;
+                        };
+                    };
+                };
+                /** @description Every error response has this shape */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/admin/keys": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List API keys
+         * @description Every key, revoked ones too, without the keys themselves.
+         */
+        get: {
+            parameters: {
+                query?: {
+                    /** @description Tenant id (letters, digits, . _ : -; up to 128) */
+                    tenant_id?: string;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            keys: {
+                                id: string;
+                                tenant_id: string;
+                                name: string;
+                                /** @description The key's first characters, to recognise it */
+                                prefix: string;
+                                /** Format: date-time */
+                                created_at: string;
+                                /** Format: date-time */
+                                revoked_at: string | null;
+                                rate_limit_per_minute: number | null;
+                                max_concurrent_runs: number | null;
+                                /**
+                                 * Format: date-time
+                                 * @description The key's last request; null if never used. Stored once a minute, so after a restart up to a minute old
+                                 */
+                                last_used_at: string | null;
+                            }[];
+                        };
+                    };
+                };
+                /** @description Every error response has this shape */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        /**
+         * Create an API key
+         * @description The key is in this answer only; the service keeps its hash. Without tenant_id the key gets a tenant of its own.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description What the key is for */
+                        name: string;
+                        /** @description Tenant id (letters, digits, . _ : -; up to 128) */
+                        tenant_id?: string;
+                        /** @description Requests per minute for this key (default: the service's) */
+                        rate_limit_per_minute?: number;
+                        /** @description Executions at once for this key (default: the service's) */
+                        max_concurrent_runs?: number;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description The API key: shown only in this answer */
+                            key: string;
+                            id: string;
+                            tenant_id: string;
+                            name: string;
+                            /** @description The key's first characters, to recognise it */
+                            prefix: string;
+                            /** Format: date-time */
+                            created_at: string;
+                            /** Format: date-time */
+                            revoked_at: string | null;
+                            rate_limit_per_minute: number | null;
+                            max_concurrent_runs: number | null;
+                        };
+                    };
+                };
+                /** @description Every error response has this shape */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/admin/keys/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Revoke an API key
+         * @description The key is refused from the next request on. Revoking an unknown or already revoked key is a 404.
+         */
+        delete: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            message: string;
+                            id: string;
+                        };
+                    };
+                };
+                /** @description Every error response has this shape */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+            };
+        };
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/admin/tenants": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List tenants
+         * @description Tenants that have quotas set or API keys, with their stored and effective quotas.
+         */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            tenants: {
+                                tenant_id: string;
+                                /** @description As set by the operator; null: the service's default */
+                                quotas: {
+                                    max_sandboxes: number | null;
+                                    max_concurrent_runs: number | null;
+                                    memory_mb: number | null;
+                                    max_processes: number | null;
+                                    storage_mb: number | null;
+                                };
+                                /** @description What applies: the set value, or the default where none is set */
+                                effective: {
+                                    /** @description Live sandboxes at once */
+                                    max_sandboxes: number;
+                                    /** @description code/run and commands/run executing at once, over all the tenant's keys */
+                                    max_concurrent_runs: number;
+                                    /** @description Memory of all the tenant's sandboxes together, MiB */
+                                    memory_mb: number;
+                                    /** @description Processes and threads of all the tenant's sandboxes together */
+                                    max_processes: number;
+                                    /** @description Stored bytes of all the tenant's sandboxes together, MiB */
+                                    storage_mb: number;
+                                };
+                                /** @description API keys of this tenant that are not revoked */
+                                active_keys: number;
+                                /**
+                                 * Format: date-time
+                                 * @description When quotas were first set; null if never
+                                 */
+                                created_at: string | null;
+                                /** Format: date-time */
+                                updated_at: string | null;
+                            }[];
+                        };
+                    };
+                };
+                /** @description Every error response has this shape */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/admin/tenants/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A tenant's quotas
+         * @description Any tenant id answers: one never configured has every quota unset (null) and the defaults in effect.
+         */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    /** @description Tenant id (letters, digits, . _ : -; up to 128) */
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            tenant_id: string;
+                            /** @description As set by the operator; null: the service's default */
+                            quotas: {
+                                max_sandboxes: number | null;
+                                max_concurrent_runs: number | null;
+                                memory_mb: number | null;
+                                max_processes: number | null;
+                                storage_mb: number | null;
+                            };
+                            /** @description What applies: the set value, or the default where none is set */
+                            effective: {
+                                /** @description Live sandboxes at once */
+                                max_sandboxes: number;
+                                /** @description code/run and commands/run executing at once, over all the tenant's keys */
+                                max_concurrent_runs: number;
+                                /** @description Memory of all the tenant's sandboxes together, MiB */
+                                memory_mb: number;
+                                /** @description Processes and threads of all the tenant's sandboxes together */
+                                max_processes: number;
+                                /** @description Stored bytes of all the tenant's sandboxes together, MiB */
+                                storage_mb: number;
+                            };
+                            /** @description API keys of this tenant that are not revoked */
+                            active_keys: number;
+                            /**
+                             * Format: date-time
+                             * @description When quotas were first set; null if never
+                             */
+                            created_at: string | null;
+                            /** Format: date-time */
+                            updated_at: string | null;
+                        };
+                    };
+                };
+                /** @description Every error response has this shape */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+            };
+        };
+        /**
+         * Set a tenant's quotas
+         * @description Sets the quotas given (null: back to the default); the others are kept. A tenant not yet known is created. New limits apply to the tenant's next requests and at once to its live sandboxes; a memory limit below what they use now is refused (400 invalid_state) and nothing changes.
+         */
+        put: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    /** @description Tenant id (letters, digits, . _ : -; up to 128) */
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description Live sandboxes at once */
+                        max_sandboxes?: number | null;
+                        /** @description code/run and commands/run executing at once, over all the tenant's keys */
+                        max_concurrent_runs?: number | null;
+                        /** @description Memory of all the tenant's sandboxes together, MiB */
+                        memory_mb?: number | null;
+                        /** @description Processes and threads of all the tenant's sandboxes together */
+                        max_processes?: number | null;
+                        /** @description Stored bytes of all the tenant's sandboxes together, MiB */
+                        storage_mb?: number | null;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            tenant_id: string;
+                            /** @description As set by the operator; null: the service's default */
+                            quotas: {
+                                max_sandboxes: number | null;
+                                max_concurrent_runs: number | null;
+                                memory_mb: number | null;
+                                max_processes: number | null;
+                                storage_mb: number | null;
+                            };
+                            /** @description What applies: the set value, or the default where none is set */
+                            effective: {
+                                /** @description Live sandboxes at once */
+                                max_sandboxes: number;
+                                /** @description code/run and commands/run executing at once, over all the tenant's keys */
+                                max_concurrent_runs: number;
+                                /** @description Memory of all the tenant's sandboxes together, MiB */
+                                memory_mb: number;
+                                /** @description Processes and threads of all the tenant's sandboxes together */
+                                max_processes: number;
+                                /** @description Stored bytes of all the tenant's sandboxes together, MiB */
+                                storage_mb: number;
+                            };
+                            /** @description API keys of this tenant that are not revoked */
+                            active_keys: number;
+                            /**
+                             * Format: date-time
+                             * @description When quotas were first set; null if never
+                             */
+                            created_at: string | null;
+                            /** Format: date-time */
+                            updated_at: string | null;
+                        };
+                    };
+                };
+                /** @description Every error response has this shape */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+            };
+        };
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/inference/models": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List models
+         * @description The models the gateway routes (OpenAI list shape). Providers that route by prefix list only their named models.
+         */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {string} */
+                            object: "list";
+                            data: {
+                                id: string;
+                                /** @enum {string} */
+                                object: "model";
+                                created: number;
+                                owned_by: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description Every error response has this shape */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/inference/usage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Token usage of the calling API key
+         * @description Prompt and completion tokens and request counts per model, for the key that calls this.
+         */
+        get: {
+            parameters: {
+                query?: {
+                    /** @description Only usage recorded at or after this ISO-8601 time */
+                    since?: string;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            usage: {
+                                model: string;
+                                prompt_tokens: number;
+                                completion_tokens: number;
+                                requests: number;
+                            }[];
+                            total_tokens: number;
+                        };
+                    };
+                };
+                /** @description Every error response has this shape */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/inference/chat/completions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Create a chat completion
+         * @description OpenAI-compatible. `stream: true` answers with server-sent events. The tool `{"type": "code_interpreter"}` lets the model run code in a sandbox; the response then lists each run in `steps`.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            /** @description An OpenAI chat completion request; other fields are passed to the upstream as they are */
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description A model id from GET /v1/inference/models */
+                        model: string;
+                        messages: ({
+                            role: "system" | "developer" | "user" | "assistant" | "tool" | "function";
+                            content?: string | ({
+                                type: string;
+                            } & {
+                                [key: string]: unknown;
+                            })[] | (never | null);
+                            name?: string;
+                            tool_calls?: ({
+                                id: string;
+                                type: string;
+                            } & {
+                                [key: string]: unknown;
+                            })[];
+                            tool_call_id?: string;
+                        } & {
+                            [key: string]: unknown;
+                        })[];
+                        stream?: boolean;
+                        stream_options?: ({
+                            include_usage?: boolean;
+                        } & {
+                            [key: string]: unknown;
+                        }) | null;
+                        tools?: ({
+                            /** @description A function tool (`{"type": "function", "function": {...}}`) or the built-in code tool `{"type": "code_interpreter", "sandbox_id"?: string, "timeout"?: seconds}` */
+                            type: string;
+                        } & {
+                            [key: string]: unknown;
+                        })[];
+                        tool_choice?: unknown;
+                        temperature?: number;
+                        top_p?: number;
+                        max_tokens?: number;
+                        max_completion_tokens?: number;
+                        stop?: string | string[] | (never | null);
+                        response_format?: {
+                            type: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                        /** @description Rounds of the built-in code tool before the model must answer (default 8) */
+                        max_steps?: number;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            responses: {
+                /** @description An OpenAI chat.completion object. With `stream: true` the answer is text/event-stream instead: `data: {chat.completion.chunk}` events ending with `data: [DONE]`; each code-tool run is a chunk with an empty delta and a `tool_step` field. */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            id: string;
+                            /** @description chat.completion */
+                            object: string;
+                            created: number;
+                            model: string;
+                            choices: unknown[];
+                            usage?: unknown;
+                            /** @description With the code tool: each code run, as {tool_call_id, language, code, result: {logs, error, execution_time_ms}} */
+                            steps?: unknown[];
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Every error response has this shape */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                502: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                504: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/inference/embeddings": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Create embeddings
+         * @description OpenAI-compatible. Without `model`, the embedded default model (512 dimensions, runs offline).
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description Default: the embedded model GET /models lists */
+                        model?: string;
+                        input: string | string[];
+                        encoding_format?: "float" | "base64";
+                        dimensions?: number;
+                        user?: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {string} */
+                            object: "list";
+                            data: {
+                                /** @enum {string} */
+                                object: "embedding";
+                                embedding: number[] | string;
+                                index: number;
+                            }[];
+                            model: string;
+                            usage: {
+                                prompt_tokens: number;
+                                total_tokens: number;
+                            };
+                        };
+                    };
+                };
+                /** @description Every error response has this shape */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                502: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                504: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/vectors/indexes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List vector indexes */
+        get: {
+            parameters: {
+                query?: {
+                    /** @description Page number, from 1 (default 1) */
+                    page?: string;
+                    /** @description Items per page, 1-1000 (default 100) */
+                    page_size?: string;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            indexes: {
+                                id: string;
+                                name: string;
+                                dimension: number;
+                                metric: string;
+                                vector_type: string;
+                                cloud_provider: string | null;
+                                region: string | null;
+                                index_type: string | null;
+                                /** @description Free-form JSON object (at most 40 KB serialized) */
+                                metadata: {
+                                    [key: string]: unknown;
+                                };
+                                delete_protection: boolean;
+                                created_at: string;
+                                updated_at: string;
+                                status: string;
+                                vector_count: number;
+                            }[];
+                            pagination: {
+                                page: number;
+                                page_size: number;
+                                total: number;
+                                total_pages: number;
+                            };
+                        };
+                    };
+                };
+                /** @description Every error response has this shape */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        /** Create a vector index */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        name: string;
+                        dimension: number;
+                        /** @description Default cosine */
+                        metric?: "cosine" | "euclidean" | "dotproduct" | "dot_product";
+                        /** @enum {string} */
+                        vector_type?: "dense";
+                        /** @description Accepted and echoed */
+                        cloud_provider?: string;
+                        /** @description Accepted and echoed */
+                        region?: string;
+                        /** @description Accepted and echoed */
+                        index_type?: string;
+                        /** @description Free-form JSON object (at most 40 KB serialized) */
+                        metadata?: {
+                            [key: string]: unknown;
+                        };
+                        delete_protection?: boolean;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            id: string;
+                            name: string;
+                            dimension: number;
+                            metric: string;
+                            vector_type: string;
+                            cloud_provider: string | null;
+                            region: string | null;
+                            index_type: string | null;
+                            /** @description Free-form JSON object (at most 40 KB serialized) */
+                            metadata: {
+                                [key: string]: unknown;
+                            };
+                            delete_protection: boolean;
+                            created_at: string;
+                            updated_at: string;
+                            status: string;
+                            vector_count: number;
+                        };
+                    };
+                };
+                /** @description Every error response has this shape */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/vectors/indexes/{index_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Get a vector index (by id or name) */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    index_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            id: string;
+                            name: string;
+                            dimension: number;
+                            metric: string;
+                            vector_type: string;
+                            cloud_provider: string | null;
+                            region: string | null;
+                            index_type: string | null;
+                            /** @description Free-form JSON object (at most 40 KB serialized) */
+                            metadata: {
+                                [key: string]: unknown;
+                            };
+                            delete_protection: boolean;
+                            created_at: string;
+                            updated_at: string;
+                            status: string;
+                            vector_count: number;
+                        };
+                    };
+                };
+                /** @description Every error response has this shape */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+            };
+        };
+        /** Update a vector index's metadata or delete protection */
+        put: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    index_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description Free-form JSON object (at most 40 KB serialized) */
+                        metadata?: {
+                            [key: string]: unknown;
+                        };
+                        delete_protection?: boolean;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            id: string;
+                            name: string;
+                            dimension: number;
+                            metric: string;
+                            vector_type: string;
+                            cloud_provider: string | null;
+                            region: string | null;
+                            index_type: string | null;
+                            /** @description Free-form JSON object (at most 40 KB serialized) */
+                            metadata: {
+                                [key: string]: unknown;
+                            };
+                            delete_protection: boolean;
+                            created_at: string;
+                            updated_at: string;
+                            status: string;
+                            vector_count: number;
+                        };
+                    };
+                };
+                /** @description Every error response has this shape */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+            };
+        };
+        post?: never;
+        /**
+         * Delete a vector index and its vectors
+         * @description Refused (409) while delete_protection is on.
+         */
+        delete: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    index_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            message: string;
+                            id: string;
+                        };
+                    };
+                };
+                /** @description Every error response has this shape */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+            };
+        };
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/vectors/{index}/upsert": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Upsert vectors */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    index: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        vectors: {
+                            /** @description Generated when absent */
+                            id?: string;
+                            embedding: number[];
+                            /** @description Free-form JSON object (at most 40 KB serialized) */
+                            metadata?: {
+                                [key: string]: unknown;
+                            };
+                            delete_protection?: boolean;
+                        }[];
+                    } | {
+                        /** @description Generated when absent */
+                        id?: string;
+                        embedding: number[];
+                        /** @description Free-form JSON object (at most 40 KB serialized) */
+                        metadata?: {
+                            [key: string]: unknown;
+                        };
+                        delete_protection?: boolean;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            ids: string[];
+                            count: number;
+                            upserted_count: number;
+                            failed_count: number;
+                            errors: string[];
+                            usage?: {
+                                prompt_tokens: number;
+                                total_tokens: number;
+                            };
+                        };
+                    };
+                };
+                /** @description Every error response has this shape */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/vectors/{index}/batch": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Upsert a batch of vectors (up to 1000) */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    index: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        vectors: {
+                            /** @description Generated when absent */
+                            id?: string;
+                            embedding: number[];
+                            /** @description Free-form JSON object (at most 40 KB serialized) */
+                            metadata?: {
+                                [key: string]: unknown;
+                            };
+                            delete_protection?: boolean;
+                        }[];
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            ids: string[];
+                            count: number;
+                            upserted_count: number;
+                            failed_count: number;
+                            errors: string[];
+                            usage?: {
+                                prompt_tokens: number;
+                                total_tokens: number;
+                            };
+                        };
+                    };
+                };
+                /** @description Every error response has this shape */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/vectors/{index}/text/upsert": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Upsert texts as vectors
+         * @description The texts are embedded by the gateway (the default embedding model when `model` is absent).
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    index: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        vectors: {
+                            /** @description Generated when absent */
+                            id?: string;
+                            text: string;
+                            /** @description Embedding model; the default model when absent */
+                            model?: string;
+                            /** @description Free-form JSON object (at most 40 KB serialized) */
+                            metadata?: {
+                                [key: string]: unknown;
+                            };
+                            delete_protection?: boolean;
+                        }[];
+                    } | {
+                        /** @description Generated when absent */
+                        id?: string;
+                        text: string;
+                        /** @description Embedding model; the default model when absent */
+                        model?: string;
+                        /** @description Free-form JSON object (at most 40 KB serialized) */
+                        metadata?: {
+                            [key: string]: unknown;
+                        };
+                        delete_protection?: boolean;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            ids: string[];
+                            count: number;
+                            upserted_count: number;
+                            failed_count: number;
+                            errors: string[];
+                            usage?: {
+                                prompt_tokens: number;
+                                total_tokens: number;
+                            };
+                        };
+                    };
+                };
+                /** @description Every error response has this shape */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                502: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/vectors/{index}/text/batch": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Upsert a batch of texts as vectors
+         * @description The texts are embedded by the gateway (the default embedding model when `model` is absent).
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    index: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        vectors: {
+                            /** @description Generated when absent */
+                            id?: string;
+                            text: string;
+                            /** @description Embedding model; the default model when absent */
+                            model?: string;
+                            /** @description Free-form JSON object (at most 40 KB serialized) */
+                            metadata?: {
+                                [key: string]: unknown;
+                            };
+                            delete_protection?: boolean;
+                        }[];
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            ids: string[];
+                            count: number;
+                            upserted_count: number;
+                            failed_count: number;
+                            errors: string[];
+                            usage?: {
+                                prompt_tokens: number;
+                                total_tokens: number;
+                            };
+                        };
+                    };
+                };
+                /** @description Every error response has this shape */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                502: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/vectors/{index}/search": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Search by vector
+         * @description Nearest first. A filter is applied during the search: the result is the best top_k among matching vectors.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    index: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        vector: number[];
+                        /** @description Default 10 */
+                        top_k?: number;
+                        /** @description Metadata filter: {field: value}, {field: {$eq|$ne|$gt|$gte|$lt|$lte|$in|$nin|$exists: ...}}, $and/$or arrays */
+                        filter?: {
+                            [key: string]: unknown;
+                        };
+                        /** @description Default true */
+                        include_metadata?: boolean;
+                        /** @description Default false */
+                        include_values?: boolean;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            hits: {
+                                id: string;
+                                /** @description Cosine similarity, dot product, or Euclidean distance (by the index's metric) */
+                                score: number;
+                                values?: number[];
+                                /** @description Free-form JSON object (at most 40 KB serialized) */
+                                metadata?: {
+                                    [key: string]: unknown;
+                                };
+                            }[];
+                            query_time_ms: number;
+                            usage?: {
+                                prompt_tokens: number;
+                                total_tokens: number;
+                            };
+                        };
+                    };
+                };
+                /** @description Every error response has this shape */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/vectors/{index}/search/text": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Search by text */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    index: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        query: string;
+                        model?: string;
+                        /** @description Default 10 */
+                        top_k?: number;
+                        /** @description Metadata filter: {field: value}, {field: {$eq|$ne|$gt|$gte|$lt|$lte|$in|$nin|$exists: ...}}, $and/$or arrays */
+                        filter?: {
+                            [key: string]: unknown;
+                        };
+                        /** @description Default true */
+                        include_metadata?: boolean;
+                        /** @description Default false */
+                        include_values?: boolean;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            hits: {
+                                id: string;
+                                /** @description Cosine similarity, dot product, or Euclidean distance (by the index's metric) */
+                                score: number;
+                                values?: number[];
+                                /** @description Free-form JSON object (at most 40 KB serialized) */
+                                metadata?: {
+                                    [key: string]: unknown;
+                                };
+                            }[];
+                            query_time_ms: number;
+                            usage?: {
+                                prompt_tokens: number;
+                                total_tokens: number;
+                            };
+                        };
+                    };
+                };
+                /** @description Every error response has this shape */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                502: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/vectors/{index}/delete": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Delete vectors by id
+         * @description All or nothing: refused (409) if any of them has delete protection on.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    index: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        vector_ids: string[];
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            deleted_count: number;
+                            message: string;
+                        };
+                    };
+                };
+                /** @description Every error response has this shape */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/vectors/{index}/list": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List vectors (by id) */
+        get: {
+            parameters: {
+                query?: {
+                    /** @description Page number, from 1 (default 1) */
+                    page?: string;
+                    /** @description Items per page, 1-1000 (default 100) */
+                    page_size?: string;
+                };
+                header?: never;
+                path: {
+                    index: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            vectors: {
+                                id: string;
+                                embedding: number[];
+                                /** @description Free-form JSON object (at most 40 KB serialized) */
+                                metadata: {
+                                    [key: string]: unknown;
+                                };
+                                delete_protection: boolean;
+                                created_at: string;
+                                updated_at: string;
+                            }[];
+                            pagination: {
+                                page: number;
+                                page_size: number;
+                                total: number;
+                                total_pages: number;
+                            };
+                        };
+                    };
+                };
+                /** @description Every error response has this shape */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/vectors/{index}/fetch": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Fetch vectors by id */
+        get: {
+            parameters: {
+                query: {
+                    /** @description Comma-separated ids */
+                    vector_ids: string;
+                };
+                header?: never;
+                path: {
+                    index: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            vectors: {
+                                id: string;
+                                embedding: number[];
+                                /** @description Free-form JSON object (at most 40 KB serialized) */
+                                metadata: {
+                                    [key: string]: unknown;
+                                };
+                                delete_protection: boolean;
+                                created_at: string;
+                                updated_at: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description Every error response has this shape */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/vectors/{index}/{vector_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Get one vector */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    index: string;
+                    vector_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            id: string;
+                            embedding: number[];
+                            /** @description Free-form JSON object (at most 40 KB serialized) */
+                            metadata: {
+                                [key: string]: unknown;
+                            };
+                            delete_protection: boolean;
+                            created_at: string;
+                            updated_at: string;
+                        };
+                    };
+                };
+                /** @description Every error response has this shape */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+            };
+        };
+        /** Update a vector's metadata or delete protection */
+        put: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    index: string;
+                    vector_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description Free-form JSON object (at most 40 KB serialized) */
+                        metadata?: {
+                            [key: string]: unknown;
+                        };
+                        delete_protection?: boolean;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            id: string;
+                            embedding: number[];
+                            /** @description Free-form JSON object (at most 40 KB serialized) */
+                            metadata: {
+                                [key: string]: unknown;
+                            };
+                            delete_protection: boolean;
+                            created_at: string;
+                            updated_at: string;
+                        };
+                    };
+                };
+                /** @description Every error response has this shape */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+            };
+        };
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+}
+export type webhooks = Record<string, never>;
+export interface components {
+    schemas: {
+        /** @description Every error response has this shape */
+        ErrorEnvelope: {
+            error: {
+                /** @description Stable machine-readable code, e.g. sandbox_not_found */
+                code: string;
+                /** @description Human-readable explanation */
+                message: string;
+            };
+        };
+        Sandbox: {
+            sandbox_id: string;
+            status: "running" | "terminated" | "timed_out";
+            template: string;
+            template_id: string;
+            /** Format: date-time */
+            started_at: string;
+            /** Format: date-time */
+            timeout_at: string;
+            cpu_count: number;
+            memory_mb: number;
+            metadata: {
+                [key: string]: unknown;
+            };
+            /** Format: date-time */
+            ended_at: string | null;
+        };
+        CodeRunResult: {
+            logs: {
+                stdout: string;
+                stderr: string;
+            };
+            /** @description null when the run reported no error */
+            error: string | null;
+            execution_time_ms: number;
+            /** @description Rich results in the order they were produced: displayed objects, figures, and the value of the last expression (is_main_result). Always [] for bash. */
+            results: {
+                /** @description Plain text (repr / util.inspect) */
+                text?: string;
+                html?: string;
+                markdown?: string;
+                /** @description base64-encoded PNG */
+                png?: string;
+                /** @description base64-encoded JPEG */
+                jpeg?: string;
+                svg?: string;
+                json?: unknown;
+                latex?: string;
+                /** @description The value of the cell's last expression */
+                is_main_result?: boolean;
+            }[];
+        };
+    };
+    responses: never;
+    parameters: never;
+    requestBodies: never;
+    headers: never;
+    pathItems: never;
+}
+export type $defs = Record<string, never>;
+export type operations = Record<string, never>;

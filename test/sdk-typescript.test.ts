@@ -1,0 +1,189 @@
+// The TypeScript SDK against the real service: its types match the served OpenAPI document, and
+// sandboxes, runs (plain and streamed), files, commands, contexts, errors, Retry-After retries and
+// timeouts work end to end; the README's agent loop runs against a scripted model.
+import assert from "node:assert/strict";
+import { execFile } from "node:child_process";
+import fs from "node:fs";
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import os from "node:os";
+import path from "node:path";
+import { after, before, describe, test } from "node:test";
+import { promisify } from "node:util";
+import { renderSdkTypes, SDK_TYPES_FILE } from "../scripts/sdk-types.js";
+import { AgentBox, AgentBoxError, type RunEvent } from "../sdk/typescript/src/index.js";
+import { startServer, type TestServer } from "./helpers/server.js";
+import { startUpstream, type Upstream } from "./helpers/upstream.js";
+
+const ROOT = path.resolve(path.dirname(new URL(import.meta.url).pathname), "..");
+
+describe("TypeScript SDK", () => {
+  let server: TestServer;
+  let upstream: Upstream;
+  let ab: AgentBox;
+  let dir: string;
+
+  before(async () => {
+    upstream = await startUpstream();
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), "agentbox-sdk-ts-"));
+    const providers = path.join(dir, "providers.json");
+    fs.writeFileSync(
+      providers,
+      JSON.stringify({ providers: [{ name: "scripted", type: "openai", base_url: upstream.baseUrl, models: ["scripted"], retries: 0 }] }),
+    );
+    server = await startServer({ env: { AGENTBOX_PROVIDERS_FILE: providers } });
+    ab = new AgentBox({ apiKey: server.key, baseUrl: server.url });
+  });
+
+  after(async () => {
+    await server?.dispose();
+    await upstream?.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  test("the committed types are generated from the served OpenAPI document", async () => {
+    const doc = (await (await fetch(`${server.url}/openapi.json`)).json()) as object;
+    const fresh = await renderSdkTypes(doc);
+    assert.ok(fresh === fs.readFileSync(SDK_TYPES_FILE, "utf8"), "sdk/typescript/src/openapi.ts is stale: run `npm run sdk:types`");
+  });
+
+  test("a sandbox: runs with state, streamed runs, files, commands, contexts, metrics, kill", async () => {
+    const sbx = await ab.sandboxes.create({ metadata: { purpose: "sdk-test" } });
+    assert.equal(sbx.info.metadata.purpose, "sdk-test");
+    assert.equal((await sbx.runCode("x = 20")).error, null);
+    const r = await sbx.runCode("print('hi')\nx + 22");
+    assert.equal(r.logs.stdout, "hi\n");
+    assert.equal(r.results?.[0]?.text, "42");
+    const failed = await sbx.runCode("1/0");
+    assert.match(failed.error ?? "", /ZeroDivisionError/);
+    assert.equal((await sbx.runCode("console.log(6 * 7)", { language: "javascript" })).logs.stdout, "42\n");
+
+    const events: RunEvent[] = [];
+    for await (const ev of sbx.runCode("import time\nfor i in range(3):\n    print(i, flush=True)\n    time.sleep(0.05)\nx", {
+      stream: true,
+    })) {
+      events.push(ev);
+    }
+    assert.deepEqual(
+      events
+        .filter((e) => e.type === "stdout")
+        .map((e) => (e as { text: string }).text)
+        .join(""),
+      "0\n1\n2\n",
+    );
+    const end = events.at(-1);
+    assert.equal(end?.type, "end");
+    assert.equal(end?.type === "end" ? end.result.results?.[0]?.text : undefined, "20");
+
+    await sbx.files.write("dir/notes.txt", "héllo");
+    assert.equal(await sbx.files.read("/home/user/dir/notes.txt"), "héllo");
+    const bytes = new Uint8Array(300_000).map((_, i) => (i * 7) % 256);
+    await sbx.files.upload("/home/user/blob.bin", bytes);
+    assert.deepEqual(await sbx.files.download("/home/user/blob.bin"), bytes);
+    assert.deepEqual(
+      (await sbx.files.list()).map((f) => f.name),
+      ["blob.bin", "dir"],
+    );
+    await sbx.files.remove("dir");
+    await assert.rejects(
+      sbx.files.read("dir/notes.txt"),
+      (e: unknown) => e instanceof AgentBoxError && e.code === "file_not_found" && e.status === 404,
+    );
+
+    const cmd = await sbx.commands.run("echo out; echo err >&2; exit 3");
+    assert.deepEqual([cmd.stdout, cmd.stderr, cmd.exit_code], ["out\n", "err\n", 3]);
+    const chunks: string[] = [];
+    for await (const ev of sbx.commands.run("for i in 1 2; do echo $i; sleep 0.05; done", { stream: true })) {
+      if (ev.type === "stdout") chunks.push(ev.text);
+      if (ev.type === "end") assert.equal(ev.result.exit_code, 0);
+    }
+    assert.equal(chunks.join(""), "1\n2\n");
+    const bg = await sbx.commands.start("sleep 30");
+    assert.ok((await sbx.commands.list()).some((c) => c.pid === bg.pid && c.status === "running"));
+    await sbx.commands.kill(bg.pid);
+
+    const ctx = await sbx.contexts.create({ language: "python" });
+    assert.equal((await sbx.runCode("x = 'other'", { context_id: ctx.context_id })).error, null);
+    assert.equal((await sbx.runCode("x")).results?.[0]?.text, "20", "contexts keep their own globals");
+    assert.equal((await sbx.contexts.list()).length, 1);
+
+    assert.equal(typeof (await sbx.metrics()).memory_usage, "number");
+    const extended = await sbx.setTimeout(120);
+    assert.equal(extended.timeout, 120);
+    assert.equal((await ab.sandboxes.get(sbx.id)).id, sbx.id);
+    assert.ok((await ab.sandboxes.list()).sandboxes.some((s) => s.sandbox_id === sbx.id));
+    await sbx.kill();
+    assert.notEqual((await sbx.refresh()).status, "running");
+    await assert.rejects(sbx.runCode("1"), (e: unknown) => e instanceof AgentBoxError && e.code === "invalid_state" && e.status === 400);
+    await assert.rejects(ab.sandboxes.get("no-such-sandbox"), (e: unknown) => e instanceof AgentBoxError && e.code === "sandbox_not_found");
+  });
+
+  test("errors carry the envelope's code, status and request id", async () => {
+    const bad = new AgentBox({ apiKey: "abx_wrong", baseUrl: server.url });
+    await assert.rejects(
+      bad.sandboxes.list(),
+      (e: unknown) => e instanceof AgentBoxError && e.status === 401 && e.code === "unauthorized" && !!e.requestId,
+    );
+    const sbx = await ab.sandboxes.create();
+    // The typed call refuses a wrong language at compile time; the cast sends it anyway.
+    await assert.rejects(
+      sbx.runCode("1", { language: "cobol" as "python" }),
+      (e: unknown) => e instanceof AgentBoxError && e.code === "invalid_request",
+    );
+    await sbx.kill();
+  });
+
+  test("a call refused with 429 is retried after Retry-After and then succeeds", async () => {
+    const admin = new AgentBox({ apiKey: server.adminKey, baseUrl: server.url });
+    const created = await admin.admin.createKey({ name: "one-at-a-time", max_concurrent_runs: 1 });
+    const statuses: number[] = [];
+    const observed: typeof fetch = async (input, init) => {
+      const res = await fetch(input, init);
+      statuses.push(res.status);
+      return res;
+    };
+    const one = new AgentBox({ apiKey: created.key, baseUrl: server.url, fetch: observed });
+    const sbx = await one.sandboxes.create();
+    const slow = sbx.runCode("import time; time.sleep(1.5)");
+    await new Promise((r) => setTimeout(r, 300));
+    const second = await sbx.runCode("'second'");
+    assert.equal(second.results?.[0]?.text, "'second'");
+    assert.ok(statuses.includes(429), `a 429 was answered and retried (statuses: ${statuses.join(",")})`);
+    assert.equal((await slow).error, null);
+    await sbx.kill();
+    await admin.admin.revokeKey(created.id);
+  });
+
+  test("a service that never answers is a timeout error, not a hang", async () => {
+    const silent = http.createServer(() => {});
+    await new Promise<void>((r) => silent.listen(0, "127.0.0.1", r));
+    const port = (silent.address() as AddressInfo).port;
+    try {
+      const stuck = new AgentBox({ apiKey: "k", baseUrl: `http://127.0.0.1:${port}`, timeoutMs: 300, maxRetries: 0 });
+      await assert.rejects(stuck.sandboxes.list(), (e: unknown) => e instanceof AgentBoxError && e.code === "timeout" && e.status === 0);
+    } finally {
+      silent.closeAllConnections();
+      silent.close();
+    }
+  });
+
+  test("the README's agent loop runs: the model's code runs in a sandbox and its output goes back", async () => {
+    const readme = fs.readFileSync(path.join(ROOT, "sdk/typescript/README.md"), "utf8");
+    const block = /<!-- agent-loop -->\n```ts\n([\s\S]*?)\n```\n/.exec(readme)?.[1];
+    assert.ok(block, "the README has the agent loop");
+    const script = path.join(dir, "agent-loop.mts");
+    fs.writeFileSync(script, block.replace('"@agentbox/sdk"', JSON.stringify(path.join(ROOT, "sdk/typescript/src/index.ts"))));
+    upstream.script([
+      { content: "Let me count.\n```python\nimport sympy\nprint(len(list(sympy.primerange(10000))))\n```" },
+      { content: "There are 1229 primes below 10,000." },
+    ]);
+    const before = upstream.requests.length;
+    const { stdout } = await promisify(execFile)(process.execPath, ["--import", "tsx", script], {
+      cwd: ROOT,
+      env: { ...process.env, AGENTBOX_URL: server.url, AGENTBOX_API_KEY: server.key, MODEL: "scripted" },
+    });
+    assert.equal(stdout.trim(), "There are 1229 primes below 10,000.");
+    const second = upstream.requests[before + 1]?.body.messages.at(-1) as { content: string };
+    assert.match(second.content, /stdout:\n1229\n/, "the sandbox's output went back to the model");
+  });
+});

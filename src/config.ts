@@ -3,6 +3,7 @@ import crypto from "node:crypto";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { type FilesConfig, loadFilesConfig } from "./files/config.js";
 import type { EffectiveQuotas } from "./store/tenants.js";
 
 function num(name: string, fallback: number): number {
@@ -74,6 +75,10 @@ export interface Config {
   shutdownGraceS: number;
   mountRootAliases: boolean;
   providersFile: string | undefined;
+  /** AGENTBOX_MODEL: one GGUF file served as a local model (no providers file needed). */
+  model: string | undefined;
+  /** How local models without a providers entry (pulled ones, AGENTBOX_MODEL) are run. */
+  localModel: { contextSize: number; parallel: number; gpu: boolean };
   reaperIntervalMs: number;
   /** Default tenant quota: memory of all of one tenant's sandboxes together (its parent cgroup), MiB. */
   tenantMemoryMb: number;
@@ -113,6 +118,18 @@ export interface Config {
   backgroundOutputBytes: number;
   /** Largest single write to a background process's stdin (413 past it). */
   maxStdinBytes: number;
+  /** Stored files (/v1/files): backend, size limit, default quota, expiry (src/files/config.ts). */
+  files: FilesConfig;
+  /** Where snapshots of sandbox workspaces are kept (one tar file each). */
+  snapshotDir: string;
+  /** Largest snapshot (its archive), bytes; a workspace with more is refused. */
+  snapshotMaxBytes: number;
+  /** Snapshots one tenant may keep at once. */
+  snapshotsPerTenant: number;
+  /** Copies one fork call may make. */
+  maxForkCount: number;
+  /** A sandbox paused longer than this is snapshotted and its processes ended, seconds. */
+  pausedMaxS: number;
 }
 
 /** The tenant quotas a tenant gets for every quota its record leaves unset. */
@@ -196,6 +213,12 @@ export function loadConfig(): Config {
     shutdownGraceS: num("AGENTBOX_SHUTDOWN_GRACE_S", 30),
     mountRootAliases: bool("AGENTBOX_ROOT_ALIASES", false),
     providersFile: process.env.AGENTBOX_PROVIDERS_FILE || undefined,
+    model: process.env.AGENTBOX_MODEL || undefined,
+    localModel: {
+      contextSize: num("AGENTBOX_MODEL_CONTEXT_SIZE", 4096),
+      parallel: Math.max(1, num("AGENTBOX_MODEL_PARALLEL", 1)),
+      gpu: bool("AGENTBOX_MODEL_GPU", false),
+    },
     reaperIntervalMs: num("AGENTBOX_REAPER_INTERVAL_MS", 1000),
     // One tenant may take half the host's memory and a quarter of its process table: the rest is
     // left to the other tenants and the host, whatever one tenant does.
@@ -227,6 +250,12 @@ export function loadConfig(): Config {
     maxBackgroundProcesses: num("AGENTBOX_MAX_BACKGROUND_PROCESSES", 16),
     backgroundOutputBytes: num("AGENTBOX_BACKGROUND_OUTPUT_BYTES", 2 ** 20),
     maxStdinBytes: num("AGENTBOX_MAX_STDIN_BYTES", 2 ** 20),
+    files: loadFilesConfig(num, dataDir),
+    snapshotDir: path.resolve(process.env.AGENTBOX_SNAPSHOT_DIR || path.join(dataDir, "snapshots")),
+    snapshotMaxBytes: num("AGENTBOX_SNAPSHOT_MAX_BYTES", 2 * 2 ** 30),
+    snapshotsPerTenant: num("AGENTBOX_SNAPSHOTS_PER_TENANT", 100),
+    maxForkCount: num("AGENTBOX_MAX_FORK_COUNT", 10),
+    pausedMaxS: num("AGENTBOX_PAUSED_MAX_S", 3600),
   };
 }
 

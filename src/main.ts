@@ -6,6 +6,7 @@ import { buildApp } from "./api/app.js";
 import { Metrics } from "./api/metrics.js";
 import { loadConfig } from "./config.js";
 import { loadProviders } from "./inference/providers.js";
+import { LocalModels } from "./models/source.js";
 import { SandboxManager } from "./sandbox/manager.js";
 import { checkHost } from "./sandbox/preflight.js";
 import { SandboxService } from "./sandbox/service.js";
@@ -18,6 +19,8 @@ import { openVectors } from "./vectors/setup.js";
 async function main(): Promise<void> {
   const config = loadConfig();
   const providers = loadProviders(config.providersFile);
+  // Pulled models and AGENTBOX_MODEL: after the providers file, which wins a name clash.
+  providers.addSource(new LocalModels(config.dataDir, config.localModel, config.model), "last");
   const logger = pino({ level: config.logLevel });
   checkHost();
   fs.mkdirSync(config.dataDir, { recursive: true });

@@ -6,6 +6,7 @@ import { loadConfig } from "../config.js";
 import { openDb } from "../store/db.js";
 import { AdminKeys, SqliteKeyStore } from "../store/keys.js";
 import { AdminClient, type KeyJson, type TenantJson } from "./admin-client.js";
+import { MODELS_USAGE, modelsCommand } from "./models.js";
 
 const USAGE = `usage:
   agentbox keys create --name NAME [--tenant TENANT_ID] [--rate-limit PER_MINUTE] [--max-concurrent N] [--json]
@@ -19,7 +20,8 @@ const USAGE = `usage:
     the admin key in AGENTBOX_ADMIN_KEY (or --admin-key KEY, visible to other local users)
   agentbox keys bootstrap --name NAME [--tenant TENANT_ID] [--rate-limit N] [--max-concurrent N] [--json]
   agentbox admin rotate-key
-    these work on this machine's database directly (AGENTBOX_DATA_DIR), service running or not`;
+    these work on this machine's database directly (AGENTBOX_DATA_DIR), service running or not
+${MODELS_USAGE}`;
 
 /** A usage error: exit status 2. */
 class UsageError extends Error {}
@@ -62,6 +64,7 @@ function printTenant(t: TenantJson): void {
 }
 
 async function main(argv: string[]): Promise<number> {
+  if (argv[0] === "models") return modelsCommand(argv.slice(1), (msg) => new UsageError(msg));
   const { positionals, values } = parseArgs({
     args: argv,
     allowPositionals: true,

@@ -1,0 +1,123 @@
+"""The AgentBox client: sandboxes, the inference gateway, vectors and the admin API; `request`
+reaches any route directly."""
+
+from __future__ import annotations
+
+import json
+import urllib.parse
+from typing import Any, Dict, Iterator, List, Optional
+
+from ._http import HttpClient
+from .sandbox import Sandbox
+
+
+def _q(value: str) -> str:
+    return urllib.parse.quote(value, safe="")
+
+
+class AgentBox:
+    def __init__(self, api_key: Optional[str] = None, base_url: Optional[str] = None, timeout: float = 60.0,
+                 max_retries: int = 3, max_retry_wait: float = 30.0) -> None:
+        """api_key defaults to AGENTBOX_API_KEY, base_url to AGENTBOX_URL (else http://127.0.0.1:8080)."""
+        self.http = HttpClient(api_key, base_url, timeout, max_retries, max_retry_wait)
+        self.sandboxes = Sandboxes(self.http)
+        self.inference = Inference(self.http)
+        self.vectors = Vectors(self.http)
+        self.admin = Admin(self.http)
+
+    def request(self, method: str, path: str, json_body: Any = None, query: Optional[Dict[str, Any]] = None) -> Any:
+        """Any route of the API (see /openapi.json), answered as parsed JSON."""
+        return self.http.call(method.upper(), path, json_body=json_body, query=query)
+
+
+class Sandboxes:
+    def __init__(self, http: HttpClient) -> None:
+        self._http = http
+
+    def create(self, **params: Any) -> Sandbox:
+        """params: template, timeout (seconds of life), env_vars, metadata, ..."""
+        return Sandbox(self._http, self._http.call("POST", "/v1/agents/sandboxes", json_body=params))
+
+    def get(self, sandbox_id: str) -> Sandbox:
+        return Sandbox(self._http, self._http.call("GET", f"/v1/agents/sandboxes/{_q(sandbox_id)}"))
+
+    def list(self, **query: Any) -> Dict[str, Any]:
+        return self._http.call("GET", "/v1/agents/sandboxes", query=query)
+
+    def kill(self, sandbox_id: str) -> Dict[str, Any]:
+        return self._http.call("DELETE", f"/v1/agents/sandboxes/{_q(sandbox_id)}")
+
+
+class Inference:
+    def __init__(self, http: HttpClient) -> None:
+        self._http = http
+
+    def models(self) -> List[Dict[str, Any]]:
+        return self._http.call("GET", "/v1/inference/models")["data"]
+
+    def chat(self, **body: Any) -> Dict[str, Any]:
+        """An OpenAI-compatible chat completion: model, messages, tools, ..."""
+        return self._http.call("POST", "/v1/inference/chat/completions", json_body={**body, "stream": False})
+
+    def chat_stream(self, **body: Any) -> Iterator[Dict[str, Any]]:
+        """A streamed chat completion: yields the chunks as the model writes them."""
+        for _, data in self._http.events("POST", "/v1/inference/chat/completions", json_body={**body, "stream": True}):
+            if data == "[DONE]":
+                return
+            yield json.loads(data)
+
+    def embeddings(self, input: Any, model: Optional[str] = None, **extra: Any) -> Dict[str, Any]:
+        body = {"input": input, **({"model": model} if model else {}), **extra}
+        return self._http.call("POST", "/v1/inference/embeddings", json_body=body)
+
+    def usage(self, **query: Any) -> Any:
+        return self._http.call("GET", "/v1/inference/usage", query=query)
+
+
+class Vectors:
+    def __init__(self, http: HttpClient) -> None:
+        self._http = http
+
+    def create_index(self, name: str, dimension: int, metric: str = "cosine", **extra: Any) -> Dict[str, Any]:
+        return self._http.call("POST", "/v1/vectors/indexes", json_body={"name": name, "dimension": dimension, "metric": metric, **extra})
+
+    def list_indexes(self, **query: Any) -> Dict[str, Any]:
+        return self._http.call("GET", "/v1/vectors/indexes", query=query)
+
+    def delete_index(self, index_id: str) -> Dict[str, Any]:
+        return self._http.call("DELETE", f"/v1/vectors/indexes/{_q(index_id)}")
+
+    def upsert(self, index: str, vectors: List[Dict[str, Any]]) -> Dict[str, Any]:
+        return self._http.call("POST", f"/v1/vectors/{_q(index)}/batch", json_body={"vectors": vectors})
+
+    def upsert_text(self, index: str, texts: List[Dict[str, Any]]) -> Dict[str, Any]:
+        """texts: [{"text", "id"?, "metadata"?, "model"?}], embedded by the gateway."""
+        return self._http.call("POST", f"/v1/vectors/{_q(index)}/text/batch", json_body={"vectors": texts})
+
+    def search(self, index: str, vector: List[float], top_k: int = 10, **extra: Any) -> Dict[str, Any]:
+        return self._http.call("POST", f"/v1/vectors/{_q(index)}/search", json_body={"vector": vector, "top_k": top_k, **extra})
+
+    def search_text(self, index: str, query: str, top_k: int = 10, **extra: Any) -> Dict[str, Any]:
+        return self._http.call("POST", f"/v1/vectors/{_q(index)}/search/text", json_body={"query": query, "top_k": top_k, **extra})
+
+
+class Admin:
+    """The operator's admin API (construct AgentBox with the admin key)."""
+
+    def __init__(self, http: HttpClient) -> None:
+        self._http = http
+
+    def create_key(self, name: str, **extra: Any) -> Dict[str, Any]:
+        return self._http.call("POST", "/v1/admin/keys", json_body={"name": name, **extra})
+
+    def list_keys(self, **query: Any) -> List[Dict[str, Any]]:
+        return self._http.call("GET", "/v1/admin/keys", query=query)["keys"]
+
+    def revoke_key(self, key_id: str) -> Dict[str, Any]:
+        return self._http.call("DELETE", f"/v1/admin/keys/{_q(key_id)}")
+
+    def get_tenant(self, tenant_id: str) -> Dict[str, Any]:
+        return self._http.call("GET", f"/v1/admin/tenants/{_q(tenant_id)}")
+
+    def set_tenant(self, tenant_id: str, **quotas: Any) -> Dict[str, Any]:
+        return self._http.call("PUT", f"/v1/admin/tenants/{_q(tenant_id)}", json_body=quotas)

@@ -3,6 +3,7 @@ import crypto from "node:crypto";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { type DeploymentsConfig, loadDeploymentsConfig } from "./deployments/config.js";
 import { type FilesConfig, loadFilesConfig } from "./files/config.js";
 import type { EffectiveQuotas } from "./store/tenants.js";
 
@@ -120,6 +121,8 @@ export interface Config {
   maxStdinBytes: number;
   /** Stored files (/v1/files): backend, size limit, default quota, expiry (src/files/config.ts). */
   files: FilesConfig;
+  /** Deployments (/v1/deployments): replicas, queue, autoscaling, allowed servers (src/deployments/config.ts). */
+  deployments: DeploymentsConfig;
   /** Where snapshots of sandbox workspaces are kept (one tar file each). */
   snapshotDir: string;
   /** Largest snapshot (its archive), bytes; a workspace with more is refused. */
@@ -251,6 +254,7 @@ export function loadConfig(): Config {
     backgroundOutputBytes: num("AGENTBOX_BACKGROUND_OUTPUT_BYTES", 2 ** 20),
     maxStdinBytes: num("AGENTBOX_MAX_STDIN_BYTES", 2 ** 20),
     files: loadFilesConfig(num, dataDir),
+    deployments: loadDeploymentsConfig(num),
     snapshotDir: path.resolve(process.env.AGENTBOX_SNAPSHOT_DIR || path.join(dataDir, "snapshots")),
     snapshotMaxBytes: num("AGENTBOX_SNAPSHOT_MAX_BYTES", 2 * 2 ** 30),
     snapshotsPerTenant: num("AGENTBOX_SNAPSHOTS_PER_TENANT", 100),

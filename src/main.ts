@@ -5,6 +5,7 @@ import { pino } from "pino";
 import { buildApp } from "./api/app.js";
 import { Metrics } from "./api/metrics.js";
 import { loadConfig } from "./config.js";
+import { openDeployments } from "./deployments/setup.js";
 import { loadProviders } from "./inference/providers.js";
 import { LocalModels } from "./models/source.js";
 import { SandboxManager } from "./sandbox/manager.js";
@@ -42,6 +43,7 @@ async function main(): Promise<void> {
   const metrics = new Metrics(() => sandboxes.liveCount());
   const sandbox = new SandboxService({ config, sandboxes, tenants, counters: metrics });
   const vectorsArea = openVectors(config.dataDir, db, providers, logger);
+  const deploymentsArea = openDeployments(config, db, providers, logger);
   const app = await buildApp(
     {
       config,
@@ -53,6 +55,7 @@ async function main(): Promise<void> {
       metrics,
       inference: { db, providers, embeddings: vectorsArea.embeddings },
       vectors: vectorsArea.vectors,
+      deployments: deploymentsArea,
     },
     logger,
   );
@@ -82,6 +85,7 @@ async function main(): Promise<void> {
     ]);
     clearTimeout(graceTimer);
     if (!finished) logger.warn({ in_flight: sandbox.gates.inFlight() }, "grace period over: stopping sandboxes under running requests");
+    await deploymentsArea.close();
     await sandboxes.close();
     await providers.close();
     await vectorsArea.close();

@@ -19,6 +19,7 @@ import { backgroundRoutes } from "./routes/background.js";
 import { codeRoutes } from "./routes/code.js";
 import { commandRoutes } from "./routes/commands.js";
 import { contextRoutes } from "./routes/contexts.js";
+import { deploymentRoutes } from "./routes/deployments.js";
 import { fileRoutes } from "./routes/files.js";
 import { metricsRoutes } from "./routes/metrics.js";
 import { sandboxRoutes } from "./routes/sandboxes.js";
@@ -165,6 +166,7 @@ export async function buildApp(services: Services, logger: Logger): Promise<Fast
     const embeddings = services.inference.embeddings;
     if (embeddings) await app.register(embeddingRoutes, { prefix: "/v1/inference", embeddings });
   }
+  if (services.deployments) await app.register(deploymentRoutes, { prefix: "/v1", deps: services.deployments });
   if (services.vectors) {
     await app.register(vectorRoutes, { prefix: "/v1/vectors", vectors: services.vectors });
   }

@@ -1,6 +1,7 @@
 // What route handlers depend on, bundled once at start-up.
 import type { Database } from "better-sqlite3";
 import type { Config } from "../config.js";
+import type { DeploymentRouteDeps } from "./routes/deployments.js";
 import type { EmbeddingService } from "../inference/embeddings.js";
 import type { ProviderRegistry } from "../inference/providers.js";
 import type { SandboxManager } from "../sandbox/manager.js";
@@ -25,4 +26,6 @@ export interface Services {
   inference?: { db: Database; providers: ProviderRegistry; embeddings?: EmbeddingService };
   /** Vector indexes and search (the /v1/vectors routes); absent, no such routes. */
   vectors?: VectorService;
+  /** Deployments and the host's accelerators (/v1/deployments, /v1/accelerators); absent, no such routes. */
+  deployments?: DeploymentRouteDeps;
 }

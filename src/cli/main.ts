@@ -1,4 +1,7 @@
-// Operator CLI. `keys` and `tenants` talk to a running service's admin API over HTTP (--url, the
+#!/usr/bin/env node
+// The agentbox CLI. Everyday commands (sandbox, run, exec, cp, shell, usage) call the API with an API
+// key through the TypeScript SDK (agent-commands.ts); `models` manages pulled models (models.ts).
+// Operator commands: `keys` and `tenants` talk to a running service's admin API over HTTP (--url, the
 // admin key from AGENTBOX_ADMIN_KEY or --admin-key); `keys bootstrap` and `admin rotate-key` work on
 // the service's machine directly on its database, for first setup and a lost admin key.
 import { parseArgs } from "node:util";
@@ -6,9 +9,11 @@ import { loadConfig } from "../config.js";
 import { openDb } from "../store/db.js";
 import { AdminKeys, SqliteKeyStore } from "../store/keys.js";
 import { AdminClient, type KeyJson, type TenantJson } from "./admin-client.js";
+import { AGENT_AREAS, AGENT_USAGE, agentCommand } from "./agent-commands.js";
 import { MODELS_USAGE, modelsCommand } from "./models.js";
 
 const USAGE = `usage:
+${AGENT_USAGE}
   agentbox keys create --name NAME [--tenant TENANT_ID] [--rate-limit PER_MINUTE] [--max-concurrent N] [--json]
   agentbox keys list [--tenant TENANT_ID] [--json]
   agentbox keys revoke ID_OR_PREFIX
@@ -64,6 +69,7 @@ function printTenant(t: TenantJson): void {
 }
 
 async function main(argv: string[]): Promise<number> {
+  if (AGENT_AREAS.has(argv[0] ?? "")) return agentCommand(argv, (msg) => new UsageError(msg));
   if (argv[0] === "models") return modelsCommand(argv.slice(1), (msg) => new UsageError(msg));
   const { positionals, values } = parseArgs({
     args: argv,

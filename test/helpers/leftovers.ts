@@ -101,12 +101,14 @@ export function cli(
   dataDir: string,
   args: string[],
   env: Record<string, string> = {},
+  input?: string | Buffer,
 ): { status: number | null; stdout: string; stderr: string } {
   const res = spawnSync(process.execPath, ["--import", "tsx", path.join(ROOT, "src/cli/main.ts"), ...args], {
     cwd: ROOT,
     env: { PATH: process.env.PATH ?? "/usr/bin:/bin", AGENTBOX_DATA_DIR: dataDir, ...env },
     encoding: "utf8",
     timeout: 30_000,
+    input,
   });
   return { status: res.status, stdout: res.stdout, stderr: res.stderr };
 }

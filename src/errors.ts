@@ -17,6 +17,8 @@ const STATUS = {
   process_not_found: 404,
   conflict: 409,
   payload_too_large: 413,
+  /** A Range header outside the file (Content-Range tells its size). */
+  range_not_satisfiable: 416,
   request_timeout: 408,
   headers_too_large: 431,
   rate_limited: 429,

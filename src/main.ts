@@ -3,6 +3,7 @@
 import fs from "node:fs";
 import { pino } from "pino";
 import { buildApp } from "./api/app.js";
+import { openFiles } from "./files/setup.js";
 import { Metrics } from "./api/metrics.js";
 import { loadConfig } from "./config.js";
 import { openDeployments } from "./deployments/setup.js";
@@ -43,6 +44,7 @@ async function main(): Promise<void> {
   const metrics = new Metrics(() => sandboxes.liveCount());
   const sandbox = new SandboxService({ config, sandboxes, tenants, counters: metrics });
   const vectorsArea = openVectors(config.dataDir, db, providers, logger);
+  const files = await openFiles(config.files, db, tenants, (tenantId, id) => sandboxes.box(tenantId, id), logger);
   const deploymentsArea = openDeployments(config, db, providers, logger);
   const app = await buildApp(
     {
@@ -55,6 +57,7 @@ async function main(): Promise<void> {
       metrics,
       inference: { db, providers, embeddings: vectorsArea.embeddings },
       vectors: vectorsArea.vectors,
+      files,
       deployments: deploymentsArea,
     },
     logger,
@@ -86,6 +89,7 @@ async function main(): Promise<void> {
     clearTimeout(graceTimer);
     if (!finished) logger.warn({ in_flight: sandbox.gates.inFlight() }, "grace period over: stopping sandboxes under running requests");
     await deploymentsArea.close();
+    files.close();
     await sandboxes.close();
     await providers.close();
     await vectorsArea.close();

@@ -23,6 +23,7 @@ import { deploymentRoutes } from "./routes/deployments.js";
 import { fileRoutes } from "./routes/files.js";
 import { metricsRoutes } from "./routes/metrics.js";
 import { sandboxRoutes } from "./routes/sandboxes.js";
+import { sandboxTransferRoutes, storedFileRoutes } from "./routes/stored-files.js";
 import { CodeRunResult } from "./schemas/code.js";
 import { ErrorEnvelope } from "./schemas/common.js";
 import { Sandbox } from "./schemas/sandbox.js";
@@ -155,10 +156,12 @@ export async function buildApp(services: Services, logger: Logger): Promise<Fast
     await app.register(commandRoutes, { prefix, services });
     await app.register(backgroundRoutes, { prefix, services });
     await app.register(fileRoutes, { prefix, services });
+    if (services.files) await app.register(sandboxTransferRoutes, { prefix, files: services.files, maxFileBytes: config.files.maxFileBytes });
     await app.register(contextRoutes, { prefix, services });
     await app.register(metricsRoutes, { prefix, services });
   }
   await app.register(adminRoutes, { prefix: "/v1/admin", services });
+  if (services.files) await app.register(storedFileRoutes, { prefix: "/v1", files: services.files, maxFileBytes: config.files.maxFileBytes });
   if (services.inference) {
     // The gateway's code tool runs code through the same service (and gates) as POST /code/run.
     const deps = { ...services.inference, sandboxes: services.sandbox, maxJsonDepth: config.maxJsonDepth };

@@ -2,6 +2,7 @@
 import type { Database } from "better-sqlite3";
 import type { Config } from "../config.js";
 import type { DeploymentRouteDeps } from "./routes/deployments.js";
+import type { FileService } from "../files/service.js";
 import type { EmbeddingService } from "../inference/embeddings.js";
 import type { ProviderRegistry } from "../inference/providers.js";
 import type { SandboxManager } from "../sandbox/manager.js";
@@ -26,6 +27,8 @@ export interface Services {
   inference?: { db: Database; providers: ProviderRegistry; embeddings?: EmbeddingService };
   /** Vector indexes and search (the /v1/vectors routes); absent, no such routes. */
   vectors?: VectorService;
+  /** Stored files (/v1/files, sandbox files/import and files/export); absent, no such routes. */
+  files?: FileService;
   /** Deployments and the host's accelerators (/v1/deployments, /v1/accelerators); absent, no such routes. */
   deployments?: DeploymentRouteDeps;
 }

@@ -186,7 +186,7 @@ const DISCARD_MS = 10_000;
  * stall on the unread bytes. A body not done within DISCARD_MS gets the answer with the
  * connection closed.
  */
-async function discardBody(raw: IncomingMessage, reply: FastifyReply): Promise<void> {
+export async function discardBody(raw: IncomingMessage, reply: FastifyReply): Promise<void> {
   const over = () => raw.complete || raw.readableEnded || raw.destroyed;
   if (over()) return;
   raw.resume();

@@ -1,0 +1,110 @@
+// The S3-compatible storage backend (AWS S3, MinIO, Ceph RGW, ...): the scale-out choice when
+// several service instances share one store. Writes are multipart uploads streamed in parts of
+// PART_SIZE, so memory per upload stays bounded whatever the file's size; an object exists only
+// once its upload is completed, and an interrupted upload is aborted (its parts are dropped).
+import { Readable } from "node:stream";
+import {
+  AbortMultipartUploadCommand,
+  DeleteObjectCommand,
+  GetObjectCommand,
+  ListMultipartUploadsCommand,
+  ListObjectsV2Command,
+  S3Client,
+} from "@aws-sdk/client-s3";
+import { Upload } from "@aws-sdk/lib-storage";
+import type { S3Settings } from "./config.js";
+import type { ByteRange, FileStorage } from "./storage.js";
+
+/** S3's smallest part; with QUEUE parts in flight an upload holds ~10 MiB of the service's memory. */
+const PART_SIZE = 5 * 2 ** 20;
+const QUEUE = 2;
+
+export class S3Storage implements FileStorage {
+  private readonly client: S3Client;
+
+  constructor(private readonly s3: S3Settings) {
+    this.client = new S3Client({
+      region: s3.region,
+      endpoint: s3.endpoint,
+      forcePathStyle: s3.forcePathStyle,
+      credentials: s3.accessKeyId && s3.secretAccessKey ? { accessKeyId: s3.accessKeyId, secretAccessKey: s3.secretAccessKey } : undefined,
+    });
+  }
+
+  private key(key: string): string {
+    return `${this.s3.prefix}${key}`;
+  }
+
+  /** Aborts multipart uploads an interrupted earlier run left open under the prefix. */
+  async init(): Promise<void> {
+    let keyMarker: string | undefined;
+    let uploadIdMarker: string | undefined;
+    do {
+      const page = await this.client.send(
+        new ListMultipartUploadsCommand({
+          Bucket: this.s3.bucket,
+          Prefix: this.s3.prefix,
+          KeyMarker: keyMarker,
+          UploadIdMarker: uploadIdMarker,
+        }),
+      );
+      for (const u of page.Uploads ?? []) {
+        await this.client.send(new AbortMultipartUploadCommand({ Bucket: this.s3.bucket, Key: u.Key, UploadId: u.UploadId }));
+      }
+      keyMarker = page.IsTruncated ? page.NextKeyMarker : undefined;
+      uploadIdMarker = page.IsTruncated ? page.NextUploadIdMarker : undefined;
+    } while (keyMarker);
+  }
+
+  async put(key: string, source: Readable): Promise<void> {
+    const upload = new Upload({
+      client: this.client,
+      params: { Bucket: this.s3.bucket, Key: this.key(key), Body: source },
+      partSize: PART_SIZE,
+      queueSize: QUEUE,
+      leavePartsOnError: false,
+    });
+    // lib-storage reads the body by iterating it: an error of the source must also abort the upload.
+    let failure: Error | undefined;
+    const onError = (err: Error) => {
+      failure = err;
+      void upload.abort().catch(() => {});
+    };
+    source.once("error", onError);
+    try {
+      await upload.done();
+      if (failure) throw failure;
+    } catch (err) {
+      // A failed single-part (small) upload never created anything; a completed one whose source
+      // failed afterwards is removed.
+      await this.remove(key).catch(() => {});
+      throw failure ?? err;
+    } finally {
+      source.off("error", onError);
+    }
+  }
+
+  async open(key: string, range?: ByteRange): Promise<Readable> {
+    const res = await this.client.send(
+      new GetObjectCommand({ Bucket: this.s3.bucket, Key: this.key(key), Range: range ? `bytes=${range.start}-${range.end}` : undefined }),
+    );
+    const body = res.Body;
+    if (!(body instanceof Readable)) throw new Error("the object store returned no stream");
+    return body;
+  }
+
+  async remove(key: string): Promise<void> {
+    await this.client.send(new DeleteObjectCommand({ Bucket: this.s3.bucket, Key: this.key(key) }));
+  }
+
+  async *keys(): AsyncIterable<string> {
+    let token: string | undefined;
+    do {
+      const page = await this.client.send(
+        new ListObjectsV2Command({ Bucket: this.s3.bucket, Prefix: this.s3.prefix, ContinuationToken: token }),
+      );
+      for (const o of page.Contents ?? []) if (o.Key) yield o.Key.slice(this.s3.prefix.length);
+      token = page.IsTruncated ? page.NextContinuationToken : undefined;
+    } while (token);
+  }
+}

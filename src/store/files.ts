@@ -1,0 +1,145 @@
+// Stored file records (/v1/files): one row per committed file object, written only after its bytes
+// are safely in storage. Expired rows are invisible to every read; the reaper deletes them.
+import { type Db, ensureTables } from "./db.js";
+
+export interface FileRecord {
+  id: string;
+  tenantId: string;
+  filename: string;
+  purpose: string;
+  bytes: number;
+  sha256: string;
+  /** Where the storage backend keeps the bytes. */
+  storageKey: string;
+  /** Unix ms. */
+  createdAt: number;
+  /** Unix ms; null: never expires. */
+  expiresAt: number | null;
+}
+
+interface Row {
+  seq: number;
+  id: string;
+  tenant_id: string;
+  filename: string;
+  purpose: string;
+  bytes: number;
+  sha256: string;
+  storage_key: string;
+  created_at: number;
+  expires_at: number | null;
+}
+
+const toRecord = (r: Row): FileRecord => ({
+  id: r.id,
+  tenantId: r.tenant_id,
+  filename: r.filename,
+  purpose: r.purpose,
+  bytes: r.bytes,
+  sha256: r.sha256,
+  storageKey: r.storage_key,
+  createdAt: r.created_at,
+  expiresAt: r.expires_at,
+});
+
+export interface FileListQuery {
+  limit: number;
+  /** Cursor: the id of the last file of the previous page. */
+  after?: string;
+  order: "asc" | "desc";
+  purpose?: string;
+}
+
+const LIVE = "(expires_at IS NULL OR expires_at > @now)";
+
+export class SqliteFileStore {
+  constructor(private readonly db: Db) {
+    ensureTables(
+      db,
+      `CREATE TABLE IF NOT EXISTS stored_files (
+         seq INTEGER PRIMARY KEY AUTOINCREMENT,
+         id TEXT NOT NULL UNIQUE,
+         tenant_id TEXT NOT NULL,
+         filename TEXT NOT NULL,
+         purpose TEXT NOT NULL,
+         bytes INTEGER NOT NULL,
+         sha256 TEXT NOT NULL,
+         storage_key TEXT NOT NULL,
+         created_at INTEGER NOT NULL,
+         expires_at INTEGER
+       );
+       CREATE INDEX IF NOT EXISTS stored_files_tenant ON stored_files (tenant_id, seq);
+       CREATE INDEX IF NOT EXISTS stored_files_expiry ON stored_files (expires_at) WHERE expires_at IS NOT NULL;`,
+    );
+  }
+
+  insert(f: FileRecord): void {
+    this.db
+      .prepare(
+        `INSERT INTO stored_files (id, tenant_id, filename, purpose, bytes, sha256, storage_key, created_at, expires_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      )
+      .run(f.id, f.tenantId, f.filename, f.purpose, f.bytes, f.sha256, f.storageKey, f.createdAt, f.expiresAt);
+  }
+
+  /** The tenant's live file, or undefined (another tenant's file, an expired one and a missing one look the same). */
+  get(tenantId: string, id: string, now = Date.now()): FileRecord | undefined {
+    const row = this.db
+      .prepare<{ id: string; tenant: string; now: number }, Row>(
+        `SELECT * FROM stored_files WHERE id = @id AND tenant_id = @tenant AND ${LIVE}`,
+      )
+      .get({ id, tenant: tenantId, now });
+    return row && toRecord(row);
+  }
+
+  /** One page of the tenant's live files, and whether more follow. */
+  list(tenantId: string, q: FileListQuery, now = Date.now()): { files: FileRecord[]; hasMore: boolean } {
+    const params: Record<string, string | number> = { tenant: tenantId, now, limit: q.limit + 1 };
+    let where = `tenant_id = @tenant AND ${LIVE}`;
+    if (q.purpose !== undefined) {
+      where += " AND purpose = @purpose";
+      params.purpose = q.purpose;
+    }
+    if (q.after !== undefined) {
+      // An unknown cursor gives an empty page rather than starting over.
+      where += ` AND seq ${q.order === "asc" ? ">" : "<"} COALESCE((SELECT seq FROM stored_files WHERE id = @after AND tenant_id = @tenant), ${q.order === "asc" ? "9e18" : "-1"})`;
+      params.after = q.after;
+    }
+    const rows = this.db
+      .prepare<Record<string, string | number>, Row>(
+        `SELECT * FROM stored_files WHERE ${where} ORDER BY seq ${q.order === "asc" ? "ASC" : "DESC"} LIMIT @limit`,
+      )
+      .all(params);
+    return { files: rows.slice(0, q.limit).map(toRecord), hasMore: rows.length > q.limit };
+  }
+
+  /** Removes the row; true if it was there. */
+  delete(id: string): boolean {
+    return this.db.prepare("DELETE FROM stored_files WHERE id = ?").run(id).changes > 0;
+  }
+
+  /** Bytes and files the tenant holds (expired files count until the reaper removes them: their bytes are still stored). */
+  usage(tenantId: string): { bytes: number; files: number } {
+    const row = this.db
+      .prepare<[string], { bytes: number | null; files: number }>(
+        "SELECT SUM(bytes) AS bytes, COUNT(*) AS files FROM stored_files WHERE tenant_id = ?",
+      )
+      .get(tenantId);
+    return { bytes: row?.bytes ?? 0, files: row?.files ?? 0 };
+  }
+
+  /** Up to `limit` files whose expiry has passed. */
+  expired(now: number, limit: number): FileRecord[] {
+    return this.db
+      .prepare<[number, number], Row>(
+        "SELECT * FROM stored_files WHERE expires_at IS NOT NULL AND expires_at <= ? ORDER BY expires_at LIMIT ?",
+      )
+      .all(now, limit)
+      .map(toRecord);
+  }
+
+  /** Whether any row points at this storage key (orphan sweeping at start-up). */
+  hasKey(storageKey: string): boolean {
+    return this.db.prepare("SELECT 1 FROM stored_files WHERE storage_key = ? LIMIT 1").get(storageKey) !== undefined;
+  }
+}

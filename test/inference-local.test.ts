@@ -218,6 +218,98 @@ describe("local engine (tiny GGUF model)", () => {
     assert.equal(next.body.usage.completion_tokens, 2);
   });
 
+  test("legacy completions: the prompt continued as it is, n choices per prompt, echo, stop, usage", async () => {
+    type Text = {
+      object: string;
+      model: string;
+      choices: Array<{ index: number; text: string; finish_reason: string }>;
+      usage: Completion["usage"];
+    };
+    const res = await call<Text>("POST", "/v1/inference/completions", {
+      model: MODEL,
+      prompt: ["the cat sat on", "one two three"],
+      n: 2,
+      max_tokens: 5,
+      temperature: 0,
+    });
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    assert.equal(res.body.object, "text_completion");
+    assert.deepEqual(
+      res.body.choices.map((c) => [c.index, c.finish_reason]),
+      [
+        [0, "length"],
+        [1, "length"],
+        [2, "length"],
+        [3, "length"],
+      ],
+    );
+    const [a, b, c, d] = res.body.choices.map((ch) => ch.text);
+    assert.equal(a, b, "greedy: the same prompt gives the same text");
+    assert.equal(c, d);
+    assert.notEqual(a, c, "each prompt is continued on its own");
+    assert.equal(res.body.usage.completion_tokens, 20);
+    assert.ok(res.body.usage.prompt_tokens >= 8);
+    // No chat template: a text completion differs from the chat answer to the same words.
+    const chat = await call<Completion>("POST", "/v1/inference/chat/completions", {
+      model: MODEL,
+      messages: [{ role: "user", content: "the cat sat on" }],
+      max_tokens: 5,
+      temperature: 0,
+    });
+    assert.notEqual(chat.body.choices[0]?.message.content, a);
+
+    const echoed = await call<Text>("POST", "/v1/inference/completions", {
+      model: MODEL,
+      prompt: "the cat sat on",
+      max_tokens: 5,
+      temperature: 0,
+      echo: true,
+    });
+    assert.equal(echoed.body.choices[0]?.text, `the cat sat on${a}`);
+    const stop = (a ?? "").slice(2, 5);
+    const stopped = await call<Text>("POST", "/v1/inference/completions", {
+      model: MODEL,
+      prompt: "the cat sat on",
+      max_tokens: 5,
+      temperature: 0,
+      stop,
+    });
+    assert.equal(stopped.body.choices[0]?.text, (a ?? "").slice(0, (a ?? "").indexOf(stop)));
+    assert.equal(stopped.body.choices[0]?.finish_reason, "stop");
+
+    // Streamed: text_completion chunks with the same text, a usage chunk on request, [DONE].
+    const streamed = await fetch(`${server.url}/v1/inference/completions`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${server.key}`, "content-type": "application/json" },
+      body: JSON.stringify({
+        model: MODEL,
+        prompt: "the cat sat on",
+        max_tokens: 5,
+        temperature: 0,
+        stream: true,
+        stream_options: { include_usage: true },
+      }),
+    });
+    assert.equal(streamed.headers.get("content-type")?.startsWith("text/event-stream"), true);
+    const events = (await streamed.text())
+      .split("\n\n")
+      .filter((e) => e !== "")
+      .map((e) => e.replace(/^data: /, ""));
+    assert.equal(events.at(-1), "[DONE]");
+    const chunks = events.slice(0, -1).map((e) => JSON.parse(e) as Text);
+    assert.ok(chunks.every((ch) => ch.object === "text_completion" && ch.model === MODEL));
+    assert.equal(chunks.map((ch) => ch.choices[0]?.text ?? "").join(""), a);
+    assert.equal(chunks.find((ch) => ch.choices[0]?.finish_reason)?.choices[0]?.finish_reason, "length");
+    assert.equal(chunks.at(-1)?.usage?.completion_tokens, 5);
+
+    const long = await call<{ error: { code: string; message: string } }>("POST", "/v1/inference/completions", {
+      model: MODEL,
+      prompt: "hello ".repeat(3000),
+    });
+    assert.equal(long.status, 400);
+    assert.match(long.body.error.message, /context of \d+ tokens/);
+  });
+
   test("requests the local engine cannot serve are 400s", async () => {
     const tools = await complete({ tools: [{ type: "function", function: { name: "f", parameters: {} } }] });
     assert.equal(tools.status, 400);

@@ -43,11 +43,11 @@ const UPSTREAM_KEY = "sk-upstream-secret-123";
 async function streamEvents(
   server: { url: string; key: string },
   body: unknown,
-  opts: { stopAfter?: number } = {},
+  opts: { stopAfter?: number; path?: string } = {},
 ): Promise<{ status: number; headers: Headers; events: SseEvent[]; text: string }> {
   const t0 = performance.now();
   const controller = new AbortController();
-  const res = await fetch(`${server.url}/v1/inference/chat/completions`, {
+  const res = await fetch(`${server.url}/v1/inference${opts.path ?? "/chat/completions"}`, {
     method: "POST",
     headers: { authorization: `Bearer ${server.key}`, "content-type": "application/json" },
     body: JSON.stringify(body),
@@ -374,6 +374,72 @@ describe("inference gateway", () => {
       assert.equal(res.status, 400, JSON.stringify(body));
       assert.equal(res.body.error.code, "invalid_request");
     }
+  });
+
+  test("legacy completions go to the upstream's /completions: plain, streamed, refused, with usage recorded", async () => {
+    const other = createKey(server.dataDir, "completions-usage");
+    const otherCall = client({ ...server, key: other.key });
+    const res = await otherCall<{ object: string; choices: Array<{ text: string; index: number }>; usage: { completion_tokens: number } }>(
+      "POST",
+      "/v1/inference/completions",
+      { model: "echo", prompt: ["one two", "three"], max_tokens: 5, logit_bias: { "50256": -100 } },
+    );
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    assert.equal(res.body.object, "text_completion");
+    assert.deepEqual(
+      res.body.choices.map((c) => [c.index, c.text]),
+      [
+        [0, "echo: one two"],
+        [1, "echo: three"],
+      ],
+    );
+    const sent = upstream.requests.at(-1);
+    assert.deepEqual(sent?.body.logit_bias, { "50256": -100 }, "unknown fields reach the upstream");
+
+    const streamed = await streamEvents(
+      { url: server.url, key: other.key },
+      { model: "echo", prompt: "a b c", stream: true },
+      { path: "/completions" },
+    );
+    assert.equal(streamed.status, 200);
+    assert.equal(streamed.events.at(-1)?.data, "[DONE]");
+    const chunks = streamed.events.slice(0, -1).map((e) => JSON.parse(e.data) as { object: string; choices: Array<{ text: string }> });
+    assert.ok(chunks.every((c) => c.object === "text_completion"));
+    assert.equal(chunks.map((c) => c.choices[0]?.text ?? "").join(""), "echo: a b c");
+    assert.ok(
+      chunks.every((c) => c.choices.length > 0),
+      "the usage chunk the gateway asked for is not passed on unasked",
+    );
+    assert.deepEqual(upstream.requests.at(-1)?.body.stream_options, { include_usage: true });
+
+    const refused = await otherCall<{ error: { code: string; message: string } }>("POST", "/v1/inference/completions", {
+      model: "fail-400",
+      prompt: "x",
+    });
+    assert.equal(refused.status, 400);
+    assert.equal(refused.body.error.message, "max_tokens is too large");
+
+    // The plain and the streamed one (the refused one is under its own model id); a read flushes what is queued.
+    const usage = await otherCall<{ usage: Array<{ model: string; requests: number; completion_tokens: number }> }>(
+      "GET",
+      "/v1/inference/usage",
+    );
+    const echo = usage.body.usage.find((u) => u.model === "echo");
+    assert.equal(echo?.requests, 2);
+    assert.ok((echo?.completion_tokens ?? 0) > 0);
+
+    for (const body of [
+      { model: "echo" },
+      { model: "echo", prompt: [] },
+      { model: "echo", prompt: "x", n: 0 },
+      { model: "echo", prompt: [1, 2] },
+    ]) {
+      const bad = await call<{ error: { code: string } }>("POST", "/v1/inference/completions", body);
+      assert.equal(bad.status, 400, JSON.stringify(body));
+      assert.equal(bad.body.error.code, "invalid_request");
+    }
+    const unknown = await call<{ error: { code: string } }>("POST", "/v1/inference/completions", { model: "nope", prompt: "x" });
+    assert.equal(unknown.status, 404);
   });
 
   test("GET /usage sums the calling key's tokens per model; another key sees only its own", async () => {

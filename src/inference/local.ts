@@ -14,7 +14,10 @@ import type {
   EventBatches,
   ModelInfo,
   OutgoingRequest,
+  OutgoingTextRequest,
   Provider,
+  TextCompletion,
+  TextCompletionRequest,
   Usage,
 } from "./types.js";
 
@@ -64,6 +67,16 @@ interface Prepared {
   topP: number | undefined;
   seed: number | undefined;
 }
+
+/** A text completion request, rendered: one Prepared per prompt, `n` generations of each. */
+interface PreparedText {
+  prompts: Array<{ prepared: Prepared; text: string }>;
+  n: number;
+  echo: boolean;
+}
+
+/** Default `max_tokens` of a text completion (OpenAI's). */
+const TEXT_MAX_TOKENS = 16;
 
 /** What one generation step yields: new text, then at the end the finish reason and usage. */
 type Step = { text: string } | { finish: "stop" | "length"; usage: Usage };
@@ -365,6 +378,144 @@ export class LocalProvider implements Provider {
         }
       } finally {
         release(); // the reader may stop before generation even started
+      }
+    })();
+  }
+
+  /** Validates and tokenizes a text completion request (the prompt as it is, no chat template). */
+  private async prepareText(body: TextCompletionRequest): Promise<PreparedText> {
+    const n = body.n ?? 1;
+    const engine = await this.getEngine();
+    const { model } = engine;
+    const texts = typeof body.prompt === "string" ? [body.prompt] : body.prompt;
+    const stop = body.stop == null ? [] : typeof body.stop === "string" ? [body.stop] : body.stop;
+    const prompts = texts.map((text) => {
+      const tokens = model.tokenize(text, false);
+      const bos = model.tokens.bos;
+      const prompt = bos !== null && model.tokens.shouldPrependBosToken ? [bos, ...tokens] : tokens;
+      const room = engine.context.contextSize - prompt.length;
+      if (room < 1) {
+        throw new ApiError(
+          "invalid_request",
+          `The prompt is ${prompt.length} tokens; the local model '${this.config.modelName}' has a context of ${engine.context.contextSize} tokens`,
+        );
+      }
+      const prepared: Prepared = {
+        engine,
+        prompt,
+        maxTokens: Math.min(room, body.max_tokens ?? TEXT_MAX_TOKENS),
+        stops: stop.filter((st) => st !== ""),
+        temperature: body.temperature ?? 1,
+        topP: body.top_p,
+        seed: body.seed,
+      };
+      return { prepared, text };
+    });
+    return { prompts, n, echo: body.echo === true };
+  }
+
+  /**
+   * Runs every generation of a text request one after the other (choice index = prompt * n + j),
+   * calling `each` with the steps of each; usage is summed (each prompt counted once) and reported.
+   */
+  private async runText(
+    t: PreparedText,
+    signal: AbortSignal,
+    onUsage: ((usage: Usage) => void) | undefined,
+    each: (index: number, text: string, step: Step) => void | Promise<void>,
+  ): Promise<Usage> {
+    const total: Usage = { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 };
+    for (const [i, { prepared, text }] of t.prompts.entries()) {
+      total.prompt_tokens += prepared.prompt.length;
+      for (let j = 0; j < t.n; j++) {
+        if (signal.aborted) return total;
+        const index = i * t.n + j;
+        const { sequence, release } = await this.acquire(prepared.engine.context, signal);
+        let done = 0;
+        const count = (u: Usage) => {
+          done = u.completion_tokens;
+          const completion = total.completion_tokens + done;
+          onUsage?.({ prompt_tokens: total.prompt_tokens, completion_tokens: completion, total_tokens: total.prompt_tokens + completion });
+        };
+        if (t.echo) await each(index, text, { text });
+        for await (const step of this.generate(prepared, sequence, release, signal, count)) {
+          await each(index, text, step);
+        }
+        total.completion_tokens += done;
+        total.total_tokens = total.prompt_tokens + total.completion_tokens;
+      }
+    }
+    onUsage?.(total);
+    return total;
+  }
+
+  async completeText(req: OutgoingTextRequest, signal: AbortSignal): Promise<{ json: TextCompletion }> {
+    const t = await this.prepareText(req.body);
+    const choices: TextCompletion["choices"] = [];
+    const usage = await this.runText(t, signal, req.onUsage, (index, _prompt, step) => {
+      choices[index] ??= { index, text: "", logprobs: null, finish_reason: null };
+      const choice = choices[index];
+      if ("text" in step) choice.text += step.text;
+      else choice.finish_reason = step.finish;
+    });
+    if (signal.aborted) throw signal.reason;
+    const json: TextCompletion = {
+      id: `cmpl-${completionId().slice(9)}`,
+      object: "text_completion",
+      created: Math.floor(Date.now() / 1000),
+      model: this.config.modelName,
+      choices,
+      usage,
+    };
+    return { json };
+  }
+
+  async streamText(req: OutgoingTextRequest, signal: AbortSignal): Promise<EventBatches> {
+    const t = await this.prepareText(req.body); // a bad request is still a plain HTTP error
+    const head = `{"id":"cmpl-${completionId().slice(9)}","object":"text_completion","created":${Math.floor(Date.now() / 1000)},"model":${JSON.stringify(this.config.modelName)},"choices":`;
+    const self = this;
+    return (async function* () {
+      // Generation pushes events; this generator hands them to the route batch by batch.
+      let queue: string[] = [];
+      let wake: (() => void) | undefined;
+      let finished = false;
+      let failure: unknown;
+      const push = (data: string) => {
+        queue.push(data);
+        wake?.();
+      };
+      const run = self
+        .runText(t, signal, req.onUsage, (index, _prompt, step) => {
+          if ("text" in step) push(`${head}[{"text":${JSON.stringify(step.text)},"index":${index},"logprobs":null,"finish_reason":null}]}`);
+          else push(`${head}[{"text":"","index":${index},"logprobs":null,"finish_reason":"${step.finish}"}]}`);
+        })
+        .then(
+          (usage) => push(`${head}[],"usage":${JSON.stringify(usage)}}`),
+          (err: unknown) => {
+            failure = err;
+          },
+        )
+        .finally(() => {
+          finished = true;
+          wake?.();
+        });
+      try {
+        for (;;) {
+          if (queue.length > 0) {
+            const batch = queue;
+            queue = [];
+            yield batch;
+            continue;
+          }
+          if (finished) break;
+          await new Promise<void>((resolve) => {
+            wake = resolve;
+          });
+          wake = undefined;
+        }
+        if (failure !== undefined && !signal.aborted) throw failure;
+      } finally {
+        await run;
       }
     })();
   }

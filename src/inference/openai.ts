@@ -11,7 +11,9 @@ import {
   type EventBatches,
   type ModelInfo,
   type OutgoingRequest,
+  type OutgoingTextRequest,
   type Provider,
+  type TextCompletion,
   UpstreamHttpError,
 } from "./types.js";
 
@@ -53,6 +55,7 @@ export class OpenAIProvider implements Provider {
   private readonly agent: http.Agent;
   private readonly request: typeof http.request;
   private readonly url: URL;
+  private readonly textUrl: URL;
   private readonly baseHeaders: Record<string, string>;
   private readonly created = Math.floor(Date.now() / 1000);
   private readonly modelSet: Set<string>;
@@ -70,6 +73,7 @@ export class OpenAIProvider implements Provider {
     this.request = secure ? https.request : http.request;
     const base = config.baseUrl.href.replace(/\/+$/, "");
     this.url = new URL(`${base}/chat/completions`);
+    this.textUrl = new URL(`${base}/completions`);
     this.baseHeaders = { ...config.headers, "content-type": "application/json" };
     if (config.apiKey) this.baseHeaders.authorization = `Bearer ${config.apiKey}`;
     this.modelSet = new Set(config.models);
@@ -84,7 +88,7 @@ export class OpenAIProvider implements Provider {
   }
 
   /** The bytes to send: the client's own when nothing changes. */
-  private payload(req: OutgoingRequest, stream: boolean): Buffer {
+  private payload(req: OutgoingRequest | OutgoingTextRequest, stream: boolean): Buffer {
     let body = req.body;
     let raw = req.raw;
     const prefix = this.config.modelPrefix;
@@ -259,6 +263,34 @@ export class OpenAIProvider implements Provider {
     if (typeof json !== "object" || json === null || !Array.isArray(json.choices))
       throw new ApiError("upstream_error", `Provider '${this.name}' answered without 'choices'`);
     return { json, raw };
+  }
+
+  /** A legacy text completion (`<base_url>/completions`), passed through like a chat completion. */
+  async completeText(req: OutgoingTextRequest, signal: AbortSignal): Promise<{ json: TextCompletion; raw: Buffer }> {
+    const up = await this.send(this.payload(req, false), false, signal, this.textUrl);
+    const raw = await this.readAll(up, signal);
+    let json: TextCompletion;
+    try {
+      json = JSON.parse(raw.toString("utf8")) as TextCompletion;
+    } catch {
+      throw new ApiError("upstream_error", `Provider '${this.name}' answered with a body that is not JSON`);
+    }
+    if (typeof json !== "object" || json === null || !Array.isArray(json.choices))
+      throw new ApiError("upstream_error", `Provider '${this.name}' answered without 'choices'`);
+    return { json, raw };
+  }
+
+  async streamText(req: OutgoingTextRequest, signal: AbortSignal): Promise<EventBatches> {
+    const up = await this.send(this.payload(req, true), true, signal, this.textUrl);
+    if (!String(up.res.headers["content-type"] ?? "").startsWith("text/event-stream")) {
+      // A server that ignored `stream`: its whole answer is the one event.
+      const raw = await this.readAll(up, signal);
+      return (async function* () {
+        yield [raw.toString("utf8")];
+      })();
+    }
+    up.res.setEncoding("utf8");
+    return this.events(up, signal);
   }
 
   async stream(req: OutgoingRequest, signal: AbortSignal): Promise<EventBatches> {

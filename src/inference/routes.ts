@@ -21,14 +21,25 @@ import {
   TurnAccumulator,
   upstreamBody,
 } from "./codetool.js";
-import { ChatCompletionSchema, ChatRequestSchema, ModelList, UsageQuery, UsageReport } from "./schemas.js";
+import {
+  ChatCompletionSchema,
+  ChatRequestSchema,
+  ModelList,
+  TextCompletionRequestSchema,
+  TextCompletionSchema,
+  UsageQuery,
+  UsageReport,
+} from "./schemas.js";
 import {
   type ChatCompletion,
   type ChatCompletionChunk,
   type ChatRequest,
+  type EventBatches,
   type InferenceDeps,
   type OutgoingRequest,
+  type OutgoingTextRequest,
   type Provider,
+  type TextCompletionRequest,
   UpstreamHttpError,
   type Usage,
 } from "./types.js";
@@ -75,6 +86,24 @@ function startSse(reply: FastifyReply): ServerResponse {
   res.writeHead(200, { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache", "x-accel-buffering": "no" });
   res.flushHeaders();
   return res;
+}
+
+/** An AbortController aborted when the client goes away before the answer is complete. */
+function clientAbort(reply: FastifyReply): AbortController {
+  const abort = new AbortController();
+  reply.raw.once("close", () => {
+    if (!reply.raw.writableFinished) abort.abort(new Error("the client closed the connection"));
+  });
+  return abort;
+}
+
+/** An upstream's own 4xx, passed on with its status and code; anything else is rethrown. */
+function upstreamRefusal(err: unknown, reply: FastifyReply): FastifyReply {
+  if (err instanceof UpstreamHttpError && !reply.sent) {
+    if (err.retryAfter) reply.header("retry-after", err.retryAfter);
+    return reply.status(err.status).send({ error: { code: err.code, message: err.message } });
+  }
+  throw err;
 }
 
 /** The error envelope for a failure, as an SSE payload (after a stream began, an error can only be an event). */
@@ -169,10 +198,7 @@ export async function inferenceRoutes(app: FastifyInstance, opts: { deps: Infere
       const codeTool = findCodeTool(body.tools);
       if (codeTool && !provider.supportsTools)
         throw new ApiError("invalid_request", `The model '${body.model}' (provider '${provider.name}') does not support tools`);
-      const abort = new AbortController();
-      reply.raw.once("close", () => {
-        if (!reply.raw.writableFinished) abort.abort(new Error("the client closed the connection"));
-      });
+      const abort = clientAbort(reply);
       try {
         if (codeTool) return await withCodeTool(request, reply, provider, body, codeTool, abort.signal);
         let counted: Usage | undefined;
@@ -190,7 +216,16 @@ export async function inferenceRoutes(app: FastifyInstance, opts: { deps: Infere
           out.raw = undefined;
         }
         if (body.stream === true) {
-          await streamPlain(request, reply, provider, out, abort.signal, () => counted);
+          const includeUsage = body.stream_options?.include_usage === true;
+          await streamPlain(
+            request,
+            reply,
+            () => provider.stream(out, abort.signal),
+            body.model,
+            includeUsage,
+            abort.signal,
+            () => counted,
+          );
           return reply;
         }
         const result = await provider.complete(out, abort.signal);
@@ -200,27 +235,68 @@ export async function inferenceRoutes(app: FastifyInstance, opts: { deps: Infere
         if (result.raw) return (reply as FastifyReply).type("application/json").send(result.raw);
         return result.json;
       } catch (err) {
-        if (err instanceof UpstreamHttpError && !reply.sent) {
-          if (err.retryAfter) reply.header("retry-after", err.retryAfter);
-          return (reply as FastifyReply).status(err.status).send({ error: { code: err.code, message: err.message } });
-        }
-        throw err;
+        return upstreamRefusal(err, reply as FastifyReply);
       }
     },
   );
 
-  /** A streamed completion without the code tool: upstream events go to the client as they come. */
+  api.post(
+    "/completions",
+    {
+      schema: {
+        tags: ["inference"],
+        summary: "Create a text completion (legacy)",
+        description:
+          "OpenAI-compatible legacy completions: the prompt is continued as it is (no chat template). `stream: true` answers with server-sent events of `text_completion` objects ending with `data: [DONE]`.",
+        body: TextCompletionRequestSchema,
+        response: { 200: TextCompletionSchema, ...errors(400, 401, 404, 413, 429, 502, 503, 504) },
+      },
+    },
+    async (request, reply) => {
+      const body = request.body as TextCompletionRequest;
+      const provider = deps.providers.resolve(body.model);
+      const { completeText, streamText } = provider;
+      if (!completeText || !streamText)
+        throw new ApiError("invalid_request", `The model '${body.model}' (provider '${provider.name}') does not support text completions`);
+      const abort = clientAbort(reply);
+      let counted: Usage | undefined;
+      const out: OutgoingTextRequest = {
+        body,
+        raw: rawBodies.get(request),
+        onUsage: (u) => {
+          counted = u;
+        },
+      };
+      try {
+        if (body.stream === true) {
+          const includeUsage = body.stream_options?.include_usage === true;
+          const start = () => streamText.call(provider, out, abort.signal);
+          await streamPlain(request, reply, start, body.model, includeUsage, abort.signal, () => counted);
+          return reply;
+        }
+        const result = await completeText.call(provider, out, abort.signal);
+        const u = counted ?? result.json.usage;
+        usageLog.record(request.apiKey.id, body.model, u?.prompt_tokens ?? 0, u?.completion_tokens ?? 0);
+        if (result.raw) return (reply as FastifyReply).type("application/json").send(result.raw);
+        return result.json;
+      } catch (err) {
+        return upstreamRefusal(err, reply as FastifyReply);
+      }
+    },
+  );
+
+  /** A streamed completion (chat without the code tool, or text): upstream events go to the client as they come. */
   async function streamPlain(
     request: FastifyRequest,
     reply: FastifyReply,
-    provider: Provider,
-    out: OutgoingRequest,
+    start: () => Promise<EventBatches>,
+    model: string,
+    includeUsage: boolean,
     signal: AbortSignal,
     counted: () => Usage | undefined,
   ): Promise<void> {
-    const batches = await provider.stream(out, signal); // a refusal here is still a plain HTTP error
+    const batches = await start(); // a refusal here is still a plain HTTP error
     const res = startSse(reply);
-    const includeUsage = out.body.stream_options?.include_usage === true;
     let seen: Usage | undefined;
     try {
       for await (const batch of batches) {
@@ -246,7 +322,7 @@ export async function inferenceRoutes(app: FastifyInstance, opts: { deps: Infere
     } finally {
       if (!res.writableEnded) res.destroy();
       const u = counted() ?? seen;
-      usageLog.record(request.apiKey.id, out.body.model, u?.prompt_tokens ?? 0, u?.completion_tokens ?? 0);
+      usageLog.record(request.apiKey.id, model, u?.prompt_tokens ?? 0, u?.completion_tokens ?? 0);
     }
   }
 

@@ -76,6 +76,50 @@ export const ChatCompletionSchema = Type.Object(
   },
 );
 
+export const TextCompletionRequestSchema = Type.Object(
+  {
+    model: Type.String({ minLength: 1, maxLength: 256, description: "A model id from GET /v1/inference/models" }),
+    prompt: Type.Union([Type.String(), Type.Array(Type.String(), { minItems: 1, maxItems: 16 })], {
+      description: "The text to continue, or up to 16 texts (one choice each, times n)",
+    }),
+    stream: Type.Optional(Type.Boolean()),
+    stream_options: Type.Optional(Type.Union([Type.Object({ include_usage: Type.Optional(Type.Boolean()) }, open), Type.Null()])),
+    max_tokens: Type.Optional(Type.Integer({ minimum: 1, description: "Tokens to generate per choice (default 16)" })),
+    temperature: Type.Optional(Type.Number({ minimum: 0, maximum: 2 })),
+    top_p: Type.Optional(Type.Number({ minimum: 0, maximum: 1 })),
+    n: Type.Optional(Type.Integer({ minimum: 1, maximum: 16, description: "Choices per prompt" })),
+    seed: Type.Optional(Type.Integer()),
+    echo: Type.Optional(Type.Boolean({ description: "Start each choice's text with its prompt" })),
+    stop: Type.Optional(Type.Union([Type.String(), Type.Array(Type.String(), { maxItems: 4 }), Type.Null()])),
+  },
+  { ...open, description: "An OpenAI legacy completion request; other fields are passed to the upstream as they are" },
+);
+
+export const TextCompletionSchema = Type.Object(
+  {
+    id: Type.String(),
+    object: Type.String({ description: "text_completion" }),
+    created: Type.Integer(),
+    model: Type.String(),
+    choices: Type.Array(
+      Type.Object(
+        {
+          text: Type.String(),
+          index: Type.Integer(),
+          logprobs: Type.Union([Type.Null(), Type.Unknown()]),
+          finish_reason: Type.Union([Type.String(), Type.Null()]),
+        },
+        open,
+      ),
+    ),
+    usage: Type.Optional(Type.Unknown()),
+  },
+  {
+    ...open,
+    description: "An OpenAI text_completion object (with `stream: true`, SSE events of the same shape ending with `data: [DONE]`)",
+  },
+);
+
 export const ModelList = Type.Object({
   object: Type.Literal("list"),
   data: Type.Array(Type.Object({ id: Type.String(), object: Type.Literal("model"), created: Type.Integer(), owned_by: Type.String() })),

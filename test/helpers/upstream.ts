@@ -10,6 +10,8 @@
 //   reset-once    closes the connection unanswered the first time, then answers like echo
 //   hang-stream   sends the headers and one chunk, then nothing
 //   scripted      answers with the next turn queued by `script()` (tool calls or text)
+// POST /v1/completions (legacy text completions) answers "echo: <prompt>" for each prompt (streamed
+// one event per word), or the fail-400 error.
 // Every request's body and headers are recorded in `requests`.
 import http from "node:http";
 import type { AddressInfo } from "node:net";
@@ -55,6 +57,51 @@ function lastUserText(messages: Array<Record<string, unknown>>): string {
   return "";
 }
 
+interface TextBody {
+  model: string;
+  prompt: string | string[];
+  stream?: boolean;
+  stream_options?: { include_usage?: boolean };
+}
+
+/** A legacy text completion: "echo: <prompt>" per prompt. */
+function textCompletion(body: TextBody, res: http.ServerResponse): void {
+  const send = (status: number, payload: unknown) => {
+    const text = JSON.stringify(payload);
+    res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(text) });
+    res.end(text);
+  };
+  if (body.model === "fail-400") {
+    send(400, { error: { message: "max_tokens is too large", type: "invalid_request_error", code: "invalid_value" } });
+    return;
+  }
+  const prompts = typeof body.prompt === "string" ? [body.prompt] : body.prompt;
+  const id = `cmpl-up${++seq}`;
+  const created = Math.floor(Date.now() / 1000);
+  const texts = prompts.map((p) => `echo: ${p}`);
+  const promptTokens = prompts.join(" ").split(" ").length;
+  const completionTokens = texts.join(" ").split(" ").length;
+  const usage = { prompt_tokens: promptTokens, completion_tokens: completionTokens, total_tokens: promptTokens + completionTokens };
+  const head = { id, object: "text_completion", created, model: body.model };
+  if (body.stream !== true) {
+    send(200, { ...head, choices: texts.map((text, index) => ({ text, index, logprobs: null, finish_reason: "stop" })), usage });
+    return;
+  }
+  const events: string[] = [];
+  texts.forEach((text, index) => {
+    text.split(" ").forEach((w, i) => {
+      events.push(
+        `data: ${JSON.stringify({ ...head, choices: [{ text: i === 0 ? w : ` ${w}`, index, logprobs: null, finish_reason: null }] })}\n\n`,
+      );
+    });
+    events.push(`data: ${JSON.stringify({ ...head, choices: [{ text: "", index, logprobs: null, finish_reason: "stop" }] })}\n\n`);
+  });
+  if (body.stream_options?.include_usage) events.push(`data: ${JSON.stringify({ ...head, choices: [], usage })}\n\n`);
+  events.push("data: [DONE]\n\n");
+  res.writeHead(200, { "content-type": "text/event-stream" });
+  res.end(events.join(""));
+}
+
 export async function startUpstream(opts: UpstreamOptions = {}): Promise<Upstream> {
   const slowChunkMs = opts.slowChunkMs ?? 150;
   const record = opts.record ?? true;
@@ -67,6 +114,12 @@ export async function startUpstream(opts: UpstreamOptions = {}): Promise<Upstrea
     const chunks: Buffer[] = [];
     req.on("data", (c: Buffer) => chunks.push(c));
     req.on("end", () => {
+      if (req.url === "/v1/completions" && req.method === "POST") {
+        const raw = Buffer.concat(chunks).toString("utf8");
+        if (record) requests.push({ body: JSON.parse(raw) as RecordedRequest["body"], raw, headers: req.headers });
+        textCompletion(JSON.parse(raw) as TextBody, res);
+        return;
+      }
       if (req.url !== "/v1/chat/completions" || req.method !== "POST") {
         res.writeHead(404, { "content-type": "application/json" });
         res.end(JSON.stringify({ error: { message: `no route ${req.method} ${req.url}`, type: "invalid_request_error" } }));

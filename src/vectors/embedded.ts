@@ -2,15 +2,22 @@
 // (collection.ts). A write is committed to SQLite first and only then applied in memory, so an
 // acknowledged write survives kill -9. Each index's graph is saved on shutdown (and every few
 // minutes when it changed); on start it is loaded, brought up to date from the writes after it,
-// and checked against the record count; any doubt and it is rebuilt from the records.
+// and checked against the record count; any doubt and it is rebuilt from the records. Loading
+// reads the records a chunk per event-loop turn and the graph file in the graph worker, so the
+// service keeps answering meanwhile; operations on an index wait until it is loaded.
 import fs from "node:fs";
 import path from "node:path";
 import { Collection } from "./collection.js";
 import type { Hit, IndexSpec, NewVector, SearchOptions, VectorEngine, VectorRecord } from "./engine.js";
 import type { Metadata } from "./filter.js";
+import { GraphWorker } from "./graph-worker.js";
 import type { RecordRow, VectorDb } from "./store.js";
 
 const SAVE_EVERY_MS = 5 * 60_000;
+/** Records read from the store per event-loop turn while loading an index. */
+const LOAD_CHUNK = 20_000;
+/** On shutdown, vectors still queued for the graph are inserted before saving it when at most this many. */
+const DRAIN_ON_CLOSE_MAX = 50_000;
 
 function toRecord(row: RecordRow): VectorRecord {
   const f = new Float32Array(row.embedding.buffer.slice(row.embedding.byteOffset, row.embedding.byteOffset + row.embedding.byteLength));
@@ -25,9 +32,13 @@ function toRecord(row: RecordRow): VectorRecord {
 }
 
 export class EmbeddedEngine implements VectorEngine {
+  /** Loaded indexes, and those being loaded. */
   private readonly open = new Map<string, Collection>();
+  private readonly loading = new Map<string, Promise<Collection>>();
   private readonly dir: string;
   private readonly timer: NodeJS.Timeout;
+  private readonly graphs = new GraphWorker();
+  private saving: Promise<void> | undefined;
 
   constructor(
     private readonly store: VectorDb,
@@ -36,7 +47,7 @@ export class EmbeddedEngine implements VectorEngine {
   ) {
     this.dir = path.join(dataDir, "vector-graphs");
     fs.mkdirSync(this.dir, { recursive: true, mode: 0o700 });
-    this.timer = setInterval(() => this.saveAll(false), SAVE_EVERY_MS);
+    this.timer = setInterval(() => void this.saveAll(false), SAVE_EVERY_MS);
     this.timer.unref();
   }
 
@@ -45,54 +56,79 @@ export class EmbeddedEngine implements VectorEngine {
   }
 
   /** The index's collection, loaded on first use. */
-  private coll(spec: IndexSpec): Collection {
-    let c = this.open.get(spec.id);
-    if (!c) {
-      c = this.load(spec);
-      this.open.set(spec.id, c);
+  private coll(spec: IndexSpec): Promise<Collection> {
+    const c = this.open.get(spec.id);
+    if (c) return Promise.resolve(c);
+    let p = this.loading.get(spec.id);
+    if (!p) {
+      p = this.load(spec).then(
+        (loaded) => {
+          this.loading.delete(spec.id);
+          this.open.set(spec.id, loaded);
+          return loaded;
+        },
+        (err) => {
+          this.loading.delete(spec.id);
+          throw err;
+        },
+      );
+      this.loading.set(spec.id, p);
     }
-    return c;
+    return p;
   }
 
   /** Loads every record, and the saved graph when it is consistent with them. */
-  private load(spec: IndexSpec): Collection {
+  private async load(spec: IndexSpec): Promise<Collection> {
     const started = performance.now();
-    const c = new Collection(spec.dimension, spec.metric, this.store.nextLabel(spec.id));
+    const c = new Collection(spec.dimension, spec.metric, this.graphs, spec.id, this.log, this.store.nextLabel(spec.id));
     const { graph, state } = this.files(spec.id);
-    let upTo = -1;
-    let haveGraph = false;
+    let saved: { upTo: number; dimension: number; metric: string } | undefined;
     try {
-      const saved = JSON.parse(fs.readFileSync(state, "utf8")) as { upTo: number; dimension: number; metric: string };
-      if (saved.dimension === spec.dimension && saved.metric === spec.metric && fs.existsSync(graph)) {
-        c.loadGraph(graph);
-        upTo = saved.upTo;
-        haveGraph = true;
-      }
+      saved = JSON.parse(fs.readFileSync(state, "utf8")) as { upTo: number; dimension: number; metric: string };
+      if (saved.dimension !== spec.dimension || saved.metric !== spec.metric || !fs.existsSync(graph)) saved = undefined;
     } catch {
       // no saved graph (new index, or never shut down cleanly): built from the records
     }
+    const upTo = saved?.upTo ?? -1;
+    // The worker reads the graph file while the records are read here.
+    const opening = c.openGraph(saved ? graph : undefined).then(
+      (size) => ({ size, error: undefined }),
+      (error: unknown) => ({ size: 0, error: String(error) }),
+    );
     let inGraph = 0;
-    for (const row of this.store.iterate(spec.id)) {
-      const e = row.embedding;
-      // A view when the bytes are 4-aligned (the usual case), else a copy.
-      const vec =
-        e.byteOffset % 4 === 0
-          ? new Float32Array(e.buffer, e.byteOffset, e.byteLength / 4)
-          : new Float32Array(e.buffer.slice(e.byteOffset, e.byteOffset + e.byteLength));
-      const already = haveGraph && row.seq <= upTo;
-      if (already) inGraph++;
-      c.put(row.label, row.id, vec, JSON.parse(row.metadata) as Metadata, row.seq, already);
+    let after = 0;
+    for (;;) {
+      const rows = this.store.chunk(spec.id, after, LOAD_CHUNK);
+      for (const row of rows) {
+        const e = row.embedding;
+        // A view when the bytes are 4-aligned (the usual case), else a copy.
+        const vec =
+          e.byteOffset % 4 === 0
+            ? new Float32Array(e.buffer, e.byteOffset, e.byteLength / 4)
+            : new Float32Array(e.buffer.slice(e.byteOffset, e.byteOffset + e.byteLength));
+        const already = saved !== undefined && row.seq <= upTo;
+        if (already) inGraph++;
+        c.put(row.label, row.id, vec, JSON.parse(row.metadata) as Metadata, row.seq, already);
+      }
+      if (rows.length < LOAD_CHUNK) break;
+      after = (rows[rows.length - 1] as RecordRow & { rid: number }).rid;
+      await new Promise((r) => setImmediate(r));
     }
+    const opened = await opening;
+    let haveGraph = saved !== undefined && opened.error === undefined;
+    if (saved && opened.error) this.log("loading a saved vector graph failed; rebuilding it", { index: spec.id, error: opened.error });
     if (haveGraph) {
       // Deletes and replacements after the save: their labels leave the graph.
-      for (const label of this.store.tombstonesAfter(spec.id, upTo)) c.drop(label, 0);
-      if (c.graphSize() !== inGraph) {
-        this.log("vector graph does not match the records; rebuilding it", { index: spec.id, graph: c.graphSize(), records: inGraph });
-        c.rebuildGraph();
+      const size = await c.removeFromGraph(this.store.tombstonesAfter(spec.id, upTo));
+      if (size !== inGraph) {
+        this.log("vector graph does not match the records; rebuilding it", { index: spec.id, graph: size, records: inGraph });
+        haveGraph = false;
       }
     }
+    if (saved && !haveGraph) await c.rebuildGraph();
     c.seq = Math.max(c.seq, this.store.seq(spec.id));
     c.dirty = !haveGraph;
+    c.startIndexing();
     this.log("vector index loaded", {
       index: spec.id,
       vectors: c.liveCount,
@@ -104,24 +140,30 @@ export class EmbeddedEngine implements VectorEngine {
   }
 
   /** Loads every index now (called after start so the first search does not pay for it). */
-  warm(specs: IndexSpec[]): void {
-    for (const s of specs) this.coll(s);
+  async warm(specs: IndexSpec[]): Promise<void> {
+    for (const s of specs) await this.coll(s);
   }
 
   createIndex(spec: IndexSpec): void {
-    this.open.set(spec.id, new Collection(spec.dimension, spec.metric));
+    const c = new Collection(spec.dimension, spec.metric, this.graphs, spec.id, this.log);
+    // Messages to the worker are handled in order, so the graph exists before anything is added to it.
+    c.openGraph().catch((err) => this.log("creating a vector graph failed", { index: spec.id, error: String(err) }));
+    c.startIndexing();
+    this.open.set(spec.id, c);
   }
 
-  dropIndex(spec: IndexSpec): void {
-    this.open.get(spec.id)?.close();
+  async dropIndex(spec: IndexSpec): Promise<void> {
+    const c = this.open.get(spec.id) ?? (await this.loading.get(spec.id)?.catch(() => undefined));
+    c?.close();
     this.open.delete(spec.id);
+    await this.graphs.drop(spec.id).catch(() => 0);
     const { graph, state } = this.files(spec.id);
     fs.rmSync(state, { force: true });
     fs.rmSync(graph, { force: true });
   }
 
-  upsert(spec: IndexSpec, vectors: NewVector[]): void {
-    const c = this.coll(spec);
+  async upsert(spec: IndexSpec, vectors: NewVector[]): Promise<void> {
+    const c = await this.coll(spec);
     const written = this.store.upsert(spec.id, vectors);
     written.forEach((w, i) => {
       const v = vectors[i] as NewVector;
@@ -130,8 +172,8 @@ export class EmbeddedEngine implements VectorEngine {
     });
   }
 
-  delete(spec: IndexSpec, ids: string[]): number {
-    const c = this.coll(spec);
+  async delete(spec: IndexSpec, ids: string[]): Promise<number> {
+    const c = await this.coll(spec);
     const gone = this.store.delete(spec.id, ids);
     for (const g of gone) c.drop(g.label, g.seq);
     return gone.length;
@@ -150,19 +192,25 @@ export class EmbeddedEngine implements VectorEngine {
     return { vectors: this.store.list(spec.id, limit, offset).map(toRecord), total: this.store.count(spec.id) };
   }
 
-  update(spec: IndexSpec, id: string, change: { metadata?: Metadata; delete_protection?: boolean }): VectorRecord | undefined {
+  async update(
+    spec: IndexSpec,
+    id: string,
+    change: { metadata?: Metadata; delete_protection?: boolean },
+  ): Promise<VectorRecord | undefined> {
+    const c = await this.coll(spec);
     const row = this.store.get(spec.id, id);
     if (!row) return undefined;
     const metadata = change.metadata ?? (JSON.parse(row.metadata) as Metadata);
     const protect = change.delete_protection ?? row.delete_protection === 1;
     this.store.updateVector(spec.id, id, JSON.stringify(metadata), protect, new Date().toISOString());
-    this.coll(spec).setMetadata(row.label, metadata);
+    c.setMetadata(row.label, metadata);
     const after = this.store.get(spec.id, id);
     return after ? toRecord(after) : undefined;
   }
 
-  search(spec: IndexSpec, query: Float32Array, opts: SearchOptions): Hit[] {
-    return this.coll(spec).search(query, opts.topK, opts.filter?.predicate, opts.includeValues, opts.includeMetadata);
+  async search(spec: IndexSpec, query: Float32Array, opts: SearchOptions): Promise<Hit[]> {
+    const c = await this.coll(spec);
+    return c.search(query, opts.topK, opts.filter?.predicate, opts.includeValues, opts.includeMetadata);
   }
 
   count(spec: IndexSpec): number {
@@ -171,34 +219,47 @@ export class EmbeddedEngine implements VectorEngine {
   }
 
   pending(spec: IndexSpec): number {
-    return this.open.get(spec.id)?.pendingCount() ?? 0;
+    const c = this.open.get(spec.id);
+    if (c) return c.pendingCount();
+    return this.loading.has(spec.id) ? this.store.count(spec.id) : 0;
   }
 
-  /** Saves each changed graph (atomically: a crash mid-save leaves the previous one). */
-  private saveAll(final: boolean): void {
-    for (const [id, c] of this.open) {
-      if (!c.dirty) continue;
-      if (final && c.pendingCount() > 0 && c.pendingCount() <= 50_000) c.drainAll();
-      const { upTo } = c.graphState();
-      const { graph, state } = this.files(id);
-      try {
-        c.saveGraph(`${graph}.tmp`);
-        fs.renameSync(`${graph}.tmp`, graph);
-        const tmp = `${state}.tmp`;
-        fs.writeFileSync(tmp, JSON.stringify({ upTo, dimension: c.dim, metric: c.metric }));
-        fs.renameSync(tmp, state);
-        this.store.pruneTombstones(id, upTo);
+  /** Saves each changed graph (one at a time; a second call while one runs waits for it). */
+  private saveAll(final: boolean): Promise<void> {
+    const run = async () => {
+      for (const [id, c] of this.open) {
+        if (final && c.pendingCount() > 0 && c.pendingCount() <= DRAIN_ON_CLOSE_MAX) await c.drainAll();
+        if (!c.dirty) continue;
+        const { upTo } = c.graphState();
+        const { graph, state } = this.files(id);
+        // Changes posted after this save mark the graph dirty again.
         c.dirty = false;
-      } catch (err) {
-        this.log("saving a vector graph failed; it will be rebuilt on start", { index: id, error: String(err) });
-        fs.rmSync(state, { force: true });
+        try {
+          await this.graphs.save(id, graph);
+          const tmp = `${state}.tmp`;
+          fs.writeFileSync(tmp, JSON.stringify({ upTo, dimension: c.dim, metric: c.metric }));
+          fs.renameSync(tmp, state);
+          this.store.pruneTombstones(id, upTo);
+        } catch (err) {
+          c.dirty = true;
+          this.log("saving a vector graph failed; it will be rebuilt on start", { index: id, error: String(err) });
+          fs.rmSync(state, { force: true });
+        }
       }
-    }
+    };
+    const p = (this.saving ?? Promise.resolve()).then(run);
+    this.saving = p.finally(() => {
+      if (this.saving === p) this.saving = undefined;
+    });
+    return p;
   }
 
-  close(): void {
+  async close(): Promise<void> {
     clearInterval(this.timer);
-    this.saveAll(true);
+    // Indexes still loading are saved as they are once loaded.
+    await Promise.allSettled(this.loading.values());
+    await this.saveAll(true);
     for (const c of this.open.values()) c.close();
+    await this.graphs.close();
   }
 }

@@ -53,20 +53,20 @@ export interface VectorEngine {
   /** Prepares the engine's storage for a new index. */
   createIndex(spec: IndexSpec): void;
   /** Removes every vector of the index. */
-  dropIndex(spec: IndexSpec): void;
+  dropIndex(spec: IndexSpec): Promise<void>;
   /** Inserts or replaces vectors, all or none; visible to the next search once it resolves. */
-  upsert(spec: IndexSpec, vectors: NewVector[]): void;
+  upsert(spec: IndexSpec, vectors: NewVector[]): Promise<void>;
   /** Deletes by id; returns how many existed. */
-  delete(spec: IndexSpec, ids: string[]): number;
+  delete(spec: IndexSpec, ids: string[]): Promise<number>;
   fetch(spec: IndexSpec, ids: string[]): VectorRecord[];
   list(spec: IndexSpec, offset: number, limit: number): { vectors: VectorRecord[]; total: number };
   /** Replaces metadata and/or delete protection of one vector; undefined when it does not exist. */
-  update(spec: IndexSpec, id: string, change: { metadata?: Metadata; delete_protection?: boolean }): VectorRecord | undefined;
+  update(spec: IndexSpec, id: string, change: { metadata?: Metadata; delete_protection?: boolean }): Promise<VectorRecord | undefined>;
   /** Nearest vectors first; with a filter, the best `topK` among the vectors that match it. */
-  search(spec: IndexSpec, query: Float32Array, opts: SearchOptions): Hit[];
+  search(spec: IndexSpec, query: Float32Array, opts: SearchOptions): Promise<Hit[]>;
   count(spec: IndexSpec): number;
   /** Vectors written but not yet in the ANN index (searched exactly meanwhile); 0 when fully indexed. */
   pending(spec: IndexSpec): number;
   /** Persists what speeds up the next start (the ANN graph) and releases resources. */
-  close(): void;
+  close(): Promise<void>;
 }

@@ -184,7 +184,7 @@ export class VectorService {
     return this.view(this.row(tenantId, row.id));
   }
 
-  deleteIndex(tenantId: string, ref: string): { message: string; id: string } {
+  async deleteIndex(tenantId: string, ref: string): Promise<{ message: string; id: string }> {
     const row = this.row(tenantId, ref);
     if (row.delete_protection === 1)
       throw new ApiError(
@@ -192,7 +192,7 @@ export class VectorService {
         `Vector index '${row.name}' has delete protection on; turn it off first (PUT with delete_protection: false)`,
       );
     this.store.deleteIndex(row.id);
-    this.engine.dropIndex(this.spec(row));
+    await this.engine.dropIndex(this.spec(row));
     return { message: `Vector index '${row.name}' deleted`, id: row.id };
   }
 
@@ -223,14 +223,14 @@ export class VectorService {
     if (vectors.length > MAX_BATCH) throw invalid(`at most ${MAX_BATCH} vectors per request`);
   }
 
-  upsert(tenantId: string, ref: string, vectors: VectorIn[]): UpsertResult {
+  async upsert(tenantId: string, ref: string, vectors: VectorIn[]): Promise<UpsertResult> {
     this.checkBatch(vectors);
     const row = this.row(tenantId, ref);
     const items = vectors.map((v, i) => {
       if (!Array.isArray(v.embedding)) throw invalid(`vectors[${i}]: embedding is required (or use the text routes)`);
       return this.checkVector(row, v, i, v.embedding);
     });
-    this.engine.upsert(this.spec(row), items);
+    await this.engine.upsert(this.spec(row), items);
     const ids = items.map((v) => v.id);
     return { ids, count: ids.length, upserted_count: ids.length, failed_count: 0, errors: [] };
   }
@@ -257,7 +257,7 @@ export class VectorService {
     const items = vectors.map((v, i) => this.checkVector(row, v, i, out.vectors[i] as Float32Array));
     // The index may have been deleted while the texts were being embedded.
     const now = this.row(tenantId, row.id);
-    this.engine.upsert(this.spec(now), items);
+    await this.engine.upsert(this.spec(now), items);
     const ids = items.map((v) => v.id);
     return {
       ids,
@@ -269,7 +269,7 @@ export class VectorService {
     };
   }
 
-  private searchWith(row: IndexRow, query: ArrayLike<number>, req: SearchIn): { hits: Hit[]; query_time_ms: number } {
+  private async searchWith(row: IndexRow, query: ArrayLike<number>, req: SearchIn): Promise<{ hits: Hit[]; query_time_ms: number }> {
     const started = performance.now();
     const topK = req.top_k ?? 10;
     if (!Number.isInteger(topK) || topK < 1 || topK > MAX_TOP_K) throw invalid(`top_k must be an integer from 1 to ${MAX_TOP_K}`);
@@ -283,7 +283,7 @@ export class VectorService {
     }
     const predicate = compileFilter(req.filter);
     const filter: Filter | undefined = predicate ? { doc: req.filter, predicate } : undefined;
-    const hits = this.engine.search(this.spec(row), q, {
+    const hits = await this.engine.search(this.spec(row), q, {
       topK,
       filter,
       includeMetadata: req.include_metadata !== false,
@@ -300,7 +300,7 @@ export class VectorService {
     const row = this.row(tenantId, ref);
     compileFilter(req.filter); // a bad filter is refused before the embedding is paid for
     const out = await this.embedder_().embed(keyId, req.model, [req.query]);
-    const result = this.searchWith(this.row(tenantId, row.id), out.vectors[0] as Float32Array, req);
+    const result = await this.searchWith(this.row(tenantId, row.id), out.vectors[0] as Float32Array, req);
     return { ...result, usage: { prompt_tokens: out.tokens, total_tokens: out.tokens } };
   }
 
@@ -320,15 +320,20 @@ export class VectorService {
     return v;
   }
 
-  update(tenantId: string, ref: string, id: string, change: { metadata?: Metadata; delete_protection?: boolean }): VectorRecord {
+  async update(
+    tenantId: string,
+    ref: string,
+    id: string,
+    change: { metadata?: Metadata; delete_protection?: boolean },
+  ): Promise<VectorRecord> {
     const row = this.row(tenantId, ref);
     const metadata = change.metadata === undefined ? undefined : checkMetadata(change.metadata, "vector");
-    const v = this.engine.update(this.spec(row), id, { metadata, delete_protection: change.delete_protection });
+    const v = await this.engine.update(this.spec(row), id, { metadata, delete_protection: change.delete_protection });
     if (!v) throw new ApiError("vector_not_found", `Vector '${id}' was not found`);
     return v;
   }
 
-  delete(tenantId: string, ref: string, ids: string[]): { deleted_count: number; message: string } {
+  async delete(tenantId: string, ref: string, ids: string[]): Promise<{ deleted_count: number; message: string }> {
     if (ids.length === 0) throw invalid("vector_ids must not be empty");
     if (ids.length > MAX_BATCH) throw invalid(`at most ${MAX_BATCH} ids per request`);
     const spec = this.spec(this.row(tenantId, ref));
@@ -338,7 +343,7 @@ export class VectorService {
       .map((v) => v.id);
     if (protectedIds.length > 0)
       throw new ApiError("conflict", `Vectors with delete protection on cannot be deleted: ${protectedIds.slice(0, 10).join(", ")}`);
-    const n = this.engine.delete(spec, ids);
+    const n = await this.engine.delete(spec, ids);
     return { deleted_count: n, message: `${n} vectors deleted` };
   }
 }

@@ -24,16 +24,11 @@ export function openVectors(dataDir: string, db: Database, providers: ProviderRe
   return {
     embeddings,
     vectors,
-    warm: () =>
-      setImmediate(() => {
-        try {
-          engine.warm(vectors.allSpecs());
-        } catch (err) {
-          logger.error({ err }, "loading vector indexes failed");
-        }
-      }),
+    warm: () => {
+      engine.warm(vectors.allSpecs()).catch((err) => logger.error({ err }, "loading vector indexes failed"));
+    },
     close: async () => {
-      engine.close();
+      await engine.close();
       store.close();
       await embeddings.close();
     },

@@ -137,7 +137,11 @@ export class VectorDb {
       getByLabel: db.prepare<[string, number], RecordRow>("SELECT * FROM vectors WHERE index_id = ? AND label = ?"),
       listVectors: db.prepare<[string, number, number], RecordRow>("SELECT * FROM vectors WHERE index_id = ? ORDER BY id LIMIT ? OFFSET ?"),
       countVectors: db.prepare<[string], { n: number }>("SELECT COUNT(*) AS n FROM vectors WHERE index_id = ?"),
-      allVectors: db.prepare<[string], RecordRow>("SELECT * FROM vectors WHERE index_id = ?"),
+      // By rowid (the table's own order, which is write order): "+index_id" keeps SQLite from
+      // walking the primary key and sorting instead.
+      chunk: db.prepare<[number, string, number], RecordRow & { rid: number }>(
+        "SELECT rowid AS rid, * FROM vectors WHERE rowid > ? AND +index_id = ? ORDER BY rowid LIMIT ?",
+      ),
       tombstonesAfter: db.prepare<[string, number], { label: number }>(
         "SELECT label FROM vector_tombstones WHERE index_id = ? AND seq > ?",
       ),
@@ -240,9 +244,9 @@ export class VectorDb {
   seq(indexId: string): number {
     return this.st.counters.get(indexId)?.seq ?? 0;
   }
-  /** Every record of an index, streamed (for loading it into memory). */
-  iterate(indexId: string): IterableIterator<RecordRow> {
-    return this.st.allVectors.iterate(indexId);
+  /** The next `limit` records of an index after row `after`, in write order (for loading it in chunks). */
+  chunk(indexId: string, after: number, limit: number): Array<RecordRow & { rid: number }> {
+    return this.st.chunk.all(after, indexId, limit);
   }
   tombstonesAfter(indexId: string, seq: number): number[] {
     return this.st.tombstonesAfter.all(indexId, seq).map((r) => r.label);

@@ -128,7 +128,7 @@ describe("stored files", () => {
     await server?.dispose();
   });
 
-  test("a 200 MB upload streams to disk (bounded memory) and downloads with the same sha256", async () => {
+  test("a 200 MB upload streams to disk (bounded memory) and downloads with the same sha256", async (t) => {
     const size = 200 * MB;
     const seed = crypto.randomBytes(MiB);
     const expected = patternSha256(size, seed);
@@ -152,6 +152,7 @@ describe("stored files", () => {
     assert.equal(f.expires_at, null);
     // Streaming holds a few chunks, not the file: the growth is a small fraction of 200 MB.
     const growth = peak - base;
+    t.diagnostic(`service RSS ${(base / MiB).toFixed(0)} MiB before, peak growth ${(growth / MiB).toFixed(1)} MiB during the upload`);
     assert.ok(growth < 48 * MiB, `the service's RSS grew by ${(growth / MiB).toFixed(1)} MiB during a 200 MB upload`);
 
     const got = await fetchBytes(server, alphaKey, `/v1/files/${f.id}/content`);
@@ -368,10 +369,7 @@ describe("stored files", () => {
     assertError(await alpha("GET", "/v1/files/file-000000000000000000000000"), 404, "file_not_found");
     assertError(await alpha("GET", "/v1/files?purpose=nope"), 400, "invalid_request");
     assertError(await alpha("GET", "/v1/files?limit=-1"), 400, "invalid_request");
-    // The first upload (before this test's bad ones) succeeded; bad ones left nothing.
-    const list = await alpha<{ data: FileJson[] }>("GET", "/v1/files");
-    for (const f of list.body.data) await alpha("DELETE", `/v1/files/${f.id}`);
-    assert.equal(storedEntries(server).length, Math.max(0, before.length - list.body.data.length));
+    assert.deepEqual(storedEntries(server), before, "refused uploads left no bytes");
   });
 });
 
@@ -420,5 +418,25 @@ describe("stored files: size limit and quotas", () => {
     const mine = await alphaCall<{ data: FileJson[] }>("GET", "/v1/files");
     for (const f of mine.body.data) await alphaCall("DELETE", `/v1/files/${f.id}`);
     assert.equal((await upload(server, keys[0], MiB)).status, 200);
+  });
+
+  test("start-up removes half-written uploads and bytes without a record, keeps stored files", async () => {
+    const kept = (await upload(server, keys[0], 1000)).body as FileJson;
+    await server.stop();
+    const root = path.join(server.dataDir, "files");
+    fs.writeFileSync(path.join(root, "tmp", "left-by-a-crash"), "partial");
+    fs.mkdirSync(path.join(root, "objects", "ff"), { recursive: true });
+    fs.writeFileSync(path.join(root, "objects", "ff", "file-0000000000000000000000ff"), "no record");
+    server = await startServer({
+      dataDir: server.dataDir,
+      workspaceDir: server.workspaceDir,
+      key: server.key,
+      env: { AGENTBOX_TENANT_FILES_MB: "4" },
+    });
+    assert.deepEqual(fs.readdirSync(path.join(root, "tmp")), []);
+    assert.ok(!fs.existsSync(path.join(root, "objects", "ff", "file-0000000000000000000000ff")));
+    const again = await fetchBytes(server, keys[0], `/v1/files/${kept.id}/content`);
+    assert.equal(again.status, 200);
+    assert.equal(again.sha256, kept.sha256);
   });
 });

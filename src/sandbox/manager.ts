@@ -9,10 +9,12 @@ import os from "node:os";
 import type { Logger } from "pino";
 import { type Config, tenantQuotaDefaults } from "../config.js";
 import { ApiError, sandboxNotFound } from "../errors.js";
-import type { SandboxRecord, SandboxStore } from "../store/sandboxes.js";
+import { type EndedBy, type EndReason, type EventDetail, LifecycleBus } from "../events/bus.js";
+import { endStatus, type SandboxRecord, type SandboxStore } from "../store/sandboxes.js";
 import { type EffectiveQuotas, effectiveQuotas, type TenantStore } from "../store/tenants.js";
 import { Box } from "./box.js";
 import { CgroupManager, type TenantLimits } from "./cgroup.js";
+import { DeadlineQueue } from "./deadlines.js";
 import { Limiter, PoolDemand } from "./pool.js";
 import { buildSeccompFilter } from "./seccomp.js";
 import { builtInTemplates, type Template } from "./templates.js";
@@ -71,8 +73,26 @@ const atCapacity = (what: string) => new ApiError("at_capacity", `No sandbox can
  */
 const QUEUE_FULL = atCapacity("sandbox starts are queued");
 
+/** How a sandbox ended: the reason (kept in its events), who asked, and what else is worth knowing. */
+export interface EndCause {
+  reason: EndReason;
+  by?: EndedBy;
+  detail?: EventDetail;
+}
+
 export class SandboxManager {
   readonly templates: Template[];
+  /** Lifecycle events of every sandbox (created, paused, ..., ended with a reason). */
+  readonly events = new LifecycleBus();
+  /**
+   * One timer for the earliest deadline: a sandbox's life ends at its deadline, not at the next
+   * sweep. A deadline moved later without telling the queue is re-armed when it comes due.
+   */
+  private readonly deadlines = new DeadlineQueue((id) => {
+    const at = Date.parse(this.live.get(id)?.record.timeoutAt ?? "");
+    if (at > Date.now()) this.deadlines.set(id, at);
+    else void this.reap();
+  });
   private readonly live = new Map<string, Live>();
   /** Live sandboxes per tenant (the tenant quota counts them without a query). */
   private readonly liveByTenant = new Map<string, number>();
@@ -157,11 +177,15 @@ export class SandboxManager {
 
   /** Re-adopts the sandboxes the records say are running, removes leftovers, starts the pool and the reaper. */
   async init(): Promise<void> {
+    this.events.onListenerError((err, event) =>
+      this.log.error({ err, sandbox_id: event.sandboxId, event: event.type }, "event listener failed"),
+    );
     const now = Date.now();
     const adopt: SandboxRecord[] = [];
     for (const record of this.store.listRunning()) {
       this.usedUids.add(record.hostUid);
-      if (Date.parse(record.timeoutAt) <= now) this.store.end(record.id, "timed_out", new Date().toISOString());
+      if (Date.parse(record.timeoutAt) <= now)
+        this.recordEnd(record, { reason: "timed_out", detail: { while_down: true } }, record.timeoutAt);
       else adopt.push(record);
     }
     // Several at a time: a restart with hundreds of live sandboxes must not take minutes.
@@ -177,7 +201,7 @@ export class SandboxManager {
         } catch (err) {
           this.log.error({ err, sandbox_id: record.id }, "could not re-adopt sandbox; ending it");
           if (box) await box.destroy().catch(() => {});
-          this.store.end(record.id, "terminated", new Date().toISOString());
+          this.recordEnd(record, { reason: "host_restart", detail: { message: String((err as Error)?.message ?? err).slice(0, 500) } });
         }
       }
     });
@@ -338,6 +362,7 @@ export class SandboxManager {
 
   private addLive(record: SandboxRecord, box: Box): void {
     this.live.set(record.id, { record, box });
+    this.deadlines.set(record.id, Date.parse(record.timeoutAt));
     this.liveByTenant.set(record.tenantId, (this.liveByTenant.get(record.tenantId) ?? 0) + 1);
   }
 
@@ -351,7 +376,7 @@ export class SandboxManager {
   private joinTenant(record: SandboxRecord, box: Box, limits: TenantLimits): void {
     this.cgroups.assign(box.cgroup, record.tenantId, box.spec.uid, this.config.limits, limits).catch((err) => {
       this.log.error({ err, sandbox_id: record.id }, "could not move the sandbox into its tenant's cgroup; ending it");
-      void this.end(record.id, "terminated");
+      void this.end(record.id, { reason: "error", detail: { message: "could not join the tenant's cgroup" } });
     });
   }
 
@@ -395,6 +420,13 @@ export class SandboxManager {
       };
       this.store.insert(record);
       this.addLive(record, box);
+      this.events.emit({
+        type: "created",
+        sandboxId: record.id,
+        tenantId,
+        at: record.startedAt,
+        detail: { template, timeout_at: record.timeoutAt },
+      });
       this.joinTenant(record, box, { memoryMb: quota.memoryMb, processes: quota.maxProcesses });
       return record;
     } catch (err) {
@@ -432,10 +464,11 @@ export class SandboxManager {
     return { sandboxes: page.sandboxes.map((r) => this.live.get(r.id)?.record ?? r), total: page.total };
   }
 
-  async kill(tenantId: string, id: string): Promise<void> {
+  /** Ends the caller's sandbox; `by`: an API call of the tenant's, or the operator. */
+  async kill(tenantId: string, id: string, by: EndedBy = "api"): Promise<void> {
     const record = this.get(tenantId, id);
     if (record.status !== "running") return;
-    await this.end(id, "terminated");
+    await this.end(id, { reason: "killed", by });
   }
 
   setTimeout(tenantId: string, id: string, timeoutS: number): SandboxRecord {
@@ -443,6 +476,13 @@ export class SandboxManager {
     const live = this.live.get(id) as Live;
     live.record.timeoutAt = new Date(Date.now() + timeoutS * 1000).toISOString();
     this.store.setTimeout(id, live.record.timeoutAt);
+    this.deadlines.set(id, Date.parse(live.record.timeoutAt));
+    this.events.emit({
+      type: "timeout_extended",
+      sandboxId: id,
+      tenantId,
+      detail: { timeout: timeoutS, timeout_at: live.record.timeoutAt },
+    });
     return live.record;
   }
 
@@ -451,22 +491,32 @@ export class SandboxManager {
     this.endedListeners.add(listener);
   }
 
-  private async end(id: string, status: "terminated" | "timed_out"): Promise<void> {
+  /**
+   * Ends a live sandbox for `cause`: its status follows from the reason, the reason itself is kept
+   * in its `ended` event. (The status shorthands stand for a kill and a timeout.)
+   */
+  async end(id: string, cause: EndCause | "terminated" | "timed_out"): Promise<void> {
     const live = this.live.get(id);
     if (!live) return;
     this.live.delete(id);
+    this.deadlines.delete(id);
     const tenantLeft = (this.liveByTenant.get(live.record.tenantId) ?? 1) - 1;
     if (tenantLeft > 0) this.liveByTenant.set(live.record.tenantId, tenantLeft);
     else this.liveByTenant.delete(live.record.tenantId);
-    const endedAt = new Date().toISOString();
-    live.record.status = status;
-    live.record.endedAt = endedAt;
-    this.store.end(id, status, endedAt);
+    this.recordEnd(live.record, typeof cause === "string" ? { reason: cause === "timed_out" ? "timed_out" : "killed" } : cause);
     for (const listener of this.endedListeners) listener(id);
     // The caller gets its answer once the processes are killed; unmounting and removing the cgroup
     // go on in the background (a crash midway leaves them to the start-up sweep).
     await live.box.stop().catch((err) => this.log.error({ err, sandbox_id: id }, "sandbox kill failed"));
     this.track(this.release(live.box, true).finally(() => this.fillPool()));
+  }
+
+  /** Marks a record ended (in memory and in the store) and announces its `ended` event. */
+  recordEnd(record: SandboxRecord, cause: EndCause, at = new Date().toISOString()): void {
+    record.status = endStatus(cause.reason);
+    record.endedAt = at;
+    this.store.end(record.id, record.status, at);
+    this.events.emit({ type: "ended", sandboxId: record.id, tenantId: record.tenantId, at, ...cause });
   }
 
   /** Keeps a background cleanup until it is done (close() waits for them). */
@@ -498,7 +548,8 @@ export class SandboxManager {
     const now = Date.now();
     for (const [id, live] of this.live) {
       if (Date.parse(live.record.timeoutAt) <= now) {
-        await this.end(id, "timed_out").catch((err) => this.log.error({ err, sandbox_id: id }, "reaper failed"));
+        // Not awaited: sandboxes due together end together, each at its deadline.
+        void this.end(id, { reason: "timed_out" }).catch((err) => this.log.error({ err, sandbox_id: id }, "reaper failed"));
       }
     }
   }
@@ -512,6 +563,7 @@ export class SandboxManager {
   async close(opts: { destroyAll?: boolean } = {}): Promise<void> {
     this.closing = true;
     if (this.reaper) clearInterval(this.reaper);
+    this.deadlines.close();
     for (const waiter of this.waiters.splice(0)) {
       clearTimeout(waiter.timer);
       waiter.reject(new ApiError("at_capacity", "The service is shutting down", 5));
@@ -519,7 +571,7 @@ export class SandboxManager {
     while (this.warming > 0) await new Promise((r) => setTimeout(r, 10));
     await Promise.all(this.warm.splice(0).map((box) => this.release(box)));
     if (opts.destroyAll) {
-      await Promise.all([...this.live.keys()].map((id) => this.end(id, "terminated")));
+      await Promise.all([...this.live.keys()].map((id) => this.end(id, { reason: "killed", by: "operator", detail: { shutdown: true } })));
       await Promise.all([...this.teardowns]);
       await this.cgroups.removeEmpty().catch(() => {});
       return;

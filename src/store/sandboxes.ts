@@ -1,8 +1,21 @@
 // Sandbox records: what a sandbox is (owner, template, limits, life span, status), kept so that a
 // restart of the service can re-adopt or cleanly end every sandbox.
+import type { EndReason } from "../events/bus.js";
 import type { Db } from "./db.js";
 
-export type SandboxStatus = "running" | "terminated" | "timed_out";
+export const SANDBOX_STATUSES = ["running", "paused", "terminated", "timed_out", "failed"] as const;
+export type SandboxStatus = (typeof SANDBOX_STATUSES)[number];
+export type EndedStatus = Exclude<SandboxStatus, "running" | "paused">;
+
+/**
+ * The status an ended sandbox shows for a reason: the public clients know `terminated`,
+ * `timed_out` and `failed`; the reason itself lives in the sandbox's events.
+ */
+export function endStatus(reason: EndReason): EndedStatus {
+  if (reason === "timed_out") return "timed_out";
+  if (reason === "oom" || reason === "error") return "failed";
+  return "terminated";
+}
 
 export interface SandboxRecord {
   id: string;
@@ -26,7 +39,7 @@ export interface SandboxStore {
   listRunning(): SandboxRecord[];
   countRunning(tenantId?: string): number;
   setTimeout(id: string, timeoutAt: string): void;
-  end(id: string, status: Exclude<SandboxStatus, "running">, endedAt: string): void;
+  end(id: string, status: EndedStatus, endedAt: string): void;
 }
 
 interface Row {
@@ -124,7 +137,7 @@ export class SqliteSandboxStore implements SandboxStore {
     this.stmts.setTimeout.run(timeoutAt, id);
   }
 
-  end(id: string, status: Exclude<SandboxStatus, "running">, endedAt: string): void {
+  end(id: string, status: EndedStatus, endedAt: string): void {
     this.stmts.end.run(status, endedAt, id);
   }
 }

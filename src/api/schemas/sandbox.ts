@@ -1,11 +1,12 @@
 // Sandbox, template and lifecycle schemas (PRODUCT.md section 2: exact keys, nothing more).
 import { type Static, Type } from "@sinclair/typebox";
+import { SANDBOX_STATUSES } from "../../store/sandboxes.js";
 import { StringMap } from "./common.js";
 
 export const Sandbox = Type.Object(
   {
     sandbox_id: Type.String(),
-    status: Type.Union([Type.Literal("running"), Type.Literal("terminated"), Type.Literal("timed_out")]),
+    status: Type.Union(SANDBOX_STATUSES.map((s) => Type.Literal(s))),
     template: Type.String(),
     template_id: Type.String(),
     started_at: Type.String({ format: "date-time" }),

@@ -1,0 +1,290 @@
+// Deployments: a tenant's named model served by its own replica processes behind the gateway
+// (`model: <deployment_name>`). This service owns create/list/get/delete, checks the request
+// (model, hardware, replica bounds), resolves the model to something a replica can run (a pulled
+// GGUF of the data dir, the AGENTBOX_MODEL file, or an operator-allowed server command), restarts
+// the deployments of the database at start, and is the gateway's model source for deployments.
+import crypto from "node:crypto";
+import fs from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { ApiError } from "../errors.js";
+import type { ModelScope, ModelSource } from "../inference/providers.js";
+import type { ModelInfo, Provider } from "../inference/types.js";
+import { resolveModelPath } from "../models/registry.js";
+import type { DeploymentRow, DeploymentStore } from "../store/deployments.js";
+import type { Accelerators } from "./accelerators.js";
+import type { DeploymentsConfig } from "./config.js";
+import { Deployment } from "./deployment.js";
+import type { Launch } from "./replica.js";
+import type { ReplicaSettings } from "./replica-main.js";
+
+/** Same rule as a provider name: what clients put in `model`. */
+export const DEPLOYMENT_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
+
+export interface CreateDeployment {
+  deployment_name: string;
+  model_name: string;
+  hw_type?: string;
+  gpu_model?: string;
+  gpu_count?: number;
+  min_replicas?: number;
+  max_replicas?: number;
+}
+
+export interface DeploymentView extends Omit<DeploymentRow, "tenant_id" | "name" | "id"> {
+  deployment_id: string;
+  deployment_name: string;
+  user_email: string | null;
+  replicas: ReturnType<Deployment["replicaInfo"]>;
+  queued: number;
+}
+
+// The replica entry point next to this file (.ts when the service runs from source under tsx).
+const HERE = fileURLToPath(import.meta.url);
+const REPLICA_MAIN = path.join(path.dirname(HERE), `replica-main${path.extname(HERE)}`);
+
+function isGguf(file: string): boolean {
+  try {
+    const fd = fs.openSync(file, "r");
+    const magic = Buffer.alloc(4);
+    fs.readSync(fd, magic, 0, 4, 0);
+    fs.closeSync(fd);
+    return magic.toString("latin1") === "GGUF";
+  } catch {
+    return false;
+  }
+}
+
+export interface DeploymentServiceDeps {
+  store: DeploymentStore;
+  config: DeploymentsConfig;
+  dataDir: string;
+  /** AGENTBOX_MODEL: a GGUF file also deployable under its file name. */
+  modelFile: string | undefined;
+  accelerators: Accelerators;
+  log: (level: "info" | "warn", msg: string, extra?: Record<string, unknown>) => void;
+}
+
+export class DeploymentService implements ModelSource {
+  readonly name = "deployments";
+  private readonly byId = new Map<string, Deployment>();
+  /** `${tenant}\n${name}` → deployment, for the gateway (deleting ones are not here). */
+  private readonly byName = new Map<string, Deployment>();
+
+  constructor(private readonly deps: DeploymentServiceDeps) {}
+
+  /** Starts the deployments the database has (after a restart); finishes deletions cut short. */
+  init(): void {
+    for (const row of this.deps.store.all()) {
+      if (row.status === "deleting") {
+        this.deps.store.remove(row.id);
+        continue;
+      }
+      let launch: { launch: (port: number) => Launch; tools: boolean };
+      try {
+        launch = this.launcher(row.model_name, row.name, row.gpu_model !== null);
+      } catch (err) {
+        row.status = "failed";
+        row.reason = (err as Error).message;
+        this.deps.store.setStatus(row.id, "failed", row.reason);
+        this.start(row, undefined);
+        continue;
+      }
+      if (row.status !== "failed") {
+        row.status = "creating";
+        row.reason = null;
+        this.deps.store.setStatus(row.id, "creating", null);
+      }
+      this.start(row, row.status === "failed" ? undefined : launch);
+    }
+  }
+
+  /** How to run a model: an allowed server command, a pulled GGUF, or the AGENTBOX_MODEL file. */
+  private launcher(model: string, deploymentName: string, gpu: boolean): { launch: (port: number) => Launch; tools: boolean } {
+    const { config } = this.deps;
+    const server = Object.hasOwn(config.servers, model) ? config.servers[model] : undefined;
+    const env = { PATH: process.env.PATH ?? "/usr/local/bin:/usr/bin:/bin", HOME: process.env.HOME ?? "/" };
+    if (server) {
+      const [command, ...args] = server.command as [string, ...string[]];
+      return {
+        tools: server.tools,
+        launch: (port) => ({ command, args: args.map((a) => a.replaceAll("{port}", String(port))), env, healthPath: server.healthPath }),
+      };
+    }
+    let file = resolveModelPath(this.deps.dataDir, model);
+    const fixed = this.deps.modelFile;
+    if (!file && fixed && path.basename(fixed).replace(/\.gguf$/i, "") === model) file = path.resolve(fixed);
+    if (!file) {
+      throw new ApiError(
+        "model_not_found",
+        `The model '${model}' is not here: pull it first (agentbox models pull), or ask the operator to allow a server for it`,
+      );
+    }
+    if (!isGguf(file)) throw new ApiError("invalid_request", `The model '${model}' is not a GGUF file`);
+    const modelPath = file;
+    return {
+      tools: false,
+      launch: (port) => {
+        const settings: ReplicaSettings = {
+          modelPath,
+          modelName: deploymentName,
+          port,
+          contextSize: config.contextSize,
+          parallel: config.parallel,
+          threads: config.threads,
+          gpu,
+        };
+        return {
+          command: process.execPath,
+          // The same loader flags as this process (tsx when running from source).
+          args: [...process.execArgv, REPLICA_MAIN],
+          env: { ...env, AGENTBOX_REPLICA: JSON.stringify(settings) },
+          healthPath: "/health",
+        };
+      },
+    };
+  }
+
+  private start(row: DeploymentRow, launch: { launch: (port: number) => Launch; tools: boolean } | undefined): Deployment {
+    const { config, store, log } = this.deps;
+    // A failed deployment keeps its row (and its reason) with no replicas.
+    const started = launch ?? { launch: () => ({ command: "false", args: [], env: {}, healthPath: "/" }), tools: false };
+    const bounds = launch ? row : { ...row, min_replicas: 0 };
+    const d = new Deployment(bounds, started.launch, started.tools, config, {
+      onStatus: (dep) => {
+        store.setStatus(dep.row.id, dep.row.status, dep.row.reason);
+        log(dep.row.status === "failed" ? "warn" : "info", "deployment status", {
+          deployment: dep.row.id,
+          status: dep.row.status,
+          reason: dep.row.reason,
+        });
+      },
+      log: (msg, extra) => log("info", msg, extra),
+    });
+    this.byId.set(row.id, d);
+    if (row.status !== "deleting") this.byName.set(`${row.tenant_id}\n${row.name}`, d);
+    return d;
+  }
+
+  async create(tenantId: string, input: CreateDeployment): Promise<{ deployment_id: string; message: string; status: string }> {
+    const { config } = this.deps;
+    const name = input.deployment_name;
+    if (!DEPLOYMENT_NAME.test(name))
+      throw new ApiError("invalid_request", "deployment_name must be 1-64 letters, digits, '_', '.', '-', starting with a letter or digit");
+    const min = input.min_replicas ?? 1;
+    const max = input.max_replicas ?? Math.max(1, min);
+    if (!Number.isInteger(min) || min < 1)
+      throw new ApiError("invalid_request", `min_replicas must be an integer of at least 1, got ${min}`);
+    if (!Number.isInteger(max) || max < 1)
+      throw new ApiError("invalid_request", `max_replicas must be an integer of at least 1, got ${max}`);
+    if (min > max) throw new ApiError("invalid_request", `min_replicas (${min}) is more than max_replicas (${max})`);
+    if (max > config.maxReplicas)
+      throw new ApiError(
+        "invalid_request",
+        `max_replicas (${max}) is over this host's limit of ${config.maxReplicas} replicas per deployment`,
+      );
+    const hwType = (input.hw_type ?? "cpu").toLowerCase();
+    if (!["cpu", "gpu", "dedicated"].includes(hwType))
+      throw new ApiError("invalid_request", `hw_type must be 'cpu', 'gpu' or 'dedicated', got '${input.hw_type}'`);
+    const gpuModel = input.gpu_model ? input.gpu_model : null;
+    const gpuCount = input.gpu_count ?? (gpuModel ? 1 : 0);
+    if (hwType === "gpu" && !gpuModel)
+      throw new ApiError("invalid_request", "hw_type 'gpu' needs a gpu_model (GET /v1/accelerators lists them)");
+    if (gpuModel !== null) {
+      if (gpuCount < 1) throw new ApiError("invalid_request", "gpu_count must be at least 1 with a gpu_model");
+      if (!(await this.deps.accelerators.hasGpu(gpuModel, gpuCount)))
+        throw new ApiError(
+          "invalid_request",
+          `This host has no ${gpuCount > 1 ? `${gpuCount} GPUs` : "GPU"} '${gpuModel}' (GET /v1/accelerators lists its hardware; hw_type 'cpu' runs on the CPU)`,
+        );
+    }
+    const mine = [...this.byId.values()].filter((d) => d.row.tenant_id === tenantId && d.row.status !== "deleting");
+    if (mine.some((d) => d.row.name === name)) throw new ApiError("conflict", `A deployment named '${name}' already exists`);
+    if (mine.length >= config.maxPerTenant)
+      throw new ApiError("quota_exceeded", `This tenant has ${mine.length} deployments, the most allowed; delete one first`);
+    const launch = this.launcher(input.model_name, name, gpuModel !== null);
+    const row: DeploymentRow = {
+      id: `dep_${crypto.randomBytes(10).toString("hex")}`,
+      tenant_id: tenantId,
+      name,
+      model_name: input.model_name,
+      hw_type: hwType,
+      gpu_model: gpuModel,
+      gpu_count: gpuCount,
+      min_replicas: min,
+      max_replicas: max,
+      status: "creating",
+      reason: null,
+      created_at: new Date().toISOString(),
+    };
+    // The row's uniqueness is the last word (a deleting deployment of that name may still be in the table).
+    if (!this.deps.store.insert(row)) throw new ApiError("conflict", `A deployment named '${name}' already exists`);
+    this.start(row, launch);
+    return {
+      deployment_id: row.id,
+      message: `Deployment '${name}' is being created with ${min} replica${min === 1 ? "" : "s"}`,
+      status: row.status,
+    };
+  }
+
+  private view(d: Deployment): DeploymentView {
+    const { id, tenant_id: _, name, ...rest } = d.row;
+    return {
+      deployment_id: id,
+      deployment_name: name,
+      user_email: null,
+      ...rest,
+      replicas: d.replicaInfo(),
+      queued: d.queued,
+    };
+  }
+
+  list(tenantId: string): DeploymentView[] {
+    return [...this.byId.values()].filter((d) => d.row.tenant_id === tenantId).map((d) => this.view(d));
+  }
+
+  private own(tenantId: string, id: string): Deployment {
+    const d = this.byId.get(id);
+    // Another tenant's deployment is as absent as a missing one.
+    if (!d || d.row.tenant_id !== tenantId) throw new ApiError("not_found", `Deployment '${id}' was not found`);
+    return d;
+  }
+
+  get(tenantId: string, id: string): DeploymentView {
+    return this.view(this.own(tenantId, id));
+  }
+
+  /**
+   * Deletes a deployment: from now on the gateway no longer routes its name; requests already
+   * queued or running finish (up to the drain time); then its replicas stop and its row goes.
+   */
+  delete(tenantId: string, id: string): { message: string; deployment_id: string; status: string } {
+    const d = this.own(tenantId, id);
+    if (d.row.status !== "deleting") {
+      this.byName.delete(`${tenantId}\n${d.row.name}`);
+      void d.drain().finally(() => {
+        this.byId.delete(id);
+        this.deps.store.remove(id);
+      });
+    }
+    return { message: `Deployment '${d.row.name}' is being deleted`, deployment_id: id, status: d.row.status };
+  }
+
+  // --- the gateway's model source ---
+
+  models(scope?: ModelScope): ModelInfo[] {
+    if (!scope) return [];
+    const out: ModelInfo[] = [];
+    for (const d of this.byName.values()) if (d.row.tenant_id === scope.tenantId) out.push(...d.models());
+    return out;
+  }
+
+  resolve(model: string, scope?: ModelScope): Provider | undefined {
+    if (!scope) return undefined;
+    return this.byName.get(`${scope.tenantId}\n${model}`);
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([...this.byId.values()].map((d) => d.close()));
+  }
+}

@@ -1,0 +1,38 @@
+// Wiring of deployments at start-up: the store, the service (restarting the deployments the
+// database has), the host's accelerators, and the gateway hook that routes deployment names.
+import type { Database } from "better-sqlite3";
+import type { Logger } from "pino";
+import type { Config } from "../config.js";
+import type { ProviderRegistry } from "../inference/providers.js";
+import { DeploymentStore } from "../store/deployments.js";
+import { Accelerators } from "./accelerators.js";
+import { DeploymentService } from "./service.js";
+
+export interface DeploymentsArea {
+  deployments: DeploymentService;
+  accelerators: Accelerators;
+  close(): Promise<void>;
+}
+
+export function openDeployments(config: Config, db: Database, providers: ProviderRegistry, logger: Logger): DeploymentsArea {
+  const accelerators = new Accelerators();
+  const deployments = new DeploymentService({
+    store: new DeploymentStore(db),
+    config: config.deployments,
+    dataDir: config.dataDir,
+    modelFile: config.model,
+    accelerators,
+    log: (level, msg, extra) => logger[level](extra ?? {}, msg),
+  });
+  // Asked before the providers file: a tenant's deployment name is what that tenant means.
+  providers.addSource(deployments, "first");
+  deployments.init();
+  return {
+    deployments,
+    accelerators,
+    async close() {
+      providers.removeSource(deployments);
+      await deployments.close();
+    },
+  };
+}

@@ -5,6 +5,7 @@ import os from "node:os";
 import path from "node:path";
 import { type DeploymentsConfig, loadDeploymentsConfig } from "./deployments/config.js";
 import { type FilesConfig, loadFilesConfig } from "./files/config.js";
+import { type NetworkSettings, networkSettings } from "./network/settings.js";
 import type { EffectiveQuotas } from "./store/tenants.js";
 
 function num(name: string, fallback: number): number {
@@ -37,6 +38,8 @@ export interface Limits {
 }
 
 export interface Config {
+  /** Egress policy defaults and limits, port URLs and share links (src/network/settings.ts). */
+  network: NetworkSettings;
   host: string;
   port: number;
   dataDir: string;
@@ -179,6 +182,7 @@ export function loadConfig(): Config {
   };
   const dataDir = path.resolve(process.env.AGENTBOX_DATA_DIR || "./data");
   return {
+    network: networkSettings(),
     host: process.env.AGENTBOX_HOST || "127.0.0.1",
     port: num("AGENTBOX_PORT", 8080),
     dataDir,

@@ -8,6 +8,8 @@ import { Metrics } from "./api/metrics.js";
 import { loadConfig } from "./config.js";
 import { openDeployments } from "./deployments/setup.js";
 import { loadProviders } from "./inference/providers.js";
+import { NetworkService } from "./network/service.js";
+import { NetworkStore } from "./network/store.js";
 import { LocalModels } from "./models/source.js";
 import { SandboxManager } from "./sandbox/manager.js";
 import { checkHost } from "./sandbox/preflight.js";
@@ -42,7 +44,9 @@ async function main(): Promise<void> {
   const sandboxes = new SandboxManager(config, new SqliteSandboxStore(db), tenants, logger);
   await sandboxes.init();
   const metrics = new Metrics(() => sandboxes.liveCount());
-  const sandbox = new SandboxService({ config, sandboxes, tenants, counters: metrics });
+  const network = new NetworkService(config, sandboxes, new NetworkStore(db), logger);
+  await network.init();
+  const sandbox = new SandboxService({ config, sandboxes, tenants, counters: metrics, network });
   const vectorsArea = openVectors(config.dataDir, db, providers, logger);
   const files = await openFiles(config.files, db, tenants, (tenantId, id) => sandboxes.box(tenantId, id), logger);
   const deploymentsArea = openDeployments(config, db, providers, logger);
@@ -55,6 +59,7 @@ async function main(): Promise<void> {
       sandboxes,
       sandbox,
       metrics,
+      network,
       inference: { db, providers, embeddings: vectorsArea.embeddings },
       vectors: vectorsArea.vectors,
       files,

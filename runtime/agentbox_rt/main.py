@@ -12,6 +12,7 @@ from .datastack import prewarm
 from .files import file_op, resolve
 from .kernels import Kernel, Run
 from .pidcap import PIDS_CHECK_S, PIDS_MAX, check_pids, pids_check, start_kernel
+from .netstart import start_relay
 from .protocol import LinkReader, send, widen_pipes
 from .state import HOME, children, kernels, runs, sel, user_env
 from .stats import own_io, start_io_accounting, stats
@@ -95,6 +96,13 @@ def handle(header, body):
     elif op == "prewarm":
         # Asked by the service for the few pool sandboxes next in line (not every sandbox: each
         # pre-import costs ~0.6 s of CPU and ~60 MiB while it is held).
+    elif op == "net":
+        try:
+            started = start_relay(header)
+        except OSError as e:
+            send({"ev": "error", "id": rid, "message": "network relay failed to start: %s" % e})
+            return
+        send({"ev": "ok", "id": rid, "started": started})
         try:
             prewarm.start(lambda: Kernel("python:warm", "python", HOME, None, warm=True))
         except OSError:

@@ -22,6 +22,8 @@ import { contextRoutes } from "./routes/contexts.js";
 import { deploymentRoutes } from "./routes/deployments.js";
 import { fileRoutes } from "./routes/files.js";
 import { metricsRoutes } from "./routes/metrics.js";
+import { networkRoutes } from "./routes/network.js";
+import { installPortUpgrades, portRoutes } from "./routes/ports.js";
 import { sandboxRoutes } from "./routes/sandboxes.js";
 import { sandboxTransferRoutes, storedFileRoutes } from "./routes/stored-files.js";
 import { CodeRunResult } from "./schemas/code.js";
@@ -159,7 +161,12 @@ export async function buildApp(services: Services, logger: Logger): Promise<Fast
     if (services.files) await app.register(sandboxTransferRoutes, { prefix, files: services.files, maxFileBytes: config.files.maxFileBytes });
     await app.register(contextRoutes, { prefix, services });
     await app.register(metricsRoutes, { prefix, services });
+    if (services.network) {
+      await app.register(networkRoutes, { prefix, network: services.network });
+      await app.register(portRoutes, { prefix, network: services.network, publicUrl: config.network.publicUrl });
+    }
   }
+  if (services.network) installPortUpgrades(app.server, services.network, services.keys, config.mountRootAliases);
   await app.register(adminRoutes, { prefix: "/v1/admin", services });
   if (services.files) await app.register(storedFileRoutes, { prefix: "/v1", files: services.files, maxFileBytes: config.files.maxFileBytes });
   if (services.inference) {

@@ -1,4 +1,4 @@
-// Authentication: every request except health, metrics and the API documents needs
+// Authentication: every request except health, metrics, the API documents and share links of ports needs
 // `Authorization: Bearer <key>`. Under /v1/admin only the operator's admin key is accepted (a
 // tenant key there is 401, and is not even looked up); everywhere else only a tenant's API key is,
 // whose record (and so its tenant) is attached to the request. The admin key is no tenant's key.
@@ -15,6 +15,8 @@ declare module "fastify" {
 const PUBLIC = [/^\/health$/, /^\/metrics$/, /^\/openapi\.json$/, /^\/docs(\/|$)/];
 const ADMIN = /^\/v1\/admin(\/|$)/;
 const BEARER = /^Bearer +([\x21-\x7e]{1,512})$/;
+/** A share link of a sandbox port: its signed token stands in for the key, checked by the route (routes/ports.ts). */
+const SHARED_PORT = /^(\/v1\/agents)?\/sandboxes\/[^/]+\/ports\/\d+\/_share\//;
 
 export function installAuth(app: FastifyInstance, keys: KeyStore, admin: AdminKeys): void {
   app.decorateRequest("apiKey", undefined as unknown as ApiKeyRecord);
@@ -23,6 +25,7 @@ export function installAuth(app: FastifyInstance, keys: KeyStore, admin: AdminKe
     if (PUBLIC.some((re) => re.test(path))) return;
     const header = request.headers.authorization;
     if (!header) throw new ApiError("unauthorized", "Missing Authorization header; send 'Authorization: Bearer <API key>'");
+    if (!header && SHARED_PORT.test(path) && request.routeOptions.url?.endsWith("/ports/:port/*")) return;
     const match = BEARER.exec(header.trim());
     if (!match) throw new ApiError("unauthorized", "Malformed Authorization header; expected 'Bearer <API key>'");
     const token = match[1] as string;

@@ -5,6 +5,7 @@ import type { DeploymentRouteDeps } from "./routes/deployments.js";
 import type { FileService } from "../files/service.js";
 import type { EmbeddingService } from "../inference/embeddings.js";
 import type { ProviderRegistry } from "../inference/providers.js";
+import type { NetworkService } from "../network/service.js";
 import type { SandboxManager } from "../sandbox/manager.js";
 import type { SandboxService } from "../sandbox/service.js";
 import type { AdminKeys, KeyStore } from "../store/keys.js";
@@ -23,6 +24,8 @@ export interface Services {
   /** Everything a caller does with its sandboxes (runs, commands, contexts), whichever route it came through. */
   sandbox: SandboxService;
   metrics?: Metrics;
+  /** Egress policies, the egress log and port connections of sandboxes; absent, no such routes. */
+  network?: NetworkService;
   /** The inference gateway's upstreams and the database it records usage in; absent, no /v1/inference routes. */
   inference?: { db: Database; providers: ProviderRegistry; embeddings?: EmbeddingService };
   /** Vector indexes and search (the /v1/vectors routes); absent, no such routes. */

@@ -237,6 +237,20 @@ export class PolicyMatcher {
    * operator mapped a name to explicitly). Then, with an allow list, the name must match it or every
    * address must be in an allowed CIDR; without one, internet access must be on.
    */
+  /**
+   * The decision when the name alone settles it (egress off, a denied name, a name outside an
+   * allow list without CIDRs): the proxy then does not even look the name up.
+   */
+  decideByName(host: string): Decision | undefined {
+    const name = host.toLowerCase().replace(/\.$/, "");
+    if (!egressEnabled(this.policy)) return { allowed: false, reason: "internet access is off for this sandbox" };
+    if (net.isIP(name) !== 0) return undefined;
+    if (this.deny.some((r) => r.kind === "domain" && nameMatches(name, r))) return { allowed: false, reason: "denied by policy" };
+    if (this.allow.length > 0 && !this.allow.some((r) => r.kind === "cidr" || nameMatches(name, r)))
+      return { allowed: false, reason: "not in allow_out" };
+    return undefined;
+  }
+
   decide(host: string, addresses: string[], trusted: readonly string[] = []): Decision {
     const name = host.toLowerCase().replace(/\.$/, "");
     const isIp = net.isIP(name) !== 0;

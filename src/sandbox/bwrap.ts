@@ -98,6 +98,23 @@ export const SYSTEM_VIEW: string[][] = [
   ["--symlink", "usr/sbin", "/sbin"],
 ];
 
+/**
+ * The host directory bound read-only at /run/agentbox in the sandbox: the unix sockets the service
+ * listens on for the sandbox's egress and port connections (src/network/). Next to the workspace
+ * root, one per sandbox; made here so it exists whenever a sandbox starts (pool ones too), root's
+ * and read-only inside, so code in the sandbox can neither add nor replace a socket in it.
+ */
+export function netDirOf(workspace: string): string {
+  return path.join(`${path.dirname(workspace)}.net`, path.basename(workspace));
+}
+
+function makeNetDir(workspace: string): string {
+  const dir = netDirOf(workspace);
+  fs.mkdirSync(path.dirname(dir), { recursive: true, mode: 0o711 });
+  fs.mkdirSync(dir, { recursive: true, mode: 0o755 });
+  return dir;
+}
+
 export function planBwrap(workspace: string, tmpMb: number, seccomp: Buffer, command: string[] = SUPERVISOR): BwrapPlan {
   const files = sandboxFiles();
   const opts = [
@@ -105,6 +122,7 @@ export function planBwrap(workspace: string, tmpMb: number, seccomp: Buffer, com
     ["--uid", String(SANDBOX_UID), "--gid", String(SANDBOX_UID), "--hostname", "sandbox"],
     ...SYSTEM_VIEW,
     ["--dir", "/etc"],
+    ["--ro-bind", makeNetDir(workspace), "/run/agentbox"],
     ["--ro-bind", "/etc/ld.so.cache", "/etc/ld.so.cache"],
     ["--ro-bind-try", "/etc/alternatives", "/etc/alternatives"],
     ["--ro-bind-try", "/etc/localtime", "/etc/localtime"],

@@ -111,6 +111,8 @@ export interface SandboxServiceDeps {
   sandboxes: SandboxManager;
   tenants: TenantStore;
   counters?: ServiceCounters;
+  /** Bytes a sandbox moved through the egress proxy (added to its network counters). */
+  network?: { bytes(sandboxId: string): { rx: number; tx: number } };
 }
 
 export class SandboxService {
@@ -177,7 +179,8 @@ export class SandboxService {
   /** Resource use of a running sandbox. */
   async usage(caller: Caller, id: string): Promise<SandboxUsage> {
     const m = await this.sandboxes.box(caller.tenantId, id).metrics();
-    return { ...m, memoryTotalMb: this.config.limits.memoryMb };
+    const egress = this.deps.network?.bytes(id) ?? { rx: 0, tx: 0 };
+    return { ...m, networkRx: m.networkRx + egress.rx, networkTx: m.networkTx + egress.tx, memoryTotalMb: this.config.limits.memoryMb };
   }
 
   // --- executions (each holds a slot of every gate while it runs) ---

@@ -2,7 +2,7 @@
 // system files, its own workspace), and that nothing of the service's environment reaches it.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { planBwrap, SANDBOX_HOME } from "../../src/sandbox/bwrap.js";
+import { netDirOf, planBwrap, SANDBOX_HOME } from "../../src/sandbox/bwrap.js";
 
 const WORKSPACE = "/run/agentbox-unit/ws-1";
 const SECCOMP = Buffer.from([6, 0, 0, 0, 0, 0, 0xff, 0x7f]);
@@ -58,10 +58,12 @@ test("the host is seen read-only: only the workspace is bound writable, and only
   const roSources = all("--ro-bind", 2).map(([src]) => src as string);
   assert.ok(roSources.includes("/usr"));
   for (const src of [...roSources, ...all("--ro-bind-try", 2).map(([s]) => s as string)]) {
-    assert.ok(src === "/usr" || src.startsWith("/etc/"), `unexpected host path ${src}`);
+    assert.ok(src === "/usr" || src.startsWith("/etc/") || src === netDirOf(WORKSPACE), `unexpected host path ${src}`);
     assert.ok(!/shadow|sudoers|ssh|\/root/.test(src), `secret host path ${src}`);
   }
   assert.ok(has("--tmpfs", "/usr/local"), "/usr/local hidden");
+  // The sandbox's network sockets: a directory of its own, read-only inside.
+  assert.ok(has("--ro-bind", netDirOf(WORKSPACE), "/run/agentbox"));
   // The root is remounted read-only last, after every mount under it is in place.
   assert.deepEqual(opts.slice(-2), ["--remount-ro", "/"]);
 });

@@ -49,12 +49,15 @@ export const sandboxRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = 
     },
     async (request, reply) => {
       const body = request.body ?? {};
+      // Validated before the sandbox exists: a bad policy is a 400 and no sandbox.
+      const network = services.network?.forCreate(body);
       const record = await sandbox.createSandbox(request.apiKey, {
         template: body.template,
         timeoutS: body.timeout,
         envVars: body.env_vars,
         metadata: body.metadata,
       });
+      if (network) await services.network?.attach(request.apiKey.tenantId, record.id, network);
       return reply.status(201).send(sandboxJson(record));
     },
   );

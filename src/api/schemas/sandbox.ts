@@ -2,6 +2,7 @@
 import { type Static, Type } from "@sinclair/typebox";
 import { SANDBOX_STATUSES } from "../../store/sandboxes.js";
 import { StringMap } from "./common.js";
+import { NetworkRules } from "./network.js";
 
 export const Sandbox = Type.Object(
   {
@@ -26,6 +27,8 @@ export const CreateSandboxBody = Type.Object(
     timeout: Type.Optional(Type.Integer({ minimum: 1, description: "Seconds the sandbox lives (default 300)" })),
     env_vars: Type.Optional(StringMap),
     metadata: Type.Optional(Type.Record(Type.String({ maxLength: 256 }), Type.Unknown(), { maxProperties: 64 })),
+    internet_access: Type.Optional(Type.Boolean({ description: "Egress through the service's proxy to any public address (default false: none)" })),
+    network: Type.Optional(NetworkRules),
     provider: Type.Optional(Type.String({ description: "Accepted for compatibility and ignored" })),
     region: Type.Optional(Type.String({ description: "Accepted for compatibility and ignored" })),
   },

@@ -1,0 +1,235 @@
+// Ports → URLs: GET /sandboxes/{id}/host/{port} → {url}; POST /sandboxes/{id}/ports/{port}/share
+// → a signed link; and the proxy itself, /sandboxes/{id}/ports/{port}/... (HTTP requests and
+// WebSocket upgrades, streamed both ways to 127.0.0.1:{port} inside the sandbox). Access: the
+// owner's API key, or a share token as the path segment `_share/{token}` (see auth.ts).
+import http from "node:http";
+import type net from "node:net";
+import type { Duplex } from "node:stream";
+import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
+import { Type } from "@sinclair/typebox";
+import type { FastifyRequest } from "fastify";
+import { ApiError, invalid } from "../../errors.js";
+import type { NetworkService } from "../../network/service.js";
+import type { KeyStore } from "../../store/keys.js";
+import { errors } from "../schemas/common.js";
+import { HostUrl, PortParams, ShareBody, ShareResponse } from "../schemas/network.js";
+
+/** The proxied path: which sandbox and port, the share token if any, what to ask the sandbox for. */
+const PORT_PATH = /^(?:\/v1\/agents)?\/sandboxes\/([^/?]{1,128})\/ports\/(\d{1,5})(?:\/_share\/([^/?]{1,2100}))?(\/[^?]*)?(\?.*)?$/;
+
+/** Headers that belong to one hop, or to us: never passed on. */
+const HOP = new Set([
+  "authorization",
+  "connection",
+  "keep-alive",
+  "proxy-authorization",
+  "proxy-connection",
+  "te",
+  "trailer",
+  "transfer-encoding",
+  "upgrade",
+  "host",
+]);
+
+/**
+ * What the sandbox serves runs in the browser as an origin of its own (CSP sandbox): its scripts
+ * cannot read this service's pages or storage, though they share its host name.
+ */
+const CSP = "sandbox allow-scripts allow-forms allow-popups allow-modals allow-downloads allow-popups-to-escape-sandbox";
+
+interface Target {
+  sandboxId: string;
+  port: number;
+  token?: string;
+  path: string;
+}
+
+function parseTarget(url: string): Target | undefined {
+  const m = PORT_PATH.exec(url);
+  if (!m) return undefined;
+  const port = Number(m[2]);
+  if (port < 1 || port > 65535) return undefined;
+  return { sandboxId: decodeURIComponent(m[1] as string), port, token: m[3], path: `${m[4] ?? "/"}${m[5] ?? ""}` };
+}
+
+/** The tenant allowed to reach the target: the share token's, else the API key's; throws 401 otherwise. */
+function tenantFor(network: NetworkService, target: Target, keyTenant: string | undefined): string {
+  if (target.token !== undefined) {
+    const tenant = network.shareTenant(target.token, target.sandboxId, target.port);
+    if (!tenant) throw new ApiError("unauthorized", "This share link is invalid or has expired");
+    return tenant;
+  }
+  if (!keyTenant)
+    throw new ApiError("unauthorized", "Missing Authorization header; send 'Authorization: Bearer <API key>' or use a share link");
+  return keyTenant;
+}
+
+function forwardHeaders(headers: http.IncomingHttpHeaders, port: number, host: string | undefined): http.OutgoingHttpHeaders {
+  const out: http.OutgoingHttpHeaders = {};
+  for (const [k, v] of Object.entries(headers)) if (!HOP.has(k) && v !== undefined) out[k] = v;
+  out.host = `localhost:${port}`;
+  if (host) out["x-forwarded-host"] = host;
+  return out;
+}
+
+function baseUrl(request: FastifyRequest, configured: string | undefined): string {
+  return configured ?? `${request.protocol}://${request.host}`;
+}
+
+function parsePort(raw: string): number {
+  const port = Number(raw);
+  if (!Number.isInteger(port) || port < 1 || port > 65535) throw invalid("'port' must be 1..65535");
+  return port;
+}
+
+export const portRoutes: FastifyPluginAsyncTypebox<{ network: NetworkService; publicUrl: string | undefined }> = async (
+  app,
+  { network, publicUrl },
+) => {
+  const tags = ["ports"];
+  // Bodies of proxied requests are streamed to the sandbox as they are, never parsed here.
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser("*", (_request, _payload, done) => done(null));
+
+  app.get(
+    "/sandboxes/:sandbox_id/host/:port",
+    {
+      schema: {
+        tags,
+        summary: "The URL of a port of the sandbox (reached with your API key, or via a share link)",
+        params: PortParams,
+        response: { 200: HostUrl, ...errors(400, 401, 404) },
+      },
+    },
+    async (request) => {
+      const { sandbox_id: id } = request.params;
+      const port = parsePort(request.params.port);
+      network.getPolicy(request.apiKey.tenantId, id);
+      return { url: `${baseUrl(request, publicUrl)}/v1/agents/sandboxes/${encodeURIComponent(id)}/ports/${port}/` };
+    },
+  );
+
+  app.post(
+    "/sandboxes/:sandbox_id/ports/:port/share",
+    {
+      schema: {
+        tags,
+        summary: "A link to a port of the sandbox that works without the API key until it expires",
+        params: PortParams,
+        body: ShareBody,
+        response: { 200: ShareResponse, ...errors(400, 401, 404) },
+      },
+    },
+    async (request) => {
+      const { sandbox_id: id } = request.params;
+      const port = parsePort(request.params.port);
+      const { token, expiresAt } = network.share(request.apiKey.tenantId, id, port, request.body.expires_in);
+      return {
+        url: `${baseUrl(request, publicUrl)}/v1/agents/sandboxes/${encodeURIComponent(id)}/ports/${port}/_share/${token}/`,
+        expires_at: expiresAt.toISOString(),
+      };
+    },
+  );
+
+  const proxy = async (request: FastifyRequest, reply: import("fastify").FastifyReply) => {
+    const target = parseTarget(request.url);
+    if (!target) throw invalid("Malformed port URL");
+    const tenant = tenantFor(network, target, (request as { apiKey?: { tenantId: string } }).apiKey?.tenantId);
+    const sock = await network.openPort(tenant, target.sandboxId, target.port);
+    reply.hijack();
+    const res = reply.raw;
+    const upstream = http.request({
+      method: request.method,
+      path: target.path,
+      headers: forwardHeaders(request.headers, target.port, request.headers.host),
+      createConnection: () => sock,
+    });
+    upstream.on("response", (up) => {
+      const headers: http.OutgoingHttpHeaders = {};
+      for (const [k, v] of Object.entries(up.headers)) if (!HOP.has(k) && v !== undefined) headers[k] = v;
+      headers["content-security-policy"] = CSP;
+      res.writeHead(up.statusCode ?? 502, up.statusMessage, headers);
+      up.pipe(res);
+      up.on("error", () => res.destroy());
+    });
+    upstream.on("error", (err) => {
+      if (res.headersSent) return void res.destroy();
+      const body = JSON.stringify({
+        error: { code: "upstream_error", message: `The sandbox's port ${target.port} failed: ${err.message}` },
+      });
+      res.writeHead(502, { "content-type": "application/json", "content-length": Buffer.byteLength(body) });
+      res.end(body);
+    });
+    res.on("close", () => {
+      if (!res.writableFinished) sock.destroy();
+    });
+    request.raw.pipe(upstream);
+  };
+
+  const schema = {
+    tags,
+    summary: "The sandbox's HTTP server on this port (any method; WebSocket upgrades too), streamed both ways",
+    params: Type.Object({ sandbox_id: Type.String(), port: Type.String({ pattern: "^[0-9]{1,5}$" }), "*": Type.Optional(Type.String()) }),
+  };
+  const methods: ("GET" | "HEAD" | "POST" | "PUT" | "PATCH" | "DELETE" | "OPTIONS")[] = [
+    "GET",
+    "HEAD",
+    "POST",
+    "PUT",
+    "PATCH",
+    "DELETE",
+    "OPTIONS",
+  ];
+  app.route({ method: methods, url: "/sandboxes/:sandbox_id/ports/:port", schema, handler: proxy });
+  app.route({ method: methods, url: "/sandboxes/:sandbox_id/ports/:port/*", schema, handler: proxy });
+};
+
+function refuse(socket: Duplex, err: unknown): void {
+  const api = err instanceof ApiError ? err : new ApiError("internal_error", "Internal error");
+  const body = JSON.stringify({ error: { code: api.code, message: api.message } });
+  socket.end(
+    `HTTP/1.1 ${api.status} ${http.STATUS_CODES[api.status] ?? "Error"}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+  );
+}
+
+const BEARER = /^Bearer +([\x21-\x7e]{1,512})$/;
+
+/**
+ * WebSocket (any Upgrade) requests to port URLs: authenticated like the HTTP route, then the
+ * request goes to the sandbox's port as it came (minus our credentials) and bytes flow both ways.
+ * Upgrades to any other path are refused.
+ */
+export function installPortUpgrades(server: http.Server, network: NetworkService, keys: KeyStore, rootAliases: boolean): void {
+  server.on("upgrade", (req: http.IncomingMessage, socket: Duplex, head: Buffer) => {
+    socket.on("error", () => socket.destroy());
+    void (async () => {
+      const url = req.url ?? "";
+      const target = parseTarget(url);
+      if (!target || (!rootAliases && !url.startsWith("/v1/agents/"))) throw new ApiError("not_found", "No WebSocket endpoint here");
+      let keyTenant: string | undefined;
+      if (target.token === undefined) {
+        const m = BEARER.exec((req.headers.authorization ?? "").trim());
+        const key = m ? keys.verify(m[1] as string) : undefined;
+        if (!key)
+          throw new ApiError("unauthorized", "Missing or invalid API key; send 'Authorization: Bearer <API key>' or use a share link");
+        keyTenant = key.tenantId;
+      }
+      const tenant = tenantFor(network, target, keyTenant);
+      const sock: net.Socket = await network.openPort(tenant, target.sandboxId, target.port);
+      const lines = [`${req.method} ${target.path} HTTP/1.1`, `host: localhost:${target.port}`];
+      for (let i = 0; i < req.rawHeaders.length; i += 2) {
+        const name = req.rawHeaders[i] as string;
+        const lower = name.toLowerCase();
+        if (lower === "authorization" || lower === "host" || lower.startsWith("proxy-")) continue;
+        lines.push(`${name}: ${req.rawHeaders[i + 1]}`);
+      }
+      sock.write(`${lines.join("\r\n")}\r\n\r\n`);
+      if (head.length) sock.write(head);
+      sock.on("error", () => socket.destroy());
+      socket.on("close", () => sock.destroy());
+      sock.on("close", () => socket.destroy());
+      sock.pipe(socket);
+      socket.pipe(sock);
+    })().catch((err) => refuse(socket, err));
+  });
+}

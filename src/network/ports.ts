@@ -1,0 +1,145 @@
+// The host's end of a sandbox's port connections: a unix socket the sandbox's relay connects to.
+// The relay's first connection ("CTRL") is the control line the host asks for connections on
+// ("OPEN <id> <port>"); each answer arrives as a new connection ("DATA <id>", then the bytes of the
+// sandbox's 127.0.0.1:<port>) or a "FAIL <id> <reason>" line. Whatever arrives here comes from the
+// sandbox and is treated as such: bounded lines, ids that must match an open request.
+import crypto from "node:crypto";
+import net from "node:net";
+
+const LINE_MAX = 512;
+const FIRST_LINE_TIMEOUT_MS = 5000;
+const OPEN_TIMEOUT_MS = 5000;
+const MAX_PENDING = 256;
+
+export class PortUnavailable extends Error {}
+
+interface Pending {
+  resolve(sock: net.Socket): void;
+  reject(err: Error): void;
+  timer: NodeJS.Timeout;
+}
+
+/** Reads one "\n"-terminated line; the bytes after it are pushed back. */
+function firstLine(sock: net.Socket): Promise<string | undefined> {
+  return new Promise((resolve) => {
+    let buf = Buffer.alloc(0);
+    const done = (line: string | undefined) => {
+      clearTimeout(timer);
+      sock.off("data", onData);
+      sock.off("end", onEnd);
+      sock.pause();
+      resolve(line);
+    };
+    const timer = setTimeout(() => done(undefined), FIRST_LINE_TIMEOUT_MS);
+    const onEnd = () => done(undefined);
+    const onData = (chunk: Buffer) => {
+      buf = Buffer.concat([buf, chunk]);
+      const nl = buf.indexOf(10);
+      if (nl >= 0) {
+        const rest = buf.subarray(nl + 1);
+        if (rest.length) sock.unshift(rest);
+        done(buf.subarray(0, nl).toString("latin1"));
+      } else if (buf.length > LINE_MAX) done(undefined);
+    };
+    sock.on("data", onData);
+    sock.on("end", onEnd);
+  });
+}
+
+export class PortBroker {
+  readonly server: net.Server;
+  private control: net.Socket | undefined;
+  private controlWaiters: (() => void)[] = [];
+  private readonly pending = new Map<string, Pending>();
+
+  constructor() {
+    this.server = net.createServer((sock) => {
+      sock.on("error", () => sock.destroy());
+      void this.accept(sock);
+    });
+  }
+
+  get connected(): boolean {
+    return this.control !== undefined && !this.control.destroyed;
+  }
+
+  private async accept(sock: net.Socket): Promise<void> {
+    const line = await firstLine(sock);
+    if (line === "CTRL") return this.setControl(sock);
+    const m = line === undefined ? null : /^DATA ([0-9a-f]{32})$/.exec(line);
+    const waiting = m ? this.pending.get(m[1] as string) : undefined;
+    if (!m || !waiting) return void sock.destroy();
+    this.pending.delete(m[1] as string);
+    clearTimeout(waiting.timer);
+    waiting.resolve(sock);
+  }
+
+  private setControl(sock: net.Socket): void {
+    this.control?.destroy();
+    this.control = sock;
+    let buf = "";
+    sock.setEncoding("latin1");
+    sock.on("data", (chunk: string) => {
+      buf += chunk;
+      if (buf.length > 64 * 1024) return void sock.destroy();
+      for (let nl = buf.indexOf("\n"); nl >= 0; nl = buf.indexOf("\n")) {
+        const line = buf.slice(0, nl);
+        buf = buf.slice(nl + 1);
+        const m = /^FAIL ([0-9a-f]{32}) (.{1,300})$/.exec(line);
+        const waiting = m ? this.pending.get(m[1] as string) : undefined;
+        if (m && waiting) {
+          this.pending.delete(m[1] as string);
+          clearTimeout(waiting.timer);
+          waiting.reject(new PortUnavailable(m[2] as string));
+        }
+      }
+    });
+    sock.on("close", () => {
+      if (this.control === sock) this.control = undefined;
+    });
+    sock.resume();
+    for (const w of this.controlWaiters.splice(0)) w();
+  }
+
+  /** Waits up to `ms` for the relay's control connection. */
+  waitForControl(ms: number): Promise<boolean> {
+    if (this.connected) return Promise.resolve(true);
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        this.controlWaiters = this.controlWaiters.filter((w) => w !== wake);
+        resolve(false);
+      }, ms);
+      const wake = () => {
+        clearTimeout(timer);
+        resolve(true);
+      };
+      this.controlWaiters.push(wake);
+    });
+  }
+
+  /** A connection to 127.0.0.1:`port` inside the sandbox (the relay must be connected). */
+  open(port: number): Promise<net.Socket> {
+    const control = this.control;
+    if (!control || control.destroyed) return Promise.reject(new PortUnavailable("the sandbox's network relay is not running"));
+    if (this.pending.size >= MAX_PENDING) return Promise.reject(new PortUnavailable("too many port connections are being opened at once"));
+    const id = crypto.randomBytes(16).toString("hex");
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.pending.delete(id);
+        reject(new PortUnavailable(`port ${port} did not answer within ${OPEN_TIMEOUT_MS / 1000} s`));
+      }, OPEN_TIMEOUT_MS);
+      this.pending.set(id, { resolve, reject, timer });
+      control.write(`OPEN ${id} ${port}\n`);
+    });
+  }
+
+  close(): void {
+    this.control?.destroy();
+    for (const [id, p] of this.pending) {
+      clearTimeout(p.timer);
+      p.reject(new PortUnavailable("the sandbox ended"));
+      this.pending.delete(id);
+    }
+    this.server.close();
+  }
+}

@@ -1,0 +1,269 @@
+// The network of each sandbox, host side: its egress policy (checked by the egress proxy on every
+// connection), the egress log and byte counts, the proxy settings in its environment, and
+// connections to its ports. A sandbox nobody asked any of this for has no state here at all.
+import fs from "node:fs";
+import type net from "node:net";
+import os from "node:os";
+import path from "node:path";
+import type { Logger } from "pino";
+import type { Config } from "../config.js";
+import { ApiError, invalid } from "../errors.js";
+import { netDirOf } from "../sandbox/bwrap.js";
+import type { SandboxManager } from "../sandbox/manager.js";
+import { type EgressLogEntry, egressServer } from "./egress.js";
+import { egressEnabled, type NetworkPolicy, PolicyError, type PolicyInput, PolicyMatcher, parsePolicy } from "./policy.js";
+import { PortBroker, PortUnavailable } from "./ports.js";
+import { Resolver } from "./resolver.js";
+import { ShareTokens, shareKey } from "./share.js";
+import type { NetworkStore } from "./store.js";
+
+/** The create body's network fields. */
+export interface CreateNetworkInput {
+  internet_access?: boolean;
+  network?: { allow_out?: string[]; deny_out?: string[] };
+}
+
+interface SandboxNet {
+  id: string;
+  tenantId: string;
+  dir: string;
+  policy: NetworkPolicy;
+  matcher: PolicyMatcher;
+  egress?: net.Server;
+  ports?: PortBroker;
+  log: EgressLogEntry[];
+  rx: number;
+  tx: number;
+}
+
+const RELAY_WAIT_MS = 5000;
+
+/** The addresses of this host's interfaces: refused like loopback (the service's own ports among them). */
+function hostAddresses(): string[] {
+  return Object.values(os.networkInterfaces())
+    .flat()
+    .map((i) => i?.address)
+    .filter((a): a is string => typeof a === "string")
+    .map((a) => a.replace(/%.*$/, ""));
+}
+
+function listen(server: net.Server, file: string): Promise<void> {
+  fs.rmSync(file, { force: true });
+  return new Promise((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(file, () => {
+      server.off("error", reject);
+      // The sandbox's uid must be able to connect; the directory is read-only to it.
+      fs.chmodSync(file, 0o666);
+      resolve();
+    });
+  });
+}
+
+export class NetworkService {
+  private readonly nets = new Map<string, SandboxNet>();
+  private readonly resolver: Resolver;
+  private readonly hostAddrs = hostAddresses();
+  private readonly tokens: ShareTokens;
+
+  constructor(
+    private readonly config: Config,
+    private readonly sandboxes: SandboxManager,
+    private readonly store: NetworkStore,
+    private readonly log: Logger,
+  ) {
+    this.resolver = new Resolver(config.network.hosts);
+    this.tokens = new ShareTokens(shareKey(config.dataDir, config.network.shareSecret));
+    sandboxes.onEnded((id) => this.drop(id));
+  }
+
+  /** Gives re-adopted sandboxes their policy back; removes socket directories no sandbox owns. */
+  async init(): Promise<void> {
+    for (const row of this.store.all()) {
+      try {
+        this.sandboxes.box(row.tenantId, row.sandboxId);
+        await this.apply(row.tenantId, row.sandboxId, row.policy);
+      } catch (err) {
+        if (!(err instanceof ApiError)) this.log.warn({ err, sandbox_id: row.sandboxId }, "network: policy not restored");
+        this.store.remove(row.sandboxId);
+      }
+    }
+    const root = `${this.config.workspaceDir}.net`;
+    for (const name of fs.existsSync(root) ? fs.readdirSync(root) : []) {
+      if (!fs.existsSync(path.join(this.config.workspaceDir, name))) fs.rmSync(path.join(root, name), { recursive: true, force: true });
+    }
+  }
+
+  private parse(input: PolicyInput, base?: NetworkPolicy): NetworkPolicy {
+    try {
+      return parsePolicy(input, base);
+    } catch (err) {
+      if (err instanceof PolicyError) throw invalid(err.message);
+      throw err;
+    }
+  }
+
+  /** The policy a create asks for (validated before the sandbox exists); undefined when there is nothing to set up. */
+  forCreate(body: CreateNetworkInput): NetworkPolicy | undefined {
+    const net = body.network ?? {};
+    const said = body.internet_access !== undefined || net.allow_out !== undefined || net.deny_out !== undefined;
+    const policy = said
+      ? this.parse({ internet_access: body.internet_access, ...net }, { ...this.config.network.defaultPolicy, allowOut: [], denyOut: [] })
+      : this.config.network.defaultPolicy;
+    return egressEnabled(policy) || said ? policy : undefined;
+  }
+
+  /** After a create: the sandbox gets its policy (and proxy, when egress is on); a failure ends it. */
+  async attach(tenantId: string, sandboxId: string, policy: NetworkPolicy): Promise<void> {
+    try {
+      await this.apply(tenantId, sandboxId, policy);
+    } catch (err) {
+      await this.sandboxes.kill(tenantId, sandboxId).catch(() => {});
+      throw err;
+    }
+  }
+
+  getPolicy(tenantId: string, sandboxId: string): NetworkPolicy {
+    this.sandboxes.get(tenantId, sandboxId);
+    return this.nets.get(sandboxId)?.policy ?? this.config.network.defaultPolicy;
+  }
+
+  /** Changes a running sandbox's policy; the next connection is checked against the new one. */
+  async setPolicy(tenantId: string, sandboxId: string, input: PolicyInput): Promise<NetworkPolicy> {
+    this.sandboxes.box(tenantId, sandboxId);
+    const policy = this.parse(input, this.getPolicy(tenantId, sandboxId));
+    await this.apply(tenantId, sandboxId, policy);
+    return policy;
+  }
+
+  egressLog(tenantId: string, sandboxId: string, limit: number): EgressLogEntry[] {
+    this.sandboxes.get(tenantId, sandboxId);
+    return (this.nets.get(sandboxId)?.log ?? []).slice(-limit);
+  }
+
+  /** Bytes the sandbox moved through the egress proxy (for its metrics). */
+  bytes(sandboxId: string): { rx: number; tx: number } {
+    const n = this.nets.get(sandboxId);
+    return { rx: n?.rx ?? 0, tx: n?.tx ?? 0 };
+  }
+
+  /** A connection to 127.0.0.1:`port` inside the caller's running sandbox; 502 when nothing listens. */
+  async openPort(tenantId: string, sandboxId: string, port: number): Promise<net.Socket> {
+    this.sandboxes.box(tenantId, sandboxId);
+    const n = this.state(tenantId, sandboxId);
+    try {
+      await this.relay(n);
+      return await (n.ports as PortBroker).open(port);
+    } catch (err) {
+      if (err instanceof PortUnavailable) {
+        throw new ApiError("upstream_error", `Nothing answered on port ${port} in sandbox '${sandboxId}': ${err.message}`);
+      }
+      throw err;
+    }
+  }
+
+  /** A share link's token for one port of the caller's running sandbox, valid `expiresInS` seconds. */
+  share(tenantId: string, sandboxId: string, port: number, expiresInS: number): { token: string; expiresAt: Date } {
+    this.sandboxes.box(tenantId, sandboxId);
+    const max = this.config.network.shareMaxS;
+    if (expiresInS > max) throw invalid(`'expires_in' must be at most ${max} seconds`);
+    const expiresAt = Math.floor(Date.now() / 1000) + expiresInS;
+    return { token: this.tokens.make({ tenantId, sandboxId, port, expiresAt }), expiresAt: new Date(expiresAt * 1000) };
+  }
+
+  /** The tenant a share token speaks for, if it is valid now for exactly this sandbox and port. */
+  shareTenant(token: string, sandboxId: string, port: number): string | undefined {
+    return this.tokens.verify(token, sandboxId, port)?.tenantId;
+  }
+
+  private state(tenantId: string, sandboxId: string, policy?: NetworkPolicy): SandboxNet {
+    let n = this.nets.get(sandboxId);
+    if (!n) {
+      const p = policy ?? this.config.network.defaultPolicy;
+      const box = this.sandboxes.box(tenantId, sandboxId);
+      n = { id: sandboxId, tenantId, dir: netDirOf(box.workspace), policy: p, matcher: this.matcher(p), log: [], rx: 0, tx: 0 };
+      this.nets.set(sandboxId, n);
+    }
+    return n;
+  }
+
+  private matcher(p: NetworkPolicy): PolicyMatcher {
+    const s = this.config.network;
+    return new PolicyMatcher(p, s.denyOut, s.allowPrivate, this.hostAddrs);
+  }
+
+  private proxyEnv(on: boolean): Record<string, string> {
+    if (!on) return {};
+    const url = `http://127.0.0.1:${this.config.network.relayPort}`;
+    const noProxy = "localhost,127.0.0.1,::1";
+    return {
+      HTTP_PROXY: url,
+      HTTPS_PROXY: url,
+      http_proxy: url,
+      https_proxy: url,
+      NO_PROXY: noProxy,
+      no_proxy: noProxy,
+      PIP_PROXY: url,
+      npm_config_proxy: url,
+      npm_config_https_proxy: url,
+    };
+  }
+
+  private async apply(tenantId: string, sandboxId: string, policy: NetworkPolicy): Promise<void> {
+    const n = this.state(tenantId, sandboxId, policy);
+    n.policy = policy;
+    n.matcher = this.matcher(policy);
+    this.store.save(sandboxId, tenantId, policy);
+    const on = egressEnabled(policy);
+    if (on && !n.egress) {
+      n.egress = egressServer({
+        resolve: (host) => this.resolver.resolve(host),
+        decideByName: (host) => n.matcher.decideByName(host),
+        decide: (host, addresses, trusted) => n.matcher.decide(host, addresses, trusted),
+        record: (entry) => {
+          n.log.push(entry);
+          if (n.log.length > this.config.network.logEntries) n.log.shift();
+        },
+        count: (out, inn) => {
+          n.tx += out;
+          n.rx += inn;
+        },
+        maxConnections: this.config.network.maxConnections,
+      });
+      await listen(n.egress, path.join(n.dir, "egress.sock"));
+    } else if (!on && n.egress) {
+      n.egress.close();
+      n.egress = undefined;
+      fs.rmSync(path.join(n.dir, "egress.sock"), { force: true });
+    }
+    // The proxy settings go into the environment every later process starts with.
+    await this.relay(n, this.proxyEnv(on));
+  }
+
+  /** Starts the sandbox's relay unless it is connected; `env` (when given) replaces the proxy settings. */
+  private async relay(n: SandboxNet, env?: Record<string, string>): Promise<void> {
+    if (!n.ports) {
+      n.ports = new PortBroker();
+      await listen(n.ports.server, path.join(n.dir, "ports.sock"));
+    }
+    if (n.ports.connected && env === undefined) return;
+    const box = this.sandboxes.box(n.tenantId, n.id);
+    const reply = await box.request({ op: "net", egress_port: this.config.network.relayPort, env: env ?? null });
+    if (reply.ev !== "ok")
+      throw new ApiError(
+        "internal_error",
+        `The sandbox's network relay did not start (${reply.ev === "error" ? reply.message : reply.ev})`,
+      );
+    if (!(await n.ports.waitForControl(RELAY_WAIT_MS))) throw new ApiError("internal_error", "The sandbox's network relay did not connect");
+  }
+
+  private drop(id: string): void {
+    const n = this.nets.get(id);
+    if (!n) return;
+    this.nets.delete(id);
+    n.egress?.close();
+    n.ports?.close();
+    this.store.remove(id);
+    fs.rmSync(n.dir, { recursive: true, force: true });
+  }
+}

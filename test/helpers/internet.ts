@@ -1,0 +1,88 @@
+// "The internet" for network tests and the egress bench: an HTTP server on loopback that the
+// service's resolver override maps test names to. Serves a greeting, a byte stream of any size,
+// and a tiny package index (one pure-python wheel) that pip can install from.
+import { execFileSync } from "node:child_process";
+import http from "node:http";
+import type net from "node:net";
+
+/** A wheel of package `tinypkg` 0.1 whose module sets VALUE = 42 (built by python's zipfile on the host). */
+function tinyWheel(): Buffer {
+  const script = `
+import base64, hashlib, io, sys, zipfile
+files = {
+  "tinypkg/__init__.py": b"VALUE = 42\\n",
+  "tinypkg-0.1.dist-info/METADATA": b"Metadata-Version: 2.1\\nName: tinypkg\\nVersion: 0.1\\n",
+  "tinypkg-0.1.dist-info/WHEEL": b"Wheel-Version: 1.0\\nGenerator: test\\nRoot-Is-Purelib: true\\nTag: py3-none-any\\n",
+}
+record = ""
+for name, data in files.items():
+    digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+    record += "%s,sha256=%s,%d\\n" % (name, digest, len(data))
+record += "tinypkg-0.1.dist-info/RECORD,,\\n"
+buf = io.BytesIO()
+with zipfile.ZipFile(buf, "w") as z:
+    for name, data in files.items():
+        z.writestr(name, data)
+    z.writestr("tinypkg-0.1.dist-info/RECORD", record)
+sys.stdout.buffer.write(buf.getvalue())
+`;
+  return execFileSync("/usr/bin/python3", ["-c", script]);
+}
+
+export interface Internet {
+  server: http.Server;
+  port: number;
+  /** Requests served, by path. */
+  hits: string[];
+  close(): Promise<void>;
+}
+
+export async function startInternet(): Promise<Internet> {
+  const wheel = tinyWheel();
+  const hits: string[] = [];
+  const chunk = Buffer.alloc(64 * 1024, 120);
+  const server = http.createServer((req, res) => {
+    const url = req.url ?? "/";
+    hits.push(url);
+    const bytes = /^\/bytes\/(\d+)$/.exec(url);
+    if (bytes) {
+      let left = Number(bytes[1]);
+      res.writeHead(200, { "content-type": "application/octet-stream", "content-length": left });
+      const pump = () => {
+        while (left > 0) {
+          const part = chunk.subarray(0, Math.min(chunk.length, left));
+          left -= part.length;
+          if (!res.write(part)) return void res.once("drain", pump);
+        }
+        res.end();
+      };
+      return pump();
+    }
+    if (url === "/simple/" || url === "/simple/tinypkg/") {
+      const body =
+        url === "/simple/"
+          ? '<html><body><a href="/simple/tinypkg/">tinypkg</a></body></html>'
+          : '<html><body><a href="/files/tinypkg-0.1-py3-none-any.whl">tinypkg-0.1-py3-none-any.whl</a></body></html>';
+      res.writeHead(200, { "content-type": "text/html" });
+      return res.end(body);
+    }
+    if (url === "/files/tinypkg-0.1-py3-none-any.whl") {
+      res.writeHead(200, { "content-type": "application/octet-stream", "content-length": wheel.length });
+      return res.end(wheel);
+    }
+    res.writeHead(200, { "content-type": "text/plain" });
+    res.end(`hello from ${req.headers.host} ${url}`);
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const port = (server.address() as net.AddressInfo).port;
+  return {
+    server,
+    port,
+    hits,
+    close: () =>
+      new Promise((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}

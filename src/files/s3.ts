@@ -35,8 +35,20 @@ export class S3Storage implements FileStorage {
     return `${this.s3.prefix}${key}`;
   }
 
-  /** Aborts multipart uploads an interrupted earlier run left open under the prefix. */
+  /**
+   * Aborts multipart uploads an interrupted earlier run left open under the prefix. A store that
+   * cannot list them (NotImplemented) relies on its own clean-up (an AbortIncompleteMultipartUpload
+   * lifecycle rule on the bucket).
+   */
   async init(): Promise<void> {
+    try {
+      await this.abortLeftovers();
+    } catch (err) {
+      if ((err as { name?: string }).name !== "NotImplemented") throw err;
+    }
+  }
+
+  private async abortLeftovers(): Promise<void> {
     let keyMarker: string | undefined;
     let uploadIdMarker: string | undefined;
     do {

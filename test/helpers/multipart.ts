@@ -25,7 +25,7 @@ function field(name: string, value: string): string {
 }
 
 /** `size` bytes as 1 MiB chunks of a pseudo-random pattern (a counter stamped on a random block). */
-export function* patternChunks(size: number, seed = crypto.randomBytes(2 ** 20)): Generator<Buffer> {
+export function* patternChunks(size: number, seed: Buffer = crypto.randomBytes(2 ** 20)): Generator<Buffer> {
   let left = size;
   for (let i = 0; left > 0; i++) {
     const chunk = Buffer.from(seed.subarray(0, Math.min(left, seed.length)));

@@ -2,9 +2,13 @@
 // upload (multipart, streamed by the client), one at a time, against the same-run baseline of
 // reading the same bytes straight from the sandbox's workspace on the host. Throughput is MB/s
 // (the "throughput" column counts megabytes). Also the service's peak RSS growth while they run.
+// benchStoredFiles: the same for stored files (/v1/files) against disk-copy and bare-HTTP baselines.
 import fs from "node:fs";
 import http from "node:http";
+import type { AddressInfo } from "node:net";
+import os from "node:os";
 import path from "node:path";
+import { multipartUpload, patternChunks } from "../test/helpers/multipart.js";
 import { startServer } from "../test/helpers/server.js";
 import { keepAliveClient, printTable, type Row } from "./lib.js";
 
@@ -148,4 +152,110 @@ export async function benchFiles(): Promise<void> {
   }
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) await benchFiles();
+/** GET a route, counting the body's bytes without keeping them. */
+function getBytes(port: number, route: string, key: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    http
+      .get({ host: "127.0.0.1", port, path: route, headers: { authorization: `Bearer ${key}` } }, (res) => {
+        let n = 0;
+        res.on("data", (c: Buffer) => {
+          n += c.length;
+        });
+        res.on("end", () => (res.statusCode === 200 ? resolve(n) : reject(new Error(`GET ${route}: ${res.statusCode}`))));
+        res.on("error", reject);
+      })
+      .on("error", reject);
+  });
+}
+
+/**
+ * Stored files (/v1/files): a multipart upload streamed to disk (checksummed, fsynced) and a
+ * download, against same-run baselines: copying the same bytes on the same disk, and a bare
+ * node:http server on loopback that drops an upload / serves the bytes from memory.
+ */
+export async function benchStoredFiles(): Promise<void> {
+  const size = SIZE_MB * MB;
+  const server = await startServer({ env: { AGENTBOX_LOG_LEVEL: "error", AGENTBOX_MAX_FILE_BYTES: String(size + MB) } });
+  const payload = Buffer.concat([...patternChunks(size)]);
+  const raw = http.createServer((req, res) => {
+    if (req.method === "POST") {
+      req.resume();
+      req.on("end", () => res.end("{}"));
+    } else {
+      res.setHeader("content-length", String(payload.length));
+      res.end(payload);
+    }
+  });
+  await new Promise<void>((resolve) => raw.listen(0, "127.0.0.1", resolve));
+  const rawPort = (raw.address() as AddressInfo).port;
+  const scratch = fs.mkdtempSync(path.join(os.tmpdir(), "agentbox-bench-files-"));
+  try {
+    const source = path.join(scratch, "source.bin");
+    fs.writeFileSync(source, payload);
+    const up = (port: number, route: string) =>
+      multipartUpload({
+        port,
+        path: route,
+        key: server.key,
+        before: { purpose: "batch" },
+        file: { filename: "b.bin", size, chunks: patternChunks(size) },
+      });
+    const rows: Row[] = [
+      { name: `baseline: copy ${SIZE_MB} MB on the same disk (+ fsync)`, samples: [] },
+      { name: `baseline: upload ${SIZE_MB} MB to a bare HTTP server on loopback`, samples: [] },
+      { name: `POST /v1/files ${SIZE_MB} MB (stored, sha256, fsync)`, samples: [] },
+      { name: `baseline: download ${SIZE_MB} MB from a bare HTTP server on loopback`, samples: [] },
+      { name: `GET /v1/files/{id}/content ${SIZE_MB} MB`, samples: [] },
+    ];
+    const pid = server.process.pid as number;
+    // One upload first: the first transfer after start-up loads code and sizes the heap.
+    const warm = (await up(server.port, "/v1/files")).body as { id: string };
+    const before = rss(pid);
+    let peak = before;
+    const sampler = setInterval(() => {
+      peak = Math.max(peak, rss(pid));
+    }, 20);
+    let id = warm.id;
+    for (let r = 0; r < ROUNDS; r++) {
+      let t0 = performance.now();
+      const copy = path.join(scratch, "copy.bin");
+      fs.copyFileSync(source, copy);
+      const fd = fs.openSync(copy, "r");
+      fs.fsyncSync(fd);
+      fs.closeSync(fd);
+      rows[0]?.samples.push(performance.now() - t0);
+      fs.rmSync(copy);
+      t0 = performance.now();
+      await up(rawPort, "/");
+      rows[1]?.samples.push(performance.now() - t0);
+      await fetch(`${server.url}/v1/files/${id}`, { method: "DELETE", headers: { authorization: `Bearer ${server.key}` } });
+      t0 = performance.now();
+      const res = await up(server.port, "/v1/files");
+      rows[2]?.samples.push(performance.now() - t0);
+      if (res.status !== 200) throw new Error(`upload: ${res.status} ${JSON.stringify(res.body)}`);
+      id = (res.body as { id: string }).id;
+      t0 = performance.now();
+      await getBytes(rawPort, "/", server.key);
+      rows[3]?.samples.push(performance.now() - t0);
+      t0 = performance.now();
+      const n = await getBytes(server.port, `/v1/files/${id}/content`, server.key);
+      rows[4]?.samples.push(performance.now() - t0);
+      if (n !== size) throw new Error(`download returned ${n} bytes`);
+    }
+    clearInterval(sampler);
+    for (const row of rows) row.ops = SIZE_MB * row.samples.length;
+    printTable(`Stored files /v1/files (${SIZE_MB} MB, ${ROUNDS} rounds; throughput in MB/s)`, rows);
+    process.stdout.write(
+      `Service RSS: ${(before / 2 ** 20).toFixed(0)} MiB after one warm-up upload, peak growth ${((peak - before) / 2 ** 20).toFixed(1)} MiB during ${ROUNDS} uploads and downloads of ${SIZE_MB} MB.\n\n`,
+    );
+  } finally {
+    raw.close();
+    fs.rmSync(scratch, { recursive: true, force: true });
+    await server.dispose();
+  }
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  await benchFiles();
+  await benchStoredFiles();
+}

@@ -3,7 +3,7 @@
 import { benchCodeRun } from "./code-run.js";
 import { benchDataImport } from "./data-import.js";
 import { benchDensity } from "./density.js";
-import { benchFiles } from "./files.js";
+import { benchFiles, benchStoredFiles } from "./files.js";
 import { benchGateway } from "./gateway.js";
 import { benchStreaming } from "./streaming.js";
 import { benchVectors } from "./vectors.js";
@@ -13,5 +13,6 @@ await benchStreaming();
 await benchDensity();
 await benchDataImport();
 await benchFiles();
+await benchStoredFiles();
 await benchGateway();
 await benchVectors();

@@ -51,6 +51,8 @@ export interface DeploymentHooks {
   /** The deployment's status changed (to store it). */
   onStatus: (d: Deployment) => void;
   log: (msg: string, extra?: Record<string, unknown>) => void;
+  /** Something went wrong that the deployment handled (a replica died, a request was sent again). */
+  warn: (msg: string, extra?: Record<string, unknown>) => void;
 }
 
 /** Errors of a replica that say it (not the request) failed: the request may go to another one. */
@@ -124,7 +126,7 @@ export class Deployment implements Provider {
       parallel: this.settings.parallel,
       failLimit: 3,
       onChange: (r) => this.onReplica(r),
-      log: this.hooks.log,
+      log: this.hooks.warn,
     });
     this.replicas.push(replica);
     this.hooks.log("replica added", { deployment: this.row.id, replica: replica.id, replicas: this.active().length });
@@ -282,7 +284,7 @@ export class Deployment implements Provider {
         if (failed) r.suspect();
         this.release(r);
         if (attempt > 0 || signal.aborted || !failed) throw err;
-        this.hooks.log("replica failed a request: sending it to another", { deployment: this.row.id, replica: r.id });
+        this.hooks.warn("replica failed a request: sending it to another", { deployment: this.row.id, replica: r.id });
       }
     }
   }

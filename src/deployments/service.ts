@@ -160,6 +160,7 @@ export class DeploymentService implements ModelSource {
         });
       },
       log: (msg, extra) => log("info", msg, extra),
+      warn: (msg, extra) => log("warn", msg, extra),
     });
     this.byId.set(row.id, d);
     if (row.status !== "deleting") this.byName.set(`${row.tenant_id}\n${row.name}`, d);

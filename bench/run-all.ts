@@ -3,6 +3,7 @@
 import { benchCodeRun } from "./code-run.js";
 import { benchDataImport } from "./data-import.js";
 import { benchDensity } from "./density.js";
+import { benchDeployments } from "./deployments.js";
 import { benchFiles, benchStoredFiles } from "./files.js";
 import { benchGateway } from "./gateway.js";
 import { benchStreaming } from "./streaming.js";
@@ -15,4 +16,5 @@ await benchDataImport();
 await benchFiles();
 await benchStoredFiles();
 await benchGateway();
+await benchDeployments();
 await benchVectors();

@@ -1,0 +1,136 @@
+// Deployment overhead: a deployment of a tiny GGUF model (one replica), called directly on its
+// replica's loopback port and through the gateway (`model: <deployment_name>`: authentication, the
+// router's least-loaded pick and queue, the replica client) in the same run, alternating in batches
+// so both see the same machine. One request at a time, a 4-token answer, so generation is short
+// and the difference is what the deployment adds; printed at p50/p95/p99, plus a streamed
+// request's time to first byte.
+//
+//   node --import tsx bench/deployments.ts        (BENCH_N=requests per measure)
+import fs from "node:fs";
+import http from "node:http";
+import os from "node:os";
+import path from "node:path";
+import { writeTinyLlama } from "../test/helpers/gguf.js";
+import { eventually } from "../test/helpers/leftovers.js";
+import { client, startServer } from "../test/helpers/server.js";
+import { percentile, printTable, type Row } from "./lib.js";
+
+const N = Number(process.env.BENCH_N ?? 300);
+const BATCH = 50;
+
+interface Target {
+  port: number;
+  path: string;
+  headers: Record<string, string>;
+}
+
+const agent = new http.Agent({ keepAlive: true, maxSockets: 8 });
+
+/** One request; resolves with [ms to the first body byte, ms to the end]. */
+function once(t: Target, body: Buffer): Promise<[number, number]> {
+  return new Promise((resolve, reject) => {
+    const t0 = performance.now();
+    const req = http.request(
+      { host: "127.0.0.1", port: t.port, path: t.path, method: "POST", agent, headers: { ...t.headers, "content-length": body.length } },
+      (res) => {
+        let first = -1;
+        res.on("data", () => {
+          if (first < 0) first = performance.now() - t0;
+        });
+        res.on("end", () => {
+          if (res.statusCode !== 200) reject(new Error(`status ${res.statusCode}`));
+          else resolve([first, performance.now() - t0]);
+        });
+        res.on("error", reject);
+      },
+    );
+    req.on("error", reject);
+    req.end(body);
+  });
+}
+
+async function sequential(t: Target, body: Buffer, count: number, pick: 0 | 1, out: number[]): Promise<void> {
+  for (let i = 0; i < count; i++) out.push((await once(t, body))[pick]);
+}
+
+/** The replica's loopback port, from its settings in its environment (the API does not show it). */
+function replicaPort(pid: number): number {
+  const env = fs.readFileSync(`/proc/${pid}/environ`, "utf8").split("\0");
+  const line = env.find((l) => l.startsWith("AGENTBOX_REPLICA=")) as string;
+  return (JSON.parse(line.slice("AGENTBOX_REPLICA=".length)) as { port: number }).port;
+}
+
+export async function benchDeployments(): Promise<string> {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "agentbox-bench-dep-"));
+  fs.mkdirSync(path.join(dataDir, "models"));
+  writeTinyLlama(path.join(dataDir, "models", "tiny.gguf"));
+  const server = await startServer({
+    dataDir,
+    env: { AGENTBOX_RATE_LIMIT_PER_MINUTE: "0", AGENTBOX_WARM_POOL: "0", AGENTBOX_LOG_LEVEL: "error", AGENTBOX_REPLICA_THREADS: "1" },
+  });
+  const call = client(server);
+  try {
+    const created = await call<{ deployment_id: string }>("POST", "/v1/deployments/create", {
+      deployment_name: "bench",
+      model_name: "tiny",
+      min_replicas: 1,
+      max_replicas: 1,
+    });
+    const id = created.body.deployment_id;
+    type Item = { status: string; replicas: Array<{ pid: number }> };
+    if (!(await eventually(async () => (await call<Item>("GET", `/v1/deployments/${id}`)).body.status === "running", 120_000, 100)))
+      throw new Error("the deployment did not start");
+    const pid = (await call<Item>("GET", `/v1/deployments/${id}`)).body.replicas[0]?.pid as number;
+    const direct: Target = { port: replicaPort(pid), path: "/v1/chat/completions", headers: { "content-type": "application/json" } };
+    const gateway: Target = {
+      port: server.port,
+      path: "/v1/inference/chat/completions",
+      headers: { "content-type": "application/json", authorization: `Bearer ${server.key}` },
+    };
+    const messages = [{ role: "user", content: "hello world the cat" }];
+    const plain = Buffer.from(JSON.stringify({ model: "bench", messages, temperature: 0, max_tokens: 4 }));
+    const streamed = Buffer.from(JSON.stringify({ model: "bench", messages, temperature: 0, max_tokens: 4, stream: true }));
+
+    for (const t of [direct, gateway]) {
+      await sequential(t, plain, 30, 1, []);
+      await sequential(t, streamed, 30, 0, []);
+    }
+    const s = { directPlain: [] as number[], depPlain: [] as number[], directTtfb: [] as number[], depTtfb: [] as number[] };
+    for (let done = 0; done < N; done += BATCH) {
+      const n = Math.min(BATCH, N - done);
+      await sequential(direct, plain, n, 1, s.directPlain);
+      await sequential(gateway, plain, n, 1, s.depPlain);
+      await sequential(direct, streamed, n, 0, s.directTtfb);
+      await sequential(gateway, streamed, n, 0, s.depTtfb);
+    }
+    const rows: Row[] = [
+      { name: "completion (4 tokens), direct to the replica", samples: s.directPlain },
+      { name: "completion (4 tokens), through the deployment", samples: s.depPlain },
+      { name: "stream TTFB, direct to the replica", samples: s.directTtfb },
+      { name: "stream TTFB, through the deployment", samples: s.depTtfb },
+    ];
+    const table = printTable(`Deployment overhead (${N} sequential requests per measure, tiny GGUF, one replica)`, rows);
+    const added = (a: number[], b: number[], p: number) =>
+      percentile(
+        [...b].sort((x, y) => x - y),
+        p,
+      ) -
+      percentile(
+        [...a].sort((x, y) => x - y),
+        p,
+      );
+    const lines = [
+      "| added by the deployment | p50 ms | p95 ms | p99 ms |",
+      "| --- | ---: | ---: | ---: |",
+      `| completion | ${[50, 95, 99].map((p) => added(s.directPlain, s.depPlain, p).toFixed(3)).join(" | ")} |`,
+      `| stream TTFB | ${[50, 95, 99].map((p) => added(s.directTtfb, s.depTtfb, p).toFixed(3)).join(" | ")} |`,
+    ];
+    process.stdout.write(`${lines.join("\n")}\n\n`);
+    return `${table}\n\n${lines.join("\n")}`;
+  } finally {
+    await server.dispose();
+    agent.destroy();
+  }
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) await benchDeployments();

@@ -16,6 +16,9 @@ const STATUS = {
   /** No background process with that pid in the sandbox (it may have ended with a restart of the sandbox). */
   process_not_found: 404,
   conflict: 409,
+  /** The sandbox is paused: resume it first. */
+  sandbox_paused: 409,
+  snapshot_not_found: 404,
   payload_too_large: 413,
   /** A Range header outside the file (Content-Range tells its size). */
   range_not_satisfiable: 416,
@@ -30,6 +33,8 @@ const STATUS = {
   /** The sandbox did not answer in time (a stopped or overloaded supervisor); it can still be killed. */
   sandbox_unresponsive: 503,
   upstream_timeout: 504,
+  /** The service's disk is full (a snapshot could not be written). */
+  insufficient_storage: 507,
 } as const;
 
 export type ErrorCode = keyof typeof STATUS;
@@ -48,4 +53,6 @@ export class ApiError extends Error {
 }
 
 export const sandboxNotFound = (id: string) => new ApiError("sandbox_not_found", `Sandbox '${id}' was not found`);
+export const sandboxPaused = (id: string) =>
+  new ApiError("sandbox_paused", `Sandbox '${id}' is paused; resume it (POST /v1/agents/sandboxes/${id}/resume) first`);
 export const invalid = (message: string) => new ApiError("invalid_request", message);

@@ -17,6 +17,7 @@ import { SandboxService } from "./sandbox/service.js";
 import { openDb } from "./store/db.js";
 import { AdminKeys, SqliteKeyStore } from "./store/keys.js";
 import { SqliteSandboxStore } from "./store/sandboxes.js";
+import { SqliteSnapshotStore } from "./store/snapshots.js";
 import { SqliteTenantStore } from "./store/tenants.js";
 import { openVectors } from "./vectors/setup.js";
 
@@ -41,7 +42,7 @@ async function main(): Promise<void> {
     logger.warn("admin key generated and printed once on stderr");
   }
   const tenants = new SqliteTenantStore(db);
-  const sandboxes = new SandboxManager(config, new SqliteSandboxStore(db), tenants, logger);
+  const sandboxes = new SandboxManager(config, new SqliteSandboxStore(db), tenants, logger, new SqliteSnapshotStore(db));
   await sandboxes.init();
   const metrics = new Metrics(() => sandboxes.liveCount());
   const network = new NetworkService(config, sandboxes, new NetworkStore(db), logger);

@@ -6,6 +6,7 @@ import selectors
 import signal
 import time
 
+from .archive import handle_archive
 from .background import handle_bg
 from .commands import Command
 from .datastack import prewarm
@@ -74,6 +75,8 @@ def handle(header, body):
         send({"ev": "ok", "id": rid})
     elif op.startswith("bg_"):
         handle_bg(op, header, body)
+    elif op.startswith("archive_"):
+        handle_archive(op, header, body)
     elif op in FILE_OPS:
         reply, data = file_op(op, header, body)
         if reply is not None:

@@ -24,6 +24,7 @@ import { fileRoutes } from "./routes/files.js";
 import { metricsRoutes } from "./routes/metrics.js";
 import { networkRoutes } from "./routes/network.js";
 import { installPortUpgrades, portRoutes } from "./routes/ports.js";
+import { lifecycleRoutes } from "./routes/lifecycle.js";
 import { sandboxRoutes } from "./routes/sandboxes.js";
 import { sandboxTransferRoutes, storedFileRoutes } from "./routes/stored-files.js";
 import { CodeRunResult } from "./schemas/code.js";
@@ -154,6 +155,7 @@ export async function buildApp(services: Services, logger: Logger): Promise<Fast
   const prefixes = config.mountRootAliases ? ["/v1/agents", ""] : ["/v1/agents"];
   for (const prefix of prefixes) {
     await app.register(sandboxRoutes, { prefix, services });
+    await app.register(lifecycleRoutes, { prefix, services });
     await app.register(codeRoutes, { prefix, services });
     await app.register(commandRoutes, { prefix, services });
     await app.register(backgroundRoutes, { prefix, services });

@@ -144,6 +144,10 @@ export class Box {
   /** The last two CPU samples (monotonic ms, cgroup CPU ns), for cpu_usage in metrics(). */
   private cpuSamples: { at: number; ns: number }[] = [{ at: performance.now(), ns: 0 }];
   ended = false;
+  /** Frozen by pause(): nothing may be sent to it until resume(). */
+  paused = false;
+  /** Commands executing now (runs are tracked by their kernel queues). */
+  private commands = 0;
 
   private constructor(
     readonly spec: BoxSpec,
@@ -299,6 +303,32 @@ export class Box {
    * WorkingDirMissing when `cwd` is not a directory in the sandbox.
    */
   async command(req: CommandRequest): Promise<CommandResult> {
+    this.commands += 1;
+    try {
+      return await this.commandNow(req);
+    } finally {
+      this.commands -= 1;
+    }
+  }
+
+  /** A run or command is executing or queued: a pause now would stall it past its backstop. */
+  get busy(): boolean {
+    return this.commands > 0 || this.queues.size > 0;
+  }
+
+  /** Freezes every process of the sandbox (memory and kernel state kept, no CPU used). */
+  async pause(): Promise<void> {
+    await this.cgroup.freeze(true);
+    this.paused = true;
+  }
+
+  /** Thaws what pause() froze: everything continues where it stopped. */
+  async resume(): Promise<void> {
+    await this.cgroup.freeze(false);
+    this.paused = false;
+  }
+
+  private async commandNow(req: CommandRequest): Promise<CommandResult> {
     const link = await this.live();
     const cap = this.spec.limits.outputBytes;
     const out = new Collector(cap);

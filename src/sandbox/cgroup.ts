@@ -17,6 +17,13 @@ import type { Limits } from "../config.js";
 
 const ROOT = "/sys/fs/cgroup";
 const V1_CONTROLLERS = ["memory", "pids", "cpu", "cpuacct"] as const;
+/**
+ * The v1 freezer hierarchy, joined too where the host mounts it (after the four above, so their
+ * positions in a group's directory list stay fixed): pause() freezes the sandbox's group there.
+ */
+const V1_FREEZER = "freezer";
+/** How long a freeze may take to settle (a task in an uninterruptible sleep delays it). */
+const FREEZE_WAIT_MS = 10_000;
 const PARENT = "agentbox";
 const TENANT_PREFIX = "t-";
 /**
@@ -53,6 +60,11 @@ export interface SandboxCgroup {
   kill(): Promise<void>;
   /** Kills every process left in the group and removes it. */
   destroy(): Promise<void>;
+  /**
+   * Freezes (true) or thaws (false) every process of the group, waiting until the kernel reports
+   * it done; throws when the host has no freezer.
+   */
+  freeze(frozen: boolean): Promise<void>;
 }
 
 function ownCgroup(controller: string): string {
@@ -167,13 +179,48 @@ class Group implements SandboxCgroup {
     return { memoryBytes: memoryBytes + before, cpuNs, oomKills: this.oomKills() };
   }
 
-  kill(): Promise<void> {
-    return killGroups([...this.dirs, ...(this.next ?? [])]);
+  async kill(): Promise<void> {
+    await killGroups([...this.dirs, ...(this.next ?? [])]);
+    // A frozen task keeps a SIGKILL pending until it is thawed (v1).
+    if (this.frozen) await this.freeze(false).catch(() => {});
   }
 
   async destroy(): Promise<void> {
     await this.moving;
     await removeGroups(this.formerMemDir ? [...this.dirs, this.formerMemDir] : this.dirs);
+  }
+
+  private frozen = false;
+
+  /** The freezer's directory: the v1 freezer hierarchy's, or the unified one. */
+  private freezerDir(): string | undefined {
+    const dirs = this.next ?? this.dirs;
+    if (this.v2) return dirs[0];
+    return dirs.find((d) => d.startsWith(`${ROOT}/${V1_FREEZER}/`));
+  }
+
+  async freeze(frozen: boolean): Promise<void> {
+    // Processes still moving into the tenant's group would land thawed in the new one.
+    await this.moving;
+    const dir = this.freezerDir();
+    if (!dir) throw new Error("this host has no cgroup freezer");
+    this.frozen = frozen;
+    const [file, value, done] = this.v2
+      ? ["cgroup.freeze", frozen ? "1" : "0", (s: string) => new RegExp(`^frozen ${frozen ? 1 : 0}$`, "m").test(s)]
+      : ["freezer.state", frozen ? "FROZEN" : "THAWED", (s: string) => s.trim() === (frozen ? "FROZEN" : "THAWED")];
+    const stateFile = this.v2 ? "cgroup.events" : "freezer.state";
+    await write(dir, file, value);
+    for (const deadline = Date.now() + FREEZE_WAIT_MS; ; ) {
+      if (done(await safeRead(path.join(dir, stateFile)))) return;
+      if (Date.now() > deadline) {
+        if (frozen) await write(dir, file, this.v2 ? "0" : "THAWED").catch(() => {});
+        this.frozen = false;
+        throw new Error(`the sandbox's processes did not ${frozen ? "freeze" : "thaw"} within ${FREEZE_WAIT_MS} ms`);
+      }
+      // v1 re-tries the freeze of tasks that were busy when it reads FREEZING: write again.
+      if (frozen && !this.v2) await write(dir, file, value).catch(() => {});
+      await new Promise((r) => setTimeout(r, 5));
+    }
   }
 
   /**
@@ -256,6 +303,12 @@ export class CgroupManager {
       const dir = path.join(mount, ownCgroup(ctrl), PARENT, service);
       fs.mkdirSync(dir, { recursive: true });
       this.parents[ctrl] = dir;
+    }
+    const freezer = path.join(ROOT, V1_FREEZER);
+    if (fs.existsSync(freezer)) {
+      const dir = path.join(freezer, ownCgroup(V1_FREEZER), PARENT, service);
+      fs.mkdirSync(dir, { recursive: true });
+      this.parents[V1_FREEZER] = dir;
     }
     fs.writeFileSync(path.join(this.parents.memory as string, "memory.limit_in_bytes"), bytes);
     // The shared `agentbox` group's weight against the host's processes (every service here sets the same).
@@ -469,6 +522,10 @@ async function killGroups(dirs: string[]): Promise<void> {
  */
 async function removeGroups(dirs: string[]): Promise<void> {
   let left = dirs;
+  // A group left frozen (a paused sandbox at a crash) holds its killed tasks until it is thawed.
+  await Promise.all(
+    dirs.filter((d) => d.startsWith(`${ROOT}/${V1_FREEZER}/`)).map((d) => write(d, "freezer.state", "THAWED").catch(() => {})),
+  );
   for (let attempt = 0; attempt < 150; attempt++) {
     await killGroups(left);
     const results = await Promise.all(

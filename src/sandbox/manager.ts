@@ -2,19 +2,22 @@
 // look up per tenant, kill, expire (the reaper), capacity caps and back-pressure on starts, tenant
 // quotas (sandbox count here; memory, processes and CPU weight on the tenant's cgroup), and recovery
 // after a restart of the service (re-adopt what is still alive in the records, sweep every
-// workspace and cgroup no record owns).
+// workspace and cgroup no record owns). Pause, resume, snapshots and forks are in ./lifecycle.ts,
+// which works on the live sandboxes kept here.
 import crypto from "node:crypto";
 import fs from "node:fs";
 import os from "node:os";
 import type { Logger } from "pino";
 import { type Config, tenantQuotaDefaults } from "../config.js";
-import { ApiError, sandboxNotFound } from "../errors.js";
+import { ApiError, sandboxNotFound, sandboxPaused } from "../errors.js";
 import { type EndedBy, type EndReason, type EventDetail, LifecycleBus } from "../events/bus.js";
 import { endStatus, type SandboxRecord, type SandboxStore } from "../store/sandboxes.js";
+import type { SnapshotStore } from "../store/snapshots.js";
 import { type EffectiveQuotas, effectiveQuotas, type TenantStore } from "../store/tenants.js";
 import { Box } from "./box.js";
 import { CgroupManager, type TenantLimits } from "./cgroup.js";
 import { DeadlineQueue } from "./deadlines.js";
+import { Lifecycle } from "./lifecycle.js";
 import { Limiter, PoolDemand } from "./pool.js";
 import { buildSeccompFilter } from "./seccomp.js";
 import { builtInTemplates, type Template } from "./templates.js";
@@ -47,16 +50,35 @@ function uidBlockStart(workspaceDir: string): number {
   return UID_BASE + block * UID_RANGE;
 }
 
+/** What a sandbox does when its life runs out: end (default), pause, or snapshot its files and end. */
+export type OnTimeout = "kill" | "pause" | "snapshot";
+
 export interface CreateInput {
   template?: string;
   timeoutS?: number;
   envVars?: Record<string, string>;
   metadata?: Record<string, unknown>;
+  onTimeout?: OnTimeout;
+  /** Start from this snapshot of the tenant's: its files, and its settings where the input leaves them unset. */
+  snapshotId?: string;
+  /** Files to unpack into the new sandbox's /home/user before it is handed out (a snapshot's archive). */
+  restore?: (box: Box) => Promise<unknown>;
 }
 
-interface Live {
+export interface Live {
   record: SandboxRecord;
   box: Box;
+  /** Seconds of life the sandbox was given (at create or by its last timeout change). */
+  lifeS: number;
+  onTimeout: OnTimeout;
+  /** When the sandbox was paused (ms since the epoch); undefined while it runs. */
+  pausedAt?: number;
+  /** When a paused sandbox is snapshotted and its processes ended (AGENTBOX_PAUSED_MAX_S after its pause). */
+  hibernateAt?: number;
+  /** Paused by its own timeout (on_timeout: pause): a resume gives it a whole new life. */
+  pausedByTimeout?: boolean;
+  /** A lifecycle operation (pause, resume, snapshot) in progress: they run one at a time per sandbox. */
+  op?: Promise<unknown>;
 }
 
 interface Waiter {
@@ -93,7 +115,8 @@ export class SandboxManager {
     if (at > Date.now()) this.deadlines.set(id, at);
     else void this.reap();
   });
-  private readonly live = new Map<string, Live>();
+  /** @internal the live sandboxes, for ./lifecycle.ts */
+  readonly live = new Map<string, Live>();
   /** Live sandboxes per tenant (the tenant quota counts them without a query). */
   private readonly liveByTenant = new Map<string, number>();
   private readonly warm: Box[] = [];
@@ -105,14 +128,20 @@ export class SandboxManager {
   private readonly waiters: Waiter[] = [];
   /** Recent creates: the pool grows to what they ask for. */
   private readonly demand: PoolDemand;
-  private readonly usedUids = new Set<number>();
+  /** @internal host uids in use (a hibernated sandbox keeps its own until it ends). */
+  readonly usedUids = new Set<number>();
   private readonly firstUid: number;
   private nextUid: number;
-  private readonly cgroups: CgroupManager;
+  /** @internal */
+  readonly cgroups: CgroupManager;
+  /** Pause, resume, snapshots, forks and what a sandbox does when its life runs out. */
+  readonly lifecycle: Lifecycle;
   private readonly workspaces: WorkspaceManager;
   private readonly seccomp = buildSeccompFilter();
   private readonly teardownLimiter: Limiter;
   private readonly quotaDefaults: EffectiveQuotas;
+  /** @internal */
+  readonly log: Logger;
   private reaper: NodeJS.Timeout | undefined;
   private closing = false;
   /** The host's available memory is under AGENTBOX_MEMORY_RESERVE_MB (checked every tick). */
@@ -126,11 +155,15 @@ export class SandboxManager {
   private readonly teardowns = new Set<Promise<void>>();
 
   constructor(
-    private readonly config: Config,
-    private readonly store: SandboxStore,
+    /** @internal */
+    readonly config: Config,
+    /** @internal */
+    readonly store: SandboxStore,
     private readonly tenants: TenantStore,
-    private readonly log: Logger,
+    log: Logger,
+    snapshots: SnapshotStore,
   ) {
+    this.log = log;
     this.templates = builtInTemplates(config.limits);
     this.workspaces = new WorkspaceManager(config.workspaceDir);
     this.cgroups = new CgroupManager(
@@ -144,6 +177,7 @@ export class SandboxManager {
     this.teardownLimiter = new Limiter(Math.max(1, config.maxParallelTeardowns));
     this.demand = new PoolDemand(config.warmPool, config.warmPoolMax);
     this.quotaDefaults = tenantQuotaDefaults(config);
+    this.lifecycle = new Lifecycle(this, snapshots);
   }
 
   /** The tenant's quotas now: its own where the operator set them, the configured defaults elsewhere. */
@@ -151,7 +185,8 @@ export class SandboxManager {
     return effectiveQuotas(this.tenants.get(tenantId).quotas, this.quotaDefaults);
   }
 
-  private tenantLimits(tenantId: string): TenantLimits {
+  /** @internal */
+  tenantLimits(tenantId: string): TenantLimits {
     const q = this.tenantQuotas(tenantId);
     return { memoryMb: q.memoryMb, processes: q.maxProcesses };
   }
@@ -184,6 +219,8 @@ export class SandboxManager {
     const adopt: SandboxRecord[] = [];
     for (const record of this.store.listRunning()) {
       this.usedUids.add(record.hostUid);
+      // Paused past the operator's limit: its files are in a snapshot and it waits for a resume.
+      if (this.lifecycle.adoptHibernated(record)) continue;
       if (Date.parse(record.timeoutAt) <= now)
         this.recordEnd(record, { reason: "timed_out", detail: { while_down: true } }, record.timeoutAt);
       else adopt.push(record);
@@ -196,7 +233,7 @@ export class SandboxManager {
           box = await this.startBox(record.id, record.hostUid);
           await this.cgroups.assign(box.cgroup, record.tenantId, box.spec.uid, this.config.limits, this.tenantLimits(record.tenantId));
           if (Object.keys(record.envVars).length) await box.setEnv(record.envVars);
-          this.addLive(record, box);
+          this.addLive(record, box, this.lifeOf(record), "kill");
           this.log.info({ sandbox_id: record.id }, "re-adopted sandbox after restart");
         } catch (err) {
           this.log.error({ err, sandbox_id: record.id }, "could not re-adopt sandbox; ending it");
@@ -251,7 +288,13 @@ export class SandboxManager {
     throw new ApiError("at_capacity", "No sandbox user ids are free", 5);
   }
 
-  private startBox(name: string, uid: number): Promise<Box> {
+  /** The life a record was given, from its start and deadline (for sandboxes re-adopted after a restart). */
+  private lifeOf(record: SandboxRecord): number {
+    return Math.max(1, Math.round((Date.parse(record.timeoutAt) - Date.parse(record.startedAt)) / 1000));
+  }
+
+  /** @internal starts a sandbox process outside the pool (re-adoption, resuming a hibernated sandbox). */
+  startBox(name: string, uid: number): Promise<Box> {
     const onLog = (line: string) => this.log.warn({ sandbox_id: name }, `sandbox process: ${line}`);
     return Box.start({ name, uid, limits: this.config.limits, seccomp: this.seccomp, onLog }, this.cgroups, this.workspaces);
   }
@@ -360,10 +403,29 @@ export class SandboxManager {
     return this.live.size;
   }
 
-  private addLive(record: SandboxRecord, box: Box): void {
-    this.live.set(record.id, { record, box });
+  /** @internal */
+  addLive(record: SandboxRecord, box: Box, lifeS: number, onTimeout: OnTimeout): void {
+    this.live.set(record.id, { record, box, lifeS, onTimeout });
     this.deadlines.set(record.id, Date.parse(record.timeoutAt));
     this.liveByTenant.set(record.tenantId, (this.liveByTenant.get(record.tenantId) ?? 0) + 1);
+  }
+
+  /** @internal a live sandbox's deadline moved (a resume after a pause). */
+  setDeadline(id: string, at: number): void {
+    this.deadlines.set(id, at);
+  }
+
+  /** @internal removes a sandbox from the live ones (it ended, or its processes were ended into a snapshot). */
+  dropLive(id: string): Live | undefined {
+    const live = this.live.get(id);
+    if (!live) return undefined;
+    this.live.delete(id);
+    this.deadlines.delete(id);
+    const tenantLeft = (this.liveByTenant.get(live.record.tenantId) ?? 1) - 1;
+    if (tenantLeft > 0) this.liveByTenant.set(live.record.tenantId, tenantLeft);
+    else this.liveByTenant.delete(live.record.tenantId);
+    for (const listener of this.endedListeners) listener(id);
+    return live;
   }
 
   /**
@@ -380,19 +442,36 @@ export class SandboxManager {
     });
   }
 
-  async create(tenantId: string, input: CreateInput): Promise<SandboxRecord> {
+  /**
+   * @internal Refuses (503/429) when `count` more sandboxes of the tenant would not fit now: the
+   * service's cap, the host's memory, the tenant's sandbox quota.
+   */
+  checkRoom(tenantId: string, count: number): EffectiveQuotas {
     if (this.closing) throw new ApiError("at_capacity", "The service is shutting down", 5);
-    const template = input.template ?? "python-base-v1";
-    if (!this.templates.some((t) => t.id === template)) throw new ApiError("template_not_found", `Template '${template}' does not exist`);
-    if (this.live.size + this.pending >= this.config.maxSandboxes) {
+    if (this.live.size + this.pending + count > this.config.maxSandboxes) {
       throw new ApiError("at_capacity", `The service is at its limit of ${this.config.maxSandboxes} live sandboxes`, 5);
     }
     if (this.lowMemory) throw new ApiError("at_capacity", "The host is low on memory; no sandbox can be started now", 5);
     const quota = this.tenantQuotas(tenantId);
     const tenantPending = this.pendingByTenant.get(tenantId) ?? 0;
-    if ((this.liveByTenant.get(tenantId) ?? 0) + tenantPending >= quota.maxSandboxes) {
-      throw new ApiError("quota_exceeded", `Your tenant already has ${quota.maxSandboxes} live sandboxes, its quota`, 10);
+    if ((this.liveByTenant.get(tenantId) ?? 0) + tenantPending + count > quota.maxSandboxes) {
+      throw new ApiError(
+        "quota_exceeded",
+        count === 1
+          ? `Your tenant already has ${quota.maxSandboxes} live sandboxes, its quota`
+          : `${count} more sandboxes would take your tenant over its quota of ${quota.maxSandboxes} live sandboxes`,
+        10,
+      );
     }
+    return quota;
+  }
+
+  async create(tenantId: string, given: CreateInput): Promise<SandboxRecord> {
+    const input = given.snapshotId === undefined ? given : this.lifecycle.fromSnapshot(tenantId, given.snapshotId, given);
+    const template = input.template ?? "python-base-v1";
+    if (!this.templates.some((t) => t.id === template)) throw new ApiError("template_not_found", `Template '${template}' does not exist`);
+    const quota = this.checkRoom(tenantId, 1);
+    const tenantPending = this.pendingByTenant.get(tenantId) ?? 0;
     const timeoutS = input.timeoutS ?? this.config.defaultSandboxTimeoutS;
     this.pending += 1;
     this.pendingByTenant.set(tenantId, tenantPending + 1);
@@ -403,6 +482,7 @@ export class SandboxManager {
       // After the reply is written: starting a sandbox forks processes, which would delay it.
       setImmediate(() => this.fillPool());
       if (input.envVars && Object.keys(input.envVars).length) await box.setEnv(input.envVars);
+      if (input.restore) await input.restore(box);
       const now = new Date();
       const record: SandboxRecord = {
         id: box.spec.name,
@@ -419,7 +499,7 @@ export class SandboxManager {
         endedAt: null,
       };
       this.store.insert(record);
-      this.addLive(record, box);
+      this.addLive(record, box, timeoutS, input.onTimeout ?? "kill");
       this.events.emit({
         type: "created",
         sandboxId: record.id,
@@ -443,7 +523,7 @@ export class SandboxManager {
   /** The caller's sandbox record, live or ended; another tenant's sandbox does not exist for them. */
   get(tenantId: string, id: string): SandboxRecord {
     const live = this.live.get(id);
-    const record = live?.record ?? this.store.get(id);
+    const record = live?.record ?? this.lifecycle.hibernatedRecord(id) ?? this.store.get(id);
     if (!record || record.tenantId !== tenantId) throw sandboxNotFound(id);
     return record;
   }
@@ -453,21 +533,27 @@ export class SandboxManager {
     const live = this.live.get(id);
     if (!live) {
       const record = this.get(tenantId, id);
+      if (record.status === "paused") throw sandboxPaused(id);
       throw new ApiError("invalid_state", `Sandbox '${id}' is ${record.status}; create a new one`);
     }
     if (live.record.tenantId !== tenantId) throw sandboxNotFound(id);
+    if (live.record.status === "paused") throw sandboxPaused(id);
     return live.box;
   }
 
   list(tenantId: string, limit: number, offset: number) {
     const page = this.store.listByTenant(tenantId, limit, offset);
-    return { sandboxes: page.sandboxes.map((r) => this.live.get(r.id)?.record ?? r), total: page.total };
+    return {
+      sandboxes: page.sandboxes.map((r) => this.live.get(r.id)?.record ?? this.lifecycle.hibernatedRecord(r.id) ?? r),
+      total: page.total,
+    };
   }
 
   /** Ends the caller's sandbox; `by`: an API call of the tenant's, or the operator. */
   async kill(tenantId: string, id: string, by: EndedBy = "api"): Promise<void> {
     const record = this.get(tenantId, id);
-    if (record.status !== "running") return;
+    if (this.lifecycle.dropHibernated(id, by)) return;
+    if (record.status !== "running" && record.status !== "paused") return;
     await this.end(id, { reason: "killed", by });
   }
 
@@ -475,6 +561,7 @@ export class SandboxManager {
     this.box(tenantId, id);
     const live = this.live.get(id) as Live;
     live.record.timeoutAt = new Date(Date.now() + timeoutS * 1000).toISOString();
+    live.lifeS = timeoutS;
     this.store.setTimeout(id, live.record.timeoutAt);
     this.deadlines.set(id, Date.parse(live.record.timeoutAt));
     this.events.emit({
@@ -492,26 +579,20 @@ export class SandboxManager {
   }
 
   /**
-   * Ends a live sandbox for `cause`: its status follows from the reason, the reason itself is kept
-   * in its `ended` event. (The status shorthands stand for a kill and a timeout.)
+   * @internal Ends a live sandbox for `cause`: its status follows from the reason, the reason itself
+   * is kept in its `ended` event. (The status shorthands stand for a kill and a timeout.)
    */
   async end(id: string, cause: EndCause | "terminated" | "timed_out"): Promise<void> {
-    const live = this.live.get(id);
+    const live = this.dropLive(id);
     if (!live) return;
-    this.live.delete(id);
-    this.deadlines.delete(id);
-    const tenantLeft = (this.liveByTenant.get(live.record.tenantId) ?? 1) - 1;
-    if (tenantLeft > 0) this.liveByTenant.set(live.record.tenantId, tenantLeft);
-    else this.liveByTenant.delete(live.record.tenantId);
     this.recordEnd(live.record, typeof cause === "string" ? { reason: cause === "timed_out" ? "timed_out" : "killed" } : cause);
-    for (const listener of this.endedListeners) listener(id);
     // The caller gets its answer once the processes are killed; unmounting and removing the cgroup
     // go on in the background (a crash midway leaves them to the start-up sweep).
     await live.box.stop().catch((err) => this.log.error({ err, sandbox_id: id }, "sandbox kill failed"));
     this.track(this.release(live.box, true).finally(() => this.fillPool()));
   }
 
-  /** Marks a record ended (in memory and in the store) and announces its `ended` event. */
+  /** @internal Marks a record ended (in memory and in the store) and announces its `ended` event. */
   recordEnd(record: SandboxRecord, cause: EndCause, at = new Date().toISOString()): void {
     record.status = endStatus(cause.reason);
     record.endedAt = at;
@@ -519,8 +600,8 @@ export class SandboxManager {
     this.events.emit({ type: "ended", sandboxId: record.id, tenantId: record.tenantId, at, ...cause });
   }
 
-  /** Keeps a background cleanup until it is done (close() waits for them). */
-  private track(teardown: Promise<void>): void {
+  /** @internal Keeps a background cleanup until it is done (close() waits for them). */
+  track(teardown: Promise<void>): void {
     const tracked = teardown.finally(() => this.teardowns.delete(tracked));
     this.teardowns.add(tracked);
   }
@@ -530,7 +611,8 @@ export class SandboxManager {
    * waits on the kernel, and a burst of kills must not take the thread pool and CPU that
    * requests need.
    */
-  private async release(box: Box, stopped = false): Promise<void> {
+  /** @internal `keepUid`: the uid stays reserved (a hibernated sandbox starts again with it). */
+  async release(box: Box, stopped = false, keepUid = false): Promise<void> {
     if (!stopped) await box.stop().catch(() => {});
     await this.teardownLimiter.run(async () => {
       try {
@@ -539,7 +621,7 @@ export class SandboxManager {
         this.log.error({ err, sandbox_id: box.spec.name }, "sandbox cleanup failed");
       } finally {
         // Only now: the uid is not handed out again while the old sandbox's files or processes may remain.
-        this.usedUids.delete(box.spec.uid);
+        if (!keepUid) this.usedUids.delete(box.spec.uid);
       }
     });
   }
@@ -547,10 +629,18 @@ export class SandboxManager {
   private async reap(): Promise<void> {
     const now = Date.now();
     for (const [id, live] of this.live) {
-      if (Date.parse(live.record.timeoutAt) <= now) {
-        // Not awaited: sandboxes due together end together, each at its deadline.
-        void this.end(id, { reason: "timed_out" }).catch((err) => this.log.error({ err, sandbox_id: id }, "reaper failed"));
+      // A paused sandbox's life clock is stopped; paused too long, its files go to a snapshot.
+      if (live.record.status === "paused") {
+        if (live.hibernateAt !== undefined && now >= live.hibernateAt) this.lifecycle.hibernate(live);
+        continue;
       }
+      if (Date.parse(live.record.timeoutAt) > now) continue;
+      if (live.onTimeout !== "kill") {
+        this.lifecycle.onTimeout(live);
+        continue;
+      }
+      // Not awaited: sandboxes due together end together, each at its deadline.
+      void this.end(id, { reason: "timed_out" }).catch((err) => this.log.error({ err, sandbox_id: id }, "reaper failed"));
     }
   }
 

@@ -12,6 +12,7 @@ export const MAX_HEADER = 8 * 2 ** 20;
 /** Bytes per chunk of a download or upload through the channel. */
 export const FILE_CHUNK = 2 ** 20;
 
+import { type ArchiveEvent, type ArchiveRequest, decodeArchiveEvent } from "./archive-protocol.js";
 import { type BgEvent, type BgRequest, decodeBgEvent } from "./background-protocol.js";
 import type { KernelKind, Language } from "./languages.js";
 
@@ -40,6 +41,7 @@ export type Request =
   /** Interrupts the run or command of request `target` (its client stopped waiting): answered by `ok`. */
   | { op: "cancel"; target: string }
   | BgRequest
+  | ArchiveRequest
   | { op: "setenv"; env: Record<string, string> }
   | { op: "stats" }
   | { op: "ping" }
@@ -139,6 +141,7 @@ export type Event =
   | ExitEvent
   | FileEvent
   | BgEvent
+  | ArchiveEvent
   | { ev: "stats"; id: string; disk_read: number; disk_write: number; network_rx: number; network_tx: number }
   | { ev: "ok"; id: string }
   | { ev: "error"; id: string; message: string };
@@ -415,6 +418,8 @@ export function decodeEvent(header: unknown, body: Buffer): Event | null {
       };
     case "bg":
       return decodeBgEvent(id, h, body);
+    case "archive":
+      return decodeArchiveEvent(id, h);
     case "ok":
       return { ev, id };
     case "error":

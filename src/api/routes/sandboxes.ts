@@ -2,6 +2,7 @@
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { Type } from "@sinclair/typebox";
 import type { SandboxRecord } from "../../store/sandboxes.js";
+import { SandboxCreated } from "../schemas/lifecycle.js";
 import type { Services } from "../services.js";
 import { errors, Pagination, page, SandboxIdParams } from "../schemas/common.js";
 import {
@@ -40,7 +41,7 @@ export const sandboxRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = 
         tags,
         summary: "Create a sandbox",
         body: Type.Optional(CreateSandboxBody),
-        response: { 201: Type.Ref(Sandbox), ...errors(400, 401, 404, 429, 503) },
+        response: { 201: SandboxCreated, ...errors(400, 401, 404, 409, 413, 429, 503, 507) },
       },
       // Every field is optional, so a POST with no body at all creates a default sandbox.
       preValidation: async (request) => {
@@ -56,9 +57,12 @@ export const sandboxRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = 
         timeoutS: body.timeout,
         envVars: body.env_vars,
         metadata: body.metadata,
+        snapshotId: body.snapshot_id,
+        onTimeout: body.lifecycle?.on_timeout,
       });
       if (network) await services.network?.attach(request.apiKey.tenantId, record.id, network);
-      return reply.status(201).send(sandboxJson(record));
+      // Started from a snapshot: its files are there, its processes' memory is not (said so, never silently).
+      return reply.status(201).send(body.snapshot_id ? { ...sandboxJson(record), kernel_state: "lost" as const } : sandboxJson(record));
     },
   );
 

@@ -3,6 +3,7 @@ import { type Static, Type } from "@sinclair/typebox";
 import { SANDBOX_STATUSES } from "../../store/sandboxes.js";
 import { StringMap } from "./common.js";
 import { NetworkRules } from "./network.js";
+import { LifecycleCreateFields } from "./lifecycle-create.js";
 
 export const Sandbox = Type.Object(
   {
@@ -31,6 +32,7 @@ export const CreateSandboxBody = Type.Object(
     network: Type.Optional(NetworkRules),
     provider: Type.Optional(Type.String({ description: "Accepted for compatibility and ignored" })),
     region: Type.Optional(Type.String({ description: "Accepted for compatibility and ignored" })),
+    ...LifecycleCreateFields,
   },
   { additionalProperties: true },
 );

@@ -1,0 +1,472 @@
+// Pause, resume, snapshots and forks of live sandboxes, and what a sandbox does when its life runs
+// out (on_timeout) or when it stays paused past the operator's limit (its files go into a snapshot,
+// its processes end, and a resume starts it again from that snapshot: "hibernated").
+//
+// Kernel state: a pause freezes every process with the cgroup freezer, so a resume continues with
+// memory and kernels as they were ("preserved"); anything started from a snapshot (a create with
+// snapshot_id, a fork, the resume of a hibernated sandbox) gets the files only ("lost").
+import crypto from "node:crypto";
+import { ApiError, invalid } from "../errors.js";
+import type { EndedBy } from "../events/bus.js";
+import type { SandboxRecord } from "../store/sandboxes.js";
+import type { SnapshotKind, SnapshotRecord, SnapshotStore } from "../store/snapshots.js";
+import type { Box } from "./box.js";
+import type { CreateInput, Live, OnTimeout, SandboxManager } from "./manager.js";
+import { Limiter } from "./pool.js";
+import { SnapshotFiles } from "./snapshots.js";
+
+export type KernelState = "preserved" | "lost";
+
+/** A sandbox whose processes were ended into a snapshot after a long pause; it waits for a resume. */
+interface Hibernated {
+  record: SandboxRecord;
+  snapshot: SnapshotRecord;
+  lifeS: number;
+  onTimeout: OnTimeout;
+  pausedAt: number;
+  pausedByTimeout: boolean;
+  /** The teardown of its old processes and workspace (a resume starts again under the same name). */
+  released: Promise<void>;
+  resuming?: Promise<{ record: SandboxRecord; kernelState: KernelState }>;
+}
+
+/** Restores into sandboxes of one fork at a time: unpacking is CPU in the sandboxes, and creates beyond the pool queue. */
+const FORK_PARALLEL = 2;
+
+const message = (err: unknown) => (err instanceof Error ? err.message : String(err));
+
+export class Lifecycle {
+  readonly files: SnapshotFiles;
+  private readonly hibernated = new Map<string, Hibernated>();
+  /** Snapshots being written per tenant (counted against the tenant's cap before their row exists). */
+  private readonly writing = new Map<string, number>();
+
+  constructor(
+    private readonly m: SandboxManager,
+    private readonly snapshots: SnapshotStore,
+  ) {
+    this.files = new SnapshotFiles(m.config.snapshotDir, m.config.snapshotMaxBytes);
+    // Archives no record points to (a crash between writing one and recording it, or between
+    // deleting a record and its file; a fork's temporary archive) are never snapshots.
+    this.files.sweep((id) => this.snapshots.get(id) !== undefined);
+  }
+
+  /** Announces a pause, resume or snapshot on the sandbox's event bus (`reason`: who or what caused it). */
+  private emit(
+    type: "paused" | "resumed" | "snapshotted",
+    record: SandboxRecord,
+    reason: string,
+    detail: Record<string, unknown> = {},
+  ): void {
+    this.m.events.emit({ type, sandboxId: record.id, tenantId: record.tenantId, detail: { reason, ...detail } });
+  }
+
+  /** The caller's live sandbox (running or paused). */
+  private liveOf(tenantId: string, id: string): Live {
+    const live = this.m.live.get(id);
+    if (live && live.record.tenantId === tenantId) return live;
+    const record = this.m.get(tenantId, id);
+    throw new ApiError("invalid_state", `Sandbox '${id}' is ${record.status}; create a new one`);
+  }
+
+  private hibernatedOf(tenantId: string, id: string): Hibernated | undefined {
+    const h = this.hibernated.get(id);
+    return h && h.record.tenantId === tenantId ? h : undefined;
+  }
+
+  /** Lifecycle operations on one sandbox run one after another; each re-checks that the sandbox is still live. */
+  private serial<T>(live: Live, task: () => Promise<T>): Promise<T> {
+    const run = async () => {
+      if (this.m.live.get(live.record.id) !== live) {
+        throw new ApiError("invalid_state", `Sandbox '${live.record.id}' is ${live.record.status}; create a new one`);
+      }
+      return task();
+    };
+    const next = (live.op ?? Promise.resolve()).then(run, run);
+    const tail = next.catch(() => {});
+    live.op = tail;
+    tail.then(() => {
+      if (live.op === tail) live.op = undefined;
+    });
+    return next;
+  }
+
+  // ---- pause and resume ----
+
+  async pause(tenantId: string, id: string): Promise<SandboxRecord> {
+    const h = this.hibernatedOf(tenantId, id);
+    if (h) return h.record;
+    const live = this.liveOf(tenantId, id);
+    return this.serial(live, () => this.pauseNow(live, false));
+  }
+
+  private async pauseNow(live: Live, byTimeout: boolean): Promise<SandboxRecord> {
+    if (live.record.status === "paused") return live.record;
+    if (live.box.busy) {
+      throw new ApiError("conflict", "A run or command is in progress in the sandbox; pause it once it is done");
+    }
+    try {
+      await live.box.pause();
+    } catch (err) {
+      throw new ApiError("internal_error", `The sandbox could not be paused: ${message(err)}`);
+    }
+    live.pausedAt = Date.now();
+    live.hibernateAt = live.pausedAt + this.m.config.pausedMaxS * 1000;
+    live.pausedByTimeout = byTimeout;
+    live.record.status = "paused";
+    this.emit("paused", live.record, byTimeout ? "timeout" : "api");
+    return live.record;
+  }
+
+  /** Thaws a paused sandbox (kernel state preserved) or starts a hibernated one from its snapshot (lost). */
+  async resume(tenantId: string, id: string): Promise<{ record: SandboxRecord; kernelState: KernelState }> {
+    const h = this.hibernatedOf(tenantId, id);
+    if (h) return this.wake(h);
+    const live = this.liveOf(tenantId, id);
+    return this.serial(live, async () => {
+      if (live.record.status !== "paused") return { record: live.record, kernelState: "preserved" as const };
+      try {
+        await live.box.resume();
+      } catch (err) {
+        throw new ApiError("internal_error", `The sandbox could not be resumed: ${message(err)}`);
+      }
+      this.restartClock(live.record, live.lifeS, live.pausedAt ?? Date.now(), live.pausedByTimeout === true);
+      live.pausedAt = undefined;
+      live.pausedByTimeout = undefined;
+      live.record.status = "running";
+      this.emit("resumed", live.record, "api", { kernel_state: "preserved" });
+      return { record: live.record, kernelState: "preserved" as const };
+    });
+  }
+
+  /**
+   * The life clock stops while a sandbox is paused: its deadline moves on by the time it was
+   * paused. One paused by its own timeout had no life left: it gets its whole life again.
+   */
+  private restartClock(record: SandboxRecord, lifeS: number, pausedAt: number, byTimeout: boolean): void {
+    const now = Date.now();
+    const at = byTimeout ? now + lifeS * 1000 : Date.parse(record.timeoutAt) + (now - pausedAt);
+    record.timeoutAt = new Date(at).toISOString();
+    this.m.store.setTimeout(record.id, record.timeoutAt);
+    this.m.setDeadline(record.id, at);
+  }
+
+  // ---- the reaper's part ----
+
+  /** The sandbox's life ran out and it was created with on_timeout pause or snapshot. */
+  onTimeout(live: Live): void {
+    if (live.op) return; // an operation is under way; the next tick looks again
+    if (live.onTimeout === "pause") {
+      // A run in progress would outlive its backstop frozen: the pause waits until it is done.
+      if (live.box.busy) return;
+      this.serial(live, () => this.pauseNow(live, true)).catch((err) =>
+        this.m.log.error({ err, sandbox_id: live.record.id }, "on_timeout pause failed"),
+      );
+      return;
+    }
+    this.serial(live, async () => {
+      try {
+        await this.write(live, "timeout");
+      } catch (err) {
+        this.m.log.error({ err, sandbox_id: live.record.id }, "on_timeout snapshot failed; the sandbox ends without one");
+      }
+    })
+      .catch(() => {})
+      .finally(() => this.m.end(live.record.id, "timed_out"));
+  }
+
+  /**
+   * Paused longer than the operator allows: its files go into a snapshot and its processes end, so
+   * a paused sandbox does not hold memory for ever. A resume starts it again from that snapshot.
+   */
+  hibernate(live: Live): void {
+    if (live.op) return;
+    this.serial(live, async () => {
+      if (live.record.status !== "paused") return;
+      let snapshot: SnapshotRecord;
+      try {
+        await live.box.resume(); // the copy is made by the sandbox's own processes
+        snapshot = await this.write(live, "hibernate");
+      } catch (err) {
+        this.m.log.error({ err, sandbox_id: live.record.id }, "could not snapshot a long-paused sandbox; it stays paused");
+        await live.box.pause().catch(() => {});
+        // Tried again after another full period, not every tick.
+        live.hibernateAt = Date.now() + this.m.config.pausedMaxS * 1000;
+        return;
+      }
+      const id = live.record.id;
+      this.m.dropLive(id);
+      await live.box.stop().catch(() => {});
+      const released = this.m.release(live.box, true, true);
+      this.m.track(released);
+      this.hibernated.set(id, {
+        record: live.record,
+        snapshot,
+        lifeS: live.lifeS,
+        onTimeout: live.onTimeout,
+        pausedAt: live.pausedAt ?? Date.now(),
+        pausedByTimeout: live.pausedByTimeout === true,
+        released,
+      });
+    }).catch((err) => this.m.log.error({ err, sandbox_id: live.record.id }, "hibernate failed"));
+  }
+
+  /** Starts a hibernated sandbox again under its own id, with its files from its snapshot. */
+  private wake(h: Hibernated): Promise<{ record: SandboxRecord; kernelState: KernelState }> {
+    if (h.resuming) return h.resuming;
+    const { record } = h;
+    h.resuming = (async () => {
+      this.m.checkRoom(record.tenantId, 1);
+      await h.released;
+      const box = await this.m.startBox(record.id, record.hostUid);
+      try {
+        await this.m.cgroups.assign(
+          box.cgroup,
+          record.tenantId,
+          record.hostUid,
+          this.m.config.limits,
+          this.m.tenantLimits(record.tenantId),
+        );
+        if (Object.keys(record.envVars).length) await box.setEnv(record.envVars);
+        await this.files.restore(box, this.files.pathOf(h.snapshot.id), h.snapshot.sha256);
+      } catch (err) {
+        await this.m.release(box, false, true);
+        throw err;
+      }
+      this.hibernated.delete(record.id);
+      this.restartClock(record, h.lifeS, h.pausedAt, h.pausedByTimeout);
+      record.status = "running";
+      this.m.addLive(record, box, h.lifeS, h.onTimeout);
+      void this.removeSnapshot(h.snapshot);
+      this.emit("resumed", record, "api", { kernel_state: "lost", snapshot_id: h.snapshot.id });
+      return { record, kernelState: "lost" as const };
+    })().finally(() => {
+      h.resuming = undefined;
+    });
+    return h.resuming;
+  }
+
+  /** At start-up: a sandbox the records call running that was hibernated is kept waiting for its resume. */
+  adoptHibernated(record: SandboxRecord): boolean {
+    const snapshot = this.snapshots.hibernated(record.id);
+    if (!snapshot) return false;
+    const extra = snapshot.settings.extra ?? {};
+    this.hibernated.set(record.id, {
+      record: { ...record, status: "paused" },
+      snapshot,
+      lifeS: typeof extra.life_s === "number" ? extra.life_s : 300,
+      onTimeout: (extra.on_timeout as OnTimeout | undefined) ?? "kill",
+      pausedAt: typeof extra.paused_at === "number" ? extra.paused_at : Date.parse(snapshot.createdAt),
+      pausedByTimeout: extra.paused_by_timeout === true,
+      released: Promise.resolve(),
+    });
+    return true;
+  }
+
+  hibernatedRecord(id: string): SandboxRecord | undefined {
+    return this.hibernated.get(id)?.record;
+  }
+
+  /** Ends a hibernated sandbox (killed): its snapshot goes with it. False when it is not hibernated. */
+  dropHibernated(id: string, by: EndedBy): boolean {
+    const h = this.hibernated.get(id);
+    if (!h || h.resuming) return false;
+    this.hibernated.delete(id);
+    this.m.recordEnd(h.record, { reason: "killed", by, detail: { hibernated: true } });
+    void this.removeSnapshot(h.snapshot);
+    void h.released.finally(() => this.m.usedUids.delete(h.record.hostUid));
+    return true;
+  }
+
+  // ---- snapshots ----
+
+  private settingsOf(live: { record: SandboxRecord; lifeS: number; onTimeout: OnTimeout; pausedAt?: number; pausedByTimeout?: boolean }) {
+    const r = live.record as SandboxRecord & { network?: unknown };
+    const extra: Record<string, unknown> = { on_timeout: live.onTimeout, life_s: live.lifeS };
+    if (r.network !== undefined) extra.network = r.network;
+    if (live.pausedAt !== undefined) extra.paused_at = live.pausedAt;
+    if (live.pausedByTimeout) extra.paused_by_timeout = true;
+    return { template: r.template, envVars: r.envVars, metadata: r.metadata, extra };
+  }
+
+  /** Refuses a snapshot past the tenant's cap (counting the ones being written); returns the release. */
+  private reserve(tenantId: string): () => void {
+    const writing = this.writing.get(tenantId) ?? 0;
+    const cap = this.m.config.snapshotsPerTenant;
+    if (this.snapshots.countByTenant(tenantId) + writing >= cap) {
+      throw new ApiError("quota_exceeded", `Your tenant already keeps ${cap} snapshots, its limit; delete some first`);
+    }
+    this.writing.set(tenantId, writing + 1);
+    return () => {
+      const left = (this.writing.get(tenantId) ?? 1) - 1;
+      if (left > 0) this.writing.set(tenantId, left);
+      else this.writing.delete(tenantId);
+    };
+  }
+
+  /** Writes a snapshot of a live sandbox (running, or thawed for the copy) and records it. */
+  private async write(live: Live, kind: SnapshotKind): Promise<SnapshotRecord> {
+    const { record } = live;
+    const release = kind === "hibernate" ? () => {} : this.reserve(record.tenantId);
+    try {
+      const id = `snap_${crypto.randomUUID()}`;
+      const info = await this.files.write(live.box, id);
+      const snapshot: SnapshotRecord = {
+        id,
+        tenantId: record.tenantId,
+        sandboxId: record.id,
+        kind,
+        createdAt: new Date().toISOString(),
+        ...info,
+        settings: this.settingsOf(live),
+      };
+      try {
+        this.snapshots.insert(snapshot);
+      } catch (err) {
+        await this.files.remove(id);
+        throw err;
+      }
+      this.emit("snapshotted", record, kind === "manual" ? "api" : kind, { snapshot_id: id, size_bytes: info.sizeBytes });
+      return snapshot;
+    } finally {
+      release();
+    }
+  }
+
+  /** POST /sandboxes/{id}/snapshots: the sandbox's files and settings, on disk and verified. */
+  async snapshot(tenantId: string, id: string): Promise<SnapshotRecord> {
+    const h = this.hibernatedOf(tenantId, id);
+    if (h) return this.copyHibernated(h);
+    const live = this.liveOf(tenantId, id);
+    return this.serial(live, async () => {
+      // A paused sandbox is thawed for the copy (its own processes make it) and frozen again.
+      const paused = live.record.status === "paused";
+      if (paused) await live.box.resume();
+      try {
+        return await this.write(live, "manual");
+      } finally {
+        if (paused)
+          await live.box.pause().catch((err) => this.m.log.error({ err, sandbox_id: id }, "could not pause again after a snapshot"));
+      }
+    });
+  }
+
+  /** A hibernated sandbox's files are already an archive: a snapshot of it is a second name for that file. */
+  private async copyHibernated(h: Hibernated): Promise<SnapshotRecord> {
+    const release = this.reserve(h.record.tenantId);
+    try {
+      const id = `snap_${crypto.randomUUID()}`;
+      await this.files.link(h.snapshot.id, id);
+      const snapshot: SnapshotRecord = { ...h.snapshot, id, kind: "manual", createdAt: new Date().toISOString() };
+      try {
+        this.snapshots.insert(snapshot);
+      } catch (err) {
+        await this.files.remove(id);
+        throw err;
+      }
+      this.emit("snapshotted", h.record, "api", { snapshot_id: id, size_bytes: snapshot.sizeBytes });
+      return snapshot;
+    } finally {
+      release();
+    }
+  }
+
+  getSnapshot(tenantId: string, id: string): SnapshotRecord {
+    const snapshot = this.snapshots.get(id);
+    if (!snapshot || snapshot.tenantId !== tenantId) throw new ApiError("snapshot_not_found", `Snapshot '${id}' was not found`);
+    return snapshot;
+  }
+
+  listSnapshots(tenantId: string, limit: number, offset: number) {
+    return this.snapshots.listByTenant(tenantId, limit, offset);
+  }
+
+  async deleteSnapshot(tenantId: string, id: string): Promise<void> {
+    const snapshot = this.getSnapshot(tenantId, id);
+    if (snapshot.kind === "hibernate" && this.hibernated.get(snapshot.sandboxId)?.snapshot.id === id) {
+      throw new ApiError(
+        "conflict",
+        `Snapshot '${id}' holds the files of paused sandbox '${snapshot.sandboxId}': resume or kill it instead`,
+      );
+    }
+    await this.removeSnapshot(snapshot);
+  }
+
+  private removeSnapshot(snapshot: SnapshotRecord): Promise<void> {
+    // The row first: a crash between the two leaves an orphan file, never a row without its file.
+    this.snapshots.delete(snapshot.id);
+    return this.files
+      .remove(snapshot.id)
+      .catch((err) => this.m.log.error({ err, snapshot_id: snapshot.id }, "could not remove a snapshot file"));
+  }
+
+  // ---- sandboxes from snapshots ----
+
+  /** The create input of a sandbox started from a snapshot: its settings, overridden by what the caller gave. */
+  fromSnapshot(tenantId: string, snapshotId: string, input: CreateInput): CreateInput {
+    const s = this.getSnapshot(tenantId, snapshotId);
+    const onTimeout = s.settings.extra?.on_timeout as OnTimeout | undefined;
+    return {
+      ...input,
+      template: input.template ?? s.settings.template,
+      envVars: input.envVars ?? s.settings.envVars,
+      metadata: input.metadata ?? s.settings.metadata,
+      onTimeout: input.onTimeout ?? onTimeout,
+      restore: (box: Box) => this.files.restore(box, this.files.pathOf(s.id), s.sha256),
+    };
+  }
+
+  /**
+   * Up to `count` copies of a sandbox at once (its files and settings, not its kernel state): one
+   * archive is made and unpacked into each copy. All or nothing: if one copy cannot be made, the
+   * others are ended and the call fails with the reason.
+   */
+  async fork(tenantId: string, id: string, count: number): Promise<SandboxRecord[]> {
+    const max = this.m.config.maxForkCount;
+    if (!Number.isInteger(count) || count < 1 || count > max) throw invalid(`'count' must be an integer from 1 to ${max}`);
+    const h = this.hibernatedOf(tenantId, id);
+    const live = h ? undefined : this.liveOf(tenantId, id);
+    this.m.checkRoom(tenantId, count);
+    let source: { file: string; sha256: string; temp?: string };
+    let base: { record: SandboxRecord; lifeS: number; onTimeout: OnTimeout };
+    if (h) {
+      source = { file: this.files.pathOf(h.snapshot.id), sha256: h.snapshot.sha256 };
+      base = h;
+    } else {
+      const l = live as Live;
+      base = l;
+      source = await this.serial(l, async () => {
+        const paused = l.record.status === "paused";
+        if (paused) await l.box.resume();
+        try {
+          const temp = `fork_${crypto.randomUUID()}`;
+          const info = await this.files.write(l.box, temp);
+          return { file: this.files.pathOf(temp), sha256: info.sha256, temp };
+        } finally {
+          if (paused) await l.box.pause().catch(() => {});
+        }
+      });
+    }
+    try {
+      const limiter = new Limiter(FORK_PARALLEL);
+      const input: CreateInput = {
+        template: base.record.template,
+        envVars: base.record.envVars,
+        metadata: base.record.metadata,
+        timeoutS: base.lifeS,
+        onTimeout: base.onTimeout,
+        restore: (box: Box) => this.files.restore(box, source.file, source.sha256),
+      };
+      const settled = await Promise.allSettled(Array.from({ length: count }, () => limiter.run(() => this.m.create(tenantId, input))));
+      const made = settled.flatMap((r) => (r.status === "fulfilled" ? [r.value] : []));
+      const failed = settled.find((r): r is PromiseRejectedResult => r.status === "rejected");
+      if (failed) {
+        await Promise.all(made.map((r) => this.m.kill(tenantId, r.id).catch(() => {})));
+        throw failed.reason;
+      }
+      return made;
+    } finally {
+      if (source.temp) await this.files.remove(source.temp);
+    }
+  }
+}

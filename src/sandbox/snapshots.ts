@@ -1,0 +1,178 @@
+// Snapshot archives on the host: a tar of a sandbox's /home/user, made INSIDE the sandbox by its
+// supervisor (runtime/archive_tool.py, as the sandbox user: no path of the untrusted workspace is
+// ever resolved on the host) and streamed out over the channel in 1 MiB chunks into a temporary
+// file, fsynced, renamed into place and read back to check its SHA-256. Restoring streams the file
+// back into a sandbox, which unpacks it with every member checked (no absolute paths, no `..`, no
+// devices, nothing below a symlink). A failure at any step removes what was written.
+import crypto from "node:crypto";
+import fs from "node:fs";
+import path from "node:path";
+import { ApiError } from "../errors.js";
+import type { ArchiveEvent } from "./archive-protocol.js";
+import type { Box } from "./box.js";
+import { FILE_CHUNK, type Reply } from "./protocol.js";
+
+/** A finished archive: what a snapshot record keeps of it. */
+export interface ArchiveInfo {
+  sizeBytes: number;
+  files: number;
+  sha256: string;
+}
+
+/** Reading or unpacking can wait on a large directory walk or a slow disk: longer than a plain request. */
+const ARCHIVE_STEP_MS = 120_000;
+
+/** The `archive` answer when it is a success; otherwise the API error its status means. */
+function accepted(reply: Reply, what: string): ArchiveEvent {
+  if (reply.ev === "gone") throw new ApiError("invalid_state", `The sandbox's processes ended during the ${what}`);
+  if (reply.ev !== "archive") throw new ApiError("internal_error", `Unexpected answer from the sandbox during the ${what} (${reply.ev})`);
+  const why = reply.message ?? `the ${what} failed`;
+  switch (reply.status) {
+    case "ok":
+      return reply;
+    case "too_large":
+      throw new ApiError("payload_too_large", `The ${what} failed: ${why}`);
+    case "changed":
+      throw new ApiError("conflict", `The ${what} failed: ${why}; retry`);
+    case "no_space":
+      throw new ApiError("insufficient_storage", `The ${what} failed: no space left in the sandbox (${why})`);
+    case "busy":
+      throw new ApiError("conflict", `The ${what} failed: ${why}; retry`);
+    default:
+      throw new ApiError("internal_error", `The ${what} failed: ${why}`);
+  }
+}
+
+/** What a failed host-side write means for the caller (a full disk is the operator's to fix, said so). */
+function hostError(err: unknown): unknown {
+  const code = (err as NodeJS.ErrnoException).code;
+  if (code === "ENOSPC" || code === "EDQUOT") {
+    return new ApiError("insufficient_storage", "The snapshot could not be written: the service's snapshot disk is full");
+  }
+  return err;
+}
+
+async function sha256File(file: string): Promise<string> {
+  const hash = crypto.createHash("sha256");
+  for await (const chunk of fs.createReadStream(file, { highWaterMark: FILE_CHUNK })) hash.update(chunk as Buffer);
+  return hash.digest("hex");
+}
+
+async function writeAll(fh: fs.promises.FileHandle, data: Buffer): Promise<void> {
+  for (let off = 0; off < data.length; ) off += (await fh.write(data, off, data.length - off)).bytesWritten;
+}
+
+export class SnapshotFiles {
+  constructor(
+    readonly dir: string,
+    private readonly maxBytes: number,
+  ) {
+    fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+    // Temporary files of snapshots a crash interrupted: never a snapshot (no record points to them).
+    for (const name of fs.readdirSync(dir)) if (name.endsWith(".tmp")) fs.rmSync(path.join(dir, name), { force: true });
+  }
+
+  /** Removes every archive whose id `keep` does not want (at start-up, before anything is written). */
+  sweep(keep: (id: string) => boolean): void {
+    for (const name of fs.readdirSync(this.dir)) {
+      if (name.endsWith(".tar") && !keep(name.slice(0, -4))) fs.rmSync(path.join(this.dir, name), { force: true });
+    }
+  }
+
+  pathOf(id: string): string {
+    return path.join(this.dir, `${id}.tar`);
+  }
+
+  /**
+   * Archives the sandbox's /home/user into the snapshot file `id`: complete, on disk (fsynced) and
+   * verified when this returns; nothing at all (no file, no temporary) when it throws.
+   */
+  async write(box: Box, id: string): Promise<ArchiveInfo> {
+    const tmp = path.join(this.dir, `.${id}.tar.tmp`);
+    const final = this.pathOf(id);
+    const hash = crypto.createHash("sha256");
+    let size = 0;
+    let handle: number | undefined;
+    let renamed = false;
+    const fh = await fs.promises.open(tmp, "wx", 0o600);
+    let open = true;
+    try {
+      handle = accepted(await box.request({ op: "archive_create", limit: this.maxBytes }), "snapshot").handle ?? -1;
+      let files = 0;
+      for (;;) {
+        const reply = await box.request({ op: "archive_read", handle, max: FILE_CHUNK }, undefined, { timeoutMs: ARCHIVE_STEP_MS });
+        if (reply.ev === "chunk") {
+          size += reply.size;
+          if (size > this.maxBytes) {
+            throw new ApiError("payload_too_large", `The snapshot failed: it is larger than the limit of ${this.maxBytes} bytes`);
+          }
+          for (const part of reply.parts) {
+            hash.update(part);
+            await writeAll(fh, part);
+          }
+          continue;
+        }
+        files = accepted(reply, "snapshot").files ?? 0;
+        handle = undefined;
+        break;
+      }
+      const sha256 = hash.digest("hex");
+      await fh.sync();
+      open = false;
+      await fh.close();
+      await fs.promises.rename(tmp, final);
+      renamed = true;
+      const dir = await fs.promises.open(this.dir, "r");
+      await dir.sync().finally(() => dir.close());
+      // Read back: what is on disk is what the sandbox sent.
+      if ((await sha256File(final)) !== sha256)
+        throw new ApiError("internal_error", "The snapshot failed: it read back differently than written");
+      return { sizeBytes: size, files, sha256 };
+    } catch (err) {
+      if (open) await fh.close().catch(() => {});
+      if (handle !== undefined) await box.request({ op: "archive_close", handle }).catch(() => {});
+      await fs.promises.rm(tmp, { force: true });
+      if (renamed) await fs.promises.rm(final, { force: true });
+      throw hostError(err);
+    }
+  }
+
+  /**
+   * Unpacks the archive `file` into the sandbox's /home/user; the bytes sent are checked against
+   * `sha256` (a file changed on disk since it was written is refused). Returns the entries unpacked.
+   */
+  async restore(box: Box, file: string, sha256: string): Promise<number> {
+    const hash = crypto.createHash("sha256");
+    const handle = accepted(await box.request({ op: "archive_extract", limit: this.maxBytes }), "restore").handle ?? -1;
+    let done = false;
+    try {
+      for await (const chunk of fs.createReadStream(file, { highWaterMark: FILE_CHUNK })) {
+        const data = chunk as Buffer;
+        hash.update(data);
+        const reply = await box.request({ op: "archive_write", handle }, data, { timeoutMs: ARCHIVE_STEP_MS });
+        if (reply.ev !== "ok") {
+          done = true;
+          accepted(reply, "restore");
+          throw new ApiError("internal_error", "The restore failed: the sandbox stopped unpacking the snapshot");
+        }
+      }
+      if (hash.digest("hex") !== sha256)
+        throw new ApiError("internal_error", "The restore failed: the snapshot file does not match its checksum");
+      const end = accepted(await box.request({ op: "archive_finish", handle }, undefined, { timeoutMs: ARCHIVE_STEP_MS }), "restore");
+      done = true;
+      return end.files ?? 0;
+    } catch (err) {
+      if (!done) await box.request({ op: "archive_close", handle }).catch(() => {});
+      throw err;
+    }
+  }
+
+  /** A second name for an archive (a snapshot of a sandbox whose processes were already ended into one). */
+  async link(fromId: string, toId: string): Promise<void> {
+    await fs.promises.link(this.pathOf(fromId), this.pathOf(toId));
+  }
+
+  async remove(id: string): Promise<void> {
+    await fs.promises.rm(this.pathOf(id), { force: true });
+  }
+}

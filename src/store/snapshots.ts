@@ -1,0 +1,139 @@
+// Snapshot records: which tenant owns a snapshot of which sandbox's /home/user, its archive's size
+// and SHA-256, and the sandbox's settings at the time (restored with the files). The archive itself
+// is a file in the snapshot directory (src/sandbox/snapshots.ts); a row exists only once its file
+// is complete and verified.
+import { type Db, ensureTables } from "./db.js";
+
+/** Why a snapshot was taken: asked for, at the sandbox's timeout (on_timeout: snapshot), or after a pause that lasted too long. */
+export type SnapshotKind = "manual" | "timeout" | "hibernate";
+
+export interface SnapshotSettings {
+  template: string;
+  envVars: Record<string, string>;
+  metadata: Record<string, unknown>;
+  /** Anything else the sandbox was created with that a copy should get again (e.g. its network policy). */
+  extra?: Record<string, unknown>;
+}
+
+export interface SnapshotRecord {
+  id: string;
+  tenantId: string;
+  sandboxId: string;
+  kind: SnapshotKind;
+  createdAt: string;
+  sizeBytes: number;
+  files: number;
+  sha256: string;
+  settings: SnapshotSettings;
+}
+
+export interface SnapshotStore {
+  insert(r: SnapshotRecord): void;
+  get(id: string): SnapshotRecord | undefined;
+  listByTenant(tenantId: string, limit: number, offset: number): { snapshots: SnapshotRecord[]; total: number };
+  countByTenant(tenantId: string): number;
+  /** The snapshot a sandbox was hibernated into (paused too long), if any. */
+  hibernated(sandboxId: string): SnapshotRecord | undefined;
+  delete(id: string): void;
+}
+
+interface Row {
+  id: string;
+  tenant_id: string;
+  sandbox_id: string;
+  kind: SnapshotKind;
+  created_at: string;
+  size_bytes: number;
+  files: number;
+  sha256: string;
+  settings: string;
+}
+
+const toRecord = (r: Row): SnapshotRecord => ({
+  id: r.id,
+  tenantId: r.tenant_id,
+  sandboxId: r.sandbox_id,
+  kind: r.kind,
+  createdAt: r.created_at,
+  sizeBytes: r.size_bytes,
+  files: r.files,
+  sha256: r.sha256,
+  settings: JSON.parse(r.settings),
+});
+
+export class SqliteSnapshotStore implements SnapshotStore {
+  private readonly stmts;
+
+  constructor(db: Db) {
+    ensureTables(
+      db,
+      `CREATE TABLE IF NOT EXISTS snapshots (
+         id TEXT PRIMARY KEY,
+         tenant_id TEXT NOT NULL,
+         sandbox_id TEXT NOT NULL,
+         kind TEXT NOT NULL,
+         created_at TEXT NOT NULL,
+         size_bytes INTEGER NOT NULL,
+         files INTEGER NOT NULL,
+         sha256 TEXT NOT NULL,
+         settings TEXT NOT NULL
+       );
+       CREATE INDEX IF NOT EXISTS snapshots_tenant ON snapshots (tenant_id, created_at);
+       CREATE INDEX IF NOT EXISTS snapshots_sandbox ON snapshots (sandbox_id, kind);`,
+    );
+    this.stmts = {
+      insert: db.prepare(
+        `INSERT INTO snapshots (id, tenant_id, sandbox_id, kind, created_at, size_bytes, files, sha256, settings)
+         VALUES (@id, @tenant_id, @sandbox_id, @kind, @created_at, @size_bytes, @files, @sha256, @settings)`,
+      ),
+      get: db.prepare<[string], Row>("SELECT * FROM snapshots WHERE id = ?"),
+      page: db.prepare<[string, number, number], Row>(
+        "SELECT * FROM snapshots WHERE tenant_id = ? ORDER BY created_at DESC, id LIMIT ? OFFSET ?",
+      ),
+      count: db.prepare<[string], { n: number }>("SELECT COUNT(*) AS n FROM snapshots WHERE tenant_id = ?"),
+      hibernated: db.prepare<[string], Row>(
+        "SELECT * FROM snapshots WHERE sandbox_id = ? AND kind = 'hibernate' ORDER BY created_at DESC LIMIT 1",
+      ),
+      delete: db.prepare("DELETE FROM snapshots WHERE id = ?"),
+    };
+  }
+
+  insert(r: SnapshotRecord): void {
+    this.stmts.insert.run({
+      id: r.id,
+      tenant_id: r.tenantId,
+      sandbox_id: r.sandboxId,
+      kind: r.kind,
+      created_at: r.createdAt,
+      size_bytes: r.sizeBytes,
+      files: r.files,
+      sha256: r.sha256,
+      settings: JSON.stringify(r.settings),
+    });
+  }
+
+  get(id: string): SnapshotRecord | undefined {
+    const row = this.stmts.get.get(id);
+    return row ? toRecord(row) : undefined;
+  }
+
+  listByTenant(tenantId: string, limit: number, offset: number) {
+    return {
+      snapshots: this.stmts.page.all(tenantId, limit, offset).map(toRecord),
+      total: this.countByTenant(tenantId),
+    };
+  }
+
+  countByTenant(tenantId: string): number {
+    return this.stmts.count.get(tenantId)?.n ?? 0;
+  }
+
+  hibernated(sandboxId: string): SnapshotRecord | undefined {
+    const row = this.stmts.hibernated.get(sandboxId);
+    return row ? toRecord(row) : undefined;
+  }
+
+  delete(id: string): void {
+    this.stmts.delete.run(id);
+  }
+}

@@ -1,0 +1,260 @@
+// End to end: snapshots, restores and forks. A snapshot of /home/user is restored byte for byte
+// (modes, hard links, names with newlines, symlinks kept as links, one pointing at a host file that
+// must never be read on the host); the settings come along; kernel state is said to be lost;
+// another tenant's snapshot is a 404; fork makes copies within its limit; a snapshot that fails
+// (too large, the snapshot disk full) leaves no record and no file; on_timeout "snapshot" and a
+// sandbox paused past the operator's limit end up in snapshots a resume or create starts from.
+import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
+import crypto from "node:crypto";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { after, before, describe, test } from "node:test";
+import { assertError, createSandbox } from "./helpers/api.js";
+import { createKey, eventually, processesInCgroups } from "./helpers/leftovers.js";
+import { client, startServer, type TestServer } from "./helpers/server.js";
+
+interface SnapshotBody {
+  snapshot_id: string;
+  sandbox_id: string;
+  kind: string;
+  created_at: string;
+  size_bytes: number;
+  files: number;
+  sha256: string;
+}
+
+let server: TestServer;
+let call: ReturnType<typeof client>;
+let snapshotDir: string;
+let canaryFile: string;
+const canary = `host-secret-${crypto.randomBytes(8).toString("hex")}`;
+/** The snapshot disk: a small tmpfs, so that "disk full" is real. */
+const SNAPSHOT_DISK_MB = 6;
+
+before(async () => {
+  snapshotDir = fs.mkdtempSync(path.join(os.tmpdir(), "agentbox-snapdisk-"));
+  execFileSync("mount", ["-t", "tmpfs", "-o", `size=${SNAPSHOT_DISK_MB}m,mode=700`, "tmpfs", snapshotDir]);
+  canaryFile = path.join(os.tmpdir(), `agentbox-canary-${crypto.randomBytes(4).toString("hex")}`);
+  fs.writeFileSync(canaryFile, canary);
+  server = await startServer({
+    env: {
+      AGENTBOX_SNAPSHOT_DIR: snapshotDir,
+      AGENTBOX_SNAPSHOT_MAX_BYTES: String(16 * 2 ** 20),
+      AGENTBOX_PAUSED_MAX_S: "1",
+    },
+  });
+  call = client(server);
+});
+
+after(async () => {
+  await server?.dispose();
+  execFileSync("umount", ["-l", snapshotDir]);
+  fs.rmSync(snapshotDir, { recursive: true, force: true });
+  fs.rmSync(canaryFile, { force: true });
+});
+
+async function sh(id: string, command: string, c = call): Promise<string> {
+  const res = await c<{ stdout: string; stderr: string; exit_code: number }>("POST", `/v1/agents/sandboxes/${id}/commands/run`, {
+    command,
+  });
+  assert.equal(res.status, 200, JSON.stringify(res.body));
+  assert.equal(res.body.exit_code, 0, JSON.stringify(res.body));
+  return res.body.stdout;
+}
+
+/** Everything about /home/user that a restore must reproduce, listed inside the sandbox. */
+const MANIFEST = `python3 - <<'EOF'
+import hashlib, json, os, stat
+out = []
+inodes = {}
+for root, dirs, files in os.walk("/home/user"):
+    dirs.sort()
+    for name in sorted(dirs + files):
+        p = os.path.join(root, name)
+        st = os.lstat(p)
+        e = {"path": os.path.relpath(p, "/home/user"), "mode": oct(st.st_mode)}
+        if stat.S_ISREG(st.st_mode):
+            e["sha"] = hashlib.sha256(open(p, "rb").read()).hexdigest()
+            e["links"] = inodes.setdefault(st.st_ino, e["path"]) if st.st_nlink > 1 else None
+        elif stat.S_ISLNK(st.st_mode):
+            e["target"] = os.readlink(p)
+        out.append(e)
+print(json.dumps(out))
+EOF`;
+
+const snapshotOf = (id: string, c = call) => c<SnapshotBody>("POST", `/v1/agents/sandboxes/${id}/snapshots`);
+const listSnapshots = (c = call) => c<{ snapshots: SnapshotBody[]; total: number }>("GET", "/v1/agents/snapshots");
+const hostFiles = () => fs.readdirSync(snapshotDir).sort();
+
+describe("snapshots", () => {
+  let source: string;
+  let snap: SnapshotBody;
+
+  test("a snapshot restores byte for byte, symlinks kept as links and never followed on the host", async () => {
+    source = await createSandbox(call, { env_vars: { GREETING: "hello" }, metadata: { owner: "t1" } });
+    await sh(
+      source,
+      [
+        "mkdir -p a/b/c && head -c 300000 /dev/urandom > a/b/c/random.bin",
+        "printf 'x' > 'new\nline.txt' && : > empty && printf '#!/bin/sh\\necho hi\\n' > run.sh && chmod 750 run.sh",
+        "ln a/b/c/random.bin hard.bin",
+        `ln -s ${canaryFile} outside-link && ln -s /etc/passwd etc-link && ln -s a/b inner-link && ln -s missing dangling`,
+        "mkfifo pipe",
+      ].join(" && "),
+    );
+    const before = JSON.parse(await sh(source, MANIFEST)) as { path: string }[];
+    const created = await snapshotOf(source);
+    assert.equal(created.status, 201, JSON.stringify(created.body));
+    snap = created.body;
+    assert.match(snap.snapshot_id, /^snap_/);
+    assert.equal(snap.sandbox_id, source);
+    assert.equal(snap.kind, "manual");
+    assert.ok(snap.size_bytes > 300_000 && snap.files >= 10, JSON.stringify(snap));
+    // On disk, complete and as announced; the host file the link points to was never read.
+    const file = path.join(snapshotDir, `${snap.snapshot_id}.tar`);
+    const bytes = fs.readFileSync(file);
+    assert.equal(bytes.length, snap.size_bytes);
+    assert.equal(crypto.createHash("sha256").update(bytes).digest("hex"), snap.sha256);
+    assert.ok(!bytes.includes(canary), "the archive holds the link, not the host file's content");
+    assert.deepEqual(
+      hostFiles().filter((f) => f.endsWith(".tmp")),
+      [],
+    );
+
+    const restored = await call<{ sandbox_id: string; kernel_state: string; metadata: Record<string, unknown> }>(
+      "POST",
+      "/v1/agents/sandboxes",
+      {
+        snapshot_id: snap.snapshot_id,
+      },
+    );
+    assert.equal(restored.status, 201, JSON.stringify(restored.body));
+    assert.equal(restored.body.kernel_state, "lost");
+    assert.deepEqual(restored.body.metadata, { owner: "t1" });
+    const copy = restored.body.sandbox_id;
+    const after = JSON.parse(await sh(copy, MANIFEST)) as { path: string }[];
+    assert.deepEqual(
+      after,
+      before.filter((e) => e.path !== "pipe"),
+      "files, modes, links and hard links are identical (the FIFO is left out)",
+    );
+    assert.equal((await sh(copy, "echo $GREETING")).trim(), "hello", "the snapshot's env_vars apply");
+    assert.equal((await sh(copy, "./run.sh")).trim(), "hi");
+    await call("DELETE", `/v1/agents/sandboxes/${copy}`);
+  });
+
+  test("snapshots are listed per tenant; another tenant's id is a 404 everywhere", async () => {
+    const list = await listSnapshots();
+    assert.ok(list.body.snapshots.some((s) => s.snapshot_id === snap.snapshot_id));
+    assert.equal((await call<SnapshotBody>("GET", `/v1/agents/snapshots/${snap.snapshot_id}`)).body.sha256, snap.sha256);
+
+    const other = client({ url: server.url, key: createKey(server.dataDir, "other", "tenant-other").key });
+    assert.equal((await listSnapshots(other)).body.total, 0);
+    assertError(await other("GET", `/v1/agents/snapshots/${snap.snapshot_id}`), 404, "snapshot_not_found");
+    assertError(await other("DELETE", `/v1/agents/snapshots/${snap.snapshot_id}`), 404, "snapshot_not_found");
+    assertError(await other("POST", "/v1/agents/sandboxes", { snapshot_id: snap.snapshot_id }), 404, "snapshot_not_found");
+    assertError(await other("POST", `/v1/agents/sandboxes/${source}/fork`, { count: 1 }), 404, "sandbox_not_found");
+    assertError(await other("POST", `/v1/agents/sandboxes/${source}/snapshots`), 404, "sandbox_not_found");
+    assertError(await call("POST", "/v1/agents/sandboxes", { snapshot_id: "snap_nope" }), 404, "snapshot_not_found");
+  });
+
+  test("fork makes copies with the files and settings, within its limit", async () => {
+    const forked = await call<{ sandboxes: { sandbox_id: string; metadata: Record<string, unknown> }[]; kernel_state: string }>(
+      "POST",
+      `/v1/agents/sandboxes/${source}/fork`,
+      { count: 3 },
+    );
+    assert.equal(forked.status, 201, JSON.stringify(forked.body));
+    assert.equal(forked.body.kernel_state, "lost");
+    assert.equal(forked.body.sandboxes.length, 3);
+    const sum = (await sh(source, "sha256sum a/b/c/random.bin")).split(" ")[0];
+    for (const s of forked.body.sandboxes) {
+      assert.notEqual(s.sandbox_id, source);
+      assert.deepEqual(s.metadata, { owner: "t1" });
+      assert.equal((await sh(s.sandbox_id, "sha256sum a/b/c/random.bin")).split(" ")[0], sum);
+      await call("DELETE", `/v1/agents/sandboxes/${s.sandbox_id}`);
+    }
+    assertError(await call("POST", `/v1/agents/sandboxes/${source}/fork`, { count: 11 }), 400, "invalid_request");
+    assertError(await call("POST", `/v1/agents/sandboxes/${source}/fork`, { count: 0 }), 400, "invalid_request");
+    assert.deepEqual(
+      hostFiles().filter((f) => f.startsWith("fork_")),
+      [],
+      "the fork's archive is removed",
+    );
+  });
+
+  test("a snapshot that fails leaves no record and no file", async () => {
+    const filesBefore = hostFiles();
+    const totalBefore = (await listSnapshots()).body.total;
+    // The snapshot disk (6 MiB, one snapshot of ~0.6 MB on it) cannot take 7 MB: ENOSPC mid-write.
+    await sh(source, "head -c 7000000 /dev/urandom > big.bin");
+    const full = await snapshotOf(source);
+    assertError(full, 507, "insufficient_storage");
+    // Over the snapshot size limit: refused inside the sandbox before a byte is sent.
+    await sh(source, "truncate -s 20M sparse.bin");
+    const large = await snapshotOf(source);
+    assertError(large, 413, "payload_too_large");
+    assert.equal((await listSnapshots()).body.total, totalBefore);
+    assert.deepEqual(hostFiles(), filesBefore);
+    await sh(source, "rm big.bin sparse.bin");
+  });
+
+  test("deleting a snapshot removes its record and its file", async () => {
+    const extra = await snapshotOf(source);
+    assert.equal(extra.status, 201, JSON.stringify(extra.body));
+    assert.ok(hostFiles().includes(`${extra.body.snapshot_id}.tar`), JSON.stringify([hostFiles(), extra.body]));
+    assert.equal((await call("DELETE", `/v1/agents/snapshots/${extra.body.snapshot_id}`)).status, 200);
+    assert.ok(!hostFiles().includes(`${extra.body.snapshot_id}.tar`));
+    assertError(await call("GET", `/v1/agents/snapshots/${extra.body.snapshot_id}`), 404, "snapshot_not_found");
+  });
+
+  test("on_timeout snapshot: at its deadline the sandbox's files go to a snapshot and it ends", async () => {
+    const id = await createSandbox(call, { timeout: 2, lifecycle: { on_timeout: "snapshot" } });
+    await sh(id, "echo kept > note.txt");
+    let taken: SnapshotBody | undefined;
+    assert.ok(
+      await eventually(
+        async () => {
+          taken = (await listSnapshots()).body.snapshots.find((s) => s.sandbox_id === id && s.kind === "timeout");
+          return taken !== undefined && (await call<{ status: string }>("GET", `/v1/agents/sandboxes/${id}`)).body.status === "timed_out";
+        },
+        15_000,
+        200,
+      ),
+      "a timeout snapshot exists and the sandbox timed out",
+    );
+    const restored = await createSandbox(call, { snapshot_id: taken?.snapshot_id });
+    assert.equal((await sh(restored, "cat note.txt")).trim(), "kept");
+    await call("DELETE", `/v1/agents/sandboxes/${restored}`);
+  });
+
+  test("paused past the limit: files to a snapshot, processes ended; a resume brings the files back, not the kernel", async () => {
+    const id = await createSandbox(call);
+    await sh(id, "echo still-here > paused.txt");
+    assert.equal((await call("POST", `/v1/agents/sandboxes/${id}/code/run`, { code: "z = 1", language: "python" })).status, 200);
+    assert.equal((await call("POST", `/v1/agents/sandboxes/${id}/pause`)).status, 200);
+    assert.ok(
+      await eventually(
+        async () =>
+          (await listSnapshots()).body.snapshots.some((s) => s.sandbox_id === id && s.kind === "hibernate") &&
+          processesInCgroups(id).length === 0,
+        15_000,
+        200,
+      ),
+      "the paused sandbox was snapshotted and its processes ended",
+    );
+    assert.equal((await call<{ status: string }>("GET", `/v1/agents/sandboxes/${id}`)).body.status, "paused");
+    assertError(await call("POST", `/v1/agents/sandboxes/${id}/commands/run`, { command: "true" }), 409, "sandbox_paused");
+    const resumed = await call<{ status: string; kernel_state: string }>("POST", `/v1/agents/sandboxes/${id}/resume`);
+    assert.equal(resumed.status, 200, JSON.stringify(resumed.body));
+    assert.equal(resumed.body.status, "running");
+    assert.equal(resumed.body.kernel_state, "lost");
+    assert.equal((await sh(id, "cat paused.txt")).trim(), "still-here");
+    const run = await call<{ error: string | null }>("POST", `/v1/agents/sandboxes/${id}/code/run`, { code: "z", language: "python" });
+    assert.match(run.body.error ?? "", /^NameError/, "the kernel state was lost, and said so");
+    assert.ok(!(await listSnapshots()).body.snapshots.some((s) => s.sandbox_id === id && s.kind === "hibernate"), "its snapshot is gone");
+    await call("DELETE", `/v1/agents/sandboxes/${id}`);
+  });
+});

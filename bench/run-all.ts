@@ -6,6 +6,7 @@ import { benchDensity } from "./density.js";
 import { benchDeployments } from "./deployments.js";
 import { benchFiles, benchStoredFiles } from "./files.js";
 import { benchGateway } from "./gateway.js";
+import { benchSnapshots } from "./snapshots.js";
 import { benchStreaming } from "./streaming.js";
 import { benchVectors } from "./vectors.js";
 
@@ -15,6 +16,7 @@ await benchDensity();
 await benchDataImport();
 await benchFiles();
 await benchStoredFiles();
+await benchSnapshots();
 await benchGateway();
 await benchDeployments();
 await benchVectors();

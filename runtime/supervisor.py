@@ -4,11 +4,13 @@
 #
 # Requests (header.op): run, exec, cancel (interrupt a run or command), start_kernel, kill_kernel,
 # setenv, stats, ping, prewarm (start the data-stack pre-import kernel), file (list, delete, mkdir, stat), the chunked transfers open_read,
-# read_chunk, open_write, write_chunk, commit, close, and background processes bg_start, bg_list,
-# bg_get, bg_watch, bg_unwatch, bg_stdin, bg_signal. Every request carries an `id`; every answer
-# carries the same `id`. Events: ready, out (output of runs, commands and watched background
-# processes), result (a run's rich result), done (a run), exit (a command, or a watched background
-# process), file, chunk, stats, bg (background process answers), ok, error. The service's side is
+# read_chunk, open_write, write_chunk, commit, close, background processes bg_start, bg_list,
+# bg_get, bg_watch, bg_unwatch, bg_stdin, bg_signal, and snapshot archives archive_create,
+# archive_extract, archive_read, archive_write, archive_finish, archive_close. Every request
+# carries an `id`; every answer carries the same `id`. Events: ready, out (output of runs, commands
+# and watched background processes), result (a run's rich result), done (a run), exit (a command,
+# or a watched background process), file, chunk, stats, bg (background process answers), archive
+# (snapshot archives), ok, error. The service's side is
 # src/sandbox/protocol.ts.
 #
 # This file is only the entry point; the code is the package agentbox_rt next to it. It is started

@@ -35,6 +35,24 @@ interface DeploymentItem {
 }
 
 const QUEUE = 3;
+
+/** An OpenAI-compatible server (the kind an operator allows, like llama-server): it echoes the last message. */
+const ECHO_SERVER = `
+import http from "node:http";
+http.createServer((req, res) => {
+  if (req.url === "/health") return res.end("ok");
+  let body = "";
+  req.on("data", (d) => (body += d));
+  req.on("end", () => {
+    const r = JSON.parse(body);
+    const text = "echo: " + r.messages.at(-1).content;
+    res.setHeader("content-type", "application/json");
+    res.end(JSON.stringify({ id: "x", object: "chat.completion", created: 1, model: r.model,
+      choices: [{ index: 0, message: { role: "assistant", content: text }, finish_reason: "stop" }],
+      usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 } }));
+  });
+}).listen(Number(process.argv[2]), "127.0.0.1");
+`;
 const IDLE_S = 3;
 
 function alive(pid: number): boolean {
@@ -57,6 +75,13 @@ describe("deployments", () => {
     // A context long enough for answers that take a while (one thread: ~1 s for 512 tokens here).
     writeTinyLlama(path.join(dataDir, "models", "tiny.gguf"), { contextLength: 4096 });
     const second = createKey(dataDir, "other-tenant", "tenant-b");
+    // Server commands the operator allows: a small OpenAI-compatible server, and one that dies at start.
+    const echo = path.join(dataDir, "echo-server.mjs");
+    fs.writeFileSync(echo, ECHO_SERVER);
+    const servers = {
+      "echo-server": { command: [process.execPath, echo, "{port}"], tools: true },
+      broken: { command: [process.execPath, "-e", "console.error('cannot open /dev/nvidia0'); process.exit(2)", "{port}"] },
+    };
     server = await startServer({
       dataDir,
       env: {
@@ -67,6 +92,7 @@ describe("deployments", () => {
         AGENTBOX_REPLICA_THREADS: "1",
         AGENTBOX_REPLICA_MEMORY_MB: "1024",
         AGENTBOX_WARM_POOL: "0",
+        AGENTBOX_DEPLOYMENT_SERVERS: JSON.stringify(servers),
       },
     });
     call = client(server);
@@ -143,6 +169,31 @@ describe("deployments", () => {
     fs.writeFileSync(path.join(server.dataDir, "models", "junk.gguf"), "not a model");
     assertError(await post({ ...base, model_name: "junk" }), 400, "invalid_request");
     assert.equal((await call<{ deployments: unknown[] }>("GET", "/v1/deployments/list")).body.deployments.length, 0);
+  });
+
+  test("a server command the operator allowed is a model; one that cannot start fails with its reason", async () => {
+    const echoId = (
+      await call<{ deployment_id: string }>("POST", "/v1/deployments/create", { deployment_name: "echo", model_name: "echo-server" })
+    ).body.deployment_id;
+    assert.ok(await eventually(async () => (await get(echoId)).body.status === "running", 30_000, 100));
+    const res = await call<{ choices: Array<{ message: { content: string } }> }>("POST", "/v1/inference/chat/completions", {
+      model: "echo",
+      messages: [{ role: "user", content: "ping" }],
+    });
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    assert.equal(res.body.choices[0]?.message.content, "echo: ping");
+
+    const brokenId = (
+      await call<{ deployment_id: string }>("POST", "/v1/deployments/create", { deployment_name: "gpu", model_name: "broken" })
+    ).body.deployment_id;
+    assert.ok(await eventually(async () => (await get(brokenId)).body.status === "failed", 30_000, 100));
+    const failed = (await get(brokenId)).body;
+    assert.match(failed.reason ?? "", /cannot open \/dev\/nvidia0/);
+    assert.deepEqual(failed.replicas, []);
+    const refused = await call("POST", "/v1/inference/chat/completions", { model: "gpu", messages: [{ role: "user", content: "x" }] });
+    assertError(refused, 503, "upstream_unavailable");
+    for (const d of [echoId, brokenId]) assert.equal((await call("DELETE", `/v1/deployments/delete/${d}`)).status, 200);
+    assert.ok(await eventually(async () => (await get(echoId)).status === 404 && (await get(brokenId)).status === 404, 10_000));
   });
 
   let id = "";

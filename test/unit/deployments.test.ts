@@ -1,0 +1,44 @@
+// Deployments' pure parts: nvidia-smi's CSV, and the operator's server-command setting.
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { parseNvidiaSmi } from "../../src/deployments/accelerators.js";
+import { loadDeploymentsConfig } from "../../src/deployments/config.js";
+
+const num = (_name: string, fallback: number) => fallback;
+
+function withServers<T>(value: string | undefined, fn: () => T): T {
+  const before = process.env.AGENTBOX_DEPLOYMENT_SERVERS;
+  if (value === undefined) delete process.env.AGENTBOX_DEPLOYMENT_SERVERS;
+  else process.env.AGENTBOX_DEPLOYMENT_SERVERS = value;
+  try {
+    return fn();
+  } finally {
+    if (before === undefined) delete process.env.AGENTBOX_DEPLOYMENT_SERVERS;
+    else process.env.AGENTBOX_DEPLOYMENT_SERVERS = before;
+  }
+}
+
+test("nvidia-smi CSV: one accelerator per GPU line, memory in GiB; noise ignored", () => {
+  const out = parseNvidiaSmi("0, NVIDIA A100-SXM4-80GB, 81920\n1, NVIDIA L4, 23034\n\nNo devices were found\n", "t");
+  assert.deepEqual(
+    out.map((a) => [a.accelerator_id, a.hw_type, a.hw_model, a.hw_memory]),
+    [
+      ["gpu-0", "gpu", "NVIDIA A100-SXM4-80GB", 80],
+      ["gpu-1", "gpu", "NVIDIA L4", 22.5],
+    ],
+  );
+  assert.deepEqual(parseNvidiaSmi("", "t"), []);
+});
+
+test("server commands: parsed with defaults; a command without {port} or bad JSON is refused at start", () => {
+  const ok = withServers('{"llama": {"command": ["llama-server", "-m", "/m.gguf", "--port", "{port}"]}}', () => loadDeploymentsConfig(num));
+  assert.deepEqual(ok.servers.llama, {
+    command: ["llama-server", "-m", "/m.gguf", "--port", "{port}"],
+    healthPath: "/health",
+    tools: false,
+  });
+  assert.throws(() => withServers('{"x": {"command": ["srv", "--port", "8000"]}}', () => loadDeploymentsConfig(num)), /\{port\}/);
+  assert.throws(() => withServers('{"x": {"command": []}}', () => loadDeploymentsConfig(num)), /non-empty array/);
+  assert.throws(() => withServers("{nope", () => loadDeploymentsConfig(num)), /must be JSON/);
+  assert.deepEqual(withServers(undefined, () => loadDeploymentsConfig(num)).servers, {});
+});

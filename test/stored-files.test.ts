@@ -376,6 +376,8 @@ describe("stored files", () => {
 describe("stored files: size limit and quotas", () => {
   let server: TestServer;
   let keys: [string, string];
+  /** A sandbox of alpha's, made by the first test. */
+  let sandbox = "";
 
   before(async () => {
     // alpha: the default quota (4 MiB); beta: its own storage_mb quota set by the operator (2 MiB).
@@ -400,7 +402,7 @@ describe("stored files: size limit and quotas", () => {
       413,
       "payload_too_large",
     );
-    await call("DELETE", `/v1/agents/sandboxes/${sbx}`);
+    sandbox = sbx;
   });
 
   test("the tenant quota (default and operator-set) is 429 once exceeded, checked while streaming", async () => {
@@ -408,6 +410,15 @@ describe("stored files: size limit and quotas", () => {
     assert.equal((await upload(server, keys[0], MiB)).status, 200);
     const over = await upload(server, keys[0], 1000);
     assert.match(assertError(over, 429, "quota_exceeded").error.message, /Storage quota exceeded.*4 MiB/);
+    // An export is held to the same quota.
+    const call = client({ url: server.url, key: keys[0] });
+    await call("POST", `/v1/agents/sandboxes/${sandbox}/commands/run`, { command: "echo small > small.txt" });
+    assertError(
+      await call("POST", `/v1/agents/sandboxes/${sandbox}/files/export`, { path: "small.txt", purpose: "batch" }),
+      429,
+      "quota_exceeded",
+    );
+    await call("DELETE", `/v1/agents/sandboxes/${sandbox}`);
     // beta: 2 MiB set by the operator; a 3 MiB file is refused as it streams, not after.
     assert.equal((await upload(server, keys[1], MiB)).status, 200);
     assertError(await upload(server, keys[1], 3 * MiB), 429, "quota_exceeded");

@@ -254,7 +254,7 @@ export async function inferenceRoutes(app: FastifyInstance, opts: { deps: Infere
     },
     async (request, reply) => {
       const body = request.body as TextCompletionRequest;
-      const provider = deps.providers.resolve(body.model);
+      const provider = deps.providers.resolve(body.model, { tenantId: request.apiKey.tenantId });
       const { completeText, streamText } = provider;
       if (!completeText || !streamText)
         throw new ApiError("invalid_request", `The model '${body.model}' (provider '${provider.name}') does not support text completions`);

@@ -118,6 +118,44 @@ describe("TypeScript SDK", () => {
     await assert.rejects(ab.sandboxes.get("no-such-sandbox"), (e: unknown) => e instanceof AgentBoxError && e.code === "sandbox_not_found");
   });
 
+  test("the platform's other areas: stored files, import/export, pause/resume, snapshots, fork, events, network, ports, accelerators", async () => {
+    const csv = "a,b\n1,2\n";
+    const stored = await ab.files.upload(new TextEncoder().encode(csv), { filename: "data.csv", purpose: "user_data" });
+    assert.equal(stored.bytes, csv.length);
+    assert.equal(new TextDecoder().decode(await ab.files.content(stored.id)), csv);
+    const sbx = await ab.sandboxes.create();
+    await sbx.files.importFile(stored.id, "/home/user/data.csv");
+    assert.equal(await sbx.files.read("data.csv"), csv);
+    await sbx.files.write("out.txt", "result");
+    const exported = await sbx.files.exportFile("out.txt", "user_data");
+    assert.equal(new TextDecoder().decode(await ab.files.content(exported.id)), "result");
+    await ab.files.delete(stored.id);
+    await ab.files.delete(exported.id);
+    await assert.rejects(ab.files.get(stored.id), (e: unknown) => e instanceof AgentBoxError && e.status === 404);
+
+    await sbx.runCode("y = 7");
+    assert.equal((await sbx.pause()).status, "paused");
+    assert.equal((await sbx.resume()).status, "running");
+    assert.equal((await sbx.runCode("y")).results?.[0]?.text, "7");
+    const snap = await sbx.snapshot();
+    const restored = await ab.sandboxes.create({ snapshot_id: snap.snapshot_id });
+    assert.equal(await restored.files.read("out.txt"), "result");
+    const forks = await sbx.fork(2);
+    assert.equal(forks.sandboxes.length, 2);
+    assert.equal(forks.kernel_state, "lost");
+    assert.equal(await forks.sandboxes[1]?.files.read("data.csv"), csv);
+    for (const s of [restored, ...forks.sandboxes]) await s.kill();
+    assert.ok((await ab.snapshots.list()).snapshots.some((s) => s.snapshot_id === snap.snapshot_id));
+    await ab.snapshots.delete(snap.snapshot_id);
+
+    const types = (await sbx.events()).map((e) => e.type);
+    assert.ok(types.includes("created") && types.includes("paused") && types.includes("resumed"), types.join(","));
+    assert.equal((await sbx.network.get()).internet_access, false);
+    assert.match(await sbx.hostUrl(8000), /8000/);
+    assert.ok((await ab.deployments.accelerators()).length >= 1);
+    await sbx.kill();
+  });
+
   test("errors carry the envelope's code, status and request id", async () => {
     const bad = new AgentBox({ apiKey: "abx_wrong", baseUrl: server.url });
     await assert.rejects(

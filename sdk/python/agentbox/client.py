@@ -7,7 +7,7 @@ import json
 import urllib.parse
 from typing import Any, Dict, Iterator, List, Optional
 
-from ._http import HttpClient
+from ._http import HttpClient, multipart
 from .sandbox import Sandbox
 
 
@@ -24,6 +24,10 @@ class AgentBox:
         self.inference = Inference(self.http)
         self.vectors = Vectors(self.http)
         self.admin = Admin(self.http)
+        self.files = Files(self.http)
+        self.deployments = Deployments(self.http)
+        self.snapshots = Snapshots(self.http)
+        self.webhooks = Webhooks(self.http)
 
     def request(self, method: str, path: str, json_body: Any = None, query: Optional[Dict[str, Any]] = None) -> Any:
         """Any route of the API (see /openapi.json), answered as parsed JSON."""
@@ -65,6 +69,10 @@ class Inference:
             if data == "[DONE]":
                 return
             yield json.loads(data)
+
+    def completions(self, **body: Any) -> Dict[str, Any]:
+        """A legacy text completion: model, prompt, max_tokens, ..."""
+        return self._http.call("POST", "/v1/inference/completions", json_body={**body, "stream": False})
 
     def embeddings(self, input: Any, model: Optional[str] = None, **extra: Any) -> Dict[str, Any]:
         body = {"input": input, **({"model": model} if model else {}), **extra}
@@ -121,3 +129,77 @@ class Admin:
 
     def set_tenant(self, tenant_id: str, **quotas: Any) -> Dict[str, Any]:
         return self._http.call("PUT", f"/v1/admin/tenants/{_q(tenant_id)}", json_body=quotas)
+
+
+class Files:
+    """Stored files (/v1/files)."""
+
+    def __init__(self, http: HttpClient) -> None:
+        self._http = http
+
+    def upload(self, content: bytes, filename: str, purpose: str = "user_data", expires_after: Optional[int] = None) -> Dict[str, Any]:
+        fields = {"purpose": purpose, **({"expires_after": str(expires_after)} if expires_after is not None else {})}
+        body, ctype = multipart(fields, "file", filename, content)
+        return self._http.call("POST", "/v1/files", data=body, headers={"content-type": ctype}, timeout=3600)
+
+    def list(self, **query: Any) -> Dict[str, Any]:
+        return self._http.call("GET", "/v1/files", query=query)
+
+    def get(self, file_id: str) -> Dict[str, Any]:
+        return self._http.call("GET", f"/v1/files/{_q(file_id)}")
+
+    def content(self, file_id: str) -> bytes:
+        with self._http.open("GET", f"/v1/files/{_q(file_id)}/content", timeout=3600) as res:
+            return res.read()
+
+    def delete(self, file_id: str) -> Dict[str, Any]:
+        return self._http.call("DELETE", f"/v1/files/{_q(file_id)}")
+
+
+class Deployments:
+    def __init__(self, http: HttpClient) -> None:
+        self._http = http
+
+    def create(self, deployment_name: str, model_name: str, **extra: Any) -> Dict[str, Any]:
+        body = {"deployment_name": deployment_name, "model_name": model_name, **extra}
+        return self._http.call("POST", "/v1/deployments/create", json_body=body)
+
+    def list(self) -> List[Dict[str, Any]]:
+        return self._http.call("GET", "/v1/deployments/list")["deployments"]
+
+    def get(self, deployment_id: str) -> Dict[str, Any]:
+        return self._http.call("GET", f"/v1/deployments/{_q(deployment_id)}")
+
+    def delete(self, deployment_id: str) -> Dict[str, Any]:
+        return self._http.call("DELETE", f"/v1/deployments/delete/{_q(deployment_id)}")
+
+    def accelerators(self) -> List[Dict[str, Any]]:
+        return self._http.call("GET", "/v1/accelerators")["accelerators"]
+
+
+class Snapshots:
+    def __init__(self, http: HttpClient) -> None:
+        self._http = http
+
+    def list(self, **query: Any) -> Dict[str, Any]:
+        return self._http.call("GET", "/v1/agents/snapshots", query=query)
+
+    def delete(self, snapshot_id: str) -> Dict[str, Any]:
+        return self._http.call("DELETE", f"/v1/agents/snapshots/{_q(snapshot_id)}")
+
+
+class Webhooks:
+    def __init__(self, http: HttpClient) -> None:
+        self._http = http
+
+    def create(self, url: str, events: List[str], secret: str) -> Dict[str, Any]:
+        return self._http.call("POST", "/v1/agents/webhooks", json_body={"url": url, "events": events, "secret": secret})
+
+    def list(self) -> List[Dict[str, Any]]:
+        return self._http.call("GET", "/v1/agents/webhooks")["webhooks"]
+
+    def delete(self, webhook_id: str) -> Dict[str, Any]:
+        return self._http.call("DELETE", f"/v1/agents/webhooks/{_q(webhook_id)}")
+
+    def deliveries(self, webhook_id: str) -> List[Dict[str, Any]]:
+        return self._http.call("GET", f"/v1/agents/webhooks/{_q(webhook_id)}/deliveries")["deliveries"]

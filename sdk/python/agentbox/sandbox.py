@@ -68,6 +68,7 @@ class Sandbox:
         self.files = SandboxFiles(http, self.id)
         self.commands = SandboxCommands(http, self.id)
         self.contexts = SandboxContexts(http, self.id)
+        self.network = SandboxNetwork(http, self.id)
 
     @property
     def id(self) -> str:
@@ -94,6 +95,33 @@ class Sandbox:
 
     def metrics(self) -> Dict[str, Any]:
         return self._http.call("GET", _path(self.id, "/metrics"))
+
+    def pause(self) -> Dict[str, Any]:
+        """Freezes every process (memory and kernel state kept, no CPU, the life clock stopped)."""
+        return self._http.call("POST", _path(self.id, "/pause"))
+
+    def resume(self) -> Dict[str, Any]:
+        return self._http.call("POST", _path(self.id, "/resume"))
+
+    def snapshot(self) -> Dict[str, Any]:
+        """Saves /home/user and the settings; sandboxes.create(snapshot_id=...) restores them."""
+        return self._http.call("POST", _path(self.id, "/snapshots"), timeout=600)
+
+    def fork(self, count: int = 1) -> List["Sandbox"]:
+        """Copies of this sandbox's files and settings (kernel state is not copied)."""
+        r = self._http.call("POST", _path(self.id, "/fork"), json_body={"count": count}, timeout=600)
+        return [Sandbox(self._http, info) for info in r["sandboxes"]]
+
+    def events(self) -> Any:
+        return self._http.call("GET", _path(self.id, "/events"))
+
+    def host_url(self, port: int) -> str:
+        """The URL that reaches an HTTP server listening on `port` inside the sandbox."""
+        return self._http.call("GET", _path(self.id, f"/host/{int(port)}"))["url"]
+
+    def share_port(self, port: int, expires_in: int) -> Dict[str, Any]:
+        """A signed URL to `port` that works without the key until it expires."""
+        return self._http.call("POST", _path(self.id, f"/ports/{int(port)}/share"), json_body={"expires_in": expires_in})
 
     def kill(self) -> Dict[str, Any]:
         return self._http.call("DELETE", _path(self.id))
@@ -122,6 +150,14 @@ class SandboxFiles:
         data = content.encode("utf-8") if isinstance(content, str) else content
         body, ctype = multipart({"path": path}, "file", path.rsplit("/", 1)[-1] or "file", data)
         return self._http.call("POST", _path(self._id, "/upload"), data=body, headers={"content-type": ctype})
+
+    def import_file(self, file_id: str, path: str) -> Dict[str, Any]:
+        """Copies a stored file (/v1/files) into the sandbox."""
+        return self._http.call("POST", _path(self._id, "/files/import"), json_body={"file_id": file_id, "path": path}, timeout=3600)
+
+    def export_file(self, path: str, purpose: str = "user_data") -> Dict[str, Any]:
+        """Stores a sandbox file as a new stored file (/v1/files)."""
+        return self._http.call("POST", _path(self._id, "/files/export"), json_body={"path": path, "purpose": purpose}, timeout=3600)
 
     def download(self, path: str) -> bytes:
         with self._http.open("GET", _path(self._id, "/download"), query={"path": path}) as res:
@@ -155,6 +191,22 @@ class SandboxCommands:
 
     def kill(self, pid: int, signal: str = "KILL") -> Dict[str, Any]:
         return self._http.call("DELETE", _path(self._id, f"/commands/{int(pid)}"), query={"signal": signal})
+
+
+class SandboxNetwork:
+    def __init__(self, http: HttpClient, sandbox_id: str) -> None:
+        self._http, self._id = http, sandbox_id
+
+    def get(self) -> Dict[str, Any]:
+        return self._http.call("GET", _path(self._id, "/network"))
+
+    def set(self, internet_access: Optional[bool] = None, allow_out: Optional[List[str]] = None,
+            deny_out: Optional[List[str]] = None) -> Dict[str, Any]:
+        body = {k: v for k, v in {"internet_access": internet_access, "allow_out": allow_out, "deny_out": deny_out}.items() if v is not None}
+        return self._http.call("PUT", _path(self._id, "/network"), json_body=body)
+
+    def log(self, limit: Optional[int] = None) -> List[Dict[str, Any]]:
+        return self._http.call("GET", _path(self._id, "/network/log"), query={"limit": limit})["entries"]
 
 
 class SandboxContexts:

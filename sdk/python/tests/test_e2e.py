@@ -71,6 +71,46 @@ class SandboxTest(unittest.TestCase):
         self.assertEqual(self.ab.request("GET", f"/v1/agents/sandboxes/{self.sbx.id}")["sandbox_id"], self.sbx.id)
 
 
+class PlatformTest(unittest.TestCase):
+    def test_files_pause_snapshots_fork_events_network_ports(self):
+        ab = AgentBox()
+        stored = ab.files.upload(b"a,b\n1,2\n", "data.csv", purpose="user_data")
+        self.assertEqual(ab.files.content(stored["id"]), b"a,b\n1,2\n")
+        sbx = ab.sandboxes.create()
+        try:
+            sbx.files.import_file(stored["id"], "/home/user/data.csv")
+            self.assertEqual(sbx.files.read("data.csv"), "a,b\n1,2\n")
+            sbx.files.write("out.txt", "result")
+            exported = sbx.files.export_file("out.txt")
+            self.assertEqual(ab.files.content(exported["id"]), b"result")
+            ab.files.delete(stored["id"])
+            ab.files.delete(exported["id"])
+            with self.assertRaises(AgentBoxError) as cm:
+                ab.files.get(stored["id"])
+            self.assertEqual(cm.exception.status, 404)
+
+            sbx.run_code("y = 7")
+            self.assertEqual(sbx.pause()["status"], "paused")
+            self.assertEqual(sbx.resume()["status"], "running")
+            self.assertEqual(sbx.run_code("y").text, "7")
+            snap = sbx.snapshot()
+            restored = ab.sandboxes.create(snapshot_id=snap["snapshot_id"])
+            self.assertEqual(restored.files.read("out.txt"), "result")
+            forks = sbx.fork(2)
+            self.assertEqual(len(forks), 2)
+            for s in [restored, *forks]:
+                s.kill()
+            ab.snapshots.delete(snap["snapshot_id"])
+
+            types = [e["type"] for e in sbx.events()]
+            self.assertTrue({"created", "paused", "resumed"} <= set(types), types)
+            self.assertFalse(sbx.network.get()["internet_access"])
+            self.assertIn("8000", sbx.host_url(8000))
+            self.assertGreaterEqual(len(ab.deployments.accelerators()), 1)
+        finally:
+            sbx.kill()
+
+
 class RetryTest(unittest.TestCase):
     def test_a_429_is_retried_after_retry_after(self):
         admin = AgentBox(api_key=os.environ["AGENTBOX_ADMIN_KEY"])

@@ -2,6 +2,7 @@
 // wrapper over the typed `call`, which also reaches any route directly (`ab.http.call(...)`).
 import type { Answer, ClientOptions, JsonBody, Operation, QueryParams } from "./http.js";
 import { HttpClient } from "./http.js";
+import { Deployments, Files, Snapshots, Webhooks } from "./platform.js";
 import { type CreateSandboxParams, type ListSandboxesQuery, Sandbox } from "./sandbox.js";
 import { readEvents } from "./sse.js";
 
@@ -34,6 +35,10 @@ export class AgentBox {
   readonly inference: Inference;
   readonly vectors: Vectors;
   readonly admin: Admin;
+  readonly files: Files;
+  readonly deployments: Deployments;
+  readonly snapshots: Snapshots;
+  readonly webhooks: Webhooks;
 
   constructor(opts: ClientOptions = {}) {
     this.http = new HttpClient(opts);
@@ -41,6 +46,10 @@ export class AgentBox {
     this.inference = new Inference(this.http);
     this.vectors = new Vectors(this.http);
     this.admin = new Admin(this.http);
+    this.files = new Files(this.http);
+    this.deployments = new Deployments(this.http);
+    this.snapshots = new Snapshots(this.http);
+    this.webhooks = new Webhooks(this.http);
   }
 }
 
@@ -90,6 +99,11 @@ export class Inference {
       if (ev.data === "[DONE]") return;
       yield JSON.parse(ev.data) as ChatChunk;
     }
+  }
+
+  /** A legacy text completion (`prompt` in, `choices[].text` out). */
+  completions(body: NonNullable<JsonBody<Operation<"post", "/v1/inference/completions">>> & { stream?: false }) {
+    return this.http.call("post", "/v1/inference/completions", { body });
   }
 
   embeddings(body: NonNullable<JsonBody<Operation<"post", "/v1/inference/embeddings">>>) {

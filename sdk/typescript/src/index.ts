@@ -17,6 +17,7 @@ export {
   SandboxCommands,
   SandboxContexts,
   SandboxFiles,
+  SandboxNetwork,
   type CodeContext,
   type CommandEvent,
   type CommandResult,

@@ -75,10 +75,24 @@ export interface paths {
                         metadata?: {
                             [key: string]: unknown;
                         };
+                        /** @description Egress through the service's proxy to any public address (default false: none) */
+                        internet_access?: boolean;
+                        network?: {
+                            /** @description Reachable destinations; when set, only these: domain names (pypi.org, *.github.com for any subdomain), IP addresses or CIDRs (10.0.0.0/8, 2001:db8::/32) */
+                            allow_out?: string[];
+                            /** @description Refused destinations (deny wins): domain names (pypi.org, *.github.com for any subdomain), IP addresses or CIDRs (10.0.0.0/8, 2001:db8::/32) */
+                            deny_out?: string[];
+                        };
                         /** @description Accepted for compatibility and ignored */
                         provider?: string;
                         /** @description Accepted for compatibility and ignored */
                         region?: string;
+                        /** @description Start from this snapshot: its files and settings (kernel state is lost) */
+                        snapshot_id?: string;
+                        lifecycle?: {
+                            /** @description What happens when the sandbox's life runs out: end it (default), pause it, or snapshot its files and end it */
+                            on_timeout?: "kill" | "pause" | "snapshot";
+                        };
                     } & {
                         [key: string]: unknown;
                     };
@@ -91,7 +105,25 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Sandbox"];
+                        "application/json": {
+                            sandbox_id: string;
+                            status: "running" | "paused" | "terminated" | "timed_out" | "failed";
+                            template: string;
+                            template_id: string;
+                            /** Format: date-time */
+                            started_at: string;
+                            /** Format: date-time */
+                            timeout_at: string;
+                            cpu_count: number;
+                            memory_mb: number;
+                            metadata: {
+                                [key: string]: unknown;
+                            };
+                            /** Format: date-time */
+                            ended_at: string | null;
+                            /** @description Whether the sandbox's memory and running kernels were kept (pause/resume) or only its files (snapshots, forks) */
+                            kernel_state?: "preserved" | "lost";
+                        };
                     };
                 };
                 /** @description Every error response has this shape */
@@ -122,6 +154,24 @@ export interface paths {
                     };
                 };
                 /** @description Every error response has this shape */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
                 429: {
                     headers: {
                         [name: string]: unknown;
@@ -132,6 +182,15 @@ export interface paths {
                 };
                 /** @description Every error response has this shape */
                 503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                507: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -383,6 +442,1011 @@ export interface paths {
                 };
                 /** @description Every error response has this shape */
                 401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/agents/sandboxes/{sandbox_id}/pause": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Pause a sandbox: every process frozen, memory kept, no CPU used, its life clock stopped */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    sandbox_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            sandbox_id: string;
+                            status: string;
+                            /** Format: date-time */
+                            timeout_at: string;
+                            /** @description Whether the sandbox's memory and running kernels were kept (pause/resume) or only its files (snapshots, forks) */
+                            kernel_state: "preserved" | "lost";
+                        };
+                    };
+                };
+                /** @description Every error response has this shape */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/agents/sandboxes/{sandbox_id}/resume": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Resume a paused sandbox where it stopped (its deadline moves on by the time it was paused) */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    sandbox_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            sandbox_id: string;
+                            status: string;
+                            /** Format: date-time */
+                            timeout_at: string;
+                            /** @description Whether the sandbox's memory and running kernels were kept (pause/resume) or only its files (snapshots, forks) */
+                            kernel_state: "preserved" | "lost";
+                        };
+                    };
+                };
+                /** @description Every error response has this shape */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/agents/sandboxes/{sandbox_id}/snapshots": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Snapshot the sandbox's /home/user and settings (written atomically and verified) */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    sandbox_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            snapshot_id: string;
+                            /** @description The sandbox it was taken of */
+                            sandbox_id: string;
+                            /** @description manual: asked for; timeout: on_timeout snapshot; hibernate: a sandbox paused past the operator's limit */
+                            kind: "manual" | "timeout" | "hibernate";
+                            /** Format: date-time */
+                            created_at: string;
+                            /** @description Size of the archive (a tar of /home/user) */
+                            size_bytes: number;
+                            /** @description Entries in the archive (files, directories, links) */
+                            files: number;
+                            /** @description SHA-256 of the archive, checked after it was written and before every restore */
+                            sha256: string;
+                            template: string;
+                            metadata: {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+                /** @description Every error response has this shape */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                507: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/agents/sandboxes/{sandbox_id}/fork": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Make copies of a sandbox (its files and settings; kernel state is lost) */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    sandbox_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description Copies to make (default 1; at most AGENTBOX_MAX_FORK_COUNT) */
+                        count?: number;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            sandboxes: components["schemas"]["Sandbox"][];
+                            /** @description Whether the sandbox's memory and running kernels were kept (pause/resume) or only its files (snapshots, forks) */
+                            kernel_state: "preserved" | "lost";
+                        };
+                    };
+                };
+                /** @description Every error response has this shape */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                507: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/agents/snapshots": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List your snapshots */
+        get: {
+            parameters: {
+                query?: {
+                    /** @description Page size (1..1000, default 100) */
+                    limit?: string;
+                    /** @description Items to skip (default 0) */
+                    offset?: string;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            snapshots: {
+                                snapshot_id: string;
+                                /** @description The sandbox it was taken of */
+                                sandbox_id: string;
+                                /** @description manual: asked for; timeout: on_timeout snapshot; hibernate: a sandbox paused past the operator's limit */
+                                kind: "manual" | "timeout" | "hibernate";
+                                /** Format: date-time */
+                                created_at: string;
+                                /** @description Size of the archive (a tar of /home/user) */
+                                size_bytes: number;
+                                /** @description Entries in the archive (files, directories, links) */
+                                files: number;
+                                /** @description SHA-256 of the archive, checked after it was written and before every restore */
+                                sha256: string;
+                                template: string;
+                                metadata: {
+                                    [key: string]: unknown;
+                                };
+                            }[];
+                            total: number;
+                        };
+                    };
+                };
+                /** @description Every error response has this shape */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/agents/snapshots/{snapshot_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Get a snapshot */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    snapshot_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            snapshot_id: string;
+                            /** @description The sandbox it was taken of */
+                            sandbox_id: string;
+                            /** @description manual: asked for; timeout: on_timeout snapshot; hibernate: a sandbox paused past the operator's limit */
+                            kind: "manual" | "timeout" | "hibernate";
+                            /** Format: date-time */
+                            created_at: string;
+                            /** @description Size of the archive (a tar of /home/user) */
+                            size_bytes: number;
+                            /** @description Entries in the archive (files, directories, links) */
+                            files: number;
+                            /** @description SHA-256 of the archive, checked after it was written and before every restore */
+                            sha256: string;
+                            template: string;
+                            metadata: {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+                /** @description Every error response has this shape */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        /** Delete a snapshot (its archive is removed) */
+        delete: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    snapshot_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            message: string;
+                            snapshot_id: string;
+                        };
+                    };
+                };
+                /** @description Every error response has this shape */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+            };
+        };
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/agents/sandboxes/{sandbox_id}/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A sandbox's lifecycle events, oldest first (kept for a while after it ended) */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    sandbox_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description created, paused, resumed, snapshotted, timeout_extended, ended */
+                            type: "created" | "paused" | "resumed" | "snapshotted" | "timeout_extended" | "ended";
+                            /** Format: date-time */
+                            at: string;
+                            /** @description For `ended`: killed, timed_out, oom, error or host_restart; null for other events */
+                            reason: string | null;
+                            /** @description Context, e.g. `by` (api or operator) of a kill */
+                            detail: {
+                                [key: string]: unknown;
+                            };
+                        }[];
+                    };
+                };
+                /** @description Every error response has this shape */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/agents/webhooks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List your webhooks */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            webhooks: {
+                                id: string;
+                                url: string;
+                                events: ("created" | "paused" | "resumed" | "snapshotted" | "timeout_extended" | "ended")[];
+                                /** Format: date-time */
+                                created_at: string;
+                                /** @description Only in the create response, and only when the service generated it */
+                                secret?: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description Every error response has this shape */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        /** Register a webhook: lifecycle events are POSTed to it, signed (X-AgentBox-Signature) */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description http(s) URL that receives the events */
+                        url: string;
+                        /** @description Events to deliver: created, paused, resumed, snapshotted, timeout_extended, ended */
+                        events: string[];
+                        /** @description HMAC key of the signature (16..256 characters); generated and returned once if left out */
+                        secret?: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            id: string;
+                            url: string;
+                            events: ("created" | "paused" | "resumed" | "snapshotted" | "timeout_extended" | "ended")[];
+                            /** Format: date-time */
+                            created_at: string;
+                            /** @description Only in the create response, and only when the service generated it */
+                            secret?: string;
+                        };
+                    };
+                };
+                /** @description Every error response has this shape */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/agents/webhooks/{webhook_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Delete a webhook (its pending deliveries are dropped) */
+        delete: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    webhook_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            message: string;
+                            id: string;
+                        };
+                    };
+                };
+                /** @description Every error response has this shape */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+            };
+        };
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/agents/webhooks/{webhook_id}/deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A webhook's deliveries, newest first, each with its attempts */
+        get: {
+            parameters: {
+                query?: {
+                    /** @description Newest deliveries to show (1..500, default 100) */
+                    limit?: string;
+                };
+                header?: never;
+                path: {
+                    webhook_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            deliveries: {
+                                id: string;
+                                /** @description created, paused, resumed, snapshotted, timeout_extended, ended */
+                                event: "created" | "paused" | "resumed" | "snapshotted" | "timeout_extended" | "ended";
+                                status: "pending" | "delivered" | "failed";
+                                attempts: number;
+                                /** Format: date-time */
+                                created_at: string;
+                                /** Format: date-time */
+                                next_attempt_at: string | null;
+                                attempt_log: {
+                                    /** Format: date-time */
+                                    at: string;
+                                    status_code: number | null;
+                                    error: string | null;
+                                    duration_ms: number;
+                                }[];
+                            }[];
+                        };
+                    };
+                };
+                /** @description Every error response has this shape */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                404: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -1842,6 +2906,239 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/agents/sandboxes/{sandbox_id}/files/import": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Copy a stored file into the sandbox
+         * @description Streams the stored file `file_id` into the sandbox at `path` (default /home/user/<filename>).
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    sandbox_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description A file id (file-...) */
+                        file_id: string;
+                        /** @description Where to write it (default /home/user/<filename>; a directory receives it under its filename) */
+                        path?: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            message: string;
+                            file_id: string;
+                            path: string;
+                            size: number;
+                        };
+                    };
+                };
+                /** @description Every error response has this shape */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/agents/sandboxes/{sandbox_id}/files/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Store a sandbox file as a new stored file
+         * @description Streams the sandbox file at `path` into storage as a new file object (same size limit and quota as an upload).
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    sandbox_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description Absolute, or relative to /home/user */
+                        path: string;
+                        /** @description What the file is for */
+                        purpose: "assistants" | "batch" | "batch_output" | "fine-tune" | "vision" | "user_data" | "evals";
+                        /** @description Default: the file's name in the sandbox */
+                        filename?: string;
+                        /** @description Seconds until the new file is deleted */
+                        expires_after?: number;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            responses: {
+                /** @description The stored file: the hosted API's {message, file_name, purpose} and the file object */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            message: string;
+                            file_name: string;
+                            /** @description The file's id (file-...) */
+                            id: string;
+                            /** @enum {string} */
+                            object: "file";
+                            /** @description Size in bytes */
+                            bytes: number;
+                            /** @description Unix seconds */
+                            created_at: number;
+                            filename: string;
+                            purpose: string;
+                            /** @description SHA-256 of the bytes, hex */
+                            sha256: string;
+                            /** @description Unix seconds after which the file is deleted; null: never */
+                            expires_at: number | null;
+                            /** @description Seconds from creation to expiry; null: never */
+                            expires_after: number | null;
+                            /** @enum {string} */
+                            status: "processed";
+                        };
+                    };
+                };
+                /** @description Every error response has this shape */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/agents/sandboxes/{sandbox_id}/code/contexts": {
         parameters: {
             query?: never;
@@ -2189,6 +3486,697 @@ export interface paths {
         options?: never;
         head?: never;
         patch?: never;
+        trace?: never;
+    };
+    "/v1/agents/sandboxes/{sandbox_id}/network": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The sandbox's egress policy */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    sandbox_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            internet_access: boolean;
+                            allow_out: string[];
+                            deny_out: string[];
+                        };
+                    };
+                };
+                /** @description Every error response has this shape */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+            };
+        };
+        /** Change the egress policy of a running sandbox (fields left out keep their value); applies to the next connection */
+        put: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    sandbox_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description Reach any public address (minus deny_out) when allow_out is empty */
+                        internet_access?: boolean;
+                        /** @description Reachable destinations; when set, only these: domain names (pypi.org, *.github.com for any subdomain), IP addresses or CIDRs (10.0.0.0/8, 2001:db8::/32) */
+                        allow_out?: string[];
+                        /** @description Refused destinations (deny wins): domain names (pypi.org, *.github.com for any subdomain), IP addresses or CIDRs (10.0.0.0/8, 2001:db8::/32) */
+                        deny_out?: string[];
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            internet_access: boolean;
+                            allow_out: string[];
+                            deny_out: string[];
+                        };
+                    };
+                };
+                /** @description Every error response has this shape */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+            };
+        };
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/agents/sandboxes/{sandbox_id}/network/log": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The sandbox's egress attempts, oldest first (bounded per sandbox) */
+        get: {
+            parameters: {
+                query?: {
+                    /** @description Newest entries to return (default 100) */
+                    limit?: string;
+                };
+                header?: never;
+                path: {
+                    sandbox_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            entries: {
+                                /** Format: date-time */
+                                time: string;
+                                host: string;
+                                port: number;
+                                address: string | null;
+                                allowed: boolean;
+                                reason: string;
+                                /** @description Bytes from the sandbox out */
+                                bytes_out: number;
+                                /** @description Bytes from the destination in */
+                                bytes_in: number;
+                            }[];
+                        };
+                    };
+                };
+                /** @description Every error response has this shape */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/agents/sandboxes/{sandbox_id}/host/{port}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The URL of a port of the sandbox (reached with your API key, or via a share link) */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    sandbox_id: string;
+                    port: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            url: string;
+                        };
+                    };
+                };
+                /** @description Every error response has this shape */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/agents/sandboxes/{sandbox_id}/ports/{port}/share": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** A link to a port of the sandbox that works without the API key until it expires */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    sandbox_id: string;
+                    port: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description Seconds the link works (at most the operator's AGENTBOX_SHARE_MAX_S) */
+                        expires_in: number;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            url: string;
+                            /** Format: date-time */
+                            expires_at: string;
+                        };
+                    };
+                };
+                /** @description Every error response has this shape */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/agents/sandboxes/{sandbox_id}/ports/{port}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The sandbox's HTTP server on this port (any method; WebSocket upgrades too), streamed both ways */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    sandbox_id: string;
+                    port: string;
+                    "*": string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+            };
+        };
+        /** The sandbox's HTTP server on this port (any method; WebSocket upgrades too), streamed both ways */
+        put: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    sandbox_id: string;
+                    port: string;
+                    "*": string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+            };
+        };
+        /** The sandbox's HTTP server on this port (any method; WebSocket upgrades too), streamed both ways */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    sandbox_id: string;
+                    port: string;
+                    "*": string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+            };
+        };
+        /** The sandbox's HTTP server on this port (any method; WebSocket upgrades too), streamed both ways */
+        delete: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    sandbox_id: string;
+                    port: string;
+                    "*": string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+            };
+        };
+        /** The sandbox's HTTP server on this port (any method; WebSocket upgrades too), streamed both ways */
+        options: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    sandbox_id: string;
+                    port: string;
+                    "*": string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+            };
+        };
+        /** The sandbox's HTTP server on this port (any method; WebSocket upgrades too), streamed both ways */
+        head: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    sandbox_id: string;
+                    port: string;
+                    "*": string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+            };
+        };
+        /** The sandbox's HTTP server on this port (any method; WebSocket upgrades too), streamed both ways */
+        patch: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    sandbox_id: string;
+                    port: string;
+                    "*": string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+            };
+        };
+        trace?: never;
+    };
+    "/v1/agents/sandboxes/{sandbox_id}/ports/{port}/{*}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The sandbox's HTTP server on this port (any method; WebSocket upgrades too), streamed both ways */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    sandbox_id: string;
+                    port: string;
+                    "*": string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+            };
+        };
+        /** The sandbox's HTTP server on this port (any method; WebSocket upgrades too), streamed both ways */
+        put: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    sandbox_id: string;
+                    port: string;
+                    "*": string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+            };
+        };
+        /** The sandbox's HTTP server on this port (any method; WebSocket upgrades too), streamed both ways */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    sandbox_id: string;
+                    port: string;
+                    "*": string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+            };
+        };
+        /** The sandbox's HTTP server on this port (any method; WebSocket upgrades too), streamed both ways */
+        delete: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    sandbox_id: string;
+                    port: string;
+                    "*": string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+            };
+        };
+        /** The sandbox's HTTP server on this port (any method; WebSocket upgrades too), streamed both ways */
+        options: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    sandbox_id: string;
+                    port: string;
+                    "*": string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+            };
+        };
+        /** The sandbox's HTTP server on this port (any method; WebSocket upgrades too), streamed both ways */
+        head: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    sandbox_id: string;
+                    port: string;
+                    "*": string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+            };
+        };
+        /** The sandbox's HTTP server on this port (any method; WebSocket upgrades too), streamed both ways */
+        patch: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    sandbox_id: string;
+                    port: string;
+                    "*": string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+            };
+        };
         trace?: never;
     };
     "/v1/admin/keys": {
@@ -2674,6 +4662,646 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/agents/stats": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Service activity over the last hour
+         * @description Live sandboxes, runs per second and error rate over the last minute, the last hour in 10 s steps, runs per language.
+         */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** Format: date-time */
+                            timestamp: string;
+                            /** @description Sandboxes running now on this service */
+                            live_sandboxes: number;
+                            /** @description Code runs per second over the last minute */
+                            runs_per_second: number;
+                            /** @description Fraction (0..1) of the last minute's runs that failed (error, timeout, out of memory, ...) */
+                            error_rate: number;
+                            /** @description Seconds between two points of the series */
+                            interval_seconds: number;
+                            /** @description The last hour, oldest first (shorter after a restart) */
+                            series: {
+                                /** Format: date-time */
+                                timestamp: string;
+                                /** @description Runs in the interval that ends here */
+                                runs: number;
+                                /** @description Failed runs in that interval */
+                                errors: number;
+                                live_sandboxes: number;
+                            }[];
+                            /** @description Runs per language since the service started */
+                            runs_by_language: {
+                                language: string;
+                                runs: number;
+                                errors: number;
+                            }[];
+                        };
+                    };
+                };
+                /** @description Every error response has this shape */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/admin/stats": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Service activity over the last hour
+         * @description Live sandboxes, runs per second and error rate over the last minute, the last hour in 10 s steps, runs per language.
+         */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** Format: date-time */
+                            timestamp: string;
+                            /** @description Sandboxes running now on this service */
+                            live_sandboxes: number;
+                            /** @description Code runs per second over the last minute */
+                            runs_per_second: number;
+                            /** @description Fraction (0..1) of the last minute's runs that failed (error, timeout, out of memory, ...) */
+                            error_rate: number;
+                            /** @description Seconds between two points of the series */
+                            interval_seconds: number;
+                            /** @description The last hour, oldest first (shorter after a restart) */
+                            series: {
+                                /** Format: date-time */
+                                timestamp: string;
+                                /** @description Runs in the interval that ends here */
+                                runs: number;
+                                /** @description Failed runs in that interval */
+                                errors: number;
+                                live_sandboxes: number;
+                            }[];
+                            /** @description Runs per language since the service started */
+                            runs_by_language: {
+                                language: string;
+                                runs: number;
+                                errors: number;
+                            }[];
+                        };
+                    };
+                };
+                /** @description Every error response has this shape */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/files": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List stored files
+         * @description The caller's files, newest first by default; page with `limit` and `after` (the last id of the previous page).
+         */
+        get: {
+            parameters: {
+                query?: {
+                    /** @description Page size (1..10000, default 1000) */
+                    limit?: string;
+                    /** @description Cursor: the last id of the previous page */
+                    after?: string;
+                    /** @description By creation; default desc (newest first) */
+                    order?: "asc" | "desc";
+                    /** @description What the file is for */
+                    purpose?: "assistants" | "batch" | "batch_output" | "fine-tune" | "vision" | "user_data" | "evals";
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {string} */
+                            object: "list";
+                            data: {
+                                /** @description The file's id (file-...) */
+                                id: string;
+                                /** @enum {string} */
+                                object: "file";
+                                /** @description Size in bytes */
+                                bytes: number;
+                                /** @description Unix seconds */
+                                created_at: number;
+                                filename: string;
+                                purpose: string;
+                                /** @description SHA-256 of the bytes, hex */
+                                sha256: string;
+                                /** @description Unix seconds after which the file is deleted; null: never */
+                                expires_at: number | null;
+                                /** @description Seconds from creation to expiry; null: never */
+                                expires_after: number | null;
+                                /** @enum {string} */
+                                status: "processed";
+                            }[];
+                            first_id: string | null;
+                            last_id: string | null;
+                            has_more: boolean;
+                        };
+                    };
+                };
+                /** @description Every error response has this shape */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        /**
+         * Upload a file (multipart/form-data)
+         * @description Form fields: `file` (the bytes), `purpose` (assistants, batch, batch_output, fine-tune, vision, user_data, evals) and optionally `expires_after` (seconds until the file is deleted). The bytes stream to storage and are checksummed (sha256); up to 512 MiB per file (413 past it) and the tenant's storage quota (429).
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description The stored file: the hosted API's {message, file_name, purpose} and the file object */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            message: string;
+                            file_name: string;
+                            /** @description The file's id (file-...) */
+                            id: string;
+                            /** @enum {string} */
+                            object: "file";
+                            /** @description Size in bytes */
+                            bytes: number;
+                            /** @description Unix seconds */
+                            created_at: number;
+                            filename: string;
+                            purpose: string;
+                            /** @description SHA-256 of the bytes, hex */
+                            sha256: string;
+                            /** @description Unix seconds after which the file is deleted; null: never */
+                            expires_at: number | null;
+                            /** @description Seconds from creation to expiry; null: never */
+                            expires_after: number | null;
+                            /** @enum {string} */
+                            status: "processed";
+                        };
+                    };
+                };
+                /** @description Every error response has this shape */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/files/{file_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Get a stored file's record */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    /** @description A file id (file-...) */
+                    file_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description The file's id (file-...) */
+                            id: string;
+                            /** @enum {string} */
+                            object: "file";
+                            /** @description Size in bytes */
+                            bytes: number;
+                            /** @description Unix seconds */
+                            created_at: number;
+                            filename: string;
+                            purpose: string;
+                            /** @description SHA-256 of the bytes, hex */
+                            sha256: string;
+                            /** @description Unix seconds after which the file is deleted; null: never */
+                            expires_at: number | null;
+                            /** @description Seconds from creation to expiry; null: never */
+                            expires_after: number | null;
+                            /** @enum {string} */
+                            status: "processed";
+                        };
+                    };
+                };
+                /** @description Every error response has this shape */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        /** Delete a stored file */
+        delete: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    /** @description A file id (file-...) */
+                    file_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            message: string;
+                            file_id: string;
+                            file_name: string;
+                            id: string;
+                            /** @enum {string} */
+                            object: "file";
+                            /** @enum {boolean} */
+                            deleted: true;
+                        };
+                    };
+                };
+                /** @description Every error response has this shape */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+            };
+        };
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/files/{file_id}/content": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The file's bytes (content)
+         * @description Raw bytes with Content-Length and the SHA-256 as ETag. A single `Range: bytes=a-b` (or `a-`, `-n`) is answered with 206 and Content-Range; a range outside the file with 416; several ranges with the whole file.
+         */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    /** @description A file id (file-...) */
+                    file_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description The file's bytes */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/octet-stream": string;
+                    };
+                };
+                /** @description The requested range */
+                206: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/octet-stream": string;
+                    };
+                };
+                /** @description Every error response has this shape */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/octet-stream": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/octet-stream": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/octet-stream": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                416: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/octet-stream": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/files/{file_id}/download": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The file's bytes (download)
+         * @description Raw bytes with Content-Length and the SHA-256 as ETag. A single `Range: bytes=a-b` (or `a-`, `-n`) is answered with 206 and Content-Range; a range outside the file with 416; several ranges with the whole file.
+         */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    /** @description A file id (file-...) */
+                    file_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description The file's bytes */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/octet-stream": string;
+                    };
+                };
+                /** @description The requested range */
+                206: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/octet-stream": string;
+                    };
+                };
+                /** @description Every error response has this shape */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/octet-stream": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/octet-stream": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/octet-stream": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                416: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/octet-stream": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/inference/models": {
         parameters: {
             query?: never;
@@ -2976,6 +5604,162 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/inference/completions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Create a text completion (legacy)
+         * @description OpenAI-compatible legacy completions: the prompt is continued as it is (no chat template). `stream: true` answers with server-sent events of `text_completion` objects ending with `data: [DONE]`.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            /** @description An OpenAI legacy completion request; other fields are passed to the upstream as they are */
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description A model id from GET /v1/inference/models */
+                        model: string;
+                        /** @description The text to continue, or up to 16 texts (one choice each, times n) */
+                        prompt: string | string[];
+                        stream?: boolean;
+                        stream_options?: ({
+                            include_usage?: boolean;
+                        } & {
+                            [key: string]: unknown;
+                        }) | null;
+                        /** @description Tokens to generate per choice (default 16) */
+                        max_tokens?: number;
+                        temperature?: number;
+                        top_p?: number;
+                        /** @description Choices per prompt */
+                        n?: number;
+                        seed?: number;
+                        /** @description Start each choice's text with its prompt */
+                        echo?: boolean;
+                        stop?: string | string[] | (never | null);
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            responses: {
+                /** @description An OpenAI text_completion object (with `stream: true`, SSE events of the same shape ending with `data: [DONE]`) */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            id: string;
+                            /** @description text_completion */
+                            object: string;
+                            created: number;
+                            model: string;
+                            choices: ({
+                                text: string;
+                                index: number;
+                                logprobs: (never | null) | unknown;
+                                finish_reason: string | null;
+                            } & {
+                                [key: string]: unknown;
+                            })[];
+                            usage?: unknown;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Every error response has this shape */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                502: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                504: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/inference/embeddings": {
         parameters: {
             query?: never;
@@ -3090,6 +5874,405 @@ export interface paths {
                 };
             };
         };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/deployments/create": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Create a deployment
+         * @description Serves a model with its own replica processes (between min_replicas and max_replicas) behind the gateway: clients send `model: <deployment_name>` to /v1/inference/chat/completions. Answers at once with status 'creating'.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description Unique per tenant; the `model` clients send to the gateway */
+                        deployment_name: string;
+                        /** @description A pulled GGUF model (GET /v1/inference/models lists them), or a model the operator allowed a server command for */
+                        model_name: string;
+                        /** @description 'cpu' (default), 'gpu' or 'dedicated' */
+                        hw_type?: string;
+                        /** @description A GPU of this host (GET /v1/accelerators); absent or empty for CPU */
+                        gpu_model?: string;
+                        gpu_count?: number;
+                        /** @description Replicas always running (default 1) */
+                        min_replicas?: number;
+                        /** @description Most replicas under load (default min_replicas) */
+                        max_replicas?: number;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            deployment_id: string;
+                            message: string;
+                            /** @description 'creating' at first; then 'running', or 'failed' with a reason */
+                            status: string;
+                        };
+                    };
+                };
+                /** @description Every error response has this shape */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/deployments/list": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List deployments */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            deployments: {
+                                deployment_id: string;
+                                deployment_name: string;
+                                user_email: string | null;
+                                model_name: string;
+                                /** @description creating, running, failed or deleting */
+                                status: string;
+                                /** @description Why the deployment failed */
+                                reason: string | null;
+                                /** Format: date-time */
+                                created_at: string;
+                                hw_type: string;
+                                gpu_model: string | null;
+                                gpu_count: number;
+                                min_replicas: number;
+                                max_replicas: number;
+                                replicas: {
+                                    replica_id: string;
+                                    /** @description starting, ready, restarting, stopping, stopped or failed */
+                                    state: string;
+                                    pid: number | null;
+                                    in_flight: number;
+                                    /** @description Times the replica's process was started again after it died or stopped answering */
+                                    restarts: number;
+                                }[];
+                                /** @description Requests waiting for a free replica now */
+                                queued: number;
+                            }[];
+                        };
+                    };
+                };
+                /** @description Every error response has this shape */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/deployments/{deployment_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a deployment
+         * @description Its status (and why it failed), bounds, replicas and queue.
+         */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    deployment_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            deployment_id: string;
+                            deployment_name: string;
+                            user_email: string | null;
+                            model_name: string;
+                            /** @description creating, running, failed or deleting */
+                            status: string;
+                            /** @description Why the deployment failed */
+                            reason: string | null;
+                            /** Format: date-time */
+                            created_at: string;
+                            hw_type: string;
+                            gpu_model: string | null;
+                            gpu_count: number;
+                            min_replicas: number;
+                            max_replicas: number;
+                            replicas: {
+                                replica_id: string;
+                                /** @description starting, ready, restarting, stopping, stopped or failed */
+                                state: string;
+                                pid: number | null;
+                                in_flight: number;
+                                /** @description Times the replica's process was started again after it died or stopped answering */
+                                restarts: number;
+                            }[];
+                            /** @description Requests waiting for a free replica now */
+                            queued: number;
+                        };
+                    };
+                };
+                /** @description Every error response has this shape */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/deployments/delete/{deployment_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Delete a deployment
+         * @description The gateway stops routing its name at once; requests already running or queued finish, then its replicas stop and it is gone.
+         */
+        delete: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    deployment_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            message: string;
+                            deployment_id: string;
+                            /** @description 'deleting': running requests finish, then the replicas stop */
+                            status: string;
+                        };
+                    };
+                };
+                /** @description Every error response has this shape */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+            };
+        };
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/accelerators": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * This host's hardware for deployments
+         * @description The CPU (model, cores, memory) and NVIDIA GPUs (from nvidia-smi, when present).
+         */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            accelerators: {
+                                /** @description 'cpu', or 'gpu-<index>' */
+                                accelerator_id: string;
+                                /** @description 'cpu' or 'gpu' */
+                                hw_type: string;
+                                hw_model: string;
+                                hw_link: string;
+                                /** @description GiB */
+                                hw_memory: number;
+                                /** @description Cores for the CPU; 1 per GPU */
+                                count: number;
+                                pricing: number;
+                                provider: string;
+                                status: string;
+                                /** Format: date-time */
+                                updated_at: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description Every error response has this shape */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -4558,7 +7741,7 @@ export interface components {
         };
         Sandbox: {
             sandbox_id: string;
-            status: "running" | "terminated" | "timed_out";
+            status: "running" | "paused" | "terminated" | "timed_out" | "failed";
             template: string;
             template_id: string;
             /** Format: date-time */

@@ -36,6 +36,7 @@ export class Sandbox {
   readonly files: SandboxFiles;
   readonly commands: SandboxCommands;
   readonly contexts: SandboxContexts;
+  readonly network: SandboxNetwork;
 
   constructor(
     private readonly http: HttpClient,
@@ -45,6 +46,7 @@ export class Sandbox {
     this.files = new SandboxFiles(http, info.sandbox_id);
     this.commands = new SandboxCommands(http, info.sandbox_id);
     this.contexts = new SandboxContexts(http, info.sandbox_id);
+    this.network = new SandboxNetwork(http, info.sandbox_id);
   }
 
   get id(): string {
@@ -95,6 +97,45 @@ export class Sandbox {
     return this.http.call("get", `${SANDBOX}/metrics`, { path: { sandbox_id: this.id } });
   }
 
+  /** Freezes every process (memory and kernel state kept, no CPU, the life clock stopped). */
+  pause() {
+    return this.http.call("post", `${SANDBOX}/pause`, { path: { sandbox_id: this.id } });
+  }
+
+  /** Continues a paused sandbox exactly where it stopped. */
+  resume() {
+    return this.http.call("post", `${SANDBOX}/resume`, { path: { sandbox_id: this.id } });
+  }
+
+  /** Saves /home/user and the sandbox's settings; `ab.sandboxes.create({snapshot_id})` restores it. */
+  snapshot() {
+    return this.http.call("post", `${SANDBOX}/snapshots`, { path: { sandbox_id: this.id }, timeoutMs: 600_000 });
+  }
+
+  /** Makes `count` copies of this sandbox's files and settings (kernel state is not copied). */
+  async fork(count = 1): Promise<{ sandboxes: Sandbox[]; kernel_state: string }> {
+    const r = await this.http.call("post", `${SANDBOX}/fork`, { path: { sandbox_id: this.id }, body: { count }, timeoutMs: 600_000 });
+    return { sandboxes: r.sandboxes.map((info) => new Sandbox(this.http, info)), kernel_state: r.kernel_state };
+  }
+
+  /** What happened to the sandbox: created, paused, resumed, snapshotted, timeout_extended, ended (with the reason). */
+  events() {
+    return this.http.call("get", `${SANDBOX}/events`, { path: { sandbox_id: this.id } });
+  }
+
+  /** The URL that reaches an HTTP server listening on `port` inside the sandbox (with the API key). */
+  async hostUrl(port: number): Promise<string> {
+    return (await this.http.call("get", `${SANDBOX}/host/{port}`, { path: { sandbox_id: this.id, port: String(port) } })).url;
+  }
+
+  /** A signed URL to `port` that works without the key until it expires. */
+  sharePort(port: number, expiresIn: number) {
+    return this.http.call("post", `${SANDBOX}/ports/{port}/share`, {
+      path: { sandbox_id: this.id, port: String(port) },
+      body: { expires_in: expiresIn },
+    });
+  }
+
   /** Ends the sandbox: every process stops, every file is removed. */
   kill() {
     return this.http.call("delete", SANDBOX, { path: { sandbox_id: this.id } });
@@ -137,6 +178,24 @@ export class SandboxFiles {
     const blob = data instanceof Blob ? data : new Blob([data as BlobPart]);
     form.append("file", blob, path.split("/").pop() || "file");
     return this.http.call("post", `${SANDBOX}/upload`, { path: { sandbox_id: this.id }, rawBody: form, ...opts });
+  }
+
+  /** Copies a stored file (`/v1/files`) into the sandbox at `path`. */
+  importFile(fileId: string, path: string) {
+    return this.http.call("post", `${SANDBOX}/files/import`, {
+      path: { sandbox_id: this.id },
+      body: { file_id: fileId, path },
+      timeoutMs: 3_600_000,
+    });
+  }
+
+  /** Stores a sandbox file as a new stored file (`/v1/files`). */
+  exportFile(path: string, purpose: NonNullable<JsonBody<Operation<"post", "/v1/agents/sandboxes/{sandbox_id}/files/export">>>["purpose"]) {
+    return this.http.call("post", `${SANDBOX}/files/export`, {
+      path: { sandbox_id: this.id },
+      body: { path, purpose },
+      timeoutMs: 3_600_000,
+    });
   }
 
   /** Downloads a file's bytes. */
@@ -215,6 +274,33 @@ export class SandboxCommands {
 
   kill(pid: number, signal: "TERM" | "INT" | "HUP" | "KILL" = "KILL") {
     return this.http.call("delete", `${SANDBOX}/commands/{pid}`, { path: { sandbox_id: this.id, pid: String(pid) }, query: { signal } });
+  }
+}
+
+export class SandboxNetwork {
+  constructor(
+    private readonly http: HttpClient,
+    private readonly id: string,
+  ) {}
+
+  /** The sandbox's egress policy: internet_access, allow_out, deny_out. */
+  get() {
+    return this.http.call("get", `${SANDBOX}/network`, { path: { sandbox_id: this.id } });
+  }
+
+  /** Changes the egress policy; the next connection follows it. */
+  set(policy: NonNullable<JsonBody<Operation<"put", "/v1/agents/sandboxes/{sandbox_id}/network">>>) {
+    return this.http.call("put", `${SANDBOX}/network`, { path: { sandbox_id: this.id }, body: policy });
+  }
+
+  /** Every egress attempt: host, port, resolved address, allowed or denied, bytes each way. */
+  async log(limit?: number) {
+    return (
+      await this.http.call("get", `${SANDBOX}/network/log`, {
+        path: { sandbox_id: this.id },
+        query: limit === undefined ? {} : { limit: String(limit) },
+      })
+    ).entries;
   }
 }
 

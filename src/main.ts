@@ -16,6 +16,7 @@ import { checkHost } from "./sandbox/preflight.js";
 import { SandboxService } from "./sandbox/service.js";
 import { openDb } from "./store/db.js";
 import { AdminKeys, SqliteKeyStore } from "./store/keys.js";
+import { openEvents } from "./events/setup.js";
 import { SqliteSandboxStore } from "./store/sandboxes.js";
 import { SqliteSnapshotStore } from "./store/snapshots.js";
 import { SqliteTenantStore } from "./store/tenants.js";
@@ -43,6 +44,8 @@ async function main(): Promise<void> {
   }
   const tenants = new SqliteTenantStore(db);
   const sandboxes = new SandboxManager(config, new SqliteSandboxStore(db), tenants, logger, new SqliteSnapshotStore(db));
+  // Before init(): the ends recorded while re-adopting (timed_out, host_restart) are events too.
+  const eventsArea = openEvents(db, sandboxes.events, logger);
   await sandboxes.init();
   const metrics = new Metrics(() => sandboxes.liveCount());
   const network = new NetworkService(config, sandboxes, new NetworkStore(db), logger);
@@ -61,6 +64,7 @@ async function main(): Promise<void> {
       sandbox,
       metrics,
       network,
+      events: eventsArea,
       inference: { db, providers, embeddings: vectorsArea.embeddings },
       vectors: vectorsArea.vectors,
       files,
@@ -97,6 +101,7 @@ async function main(): Promise<void> {
     await deploymentsArea.close();
     files.close();
     await sandboxes.close();
+    await eventsArea.close();
     await providers.close();
     await vectorsArea.close();
     keys.close();

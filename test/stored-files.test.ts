@@ -186,6 +186,27 @@ describe("stored files", () => {
     const seed = crypto.randomBytes(MiB);
     const a = (await upload(server, alphaKey, 1000, { seed })).body as FileJson;
     const b = (await upload(server, alphaKey, 3000, { purpose: "vision" })).body as FileJson;
+    // Fields may also follow the file part (curl sends them in command-line order).
+    const late = await multipartUpload({
+      port: server.port,
+      path: "/v1/files",
+      key: alphaKey,
+      file: { filename: "late.txt", size: 10, chunks: patternChunks(10) },
+      after: { purpose: "evals", expires_after: "600" },
+    });
+    assert.equal(late.status, 200, JSON.stringify(late.body));
+    const lateFile = late.body as FileJson;
+    assert.equal(lateFile.purpose, "evals");
+    assert.equal(lateFile.expires_at, lateFile.created_at + 600);
+    assert.equal((await alpha("DELETE", `/v1/files/${lateFile.id}`)).status, 200);
+    // HEAD: the headers of a download, no body.
+    const head = await fetch(`${server.url}/v1/files/${b.id}/content`, {
+      method: "HEAD",
+      headers: { authorization: `Bearer ${alphaKey}` },
+    });
+    assert.equal(head.status, 200);
+    assert.equal(head.headers.get("content-length"), "3000");
+    assert.equal((await head.arrayBuffer()).byteLength, 0);
     const got = await alpha<FileJson>("GET", `/v1/files/${a.id}`);
     assert.equal(got.status, 200);
     assert.deepEqual(Object.keys(got.body).sort(), [

@@ -24,7 +24,9 @@ import { fileRoutes } from "./routes/files.js";
 import { metricsRoutes } from "./routes/metrics.js";
 import { networkRoutes } from "./routes/network.js";
 import { installPortUpgrades, portRoutes } from "./routes/ports.js";
+import { eventRoutes } from "./routes/events.js";
 import { lifecycleRoutes } from "./routes/lifecycle.js";
+import { webhookRoutes } from "./routes/webhooks.js";
 import { sandboxRoutes } from "./routes/sandboxes.js";
 import { sandboxTransferRoutes, storedFileRoutes } from "./routes/stored-files.js";
 import { CodeRunResult } from "./schemas/code.js";
@@ -156,6 +158,10 @@ export async function buildApp(services: Services, logger: Logger): Promise<Fast
   for (const prefix of prefixes) {
     await app.register(sandboxRoutes, { prefix, services });
     await app.register(lifecycleRoutes, { prefix, services });
+    if (services.events) {
+      await app.register(eventRoutes, { prefix, sandbox: services.sandbox, events: services.events.events });
+      await app.register(webhookRoutes, { prefix, webhooks: services.events.webhooks });
+    }
     await app.register(codeRoutes, { prefix, services });
     await app.register(commandRoutes, { prefix, services });
     await app.register(backgroundRoutes, { prefix, services });

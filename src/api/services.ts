@@ -2,6 +2,7 @@
 import type { Database } from "better-sqlite3";
 import type { Config } from "../config.js";
 import type { DeploymentRouteDeps } from "./routes/deployments.js";
+import type { EventsArea } from "../events/setup.js";
 import type { FileService } from "../files/service.js";
 import type { EmbeddingService } from "../inference/embeddings.js";
 import type { ProviderRegistry } from "../inference/providers.js";
@@ -34,4 +35,6 @@ export interface Services {
   files?: FileService;
   /** Deployments and the host's accelerators (/v1/deployments, /v1/accelerators); absent, no such routes. */
   deployments?: DeploymentRouteDeps;
+  /** Sandbox lifecycle events and webhooks (/sandboxes/{id}/events, /webhooks); absent, no such routes. */
+  events?: EventsArea;
 }

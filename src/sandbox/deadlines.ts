@@ -72,10 +72,12 @@ export class DeadlineQueue {
     this.armedFor = Number.POSITIVE_INFINITY;
     const now = this.now();
     const due: string[] = [];
-    for (this.dropStale(); this.heap.length > 0 && this.heap[0].at <= now; this.dropStale()) {
-      const entry = this.pop() as Entry;
-      this.current.delete(entry.id);
-      due.push(entry.id);
+    this.dropStale();
+    for (let top = this.heap[0]; top && top.at <= now; top = this.heap[0]) {
+      this.pop();
+      this.current.delete(top.id);
+      due.push(top.id);
+      this.dropStale();
     }
     this.arm();
     for (const id of due) this.onDue(id);
@@ -87,16 +89,26 @@ export class DeadlineQueue {
   }
 
   private dropStale(): void {
-    while (this.heap.length > 0 && this.current.get(this.heap[0].id) !== this.heap[0].at) this.pop();
+    for (let top = this.heap[0]; top && this.current.get(top.id) !== top.at; top = this.heap[0]) this.pop();
+  }
+
+  /** The entry at `i` (callers keep `i` within the heap). */
+  private entry(i: number): Entry {
+    return this.heap[i] as Entry;
+  }
+
+  private swap(i: number, j: number): void {
+    const a = this.entry(i);
+    this.heap[i] = this.entry(j);
+    this.heap[j] = a;
   }
 
   private push(entry: Entry): void {
-    const h = this.heap;
-    h.push(entry);
-    for (let i = h.length - 1; i > 0; ) {
+    this.heap.push(entry);
+    for (let i = this.heap.length - 1; i > 0; ) {
       const parent = (i - 1) >> 1;
-      if (h[parent].at <= h[i].at) break;
-      [h[parent], h[i]] = [h[i], h[parent]];
+      if (this.entry(parent).at <= this.entry(i).at) break;
+      this.swap(parent, i);
       i = parent;
     }
   }
@@ -111,10 +123,10 @@ export class DeadlineQueue {
         const l = 2 * i + 1;
         const r = l + 1;
         let min = i;
-        if (l < h.length && h[l].at < h[min].at) min = l;
-        if (r < h.length && h[r].at < h[min].at) min = r;
+        if (l < h.length && this.entry(l).at < this.entry(min).at) min = l;
+        if (r < h.length && this.entry(r).at < this.entry(min).at) min = r;
         if (min === i) break;
-        [h[min], h[i]] = [h[i], h[min]];
+        this.swap(min, i);
         i = min;
       }
     }

@@ -11,7 +11,7 @@ import type { Logger } from "pino";
 import { type Config, tenantQuotaDefaults } from "../config.js";
 import { ApiError, sandboxNotFound, sandboxPaused } from "../errors.js";
 import { type EndedBy, type EndReason, type EventDetail, LifecycleBus } from "../events/bus.js";
-import { endStatus, type SandboxRecord, type SandboxStore } from "../store/sandboxes.js";
+import { endStatus, type ListFilter, type SandboxRecord, type SandboxStore } from "../store/sandboxes.js";
 import type { SnapshotStore } from "../store/snapshots.js";
 import { type EffectiveQuotas, effectiveQuotas, type TenantStore } from "../store/tenants.js";
 import { Box } from "./box.js";
@@ -541,12 +541,17 @@ export class SandboxManager {
     return live.box;
   }
 
-  list(tenantId: string, limit: number, offset: number) {
-    const page = this.store.listByTenant(tenantId, limit, offset);
-    return {
-      sandboxes: page.sandboxes.map((r) => this.live.get(r.id)?.record ?? this.lifecycle.hibernatedRecord(r.id) ?? r),
-      total: page.total,
-    };
+  list(tenantId: string, limit: number, offset: number, filter: ListFilter = {}) {
+    const current = (r: SandboxRecord) => this.live.get(r.id)?.record ?? this.lifecycle.hibernatedRecord(r.id) ?? r;
+    if (filter.status === "running" || filter.status === "paused") {
+      // Paused is known here, not in the store (which says running for both): the live ones are
+      // few (capped by AGENTBOX_MAX_SANDBOXES), so they are filtered and paged here.
+      const live = this.store.listByTenant(tenantId, this.config.maxSandboxes + 1000, 0, { ...filter, status: "running" });
+      const matching = live.sandboxes.map(current).filter((r) => r.status === filter.status);
+      return { sandboxes: matching.slice(offset, offset + limit), total: matching.length };
+    }
+    const page = this.store.listByTenant(tenantId, limit, offset, filter);
+    return { sandboxes: page.sandboxes.map(current), total: page.total };
   }
 
   /** Ends the caller's sandbox; `by`: an API call of the tenant's, or the operator. */

@@ -7,7 +7,7 @@
 import { type Config, tenantQuotaDefaults } from "../config.js";
 import { ApiError, invalid } from "../errors.js";
 import type { ApiKeyRecord } from "../store/keys.js";
-import type { SandboxRecord } from "../store/sandboxes.js";
+import type { ListFilter, SandboxRecord } from "../store/sandboxes.js";
 import type { TenantStore } from "../store/tenants.js";
 import {
   type BackgroundFollower,
@@ -158,8 +158,8 @@ export class SandboxService {
     return this.sandboxes.get(caller.tenantId, id);
   }
 
-  listSandboxes(caller: Caller, limit: number, offset: number): { sandboxes: SandboxRecord[]; total: number } {
-    return this.sandboxes.list(caller.tenantId, limit, offset);
+  listSandboxes(caller: Caller, limit: number, offset: number, filter?: ListFilter): { sandboxes: SandboxRecord[]; total: number } {
+    return this.sandboxes.list(caller.tenantId, limit, offset, filter);
   }
 
   killSandbox(caller: Caller, id: string): Promise<void> {

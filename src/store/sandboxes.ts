@@ -17,6 +17,16 @@ export function endStatus(reason: EndReason): EndedStatus {
   return "terminated";
 }
 
+/** What a list is narrowed to: a stored status, and metadata keys that must equal the given strings (AND). */
+export interface ListFilter {
+  status?: SandboxStatus;
+  metadata?: [key: string, value: string][];
+}
+
+/** Metadata keys a list may filter on (also what keeps the JSON path below well-formed). */
+export const METADATA_FILTER_KEY = /^[A-Za-z0-9_.:-]{1,128}$/;
+export const MAX_METADATA_FILTERS = 8;
+
 export interface SandboxRecord {
   id: string;
   tenantId: string;
@@ -35,7 +45,7 @@ export interface SandboxRecord {
 export interface SandboxStore {
   insert(record: SandboxRecord): void;
   get(id: string): SandboxRecord | undefined;
-  listByTenant(tenantId: string, limit: number, offset: number): { sandboxes: SandboxRecord[]; total: number };
+  listByTenant(tenantId: string, limit: number, offset: number, filter?: ListFilter): { sandboxes: SandboxRecord[]; total: number };
   listRunning(): SandboxRecord[];
   countRunning(tenantId?: string): number;
   setTimeout(id: string, timeoutAt: string): void;
@@ -72,10 +82,20 @@ const toRecord = (r: Row): SandboxRecord => ({
   endedAt: r.ended_at,
 });
 
+/**
+ * A metadata value as the string a query compares it with: strings as they are, numbers and
+ * booleans as JSON writes them; objects, arrays and null never match.
+ */
+const metadataText = (n: number) =>
+  `CASE json_type(metadata, @p${n}) WHEN 'text' THEN json_extract(metadata, @p${n}) WHEN 'integer' THEN CAST(json_extract(metadata, @p${n}) AS TEXT)
+   WHEN 'real' THEN CAST(json_extract(metadata, @p${n}) AS TEXT) WHEN 'true' THEN 'true' WHEN 'false' THEN 'false' END = @v${n}`;
+
 export class SqliteSandboxStore implements SandboxStore {
   private readonly stmts;
+  /** Filtered list queries, by shape (status or not, number of metadata keys): a handful at most. */
+  private readonly filtered = new Map<string, { page: ReturnType<Db["prepare"]>; count: ReturnType<Db["prepare"]> }>();
 
-  constructor(db: Db) {
+  constructor(private readonly db: Db) {
     this.stmts = {
       insert: db.prepare(
         `INSERT INTO sandboxes (id, tenant_id, template, status, metadata, env_vars, cpu_count, memory_mb, host_uid, started_at, timeout_at, ended_at)
@@ -118,11 +138,43 @@ export class SqliteSandboxStore implements SandboxStore {
     return row ? toRecord(row) : undefined;
   }
 
-  listByTenant(tenantId: string, limit: number, offset: number) {
+  listByTenant(tenantId: string, limit: number, offset: number, filter: ListFilter = {}) {
+    const metadata = filter.metadata ?? [];
+    if (filter.status !== undefined || metadata.length > 0) {
+      const q = this.filteredQuery(filter.status !== undefined, metadata.length);
+      const params: Record<string, string | number> = { tenant: tenantId };
+      if (filter.status !== undefined) params.status = filter.status;
+      metadata.forEach(([key, value], i) => {
+        params[`p${i}`] = `$."${key}"`;
+        params[`v${i}`] = value;
+      });
+      return {
+        sandboxes: (q.page.all({ ...params, limit, offset }) as Row[]).map(toRecord),
+        total: (q.count.get(params) as { n: number } | undefined)?.n ?? 0,
+      };
+    }
     return {
       sandboxes: this.stmts.page.all(tenantId, limit, offset).map(toRecord),
       total: this.stmts.count.get(tenantId)?.n ?? 0,
     };
+  }
+
+  private filteredQuery(status: boolean, keys: number) {
+    const shape = `${status}:${keys}`;
+    let q = this.filtered.get(shape);
+    if (!q) {
+      const where = [
+        "tenant_id = @tenant",
+        ...(status ? ["status = @status"] : []),
+        ...Array.from({ length: keys }, (_, i) => metadataText(i)),
+      ].join(" AND ");
+      q = {
+        page: this.db.prepare(`SELECT * FROM sandboxes WHERE ${where} ORDER BY started_at DESC, id LIMIT @limit OFFSET @offset`),
+        count: this.db.prepare(`SELECT COUNT(*) AS n FROM sandboxes WHERE ${where}`),
+      };
+      this.filtered.set(shape, q);
+    }
+    return q;
   }
 
   listRunning(): SandboxRecord[] {

@@ -1,7 +1,8 @@
 // Sandbox lifecycle routes: create, list, get, kill, extend, and the template catalogue.
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { Type } from "@sinclair/typebox";
-import type { SandboxRecord } from "../../store/sandboxes.js";
+import { invalid } from "../../errors.js";
+import { type ListFilter, MAX_METADATA_FILTERS, METADATA_FILTER_KEY, type SandboxRecord } from "../../store/sandboxes.js";
 import { SandboxCreated } from "../schemas/lifecycle.js";
 import type { Services } from "../services.js";
 import { errors, Pagination, page, SandboxIdParams } from "../schemas/common.js";
@@ -10,6 +11,7 @@ import {
   KillResponse,
   Sandbox,
   SandboxList,
+  SandboxListQuery,
   SetTimeoutBody,
   SetTimeoutResponse,
   TemplateList,
@@ -28,6 +30,23 @@ export function sandboxJson(r: SandboxRecord) {
     metadata: r.metadata,
     ended_at: r.endedAt,
   };
+}
+
+/** The list filter of a query; metadata keys the schema's pattern did not take are refused here. */
+function listFilter(query: Record<string, unknown>): ListFilter {
+  const metadata: [string, string][] = [];
+  for (const [name, value] of Object.entries(query)) {
+    if (!name.startsWith("metadata.")) continue;
+    const key = name.slice("metadata.".length);
+    if (!METADATA_FILTER_KEY.test(key) || typeof value !== "string") {
+      throw invalid(
+        `'${name.slice(0, 80)}' is not a metadata filter: use metadata.KEY=VALUE once per key, KEY of letters, digits and _ . : -`,
+      );
+    }
+    metadata.push([key, value]);
+  }
+  if (metadata.length > MAX_METADATA_FILTERS) throw invalid(`At most ${MAX_METADATA_FILTERS} metadata filters`);
+  return { status: query.state as ListFilter["status"], metadata };
 }
 
 export const sandboxRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (app, { services }) => {
@@ -68,10 +87,17 @@ export const sandboxRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = 
 
   app.get(
     "/sandboxes",
-    { schema: { tags, summary: "List your sandboxes", querystring: Pagination, response: { 200: SandboxList, ...errors(400, 401) } } },
+    {
+      schema: {
+        tags,
+        summary: "List your sandboxes (filter: ?state=running&metadata.KEY=VALUE, keys AND-ed)",
+        querystring: SandboxListQuery,
+        response: { 200: SandboxList, ...errors(400, 401) },
+      },
+    },
     async (request) => {
       const { limit, offset } = page(request.query);
-      const result = sandbox.listSandboxes(request.apiKey, limit, offset);
+      const result = sandbox.listSandboxes(request.apiKey, limit, offset, listFilter(request.query));
       return { sandboxes: result.sandboxes.map(sandboxJson), total: result.total };
     },
   );

@@ -1,7 +1,7 @@
 // Sandbox, template and lifecycle schemas (PRODUCT.md section 2: exact keys, nothing more).
 import { type Static, Type } from "@sinclair/typebox";
-import { SANDBOX_STATUSES } from "../../store/sandboxes.js";
-import { StringMap } from "./common.js";
+import { METADATA_FILTER_KEY, SANDBOX_STATUSES } from "../../store/sandboxes.js";
+import { Pagination, StringMap } from "./common.js";
 import { NetworkRules } from "./network.js";
 import { LifecycleCreateFields } from "./lifecycle-create.js";
 
@@ -28,13 +28,37 @@ export const CreateSandboxBody = Type.Object(
     timeout: Type.Optional(Type.Integer({ minimum: 1, description: "Seconds the sandbox lives (default 300)" })),
     env_vars: Type.Optional(StringMap),
     metadata: Type.Optional(Type.Record(Type.String({ maxLength: 256 }), Type.Unknown(), { maxProperties: 64 })),
-    internet_access: Type.Optional(Type.Boolean({ description: "Egress through the service's proxy to any public address (default false: none)" })),
+    internet_access: Type.Optional(
+      Type.Boolean({ description: "Egress through the service's proxy to any public address (default false: none)" }),
+    ),
     network: Type.Optional(NetworkRules),
     provider: Type.Optional(Type.String({ description: "Accepted for compatibility and ignored" })),
     region: Type.Optional(Type.String({ description: "Accepted for compatibility and ignored" })),
     ...LifecycleCreateFields,
   },
   { additionalProperties: true },
+);
+
+/** `?state=running&metadata.user=abc`: a status, and metadata keys (AND-ed) that must equal the given strings. */
+export const SandboxListQuery = Type.Object(
+  {
+    ...Pagination.properties,
+    state: Type.Optional(
+      Type.Union(
+        SANDBOX_STATUSES.map((s) => Type.Literal(s)),
+        { description: "Only sandboxes in this state" },
+      ),
+    ),
+  },
+  {
+    patternProperties: {
+      [`^metadata\\.${METADATA_FILTER_KEY.source.slice(1)}`]: Type.String({
+        maxLength: 256,
+        description:
+          "metadata.KEY=VALUE: only sandboxes whose metadata KEY equals VALUE (strings; numbers and booleans as JSON writes them)",
+      }),
+    },
+  },
 );
 
 export const SandboxList = Type.Object(

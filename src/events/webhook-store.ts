@@ -1,0 +1,226 @@
+// Webhooks and their deliveries as stored: registrations per tenant, and every delivery with its
+// state, next attempt and attempt log, so that pending deliveries survive a restart.
+import crypto from "node:crypto";
+import { type Db, ensureTables } from "../store/db.js";
+import type { EventType } from "./bus.js";
+
+export interface Webhook {
+  id: string;
+  tenantId: string;
+  url: string;
+  events: EventType[];
+  secret: string;
+  createdAt: string;
+}
+
+export type DeliveryState = "pending" | "delivered" | "failed";
+
+export interface Attempt {
+  at: string;
+  status_code: number | null;
+  error: string | null;
+  duration_ms: number;
+}
+
+export interface Delivery {
+  id: string;
+  webhookId: string;
+  tenantId: string;
+  event: EventType;
+  payload: string;
+  state: DeliveryState;
+  attempts: number;
+  /** ms since the epoch. */
+  createdAt: number;
+  nextAttemptAt: number;
+  log: Attempt[];
+}
+
+interface HookRow {
+  id: string;
+  tenant_id: string;
+  url: string;
+  events: string;
+  secret: string;
+  created_at: string;
+}
+
+interface DeliveryRow {
+  id: string;
+  webhook_id: string;
+  tenant_id: string;
+  event: EventType;
+  payload: string;
+  state: DeliveryState;
+  attempts: number;
+  created_at: number;
+  next_attempt_at: number;
+  log: string;
+}
+
+const toHook = (r: HookRow): Webhook => ({
+  id: r.id,
+  tenantId: r.tenant_id,
+  url: r.url,
+  events: JSON.parse(r.events) as EventType[],
+  secret: r.secret,
+  createdAt: r.created_at,
+});
+
+const toDelivery = (r: DeliveryRow): Delivery => ({
+  id: r.id,
+  webhookId: r.webhook_id,
+  tenantId: r.tenant_id,
+  event: r.event,
+  payload: r.payload,
+  state: r.state,
+  attempts: r.attempts,
+  createdAt: r.created_at,
+  nextAttemptAt: r.next_attempt_at,
+  log: JSON.parse(r.log) as Attempt[],
+});
+
+/** Attempts kept in a delivery's log (the first few and the last ones tell the story). */
+const MAX_LOG = 30;
+
+export class WebhookStore {
+  private readonly stmts;
+
+  constructor(private readonly db: Db) {
+    ensureTables(
+      db,
+      `CREATE TABLE IF NOT EXISTS webhooks (
+         id TEXT PRIMARY KEY,
+         tenant_id TEXT NOT NULL,
+         url TEXT NOT NULL,
+         events TEXT NOT NULL,
+         secret TEXT NOT NULL,
+         created_at TEXT NOT NULL
+       );
+       CREATE INDEX IF NOT EXISTS webhooks_by_tenant ON webhooks (tenant_id, created_at);
+       CREATE TABLE IF NOT EXISTS webhook_deliveries (
+         id TEXT PRIMARY KEY,
+         webhook_id TEXT NOT NULL,
+         tenant_id TEXT NOT NULL,
+         event TEXT NOT NULL,
+         payload TEXT NOT NULL,
+         state TEXT NOT NULL,
+         attempts INTEGER NOT NULL,
+         created_at INTEGER NOT NULL,
+         next_attempt_at INTEGER NOT NULL,
+         log TEXT NOT NULL
+       );
+       CREATE INDEX IF NOT EXISTS webhook_deliveries_due ON webhook_deliveries (state, next_attempt_at);
+       CREATE INDEX IF NOT EXISTS webhook_deliveries_by_hook ON webhook_deliveries (webhook_id, state, created_at);`,
+    );
+    this.stmts = {
+      insertHook: db.prepare(
+        "INSERT INTO webhooks (id, tenant_id, url, events, secret, created_at) VALUES (@id, @tenant_id, @url, @events, @secret, @created_at)",
+      ),
+      hooksOf: db.prepare<[string], HookRow>("SELECT * FROM webhooks WHERE tenant_id = ? ORDER BY created_at, id"),
+      hook: db.prepare<[string], HookRow>("SELECT * FROM webhooks WHERE id = ?"),
+      deleteHook: db.prepare("DELETE FROM webhooks WHERE id = ?"),
+      deleteHookDeliveries: db.prepare("DELETE FROM webhook_deliveries WHERE webhook_id = ?"),
+      countHooks: db.prepare<[string], { n: number }>("SELECT COUNT(*) AS n FROM webhooks WHERE tenant_id = ?"),
+      insertDelivery: db.prepare(
+        `INSERT INTO webhook_deliveries (id, webhook_id, tenant_id, event, payload, state, attempts, created_at, next_attempt_at, log)
+         VALUES (@id, @webhook_id, @tenant_id, @event, @payload, @state, 0, @created_at, @next_attempt_at, @log)`,
+      ),
+      pendingOf: db.prepare<[string], { n: number }>(
+        "SELECT COUNT(*) AS n FROM webhook_deliveries WHERE webhook_id = ? AND state = 'pending'",
+      ),
+      due: db.prepare<[number, number], DeliveryRow>(
+        "SELECT * FROM webhook_deliveries WHERE state = 'pending' AND next_attempt_at <= ? ORDER BY next_attempt_at LIMIT ?",
+      ),
+      nextDue: db.prepare<[], { at: number | null }>("SELECT MIN(next_attempt_at) AS at FROM webhook_deliveries WHERE state = 'pending'"),
+      update: db.prepare(
+        "UPDATE webhook_deliveries SET state = @state, attempts = @attempts, next_attempt_at = @next_attempt_at, log = @log WHERE id = @id",
+      ),
+      deliveriesOf: db.prepare<[string, number], DeliveryRow>(
+        "SELECT * FROM webhook_deliveries WHERE webhook_id = ? ORDER BY created_at DESC, id LIMIT ?",
+      ),
+      hookIds: db.prepare<[], { id: string }>("SELECT id FROM webhooks"),
+      trimHistory: db.prepare(
+        `DELETE FROM webhook_deliveries WHERE webhook_id = ? AND state != 'pending' AND id NOT IN (
+           SELECT id FROM webhook_deliveries WHERE webhook_id = ? AND state != 'pending' ORDER BY created_at DESC LIMIT ?)`,
+      ),
+    };
+  }
+
+  addHook(tenantId: string, url: string, events: EventType[], secret: string): Webhook {
+    const hook: Webhook = { id: `wh_${crypto.randomUUID()}`, tenantId, url, events, secret, createdAt: new Date().toISOString() };
+    this.stmts.insertHook.run({
+      id: hook.id,
+      tenant_id: tenantId,
+      url,
+      events: JSON.stringify(events),
+      secret,
+      created_at: hook.createdAt,
+    });
+    return hook;
+  }
+
+  hooksOf(tenantId: string): Webhook[] {
+    return this.stmts.hooksOf.all(tenantId).map(toHook);
+  }
+
+  countHooks(tenantId: string): number {
+    return this.stmts.countHooks.get(tenantId)?.n ?? 0;
+  }
+
+  /** The tenant's webhook, or undefined (another tenant's webhook does not exist for it). */
+  hook(tenantId: string, id: string): Webhook | undefined {
+    const row = this.stmts.hook.get(id);
+    return row && row.tenant_id === tenantId ? toHook(row) : undefined;
+  }
+
+  /** Removes a webhook and every delivery of it (pending ones are not sent any more). */
+  deleteHook(id: string): void {
+    this.db.transaction(() => {
+      this.stmts.deleteHook.run(id);
+      this.stmts.deleteHookDeliveries.run(id);
+    })();
+  }
+
+  pendingCount(webhookId: string): number {
+    return this.stmts.pendingOf.get(webhookId)?.n ?? 0;
+  }
+
+  addDelivery(d: Omit<Delivery, "attempts" | "log">, log: Attempt[] = []): void {
+    this.stmts.insertDelivery.run({
+      id: d.id,
+      webhook_id: d.webhookId,
+      tenant_id: d.tenantId,
+      event: d.event,
+      payload: d.payload,
+      state: d.state,
+      created_at: d.createdAt,
+      next_attempt_at: d.nextAttemptAt,
+      log: JSON.stringify(log),
+    });
+  }
+
+  /** Pending deliveries whose next attempt is due at `now`, soonest first. */
+  due(now: number, limit: number): Delivery[] {
+    return this.stmts.due.all(now, limit).map(toDelivery);
+  }
+
+  /** When the next pending delivery is due (ms since the epoch), if any is pending. */
+  nextDue(): number | undefined {
+    return this.stmts.nextDue.get()?.at ?? undefined;
+  }
+
+  save(d: Delivery): void {
+    const log = d.log.length > MAX_LOG ? [...d.log.slice(0, 5), ...d.log.slice(-(MAX_LOG - 5))] : d.log;
+    this.stmts.update.run({ id: d.id, state: d.state, attempts: d.attempts, next_attempt_at: d.nextAttemptAt, log: JSON.stringify(log) });
+  }
+
+  deliveries(webhookId: string, limit: number): Delivery[] {
+    return this.stmts.deliveriesOf.all(webhookId, limit).map(toDelivery);
+  }
+
+  /** Keeps the newest `keep` finished deliveries of every webhook. */
+  trimHistory(keep: number): void {
+    for (const { id } of this.stmts.hookIds.all()) this.stmts.trimHistory.run(id, id, keep);
+  }
+}

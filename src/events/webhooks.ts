@@ -1,0 +1,315 @@
+// Webhooks: registration per tenant (URL checked, limits), and delivery of lifecycle events as
+// signed JSON POSTs, retried with exponential backoff from a queue kept in SQLite. Delivery runs in
+// the background with bounded concurrency and a per-attempt time limit: it never holds up an API
+// call, and a receiver that never answers takes at most its own few slots.
+import crypto from "node:crypto";
+import http from "node:http";
+import https from "node:https";
+import type { Logger } from "pino";
+import { ApiError, invalid } from "../errors.js";
+import { EVENT_TYPES, type EmittedEvent, type EventType } from "./bus.js";
+import { DestinationError, parseWebhookUrl, resolveDestination } from "./destination.js";
+import type { EventSettings } from "./settings.js";
+import type { Attempt, Delivery, Webhook, WebhookStore } from "./webhook-store.js";
+
+export const SIGNATURE_HEADER = "X-AgentBox-Signature";
+export const MIN_SECRET = 16;
+export const MAX_SECRET = 256;
+/** Bytes of a receiver's answer read before the connection is dropped. */
+const MAX_ANSWER_BYTES = 64 * 1024;
+
+/** `sha256=<hex HMAC-SHA256 of the exact request body, keyed with the webhook's secret>`. */
+export function signature(secret: string, body: string): string {
+  return `sha256=${crypto.createHmac("sha256", secret).update(body).digest("hex")}`;
+}
+
+/**
+ * The delay before attempt `n + 1` after `n` failed ones: exponential (base * 2^(n-1)) up to
+ * `max`, with ±20% jitter so that receivers coming back are not hit by every retry at once.
+ */
+export function backoffMs(n: number, base: number, max: number, random = Math.random): number {
+  const raw = Math.min(max, base * 2 ** Math.max(0, n - 1));
+  return Math.round(raw * (0.8 + 0.4 * random()));
+}
+
+export interface CreateWebhookInput {
+  url: string;
+  events: string[];
+  secret?: string;
+}
+
+export interface DeliveryView {
+  id: string;
+  event: EventType;
+  status: Delivery["state"];
+  attempts: number;
+  created_at: string;
+  next_attempt_at: string | null;
+  attempt_log: Attempt[];
+}
+
+export class WebhookService {
+  private running = 0;
+  private readonly perHook = new Map<string, number>();
+  private readonly inFlight = new Set<string>();
+  private timer: NodeJS.Timeout | undefined;
+  private timerAt = Number.POSITIVE_INFINITY;
+  private readonly aborts = new Set<AbortController>();
+  private closed = false;
+  /** Each tenant's webhooks (read at every event, changed only by create and delete). */
+  private readonly cache = new Map<string, Webhook[]>();
+
+  constructor(
+    private readonly store: WebhookStore,
+    private readonly settings: EventSettings,
+    private readonly log: Logger,
+  ) {}
+
+  async create(tenantId: string, input: CreateWebhookInput): Promise<{ hook: Webhook; generatedSecret: boolean }> {
+    let url: URL;
+    try {
+      url = parseWebhookUrl(input.url);
+    } catch (err) {
+      throw invalid((err as Error).message);
+    }
+    const unknown = input.events.filter((e) => !(EVENT_TYPES as readonly string[]).includes(e));
+    if (unknown.length) throw invalid(`Unknown event name(s): ${unknown.slice(0, 5).join(", ")}; known: ${EVENT_TYPES.join(", ")}`);
+    if (input.secret !== undefined && (input.secret.length < MIN_SECRET || input.secret.length > MAX_SECRET)) {
+      throw invalid(`The secret must be ${MIN_SECRET} to ${MAX_SECRET} characters`);
+    }
+    if (this.store.countHooks(tenantId) >= this.settings.webhooksPerTenant) {
+      throw new ApiError(
+        "quota_exceeded",
+        `Your tenant already has ${this.settings.webhooksPerTenant} webhooks, its limit; delete one first`,
+      );
+    }
+    try {
+      await resolveDestination(url, this.settings.webhookAllowPrivate);
+    } catch (err) {
+      if (err instanceof DestinationError) throw invalid(err.message);
+      throw err;
+    }
+    const secret = input.secret ?? `whsec_${crypto.randomBytes(24).toString("base64url")}`;
+    const hook = this.store.addHook(tenantId, url.href, [...new Set(input.events)] as EventType[], secret);
+    this.cache.delete(tenantId);
+    return { hook, generatedSecret: input.secret === undefined };
+  }
+
+  list(tenantId: string): Webhook[] {
+    return this.store.hooksOf(tenantId);
+  }
+
+  get(tenantId: string, id: string): Webhook {
+    const hook = this.store.hook(tenantId, id);
+    if (!hook) throw new ApiError("not_found", `Webhook '${id}' was not found`);
+    return hook;
+  }
+
+  delete(tenantId: string, id: string): void {
+    this.get(tenantId, id);
+    this.store.deleteHook(id);
+    this.cache.delete(tenantId);
+  }
+
+  deliveries(tenantId: string, id: string, limit: number): DeliveryView[] {
+    this.get(tenantId, id);
+    return this.store.deliveries(id, limit).map((d) => ({
+      id: d.id,
+      event: d.event,
+      status: d.state,
+      attempts: d.attempts,
+      created_at: new Date(d.createdAt).toISOString(),
+      next_attempt_at: d.state === "pending" ? new Date(d.nextAttemptAt).toISOString() : null,
+      attempt_log: d.log,
+    }));
+  }
+
+  /** The bus listener: queues a delivery per subscribed webhook (one insert each; sending is later). */
+  onEvent(event: EmittedEvent): void {
+    if (this.closed) return;
+    let hooks = this.cache.get(event.tenantId);
+    if (!hooks) {
+      hooks = this.store.hooksOf(event.tenantId);
+      this.cache.set(event.tenantId, hooks);
+    }
+    const now = Date.now();
+    for (const hook of hooks) {
+      if (!hook.events.includes(event.type)) continue;
+      const id = `dlv_${crypto.randomUUID()}`;
+      const payload = JSON.stringify({
+        id,
+        webhook_id: hook.id,
+        type: event.type,
+        sandbox_id: event.sandboxId,
+        at: event.at,
+        reason: event.type === "ended" ? event.reason : null,
+        detail: { ...event.detail, ...(event.type === "ended" && event.by ? { by: event.by } : {}) },
+      });
+      const base = { id, webhookId: hook.id, tenantId: hook.tenantId, event: event.type, payload, createdAt: now };
+      if (this.store.pendingCount(hook.id) >= this.settings.webhookQueuePerHook) {
+        // The receiver is far behind: this event is recorded as not delivered rather than queued without end.
+        this.store.addDelivery({ ...base, state: "failed", nextAttemptAt: now }, [
+          {
+            at: new Date(now).toISOString(),
+            status_code: null,
+            error: "not sent: too many deliveries pending for this webhook",
+            duration_ms: 0,
+          },
+        ]);
+        continue;
+      }
+      this.store.addDelivery({ ...base, state: "pending", nextAttemptAt: now });
+    }
+    this.schedule(now);
+  }
+
+  /** Starts delivering (the queue left by an earlier run included) and trims old history now and then. */
+  start(): void {
+    this.schedule(Date.now());
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    if (this.timer) clearTimeout(this.timer);
+    for (const ac of this.aborts) ac.abort();
+    for (let i = 0; this.running > 0 && i < 200; i++) await new Promise((r) => setTimeout(r, 10));
+  }
+
+  /** Makes sure a pump runs at `at` (or sooner). */
+  private schedule(at: number): void {
+    if (this.closed || at >= this.timerAt) return;
+    if (this.timer) clearTimeout(this.timer);
+    this.timerAt = at;
+    this.timer = setTimeout(
+      () => {
+        this.timer = undefined;
+        this.timerAt = Number.POSITIVE_INFINITY;
+        this.pump();
+      },
+      Math.max(0, at - Date.now()),
+    );
+    this.timer.unref();
+  }
+
+  private pump(): void {
+    if (this.closed) return;
+    const now = Date.now();
+    const free = this.settings.webhookConcurrency - this.running;
+    if (free > 0) {
+      // Read a few more than there are slots: some may belong to webhooks already at their share.
+      for (const d of this.store.due(now, free * 4 + this.inFlight.size)) {
+        if (this.running >= this.settings.webhookConcurrency) break;
+        if (this.inFlight.has(d.id)) continue;
+        const used = this.perHook.get(d.webhookId) ?? 0;
+        if (used >= this.settings.webhookConcurrencyPerHook) continue;
+        this.inFlight.add(d.id);
+        this.perHook.set(d.webhookId, used + 1);
+        this.running += 1;
+        void this.attempt(d).finally(() => {
+          this.inFlight.delete(d.id);
+          const left = (this.perHook.get(d.webhookId) ?? 1) - 1;
+          if (left > 0) this.perHook.set(d.webhookId, left);
+          else this.perHook.delete(d.webhookId);
+          this.running -= 1;
+          this.schedule(Date.now());
+        });
+      }
+    }
+    // Due work left (slots full) is picked up when an attempt finishes; otherwise wake at the next due time.
+    const next = this.store.nextDue();
+    if (next !== undefined && next > now) this.schedule(next);
+    else if (next !== undefined && this.running === 0) this.schedule(now + 1000);
+  }
+
+  private async attempt(d: Delivery): Promise<void> {
+    const hook = this.store.hook(d.tenantId, d.webhookId);
+    if (!hook) return;
+    const n = d.attempts + 1;
+    const retryAt =
+      Date.now() + this.settings.webhookTimeoutMs + backoffMs(n, this.settings.webhookRetryBaseMs, this.settings.webhookRetryMaxMs);
+    // Written before sending: a crash during the attempt leaves the delivery to be retried, not lost.
+    d.attempts = n;
+    d.nextAttemptAt = retryAt;
+    this.store.save(d);
+    const started = Date.now();
+    let statusCode: number | null = null;
+    let error: string | null = null;
+    try {
+      statusCode = await this.send(hook, d);
+      if (statusCode < 200 || statusCode >= 300) error = `HTTP ${statusCode}`;
+    } catch (err) {
+      error = (err as Error).message.slice(0, 300);
+    }
+    if (this.closed && error) return; // shutting down: the saved retry time stands
+    d.log.push({ at: new Date(started).toISOString(), status_code: statusCode, error, duration_ms: Date.now() - started });
+    if (!error) d.state = "delivered";
+    else {
+      const wait = backoffMs(n, this.settings.webhookRetryBaseMs, this.settings.webhookRetryMaxMs);
+      if (Date.now() + wait - d.createdAt > this.settings.webhookRetryWindowMs) d.state = "failed";
+      else d.nextAttemptAt = Date.now() + wait;
+    }
+    if (this.store.hook(d.tenantId, d.webhookId)) this.store.save(d);
+    if (error)
+      this.log.info({ webhook_id: hook.id, delivery_id: d.id, attempt: n, error, final: d.state === "failed" }, "webhook delivery failed");
+  }
+
+  /** One POST to the webhook, to the address just checked; resolves with the HTTP status. */
+  private async send(hook: Webhook, d: Delivery): Promise<number> {
+    const url = new URL(hook.url);
+    let dest: { address: string; family: 4 | 6 };
+    try {
+      dest = await resolveDestination(url, this.settings.webhookAllowPrivate);
+    } catch (err) {
+      throw err instanceof DestinationError ? new Error(`refused: ${err.message}`) : err;
+    }
+    const ac = new AbortController();
+    this.aborts.add(ac);
+    const timer = setTimeout(() => ac.abort(), this.settings.webhookTimeoutMs);
+    try {
+      return await new Promise<number>((resolve, reject) => {
+        const body = Buffer.from(d.payload);
+        const req = (url.protocol === "https:" ? https : http).request(
+          url,
+          {
+            method: "POST",
+            signal: ac.signal,
+            agent: false,
+            // Connect to the address that was checked; TLS still verifies the URL's host name.
+            lookup: (_host, opts, cb) => {
+              if ((opts as { all?: boolean }).all) (cb as (e: null, a: { address: string; family: number }[]) => void)(null, [dest]);
+              else cb(null, dest.address, dest.family);
+            },
+            headers: {
+              "content-type": "application/json",
+              "content-length": body.length,
+              "user-agent": "AgentBox-Webhooks/1",
+              "x-agentbox-event": d.event,
+              "x-agentbox-delivery": d.id,
+              "x-agentbox-timestamp": String(Math.floor(Date.now() / 1000)),
+              [SIGNATURE_HEADER.toLowerCase()]: signature(hook.secret, d.payload),
+            },
+          },
+          (res) => {
+            // Only the status matters: the body is read (to free the socket) but not kept, and a
+            // receiver that answers with a flood is cut off.
+            let seen = 0;
+            res.on("data", (chunk: Buffer) => {
+              seen += chunk.length;
+              if (seen > MAX_ANSWER_BYTES) {
+                res.destroy();
+                resolve(res.statusCode ?? 0);
+              }
+            });
+            res.on("end", () => resolve(res.statusCode ?? 0));
+            res.on("error", reject);
+          },
+        );
+        req.on("error", (err) => reject(ac.signal.aborted ? new Error(`no answer within ${this.settings.webhookTimeoutMs} ms`) : err));
+        req.end(body);
+      });
+    } finally {
+      clearTimeout(timer);
+      this.aborts.delete(ac);
+    }
+  }
+}

@@ -1,0 +1,86 @@
+// Sandbox lifecycle events as stored: a bounded history per sandbox, kept for a retention period
+// after the sandbox ended (what GET /sandboxes/{id}/events serves).
+import type { EmittedEvent, EventType } from "../events/bus.js";
+import { type Db, ensureTables } from "./db.js";
+
+export interface StoredEvent {
+  type: EventType;
+  at: string;
+  reason: string | null;
+  detail: Record<string, unknown>;
+}
+
+interface Row {
+  type: EventType;
+  at: string;
+  reason: string | null;
+  detail: string;
+}
+
+/** The serialised detail of one event is cut to this (a detail is a few ids and numbers). */
+const MAX_DETAIL_CHARS = 4096;
+
+export class SqliteEventStore {
+  private readonly stmts;
+
+  constructor(
+    private readonly db: Db,
+    private readonly perSandbox: number,
+  ) {
+    ensureTables(
+      db,
+      `CREATE TABLE IF NOT EXISTS sandbox_events (
+         id INTEGER PRIMARY KEY AUTOINCREMENT,
+         sandbox_id TEXT NOT NULL,
+         tenant_id TEXT NOT NULL,
+         type TEXT NOT NULL,
+         at TEXT NOT NULL,
+         reason TEXT,
+         detail TEXT NOT NULL
+       );
+       CREATE INDEX IF NOT EXISTS sandbox_events_by_sandbox ON sandbox_events (sandbox_id, id);`,
+    );
+    this.stmts = {
+      insert: db.prepare("INSERT INTO sandbox_events (sandbox_id, tenant_id, type, at, reason, detail) VALUES (?, ?, ?, ?, ?, ?)"),
+      // Keeps the newest `perSandbox` events of the sandbox.
+      trim: db.prepare(
+        `DELETE FROM sandbox_events WHERE sandbox_id = ? AND id <= (
+           SELECT id FROM sandbox_events WHERE sandbox_id = ? ORDER BY id DESC LIMIT 1 OFFSET ?)`,
+      ),
+      list: db.prepare<[string, string, number], Row>(
+        "SELECT type, at, reason, detail FROM sandbox_events WHERE sandbox_id = ? AND tenant_id = ? ORDER BY id LIMIT ?",
+      ),
+      prune: db.prepare(
+        `DELETE FROM sandbox_events WHERE sandbox_id IN (
+           SELECT id FROM sandboxes WHERE ended_at IS NOT NULL AND ended_at < ?)`,
+      ),
+    };
+  }
+
+  add(event: EmittedEvent): void {
+    const reason = event.type === "ended" ? event.reason : null;
+    const detail: Record<string, unknown> = { ...event.detail };
+    if (event.type === "ended" && event.by) detail.by = event.by;
+    let text = JSON.stringify(detail);
+    if (text.length > MAX_DETAIL_CHARS) text = JSON.stringify({ truncated: true });
+    this.db.transaction(() => {
+      this.stmts.insert.run(event.sandboxId, event.tenantId, event.type, event.at, reason, text);
+      this.stmts.trim.run(event.sandboxId, event.sandboxId, this.perSandbox);
+    })();
+  }
+
+  /** The sandbox's events, oldest first (the caller has checked the sandbox is the tenant's). */
+  list(tenantId: string, sandboxId: string): StoredEvent[] {
+    return this.stmts.list.all(sandboxId, tenantId, this.perSandbox).map((r) => ({
+      type: r.type,
+      at: r.at,
+      reason: r.reason,
+      detail: JSON.parse(r.detail) as Record<string, unknown>,
+    }));
+  }
+
+  /** Removes the events of sandboxes that ended before `cutoff` (ISO-8601); returns how many. */
+  prune(cutoff: string): number {
+    return this.stmts.prune.run(cutoff).changes;
+  }
+}

@@ -1,0 +1,121 @@
+// End to end: a sandbox's lifecycle events (created, timeout_extended, ended with its reason and
+// who asked), served for live and ended sandboxes of the caller's tenant only; the list's filters
+// by state and metadata (AND-ed, paginated, validated).
+import assert from "node:assert/strict";
+import { after, before, describe, test } from "node:test";
+import { assertError, createSandbox } from "./helpers/api.js";
+import { createKey } from "./helpers/leftovers.js";
+import { client, startServer, type TestServer } from "./helpers/server.js";
+
+interface EventBody {
+  type: string;
+  at: string;
+  reason: string | null;
+  detail: Record<string, unknown>;
+}
+
+const SANDBOX_KEYS = [
+  "cpu_count",
+  "ended_at",
+  "memory_mb",
+  "metadata",
+  "sandbox_id",
+  "started_at",
+  "status",
+  "template",
+  "template_id",
+  "timeout_at",
+];
+
+let server: TestServer;
+let call: ReturnType<typeof client>;
+
+before(async () => {
+  server = await startServer();
+  call = client(server);
+});
+
+after(async () => {
+  await server?.dispose();
+});
+
+const events = async (id: string, c = call) => c<EventBody[]>("GET", `/v1/agents/sandboxes/${id}/events`);
+
+describe("sandbox events", () => {
+  test("created, timeout_extended, ended (killed by api): in order, and still served after the end", async () => {
+    const id = await createSandbox(call, { timeout: 120 });
+    const extended = await call("POST", `/v1/agents/sandboxes/${id}/timeout`, { timeout: 600 });
+    assert.equal(extended.status, 200);
+    assert.equal((await call("DELETE", `/v1/agents/sandboxes/${id}`)).status, 200);
+
+    const res = await events(id);
+    assert.equal(res.status, 200);
+    assert.deepEqual(
+      res.body.map((e) => e.type),
+      ["created", "timeout_extended", "ended"],
+    );
+    for (const e of res.body) {
+      assert.deepEqual(Object.keys(e).sort(), ["at", "detail", "reason", "type"]);
+      assert.ok(!Number.isNaN(Date.parse(e.at)), e.at);
+    }
+    const [created, ext, ended] = res.body as [EventBody, EventBody, EventBody];
+    assert.equal(created.reason, null);
+    assert.equal(ext.detail.timeout, 600);
+    assert.equal(ext.detail.timeout_at, extended.body.timeout_at);
+    assert.equal(ended.reason, "killed");
+    assert.equal(ended.detail.by, "api");
+
+    // The sandbox object keeps exactly its public keys; the status says how it ended.
+    const got = await call<Record<string, unknown>>("GET", `/v1/agents/sandboxes/${id}`);
+    assert.deepEqual(Object.keys(got.body).sort(), SANDBOX_KEYS);
+    assert.equal(got.body.status, "terminated");
+    assert.equal(got.body.ended_at, ended.at);
+  });
+
+  test("another tenant's sandbox has no events for the caller; an unknown one is 404", async () => {
+    const id = await createSandbox(call);
+    const other = client({ url: server.url, key: createKey(server.dataDir, "events-other").key });
+    assertError(await events(id, other), 404, "sandbox_not_found");
+    assertError(await events("no-such-sandbox"), 404, "sandbox_not_found");
+    await call("DELETE", `/v1/agents/sandboxes/${id}`);
+  });
+});
+
+describe("list filters", () => {
+  test("state and metadata (AND-ed), with pagination; bad filters are 400", async () => {
+    const tenant = client({ url: server.url, key: createKey(server.dataDir, "filters").key });
+    const a = await createSandbox(tenant, { metadata: { user: "abc", team: "x", n: 7 } });
+    const b = await createSandbox(tenant, { metadata: { user: "abc", team: "y" } });
+    const c = await createSandbox(tenant, { metadata: { user: "def" } });
+    assert.equal((await tenant("DELETE", `/v1/agents/sandboxes/${b}`)).status, 200);
+
+    type List = { sandboxes: { sandbox_id: string; status: string }[]; total: number };
+    const ids = async (query: string) => {
+      const res = await tenant<List>("GET", `/v1/agents/sandboxes?${query}`);
+      assert.equal(res.status, 200, JSON.stringify(res.body));
+      return { ids: res.body.sandboxes.map((s) => s.sandbox_id).sort(), total: res.body.total };
+    };
+    assert.deepEqual(await ids("metadata.user=abc"), { ids: [a, b].sort(), total: 2 });
+    assert.deepEqual(await ids("state=running&metadata.user=abc"), { ids: [a], total: 1 });
+    assert.deepEqual(await ids("state=terminated"), { ids: [b], total: 1 });
+    assert.deepEqual(await ids("metadata.user=abc&metadata.team=y"), { ids: [b], total: 1 });
+    assert.deepEqual(await ids("metadata.user=abc&metadata.team=z"), { ids: [], total: 0 });
+    assert.deepEqual(await ids("metadata.n=7"), { ids: [a], total: 1 });
+    assert.deepEqual(await ids("state=running"), { ids: [a, c].sort(), total: 2 });
+    // Pagination is kept: one per page, the total counts them all.
+    const first = await ids("state=running&limit=1&offset=0");
+    const second = await ids("state=running&limit=1&offset=1");
+    assert.equal(first.total, 2);
+    assert.deepEqual([...first.ids, ...second.ids].sort(), [a, c].sort());
+    // The other tenant sees none of them.
+    const mine = await call<List>("GET", "/v1/agents/sandboxes?metadata.user=abc");
+    assert.equal(mine.body.total, 0);
+
+    assertError(await tenant("GET", "/v1/agents/sandboxes?state=sleeping"), 400, "invalid_request");
+    assertError(await tenant("GET", "/v1/agents/sandboxes?metadata.bad%20key=1"), 400, "invalid_request");
+    assertError(await tenant("GET", "/v1/agents/sandboxes?metadata.user=a&metadata.user=b"), 400, "invalid_request");
+    assertError(await tenant("GET", `/v1/agents/sandboxes?metadata.user=${"x".repeat(300)}`), 400, "invalid_request");
+    await tenant("DELETE", `/v1/agents/sandboxes/${a}`);
+    await tenant("DELETE", `/v1/agents/sandboxes/${c}`);
+  });
+});

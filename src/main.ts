@@ -54,6 +54,7 @@ async function main(): Promise<void> {
   const vectorsArea = openVectors(config.dataDir, db, providers, logger);
   const files = await openFiles(config.files, db, tenants, (tenantId, id) => sandboxes.box(tenantId, id), logger);
   const deploymentsArea = openDeployments(config, db, providers, logger);
+  deploymentsArea.useFiles(files);
   const app = await buildApp(
     {
       config,

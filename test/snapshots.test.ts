@@ -33,18 +33,18 @@ const canary = `host-secret-${crypto.randomBytes(8).toString("hex")}`;
 /** The snapshot disk: a small tmpfs, so that "disk full" is real. */
 const SNAPSHOT_DISK_MB = 6;
 
+const serverEnv = () => ({
+  AGENTBOX_SNAPSHOT_DIR: snapshotDir,
+  AGENTBOX_SNAPSHOT_MAX_BYTES: String(16 * 2 ** 20),
+  AGENTBOX_PAUSED_MAX_S: "1",
+});
+
 before(async () => {
   snapshotDir = fs.mkdtempSync(path.join(os.tmpdir(), "agentbox-snapdisk-"));
   execFileSync("mount", ["-t", "tmpfs", "-o", `size=${SNAPSHOT_DISK_MB}m,mode=700`, "tmpfs", snapshotDir]);
   canaryFile = path.join(os.tmpdir(), `agentbox-canary-${crypto.randomBytes(4).toString("hex")}`);
   fs.writeFileSync(canaryFile, canary);
-  server = await startServer({
-    env: {
-      AGENTBOX_SNAPSHOT_DIR: snapshotDir,
-      AGENTBOX_SNAPSHOT_MAX_BYTES: String(16 * 2 ** 20),
-      AGENTBOX_PAUSED_MAX_S: "1",
-    },
-  });
+  server = await startServer({ env: serverEnv() });
   call = client(server);
 });
 
@@ -143,6 +143,51 @@ describe("snapshots", () => {
     assert.equal((await sh(copy, "echo $GREETING")).trim(), "hello", "the snapshot's env_vars apply");
     assert.equal((await sh(copy, "./run.sh")).trim(), "hi");
     await call("DELETE", `/v1/agents/sandboxes/${copy}`);
+  });
+
+  test("the unpacker refuses hostile archives (absolute, .., devices, writes below a symlink, outside hard links)", async () => {
+    const id = await createSandbox(call);
+    // Each archive is built and fed to the unpacker inside the sandbox, as a restore does.
+    const verdicts = await sh(
+      id,
+      `python3 - <<'EOF'
+import io, json, subprocess, tarfile
+def archive(*members):
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        for name, kind, target in members:
+            info = tarfile.TarInfo(name)
+            info.type = kind
+            if kind in (tarfile.SYMTYPE, tarfile.LNKTYPE):
+                info.linkname = target
+            data = b"planted" if kind == tarfile.REGTYPE else None
+            if data:
+                info.size = len(data)
+            tar.addfile(info, io.BytesIO(data) if data else None)
+    return buf.getvalue()
+cases = {
+    "absolute": archive(("/tmp/abs-planted", tarfile.REGTYPE, None)),
+    "dotdot": archive(("a/../../tmp/dotdot-planted", tarfile.REGTYPE, None)),
+    "device": archive(("dev-null", tarfile.CHRTYPE, None)),
+    "below_symlink": archive(("link", tarfile.SYMTYPE, "/tmp"), ("link/sym-planted", tarfile.REGTYPE, None)),
+    "hardlink_out": archive(("h", tarfile.LNKTYPE, "../../etc/passwd")),
+    "fine": archive(("ok.txt", tarfile.REGTYPE, None), ("to-etc", tarfile.SYMTYPE, "/etc/passwd")),
+}
+out = {}
+for name, data in cases.items():
+    p = subprocess.run(["python3", "-I", "/opt/agentbox/archive_tool.py", "extract", "0"], input=data, capture_output=True)
+    out[name] = [p.returncode, json.loads(p.stderr.decode().strip().splitlines()[-1]).get("kind", "ok")]
+print(json.dumps(out))
+EOF`,
+    );
+    const got = JSON.parse(verdicts) as Record<string, [number, string]>;
+    for (const name of ["absolute", "dotdot", "device", "below_symlink", "hardlink_out"]) {
+      assert.deepEqual(got[name], [1, "invalid"], `${name}: ${JSON.stringify(got)}`);
+    }
+    assert.deepEqual(got.fine, [0, "ok"]);
+    assert.equal((await sh(id, "ls /tmp | grep -c planted || true")).trim(), "0", "nothing was written outside /home/user");
+    assert.equal((await sh(id, "readlink to-etc && cat ok.txt")).trim(), "/etc/passwd\nplanted");
+    await call("DELETE", `/v1/agents/sandboxes/${id}`);
   });
 
   test("snapshots are listed per tenant; another tenant's id is a 404 everywhere", async () => {
@@ -256,5 +301,39 @@ describe("snapshots", () => {
     assert.match(run.body.error ?? "", /^NameError/, "the kernel state was lost, and said so");
     assert.ok(!(await listSnapshots()).body.snapshots.some((s) => s.sandbox_id === id && s.kind === "hibernate"), "its snapshot is gone");
     await call("DELETE", `/v1/agents/sandboxes/${id}`);
+  });
+
+  test("a restart of the service keeps long-paused sandboxes waiting and on_timeout as it was", async () => {
+    const later = await createSandbox(call, { timeout: 600, lifecycle: { on_timeout: "snapshot" } });
+    await sh(later, "echo at-timeout > t.txt");
+    const sleeper = await createSandbox(call);
+    await sh(sleeper, "echo across-restart > r.txt");
+    assert.equal((await call("POST", `/v1/agents/sandboxes/${sleeper}/pause`)).status, 200);
+    assert.ok(
+      await eventually(
+        async () => (await listSnapshots()).body.snapshots.some((s) => s.sandbox_id === sleeper && s.kind === "hibernate"),
+        15_000,
+        200,
+      ),
+    );
+    await server.stop();
+    server = await startServer({ env: serverEnv(), dataDir: server.dataDir, key: server.key });
+    call = client(server);
+    assert.equal((await call<{ status: string }>("GET", `/v1/agents/sandboxes/${sleeper}`)).body.status, "paused");
+    const resumed = await call<{ kernel_state: string }>("POST", `/v1/agents/sandboxes/${sleeper}/resume`);
+    assert.equal(resumed.status, 200, JSON.stringify(resumed.body));
+    assert.equal(resumed.body.kernel_state, "lost");
+    assert.equal((await sh(sleeper, "cat r.txt")).trim(), "across-restart");
+    // The re-adopted sandbox still snapshots at its deadline.
+    assert.equal((await call("POST", `/v1/agents/sandboxes/${later}/timeout`, { timeout: 1 })).status, 200);
+    assert.ok(
+      await eventually(
+        async () => (await listSnapshots()).body.snapshots.some((s) => s.sandbox_id === later && s.kind === "timeout"),
+        15_000,
+        200,
+      ),
+      "on_timeout snapshot survived the restart",
+    );
+    await call("DELETE", `/v1/agents/sandboxes/${sleeper}`);
   });
 });

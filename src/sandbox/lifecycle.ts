@@ -246,6 +246,21 @@ export class Lifecycle {
     return h.resuming;
   }
 
+  /**
+   * Keeps a sandbox's on_timeout across restarts of the service (written only when it is not the
+   * default, so an ordinary create or end costs no write).
+   */
+  rememberOnTimeout(id: string, onTimeout: OnTimeout | undefined, ended = false): void {
+    if (onTimeout === undefined || onTimeout === "kill") return;
+    this.snapshots.setOnTimeout(id, ended ? null : onTimeout);
+  }
+
+  /** A re-adopted sandbox's on_timeout. */
+  onTimeoutOf(id: string): OnTimeout {
+    const v = this.snapshots.onTimeout(id);
+    return v === "pause" || v === "snapshot" ? v : "kill";
+  }
+
   /** At start-up: a sandbox the records call running that was hibernated is kept waiting for its resume. */
   adoptHibernated(record: SandboxRecord): boolean {
     const snapshot = this.snapshots.hibernated(record.id);
@@ -273,6 +288,7 @@ export class Lifecycle {
     if (!h || h.resuming) return false;
     this.hibernated.delete(id);
     this.m.recordEnd(h.record, { reason: "killed", by, detail: { hibernated: true } });
+    this.rememberOnTimeout(id, h.onTimeout, true);
     void this.removeSnapshot(h.snapshot);
     void h.released.finally(() => this.m.usedUids.delete(h.record.hostUid));
     return true;

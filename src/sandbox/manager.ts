@@ -233,7 +233,7 @@ export class SandboxManager {
           box = await this.startBox(record.id, record.hostUid);
           await this.cgroups.assign(box.cgroup, record.tenantId, box.spec.uid, this.config.limits, this.tenantLimits(record.tenantId));
           if (Object.keys(record.envVars).length) await box.setEnv(record.envVars);
-          this.addLive(record, box, this.lifeOf(record), "kill");
+          this.addLive(record, box, this.lifeOf(record), this.lifecycle.onTimeoutOf(record.id));
           this.log.info({ sandbox_id: record.id }, "re-adopted sandbox after restart");
         } catch (err) {
           this.log.error({ err, sandbox_id: record.id }, "could not re-adopt sandbox; ending it");
@@ -499,6 +499,7 @@ export class SandboxManager {
         endedAt: null,
       };
       this.store.insert(record);
+      this.lifecycle.rememberOnTimeout(record.id, input.onTimeout);
       this.addLive(record, box, timeoutS, input.onTimeout ?? "kill");
       this.events.emit({
         type: "created",
@@ -590,6 +591,7 @@ export class SandboxManager {
   async end(id: string, cause: EndCause | "terminated" | "timed_out"): Promise<void> {
     const live = this.dropLive(id);
     if (!live) return;
+    this.lifecycle.rememberOnTimeout(id, live.onTimeout, true);
     this.recordEnd(live.record, typeof cause === "string" ? { reason: cause === "timed_out" ? "timed_out" : "killed" } : cause);
     // The caller gets its answer once the processes are killed; unmounting and removing the cgroup
     // go on in the background (a crash midway leaves them to the start-up sweep).

@@ -35,6 +35,9 @@ export interface SnapshotStore {
   /** The snapshot a sandbox was hibernated into (paused too long), if any. */
   hibernated(sandboxId: string): SnapshotRecord | undefined;
   delete(id: string): void;
+  /** A sandbox's on_timeout when it is not the default (kept so a restart of the service keeps it); null: forget it. */
+  setOnTimeout(sandboxId: string, onTimeout: string | null): void;
+  onTimeout(sandboxId: string): string | undefined;
 }
 
 interface Row {
@@ -79,7 +82,8 @@ export class SqliteSnapshotStore implements SnapshotStore {
          settings TEXT NOT NULL
        );
        CREATE INDEX IF NOT EXISTS snapshots_tenant ON snapshots (tenant_id, created_at);
-       CREATE INDEX IF NOT EXISTS snapshots_sandbox ON snapshots (sandbox_id, kind);`,
+       CREATE INDEX IF NOT EXISTS snapshots_sandbox ON snapshots (sandbox_id, kind);
+       CREATE TABLE IF NOT EXISTS sandbox_on_timeout (sandbox_id TEXT PRIMARY KEY, on_timeout TEXT NOT NULL);`,
     );
     this.stmts = {
       insert: db.prepare(
@@ -95,6 +99,9 @@ export class SqliteSnapshotStore implements SnapshotStore {
         "SELECT * FROM snapshots WHERE sandbox_id = ? AND kind = 'hibernate' ORDER BY created_at DESC LIMIT 1",
       ),
       delete: db.prepare("DELETE FROM snapshots WHERE id = ?"),
+      setOnTimeout: db.prepare("INSERT OR REPLACE INTO sandbox_on_timeout (sandbox_id, on_timeout) VALUES (?, ?)"),
+      forgetOnTimeout: db.prepare("DELETE FROM sandbox_on_timeout WHERE sandbox_id = ?"),
+      onTimeout: db.prepare<[string], { on_timeout: string }>("SELECT on_timeout FROM sandbox_on_timeout WHERE sandbox_id = ?"),
     };
   }
 
@@ -135,5 +142,14 @@ export class SqliteSnapshotStore implements SnapshotStore {
 
   delete(id: string): void {
     this.stmts.delete.run(id);
+  }
+
+  setOnTimeout(sandboxId: string, onTimeout: string | null): void {
+    if (onTimeout === null) this.stmts.forgetOnTimeout.run(sandboxId);
+    else this.stmts.setOnTimeout.run(sandboxId, onTimeout);
+  }
+
+  onTimeout(sandboxId: string): string | undefined {
+    return this.stmts.onTimeout.get(sandboxId)?.on_timeout;
   }
 }

@@ -196,6 +196,35 @@ describe("deployments", () => {
     assert.ok(await eventually(async () => (await get(echoId)).status === 404 && (await get(brokenId)).status === 404, 10_000));
   });
 
+  test("a GGUF stored in /v1/files is a model: the deployment serves its own copy", async () => {
+    const form = new FormData();
+    form.append("purpose", "user_data");
+    form.append("file", new Blob([fs.readFileSync(path.join(server.dataDir, "models", "tiny.gguf"))]), "tiny.gguf");
+    const up = await fetch(`${server.url}/v1/files`, { method: "POST", headers: { authorization: `Bearer ${server.key}` }, body: form });
+    assert.equal(up.status, 200);
+    const fileId = ((await up.json()) as { id: string }).id;
+    // Another tenant's file id is not a model of this tenant.
+    assertError(await other("POST", "/v1/deployments/create", { deployment_name: "f", model_name: fileId }), 404, "file_not_found");
+    const created = await call<{ deployment_id: string }>("POST", "/v1/deployments/create", {
+      deployment_name: "from-file",
+      model_name: fileId,
+    });
+    assert.equal(created.status, 200, JSON.stringify(created.body));
+    const depId = created.body.deployment_id;
+    // The stored file may go: the deployment has its own copy.
+    assert.equal((await call("DELETE", `/v1/files/${fileId}`)).status, 200);
+    assert.ok(
+      await eventually(async () => (await get(depId)).body.status === "running", 60_000, 100),
+      JSON.stringify((await get(depId)).body),
+    );
+    const res = await chat("from-file", 4);
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    assert.equal(res.body.usage.completion_tokens, 4);
+    assert.equal((await call("DELETE", `/v1/deployments/delete/${depId}`)).status, 200);
+    const copy = path.join(server.dataDir, "deployment-models", `${depId}.gguf`);
+    assert.ok(await eventually(async () => (await get(depId)).status === 404 && !fs.existsSync(copy), 15_000));
+  });
+
   let id = "";
 
   test("a deployment (min 1, max 2) serves through the gateway, for its tenant only", async () => {
@@ -218,14 +247,24 @@ describe("deployments", () => {
     assert.equal(res.body.usage.completion_tokens, 8);
     assert.ok(res.body.choices[0]?.message.content.length);
 
+    const text = await call<{ object: string; model: string; choices: Array<{ text: string }> }>("POST", "/v1/inference/completions", {
+      model: "tiny-chat",
+      prompt: "the cat",
+      max_tokens: 4,
+      temperature: 0,
+    });
+    assert.equal(text.status, 200, JSON.stringify(text.body));
+    assert.equal(text.body.object, "text_completion");
+    assert.ok(text.body.choices[0]?.text.length);
+
     const stream = await fetch(`${server.url}/v1/inference/chat/completions`, {
       method: "POST",
       headers: { authorization: `Bearer ${server.key}`, "content-type": "application/json" },
       body: JSON.stringify({ model: "tiny-chat", messages: [{ role: "user", content: "hi" }], max_tokens: 5, stream: true }),
     });
     assert.equal(stream.status, 200);
-    const text = await stream.text();
-    assert.ok(text.trimEnd().endsWith("data: [DONE]"), text);
+    const events = await stream.text();
+    assert.ok(events.trimEnd().endsWith("data: [DONE]"), events);
 
     const models = await call<{ data: Array<{ id: string; owned_by: string }> }>("GET", "/v1/inference/models");
     assert.ok(models.body.data.some((m) => m.id === "tiny-chat" && m.owned_by === "deployment"));

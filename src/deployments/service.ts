@@ -1,13 +1,16 @@
 // Deployments: a tenant's named model served by its own replica processes behind the gateway
 // (`model: <deployment_name>`). This service owns create/list/get/delete, checks the request
 // (model, hardware, replica bounds), resolves the model to something a replica can run (a pulled
-// GGUF of the data dir, the AGENTBOX_MODEL file, or an operator-allowed server command), restarts
+// GGUF of the data dir, the AGENTBOX_MODEL file, a GGUF stored in /v1/files (copied for the
+// deployment), or an operator-allowed server command), restarts
 // the deployments of the database at start, and is the gateway's model source for deployments.
 import crypto from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
+import { pipeline } from "node:stream/promises";
 import { fileURLToPath } from "node:url";
 import { ApiError } from "../errors.js";
+import type { FileService } from "../files/service.js";
 import type { ModelScope, ModelSource } from "../inference/providers.js";
 import type { ModelInfo, Provider } from "../inference/types.js";
 import { resolveModelPath } from "../models/registry.js";
@@ -65,24 +68,58 @@ export interface DeploymentServiceDeps {
   log: (level: "info" | "warn", msg: string, extra?: Record<string, unknown>) => void;
 }
 
+/** A stored file's id (/v1/files): such a model_name is the GGUF uploaded there. */
+const FILE_ID = /^file-[A-Za-z0-9_-]{1,128}$/;
+
 export class DeploymentService implements ModelSource {
   readonly name = "deployments";
+  /** Stored files (/v1/files), when the service has them: a deployment may serve an uploaded GGUF. */
+  private files: FileService | undefined;
   private readonly byId = new Map<string, Deployment>();
   /** `${tenant}\n${name}` → deployment, for the gateway (deleting ones are not here). */
   private readonly byName = new Map<string, Deployment>();
 
   constructor(private readonly deps: DeploymentServiceDeps) {}
 
+  useFiles(files: FileService): void {
+    this.files = files;
+  }
+
+  /** Where a deployment's copy of a stored file's model lives (its replicas read it; removed with the deployment). */
+  private fileCopy(deploymentId: string): string {
+    return path.join(this.deps.dataDir, "deployment-models", `${deploymentId}.gguf`);
+  }
+
+  /**
+   * Copies a stored file (any backend) to the deployment's own path: replicas need a file on this
+   * host, and the stored file may be deleted or expire while the deployment runs.
+   */
+  private async copyStoredFile(tenantId: string, fileId: string, deploymentId: string): Promise<void> {
+    if (!this.files) throw new ApiError("model_not_found", `The model '${fileId}' is not here: stored files are not enabled`);
+    const { stream } = await this.files.open(tenantId, fileId);
+    const dest = this.fileCopy(deploymentId);
+    fs.mkdirSync(path.dirname(dest), { recursive: true });
+    const tmp = `${dest}.partial`;
+    try {
+      await pipeline(stream, fs.createWriteStream(tmp, { mode: 0o600 }));
+      if (!isGguf(tmp)) throw new ApiError("invalid_request", `The stored file '${fileId}' is not a GGUF model`);
+      fs.renameSync(tmp, dest);
+    } finally {
+      fs.rmSync(tmp, { force: true });
+    }
+  }
+
   /** Starts the deployments the database has (after a restart); finishes deletions cut short. */
   init(): void {
     for (const row of this.deps.store.all()) {
       if (row.status === "deleting") {
         this.deps.store.remove(row.id);
+        fs.rmSync(this.fileCopy(row.id), { force: true });
         continue;
       }
       let launch: { launch: (port: number) => Launch; tools: boolean };
       try {
-        launch = this.launcher(row.model_name, row.name, row.gpu_model !== null);
+        launch = this.launcher(row.model_name, row, row.gpu_model !== null);
       } catch (err) {
         row.status = "failed";
         row.reason = (err as Error).message;
@@ -100,7 +137,12 @@ export class DeploymentService implements ModelSource {
   }
 
   /** How to run a model: an allowed server command, a pulled GGUF, or the AGENTBOX_MODEL file. */
-  private launcher(model: string, deploymentName: string, gpu: boolean): { launch: (port: number) => Launch; tools: boolean } {
+  private launcher(
+    model: string,
+    row: Pick<DeploymentRow, "id" | "name">,
+    gpu: boolean,
+  ): { launch: (port: number) => Launch; tools: boolean } {
+    const deploymentName = row.name;
     const { config } = this.deps;
     const server = Object.hasOwn(config.servers, model) ? config.servers[model] : undefined;
     const env = { PATH: process.env.PATH ?? "/usr/local/bin:/usr/bin:/bin", HOME: process.env.HOME ?? "/" };
@@ -111,7 +153,8 @@ export class DeploymentService implements ModelSource {
         launch: (port) => ({ command, args: args.map((a) => a.replaceAll("{port}", String(port))), env, healthPath: server.healthPath }),
       };
     }
-    let file = resolveModelPath(this.deps.dataDir, model);
+    let file = FILE_ID.test(model) ? this.fileCopy(row.id) : resolveModelPath(this.deps.dataDir, model);
+    if (file && !fs.existsSync(file)) file = undefined;
     const fixed = this.deps.modelFile;
     if (!file && fixed && path.basename(fixed).replace(/\.gguf$/i, "") === model) file = path.resolve(fixed);
     if (!file) {
@@ -203,9 +246,17 @@ export class DeploymentService implements ModelSource {
     if (mine.some((d) => d.row.name === name)) throw new ApiError("conflict", `A deployment named '${name}' already exists`);
     if (mine.length >= config.maxPerTenant)
       throw new ApiError("quota_exceeded", `This tenant has ${mine.length} deployments, the most allowed; delete one first`);
-    const launch = this.launcher(input.model_name, name, gpuModel !== null);
+    const id = `dep_${crypto.randomBytes(10).toString("hex")}`;
+    if (FILE_ID.test(input.model_name)) await this.copyStoredFile(tenantId, input.model_name, id);
+    let launch: ReturnType<DeploymentService["launcher"]>;
+    try {
+      launch = this.launcher(input.model_name, { id, name }, gpuModel !== null);
+    } catch (err) {
+      fs.rmSync(this.fileCopy(id), { force: true });
+      throw err;
+    }
     const row: DeploymentRow = {
-      id: `dep_${crypto.randomBytes(10).toString("hex")}`,
+      id,
       tenant_id: tenantId,
       name,
       model_name: input.model_name,
@@ -219,7 +270,10 @@ export class DeploymentService implements ModelSource {
       created_at: new Date().toISOString(),
     };
     // The row's uniqueness is the last word (a deleting deployment of that name may still be in the table).
-    if (!this.deps.store.insert(row)) throw new ApiError("conflict", `A deployment named '${name}' already exists`);
+    if (!this.deps.store.insert(row)) {
+      fs.rmSync(this.fileCopy(id), { force: true });
+      throw new ApiError("conflict", `A deployment named '${name}' already exists`);
+    }
     this.start(row, launch);
     return {
       deployment_id: row.id,
@@ -266,6 +320,7 @@ export class DeploymentService implements ModelSource {
       void d.drain().finally(() => {
         this.byId.delete(id);
         this.deps.store.remove(id);
+        fs.rmSync(this.fileCopy(id), { force: true });
       });
     }
     return { message: `Deployment '${d.row.name}' is being deleted`, deployment_id: id, status: d.row.status };

@@ -3,6 +3,7 @@
 import type { Database } from "better-sqlite3";
 import type { Logger } from "pino";
 import type { Config } from "../config.js";
+import type { FileService } from "../files/service.js";
 import type { ProviderRegistry } from "../inference/providers.js";
 import { DeploymentStore } from "../store/deployments.js";
 import { Accelerators } from "./accelerators.js";
@@ -11,6 +12,8 @@ import { DeploymentService } from "./service.js";
 export interface DeploymentsArea {
   deployments: DeploymentService;
   accelerators: Accelerators;
+  /** Lets deployments serve GGUF files stored in /v1/files (made after this area at start-up). */
+  useFiles(files: FileService): void;
   close(): Promise<void>;
 }
 
@@ -30,6 +33,7 @@ export function openDeployments(config: Config, db: Database, providers: Provide
   return {
     deployments,
     accelerators,
+    useFiles: (files) => deployments.useFiles(files),
     async close() {
       providers.removeSource(deployments);
       await deployments.close();

@@ -47,14 +47,14 @@ class Meter extends Transform {
   bytes = 0;
   private readonly hash = crypto.createHash("sha256");
 
-  constructor(private readonly check: (bytes: number, chunk: number) => void) {
+  constructor(private readonly check: (bytes: number) => void) {
     super();
   }
 
   override _transform(chunk: Buffer, _enc: BufferEncoding, callback: TransformCallback): void {
     this.bytes += chunk.length;
     try {
-      this.check(this.bytes, chunk.length);
+      this.check(this.bytes);
     } catch (err) {
       callback(err as Error);
       return;
@@ -78,8 +78,6 @@ export function cleanFilename(name: string | undefined, fallback: string): strin
 
 export class FileService {
   private readonly config: FilesConfig;
-  /** Bytes of uploads still streaming, per tenant: they count against the quota before they are committed. */
-  private readonly inflight = new Map<string, number>();
   private reaper: NodeJS.Timeout | undefined;
   private reaping = false;
 
@@ -159,7 +157,7 @@ export class FileService {
     }
     if (knownBytes !== undefined) {
       if (knownBytes > this.config.maxFileBytes) throw this.tooLarge();
-      this.checkQuota(tenantId, usage.bytes + (this.inflight.get(tenantId) ?? 0) + knownBytes);
+      this.checkQuota(tenantId, usage.bytes + knownBytes);
     }
   }
 
@@ -185,15 +183,13 @@ export class FileService {
   async receive(tenantId: string, source: Readable, signal?: AbortSignal): Promise<Staged> {
     this.precheck(tenantId);
     const key = `file-${crypto.randomBytes(12).toString("hex")}`;
+    // A file that cannot fit next to what the tenant holds is refused as soon as it passes the
+    // quota. Uploads of one tenant streaming at the same time are not counted against each other
+    // (each would refuse the other, and neither be stored): the check at commit settles who fits.
     const committed = this.deps.store.usage(tenantId).bytes;
-    let added = 0;
-    const meter = new Meter((bytes, chunk) => {
+    const meter = new Meter((bytes) => {
       if (bytes > this.config.maxFileBytes) throw this.tooLarge();
-      const inflight = (this.inflight.get(tenantId) ?? 0) + chunk;
-      this.inflight.set(tenantId, inflight);
-      added += chunk;
-      // Other uploads of the tenant streaming at the same time count too.
-      this.checkQuota(tenantId, committed + inflight);
+      this.checkQuota(tenantId, committed + bytes);
     });
     const onAbort = () => meter.destroy(new ApiError("invalid_request", "The upload was cut off before it ended"));
     signal?.addEventListener("abort", onAbort, { once: true });
@@ -210,14 +206,7 @@ export class FileService {
       source.off("error", onSourceError);
       source.unpipe(meter);
       signal?.removeEventListener("abort", onAbort);
-      this.release(tenantId, added);
     }
-  }
-
-  private release(tenantId: string, bytes: number): void {
-    const left = (this.inflight.get(tenantId) ?? 0) - bytes;
-    if (left > 0) this.inflight.set(tenantId, left);
-    else this.inflight.delete(tenantId);
   }
 
   /** Records staged bytes as a file object (after a last quota check); the bytes are removed if it fails. */

@@ -1,0 +1,164 @@
+// The stored-files service on a real SQLite database and local storage (no HTTP, no sandboxes):
+// concurrent uploads of one tenant cannot together pass its quota (the first to finish is kept),
+// a failed source leaves nothing, the reaper removes expired files, start-up sweeps leftovers.
+import assert from "node:assert/strict";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { Readable } from "node:stream";
+import { after, test } from "node:test";
+import { pino } from "pino";
+import { ApiError } from "../../src/errors.js";
+import type { FilesConfig } from "../../src/files/config.js";
+import { FileService } from "../../src/files/service.js";
+import { LocalStorage } from "../../src/files/storage.js";
+import { openDb } from "../../src/store/db.js";
+import { SqliteFileStore } from "../../src/store/files.js";
+import { SqliteTenantStore } from "../../src/store/tenants.js";
+
+const MiB = 2 ** 20;
+const dirs: string[] = [];
+
+after(() => {
+  for (const d of dirs) fs.rmSync(d, { recursive: true, force: true });
+});
+
+async function service(overrides: Partial<FilesConfig> = {}) {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "agentbox-files-unit-"));
+  dirs.push(dir);
+  const db = openDb(dir);
+  const config: FilesConfig = {
+    backend: "local",
+    dir: path.join(dir, "files"),
+    s3: {
+      endpoint: undefined,
+      bucket: "",
+      region: "",
+      prefix: "",
+      forcePathStyle: true,
+      accessKeyId: undefined,
+      secretAccessKey: undefined,
+    },
+    maxFileBytes: 8 * MiB,
+    tenantQuotaMb: 4,
+    maxExpirySeconds: 3600,
+    reaperIntervalMs: 3_600_000,
+    maxFilesPerTenant: 3,
+    ...overrides,
+  };
+  const store = new SqliteFileStore(db);
+  const files = new FileService({
+    config,
+    store,
+    storage: new LocalStorage(config.dir),
+    tenants: new SqliteTenantStore(db),
+    box: () => {
+      throw new Error("no sandboxes here");
+    },
+    log: pino({ level: "silent" }),
+  });
+  await files.init();
+  return { files, store, config, db };
+}
+
+/** `size` bytes in 64 KiB pieces, yielding to the event loop between pieces (so uploads interleave). */
+function slowSource(size: number): Readable {
+  return Readable.from(
+    (async function* () {
+      for (let sent = 0; sent < size; sent += 64 * 1024) {
+        await new Promise((r) => setImmediate(r));
+        yield Buffer.alloc(Math.min(64 * 1024, size - sent), 7);
+      }
+    })(),
+  );
+}
+
+async function upload(files: FileService, tenant: string, size: number) {
+  const staged = await files.receive(tenant, slowSource(size));
+  return files.commit(tenant, staged, { filename: "f.bin", purpose: "batch" });
+}
+
+test("two concurrent uploads cannot together pass the tenant's quota; the refused one leaves nothing", async () => {
+  const { files, store, config } = await service();
+  const results = await Promise.allSettled([upload(files, "t", 3 * MiB), upload(files, "t", 3 * MiB)]);
+  const ok = results.filter((r) => r.status === "fulfilled");
+  const refused = results.filter((r) => r.status === "rejected") as PromiseRejectedResult[];
+  assert.equal(ok.length, 1);
+  assert.equal(refused.length, 1);
+  assert.ok(refused[0]?.reason instanceof ApiError && refused[0].reason.code === "quota_exceeded");
+  assert.equal(store.usage("t").bytes, 3 * MiB);
+  // Exactly the stored file is on disk, nothing in tmp.
+  assert.equal(fs.readdirSync(path.join(config.dir, "tmp")).length, 0);
+  const objects = fs.readdirSync(path.join(config.dir, "objects"), { recursive: true, withFileTypes: true }).filter((e) => e.isFile());
+  assert.equal(objects.length, 1);
+  // 1 MiB more still fits; another tenant is unaffected.
+  await upload(files, "t", MiB);
+  await upload(files, "other", 4 * MiB);
+});
+
+test("a source that fails midway is not stored", async () => {
+  const { files, config } = await service();
+  const failing = Readable.from(
+    (async function* () {
+      yield Buffer.alloc(2 * MiB);
+      throw new Error("connection reset");
+    })(),
+  );
+  await assert.rejects(files.receive("t", failing), /connection reset/);
+  assert.equal(fs.readdirSync(path.join(config.dir, "tmp")).length, 0);
+  await upload(files, "t", 4 * MiB);
+});
+
+test("size limit, file count limit, purpose and expiry checks", async () => {
+  const { files } = await service({ maxFileBytes: MiB, tenantQuotaMb: 100 });
+  await assert.rejects(upload(files, "t", MiB + 1), (e: unknown) => e instanceof ApiError && e.code === "payload_too_large");
+  for (let i = 0; i < 3; i++) await upload(files, "t", 10);
+  await assert.rejects(
+    upload(files, "t", 10),
+    (e: unknown) => e instanceof ApiError && e.code === "quota_exceeded" && /3 files/.test(e.message),
+  );
+  assert.throws(() => files.checkPurpose("training"), /must be one of/);
+  assert.throws(() => files.checkPurpose(undefined), /required/);
+  assert.equal(files.checkPurpose("fine-tune"), "fine-tune");
+  for (const bad of ["0", "-1", "3601", "1e3", " ", "abc", 2.5]) assert.throws(() => files.parseExpiry(bad), /expires_after/, String(bad));
+  assert.equal(files.parseExpiry("3600"), 3600);
+  assert.equal(files.parseExpiry(1), 1);
+});
+
+test("the reaper deletes expired files (rows and bytes); start-up sweeps temp files and orphans", async () => {
+  const { files, store, config, db } = await service();
+  const staged = await files.receive("t", slowSource(1000));
+  const f = await files.commit("t", staged, { filename: "e.bin", purpose: "batch", expiresAfterS: 60 });
+  const keep = await upload(files, "t", 1000);
+  assert.ok(store.get("t", f.id));
+  // Hidden once expired, even before the reaper runs.
+  assert.equal(store.get("t", f.id, Date.now() + 61_000), undefined);
+  assert.equal(await files.reap(Date.now() + 61_000), 1);
+  assert.equal(store.usage("t").files, 1);
+  await assert.rejects(files.open("t", f.id), (e: unknown) => e instanceof ApiError && e.code === "file_not_found");
+  const objects = () =>
+    fs
+      .readdirSync(path.join(config.dir, "objects"), { recursive: true, withFileTypes: true })
+      .filter((e) => e.isFile())
+      .map((e) => e.name);
+  assert.deepEqual(objects(), [keep.id]);
+
+  fs.writeFileSync(path.join(config.dir, "tmp", "partial"), "x");
+  fs.mkdirSync(path.join(config.dir, "objects", "zz"), { recursive: true });
+  fs.writeFileSync(path.join(config.dir, "objects", "zz", "file-orphanzz"), "x");
+  files.close();
+  const again = new FileService({
+    config,
+    store,
+    storage: new LocalStorage(config.dir),
+    tenants: new SqliteTenantStore(db),
+    box: () => {
+      throw new Error("no sandboxes here");
+    },
+    log: pino({ level: "silent" }),
+  });
+  await again.init();
+  again.close();
+  assert.deepEqual(fs.readdirSync(path.join(config.dir, "tmp")), []);
+  assert.deepEqual(objects(), [keep.id]);
+});

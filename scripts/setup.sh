@@ -15,6 +15,8 @@ need=()
 [ -x /usr/bin/bwrap ] || need+=(bubblewrap)
 [ -x /usr/bin/python3 ] || need+=(python3)
 command -v mount >/dev/null || need+=(mount)
+# The browser the dashboard's tests drive (playwright-core with this executable; nothing downloaded).
+[ -x /usr/bin/chromium ] || need+=(chromium)
 installed=$(dpkg-query -W -f='${db:Status-Abbrev} ${Package}\n' "${DATA_PACKAGES[@]}" 2>/dev/null | awk '$1 == "ii" { print $2 }' || true)
 for pkg in "${DATA_PACKAGES[@]}"; do
   grep -qx "$pkg" <<<"$installed" || need+=("$pkg")
@@ -75,4 +77,6 @@ fi
 
 npm install --no-audit --no-fund --loglevel=error
 npm run build --silent
+# The dashboard: static files in web/dist, served by the service at /.
+npm run build:web --silent
 echo "setup: done"

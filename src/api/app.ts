@@ -15,10 +15,12 @@ import { limitConnections } from "./connections.js";
 import { installErrorHandler, routerError } from "./error-handler.js";
 import { installRateLimits } from "./rate-limit.js";
 import { adminRoutes } from "./routes/admin.js";
+import { adminSandboxRoutes } from "./routes/admin-sandboxes.js";
 import { backgroundRoutes } from "./routes/background.js";
 import { codeRoutes } from "./routes/code.js";
 import { commandRoutes } from "./routes/commands.js";
 import { contextRoutes } from "./routes/contexts.js";
+import { dashboardRoutes } from "./routes/dashboard.js";
 import { deploymentRoutes } from "./routes/deployments.js";
 import { fileRoutes } from "./routes/files.js";
 import { metricsRoutes } from "./routes/metrics.js";
@@ -28,6 +30,7 @@ import { eventRoutes } from "./routes/events.js";
 import { lifecycleRoutes } from "./routes/lifecycle.js";
 import { webhookRoutes } from "./routes/webhooks.js";
 import { sandboxRoutes } from "./routes/sandboxes.js";
+import { statsRoutes } from "./routes/stats.js";
 import { sandboxTransferRoutes, storedFileRoutes } from "./routes/stored-files.js";
 import { CodeRunResult } from "./schemas/code.js";
 import { ErrorEnvelope } from "./schemas/common.js";
@@ -176,6 +179,9 @@ export async function buildApp(services: Services, logger: Logger): Promise<Fast
   }
   if (services.network) installPortUpgrades(app.server, services.network, services.keys, config.mountRootAliases);
   await app.register(adminRoutes, { prefix: "/v1/admin", services });
+  await app.register(adminSandboxRoutes, { prefix: "/v1/admin", sandboxes: services.sandboxes });
+  if (services.metrics) await app.register(statsRoutes, { metrics: services.metrics, liveCount: () => services.sandboxes.liveCount() });
+  await app.register(dashboardRoutes);
   if (services.files) await app.register(storedFileRoutes, { prefix: "/v1", files: services.files, maxFileBytes: config.files.maxFileBytes });
   if (services.inference) {
     // The gateway's code tool runs code through the same service (and gates) as POST /code/run.

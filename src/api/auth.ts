@@ -12,7 +12,8 @@ declare module "fastify" {
   }
 }
 
-const PUBLIC = [/^\/health$/, /^\/metrics$/, /^\/openapi\.json$/, /^\/docs(\/|$)/];
+// `/` and `/assets/` are the dashboard's static files: the page sends the key on its own API calls.
+const PUBLIC = [/^\/health$/, /^\/metrics$/, /^\/openapi\.json$/, /^\/docs(\/|$)/, /^\/$/, /^\/assets\/[^/]+$/];
 const ADMIN = /^\/v1\/admin(\/|$)/;
 const BEARER = /^Bearer +([\x21-\x7e]{1,512})$/;
 /** A share link of a sandbox port: its signed token stands in for the key, checked by the route (routes/ports.ts). */

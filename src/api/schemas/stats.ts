@@ -1,0 +1,29 @@
+// GET /v1/agents/stats and /v1/admin/stats: the service's activity over the last hour.
+import { Type } from "@sinclair/typebox";
+
+export const StatsReport = Type.Object(
+  {
+    timestamp: Type.String({ format: "date-time" }),
+    live_sandboxes: Type.Integer({ description: "Sandboxes running now on this service" }),
+    runs_per_second: Type.Number({ description: "Code runs per second over the last minute" }),
+    error_rate: Type.Number({ description: "Fraction (0..1) of the last minute's runs that failed (error, timeout, out of memory, ...)" }),
+    interval_seconds: Type.Integer({ description: "Seconds between two points of the series" }),
+    series: Type.Array(
+      Type.Object(
+        {
+          timestamp: Type.String({ format: "date-time" }),
+          runs: Type.Integer({ description: "Runs in the interval that ends here" }),
+          errors: Type.Integer({ description: "Failed runs in that interval" }),
+          live_sandboxes: Type.Integer(),
+        },
+        { additionalProperties: false },
+      ),
+      { description: "The last hour, oldest first (shorter after a restart)" },
+    ),
+    runs_by_language: Type.Array(
+      Type.Object({ language: Type.String(), runs: Type.Integer(), errors: Type.Integer() }, { additionalProperties: false }),
+      { description: "Runs per language since the service started" },
+    ),
+  },
+  { additionalProperties: false },
+);

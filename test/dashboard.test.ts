@@ -1,0 +1,154 @@
+// The dashboard in a real browser (Debian's chromium): signing in, a sandbox with hostile metadata,
+// its files (upload and download), the playground (streamed text, a plot, HTML results, state kept
+// across runs), an operator's key created and revoked, and no user string ever becoming markup.
+import assert from "node:assert/strict";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { after, before, describe, it } from "node:test";
+import type { Browser, Page } from "playwright-core";
+import { ensureDashboardBuilt, launchBrowser, signIn } from "./helpers/dashboard.js";
+import { client, startServer, type TestServer } from "./helpers/server.js";
+
+const XSS = "<img src=x onerror=alert(1)>";
+
+describe("dashboard", () => {
+  let server: TestServer;
+  let browser: Browser;
+  let tmp: string;
+
+  before(async () => {
+    ensureDashboardBuilt();
+    [server, browser] = await Promise.all([startServer(), launchBrowser()]);
+    tmp = fs.mkdtempSync(path.join(os.tmpdir(), "dashboard-test-"));
+  });
+  after(async () => {
+    await browser?.close();
+    await server?.dispose();
+    if (tmp) fs.rmSync(tmp, { recursive: true, force: true });
+  });
+
+  /** A page that records every dialog (an XSS that ran would open one) and accepts confirmations. */
+  async function openPage(): Promise<{ page: Page; dialogs: string[] }> {
+    const context = await browser.newContext({ acceptDownloads: true, viewport: { width: 1280, height: 900 } });
+    const page = await context.newPage();
+    const dialogs: string[] = [];
+    page.on("dialog", (d) => {
+      dialogs.push(`${d.type()}: ${d.message()}`);
+      void d.accept();
+    });
+    return { page, dialogs };
+  }
+
+  it("serves the page without a key, hashed assets cached for good, and /docs still", async () => {
+    const index = await fetch(`${server.url}/`);
+    assert.equal(index.status, 200);
+    assert.match(index.headers.get("content-type") ?? "", /text\/html/);
+    assert.match(index.headers.get("content-security-policy") ?? "", /script-src 'self'/);
+    const html = await index.text();
+    const script = /src="(\/assets\/[^"]+\.js)"/.exec(html)?.[1];
+    assert.ok(script, html);
+    const asset = await fetch(`${server.url}${script}`);
+    assert.equal(asset.status, 200);
+    assert.match(asset.headers.get("cache-control") ?? "", /immutable/);
+    assert.equal((await fetch(`${server.url}/assets/nope.js`)).status, 404);
+    assert.equal((await fetch(`${server.url}/docs/`)).status, 200);
+    // The API itself still wants a key.
+    assert.equal((await fetch(`${server.url}/v1/agents/sandboxes`)).status, 401);
+  });
+
+  it("refuses a wrong key with the API's message", async () => {
+    const { page } = await openPage();
+    await page.goto(`${server.url}/`);
+    await page.getByLabel("API key").fill("abx_not_a_key");
+    await page.getByRole("button", { name: "Sign in" }).click();
+    await page.getByRole("alert").getByText("Invalid or revoked API key").waitFor();
+    await page.context().close();
+  });
+
+  it("a tenant: sandbox with hostile metadata, files both ways, playground with text, plot and HTML", async () => {
+    const { page, dialogs } = await openPage();
+    await signIn(page, server.url, server.key);
+
+    // A sandbox whose metadata is markup: shown as text, never parsed.
+    await page.getByRole("link", { name: "Sandboxes", exact: true }).click();
+    await page.getByLabel("Metadata", { exact: true }).fill(`name=${XSS}`);
+    await page.getByRole("button", { name: "Create sandbox" }).click();
+    await page.getByRole("heading", { name: /^Sandbox / }).waitFor();
+    await page.getByText(`name=${XSS}`).waitFor();
+
+    // Upload a file into /home/user, see it listed, download it back.
+    const local = path.join(tmp, "notes.txt");
+    fs.writeFileSync(local, "dashboard bytes\n");
+    await page.getByLabel("Upload file").setInputFiles(local);
+    await page.getByText("notes.txt").waitFor();
+    const [download] = await Promise.all([page.waitForEvent("download"), page.getByRole("button", { name: "Download notes.txt" }).click()]);
+    assert.equal(download.suggestedFilename(), "notes.txt");
+    assert.equal(fs.readFileSync((await download.path()) as string, "utf8"), "dashboard bytes\n");
+
+    // The list shows it, metadata as text.
+    await page.getByRole("link", { name: "Sandboxes", exact: true }).click();
+    await page.getByRole("cell", { name: `name=${XSS}` }).waitFor();
+
+    // The playground: print and plot, streamed; then state kept, and HTML printed and displayed.
+    await page.getByRole("link", { name: "Playground" }).click();
+    const code = page.getByRole("textbox", { name: "Code" });
+    await code.click();
+    await page.keyboard.press("ControlOrMeta+a");
+    await page.keyboard.press("Delete");
+    await code.fill("import matplotlib.pyplot as plt\nx = 41\nprint('plotting now')\nplt.plot([1, 3, 2])\nplt.show()");
+    await page.getByRole("button", { name: "Run" }).click();
+    const output = page.getByRole("region", { name: "Output" });
+    await output.getByText("plotting now").waitFor();
+    const plot = output.locator('img[src^="data:image/png;base64,"]');
+    await plot.waitFor();
+    assert.ok(((await plot.evaluate((img: HTMLImageElement) => img.naturalWidth)) as number) > 100, "the plot is a real image");
+
+    await code.fill(`import pandas as pd\nprint(x + 1)\nprint(${JSON.stringify(XSS)})\npd.DataFrame({"cell": [${JSON.stringify(XSS)}]})`);
+    await page.getByRole("button", { name: "Run" }).click();
+    await output.getByText("42").waitFor();
+    await output.getByText(XSS).waitFor();
+    const frame = output.locator("iframe");
+    await frame.waitFor();
+    assert.equal(await frame.getAttribute("sandbox"), "", "HTML results: no scripts, no same origin");
+    assert.match((await frame.getAttribute("srcdoc")) ?? "", /<table/);
+
+    // An error is shown as such.
+    await code.fill("1 / 0");
+    await page.getByRole("button", { name: "Run" }).click();
+    await output.getByRole("alert").getByText("ZeroDivisionError").waitFor();
+
+    // The probe: no user string became an element of the page, nothing ran.
+    assert.equal(await page.locator('img[src="x"]').count(), 0);
+    assert.equal(await page.evaluate(() => document.querySelectorAll('img[src="x"], [onerror]').length), 0);
+    assert.deepEqual(dialogs, []);
+    await page.context().close();
+  });
+
+  it("an operator: creates a key (shown once), sees it used, revokes it", async () => {
+    const { page } = await openPage();
+    await signIn(page, server.url, server.adminKey);
+    await page.getByRole("link", { name: "Keys" }).click();
+    await page.getByLabel("Key name").fill("dashboard-made");
+    await page.getByLabel("Tenant").fill("dash-tenant");
+    await page.getByRole("button", { name: "Create key" }).click();
+    const secret = (await page.getByTestId("new-key").textContent()) as string;
+    assert.match(secret, /^abx_/);
+    await page.getByRole("button", { name: "Copy" }).waitFor();
+
+    // The key works on the API, and the list shows it with its last use once it has been used.
+    const call = client({ url: server.url, key: secret });
+    assert.equal((await call("GET", "/v1/agents/sandboxes")).status, 200);
+    await page.getByRole("link", { name: "Overview" }).click();
+    await page.getByRole("link", { name: "Keys" }).click();
+    const row = page.getByRole("row").filter({ hasText: "dashboard-made" });
+    await row.waitFor();
+    assert.doesNotMatch((await row.textContent()) ?? "", /never/);
+    await page.getByRole("heading", { name: /dash-tenant/ }).waitFor();
+
+    await page.getByRole("button", { name: "Revoke dashboard-made" }).click();
+    await row.getByText("revoked").waitFor();
+    assert.equal((await call("GET", "/v1/agents/sandboxes")).status, 401);
+    await page.context().close();
+  });
+});

@@ -1,0 +1,101 @@
+// Files: stored file objects (GET /v1/files), upload, download and delete.
+import { api, send } from "../api";
+import { Empty, ErrorBox, fmtBytes, useAction, useLoad, View } from "../ui";
+
+interface StoredFile {
+  id: string;
+  filename: string;
+  bytes: number;
+  purpose: string;
+  created_at: number;
+  expires_at: number | null;
+}
+
+async function download(f: StoredFile): Promise<void> {
+  const res = await send(`/v1/files/${encodeURIComponent(f.id)}/content`);
+  const url = URL.createObjectURL(await res.blob());
+  const a = document.createElement("a");
+  a.href = url;
+  a.download = f.filename;
+  document.body.append(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 60_000);
+}
+
+export function FilesPage() {
+  const files = useLoad((signal) => api<{ data: StoredFile[] }>("/v1/files?limit=200", { signal }), []);
+  const [busy, error, run] = useAction();
+  const upload = (e: Event) => {
+    const input = e.currentTarget as HTMLInputElement;
+    const file = input.files?.[0];
+    if (!file) return;
+    void run(async () => {
+      const form = new FormData();
+      form.append("purpose", "user_data");
+      form.append("file", file, file.name);
+      await send("/v1/files", { body: form });
+      input.value = "";
+      files.reload();
+    });
+  };
+  return (
+    <section>
+      <h1>Files</h1>
+      <label class="button">
+        Upload a file <input type="file" class="visually-hidden" onChange={upload} disabled={busy} />
+      </label>
+      <ErrorBox error={error} />
+      <View state={files} label="Loading files">
+        {(d) =>
+          d.data.length === 0 ? (
+            <Empty>No stored files.</Empty>
+          ) : (
+            <div class="scroll">
+              <table>
+                <thead>
+                  <tr>
+                    <th>Name</th>
+                    <th>Size</th>
+                    <th>Purpose</th>
+                    <th>Created</th>
+                    <th>Expires</th>
+                    <th />
+                  </tr>
+                </thead>
+                <tbody>
+                  {d.data.map((f) => (
+                    <tr key={f.id}>
+                      <td>{f.filename}</td>
+                      <td>{fmtBytes(f.bytes)}</td>
+                      <td>{f.purpose}</td>
+                      <td>{new Date(f.created_at * 1000).toLocaleString()}</td>
+                      <td>{f.expires_at ? new Date(f.expires_at * 1000).toLocaleString() : "never"}</td>
+                      <td>
+                        <button type="button" class="link" onClick={() => void run(() => download(f))}>
+                          Download
+                        </button>{" "}
+                        <button
+                          type="button"
+                          class="link danger"
+                          onClick={() =>
+                            void run(async () => {
+                              await api(`/v1/files/${encodeURIComponent(f.id)}`, { method: "DELETE" });
+                              files.reload();
+                            })
+                          }
+                        >
+                          Delete
+                        </button>
+                      </td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            </div>
+          )
+        }
+      </View>
+    </section>
+  );
+}

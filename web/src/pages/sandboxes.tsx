@@ -1,0 +1,447 @@
+// Sandboxes: the caller's sandboxes filtered by state and metadata, creating one, and a sandbox's
+// detail (metrics chart, events, files with upload/download, a command box, extend and kill).
+import { useEffect, useMemo, useState } from "preact/hooks";
+import { AGENTS, api, sbxPath, send } from "../api";
+import { Empty, ErrorBox, fmtBytes, fmtTime, TimeChart, useAction, useLoad, View } from "../ui";
+
+export interface Sandbox {
+  sandbox_id: string;
+  status: string;
+  template: string;
+  started_at: string;
+  timeout_at: string;
+  ended_at: string | null;
+  cpu_count: number;
+  memory_mb: number;
+  metadata: Record<string, unknown>;
+}
+
+const STATES = ["running", "paused", "terminated", "timed_out"];
+
+/** `a=1, b=2` → {a: "1", b: "2"}; blank parts are skipped. */
+export function parsePairs(text: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const part of text.split(",")) {
+    const eq = part.indexOf("=");
+    if (!part.trim()) continue;
+    if (eq < 1) throw new Error(`'${part.trim()}' is not KEY=VALUE`);
+    out[part.slice(0, eq).trim()] = part.slice(eq + 1).trim();
+  }
+  return out;
+}
+
+const showMeta = (m: Record<string, unknown>) =>
+  Object.entries(m)
+    .map(([k, v]) => `${k}=${typeof v === "string" ? v : JSON.stringify(v)}`)
+    .join(", ");
+
+function CreateSandbox({ onCreated }: { onCreated: (s: Sandbox) => void }) {
+  const [meta, setMeta] = useState("");
+  const [timeout, setTimeoutS] = useState("300");
+  const [busy, error, run] = useAction();
+  const submit = (e: Event) => {
+    e.preventDefault();
+    void run(async () => {
+      const s = await api<Sandbox>(`${AGENTS}/sandboxes`, { body: { timeout: Number(timeout), metadata: parsePairs(meta) } });
+      setMeta("");
+      onCreated(s);
+    });
+  };
+  return (
+    <form class="row" onSubmit={submit} aria-label="New sandbox">
+      <label>
+        Metadata <input value={meta} placeholder="owner=me, task=demo" onInput={(e) => setMeta(e.currentTarget.value)} />
+      </label>
+      <label>
+        Lifetime (s) <input type="number" min="1" value={timeout} onInput={(e) => setTimeoutS(e.currentTarget.value)} class="short" />
+      </label>
+      <button type="submit" disabled={busy}>
+        {busy ? "Creating…" : "Create sandbox"}
+      </button>
+      <ErrorBox error={error} />
+    </form>
+  );
+}
+
+export function SandboxesPage() {
+  const [state, setState] = useState("");
+  const [metaFilter, setMetaFilter] = useState("");
+  const filter = useMemo(() => {
+    try {
+      return { pairs: parsePairs(metaFilter), error: undefined };
+    } catch (e) {
+      return { pairs: {}, error: e };
+    }
+  }, [metaFilter]);
+  const list = useLoad(
+    (signal) => {
+      const q = new URLSearchParams({ limit: "200" });
+      if (state) q.set("state", state);
+      for (const [k, v] of Object.entries(filter.pairs)) q.set(`metadata.${k}`, v);
+      return api<{ sandboxes: Sandbox[]; total: number }>(`${AGENTS}/sandboxes?${q}`, { signal });
+    },
+    [state, filter],
+    15_000,
+  );
+  // The same filters applied here too, so the view is right whatever the service filters itself.
+  const shown = (list.data?.sandboxes ?? []).filter(
+    (s) => (!state || s.status === state) && Object.entries(filter.pairs).every(([k, v]) => String(s.metadata[k] ?? "") === v),
+  );
+  return (
+    <section>
+      <h1>Sandboxes</h1>
+      <CreateSandbox
+        onCreated={(s) => {
+          list.reload();
+          location.hash = `#/sandboxes/${encodeURIComponent(s.sandbox_id)}`;
+        }}
+      />
+      <div class="row">
+        <label>
+          State{" "}
+          <select value={state} onChange={(e) => setState(e.currentTarget.value)}>
+            <option value="">any</option>
+            {STATES.map((s) => (
+              <option key={s} value={s}>
+                {s}
+              </option>
+            ))}
+          </select>
+        </label>
+        <label>
+          Metadata filter <input value={metaFilter} placeholder="key=value" onInput={(e) => setMetaFilter(e.currentTarget.value)} />
+        </label>
+        <button type="button" onClick={list.reload}>
+          Refresh
+        </button>
+      </div>
+      <ErrorBox error={filter.error} />
+      <View state={list} label="Loading sandboxes">
+        {() =>
+          shown.length === 0 ? (
+            <Empty>No sandboxes{state || metaFilter ? " match these filters" : " yet: create one above"}.</Empty>
+          ) : (
+            <div class="scroll">
+              <table>
+                <thead>
+                  <tr>
+                    <th>Sandbox</th>
+                    <th>State</th>
+                    <th>Metadata</th>
+                    <th>Started</th>
+                    <th>Ends</th>
+                  </tr>
+                </thead>
+                <tbody>
+                  {shown.map((s) => (
+                    <tr key={s.sandbox_id}>
+                      <td>
+                        <a href={`#/sandboxes/${encodeURIComponent(s.sandbox_id)}`}>{s.sandbox_id}</a>
+                      </td>
+                      <td>
+                        <span class={`badge ${s.status}`}>{s.status}</span>
+                      </td>
+                      <td class="meta">{showMeta(s.metadata)}</td>
+                      <td>{fmtTime(s.started_at)}</td>
+                      <td>{fmtTime(s.ended_at ?? s.timeout_at)}</td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            </div>
+          )
+        }
+      </View>
+    </section>
+  );
+}
+
+interface MetricsSample {
+  timestamp: string;
+  cpu_usage: number;
+  memory_usage: number;
+  memory_total: number;
+}
+
+function MetricsChart({ id }: { id: string }) {
+  const [samples, setSamples] = useState<MetricsSample[]>([]);
+  const [error, setError] = useState<unknown>();
+  useEffect(() => {
+    let stop = false;
+    const tick = async () => {
+      try {
+        const m = await api<MetricsSample>(`${sbxPath(id)}/metrics`);
+        if (!stop) setSamples((s) => [...s.slice(-119), m]);
+        setError(undefined);
+      } catch (e) {
+        if (!stop) setError(e);
+      }
+    };
+    void tick();
+    const timer = setInterval(tick, 3000);
+    return () => {
+      stop = true;
+      clearInterval(timer);
+    };
+  }, [id]);
+  const data = useMemo(
+    () => ({
+      times: samples.map((s) => Date.parse(s.timestamp) / 1000),
+      series: [
+        { label: "CPU %", values: samples.map((s) => s.cpu_usage), color: "#2563eb" },
+        { label: "memory MiB", values: samples.map((s) => s.memory_usage), color: "#9333ea" },
+      ],
+    }),
+    [samples],
+  );
+  const last = samples[samples.length - 1];
+  return (
+    <div>
+      <h2>Metrics</h2>
+      <ErrorBox error={error} />
+      {last ? (
+        <p>
+          CPU {last.cpu_usage.toFixed(1)}% · memory {last.memory_usage.toFixed(1)} / {last.memory_total} MiB
+        </p>
+      ) : null}
+      {samples.length >= 2 ? (
+        <TimeChart title="CPU and memory of this sandbox" times={data.times} series={data.series} height={180} />
+      ) : null}
+    </div>
+  );
+}
+
+function Events({ id }: { id: string }) {
+  const events = useLoad((signal) => api<{ events: Record<string, unknown>[] }>(`${sbxPath(id)}/events`, { signal }), [id], 10_000);
+  if (events.error && events.data === undefined) return null; // the service has no events for sandboxes
+  return (
+    <div>
+      <h2>Events</h2>
+      <View state={events} label="Loading events">
+        {(d) =>
+          d.events.length === 0 ? (
+            <Empty>No events yet.</Empty>
+          ) : (
+            <ul class="events">
+              {d.events.map((ev, i) => (
+                <li key={i}>
+                  <code>{String(ev.type ?? ev.event ?? "event")}</code> {fmtTime(String(ev.created_at ?? ev.timestamp ?? ev.at ?? ""))}{" "}
+                  <span class="muted">{JSON.stringify(ev.data ?? ev.reason ?? "")}</span>
+                </li>
+              ))}
+            </ul>
+          )
+        }
+      </View>
+    </div>
+  );
+}
+
+interface FileEntry {
+  name: string;
+  path: string;
+  size: number;
+  is_dir: boolean;
+  modified_at: string;
+}
+
+async function download(id: string, path: string, name: string): Promise<void> {
+  const res = await send(`${sbxPath(id)}/download?path=${encodeURIComponent(path)}`);
+  const url = URL.createObjectURL(await res.blob());
+  const a = document.createElement("a");
+  a.href = url;
+  a.download = name;
+  document.body.append(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 60_000);
+}
+
+function FilesBrowser({ id }: { id: string }) {
+  const [dir, setDir] = useState("/home/user");
+  const list = useLoad((signal) => api<{ files: FileEntry[] }>(`${sbxPath(id)}/files/list`, { body: { path: dir }, signal }), [id, dir]);
+  const [busy, error, run] = useAction();
+  const parent = dir.replace(/\/[^/]+$/, "") || "/";
+  const upload = (e: Event) => {
+    const input = e.currentTarget as HTMLInputElement;
+    const file = input.files?.[0];
+    if (!file) return;
+    void run(async () => {
+      const form = new FormData();
+      form.append("path", `${dir}/`);
+      form.append("file", file, file.name);
+      await send(`${sbxPath(id)}/upload`, { body: form });
+      input.value = "";
+      list.reload();
+    });
+  };
+  return (
+    <div>
+      <h2>Files</h2>
+      <div class="row">
+        <span>
+          <code>{dir}</code>
+        </span>
+        {dir !== "/" ? (
+          <button type="button" onClick={() => setDir(parent)}>
+            Up
+          </button>
+        ) : null}
+        <label class="button">
+          Upload file <input type="file" class="visually-hidden" onChange={upload} disabled={busy} />
+        </label>
+      </div>
+      <ErrorBox error={error} />
+      <View state={list} label="Listing files">
+        {(d) =>
+          d.files.length === 0 ? (
+            <Empty>This directory is empty.</Empty>
+          ) : (
+            <ul class="files">
+              {d.files.map((f) => (
+                <li key={f.path}>
+                  {f.is_dir ? (
+                    <button type="button" class="link" onClick={() => setDir(f.path)}>
+                      {f.name}/
+                    </button>
+                  ) : (
+                    <>
+                      <span>{f.name}</span> <span class="muted">{fmtBytes(f.size)}</span>{" "}
+                      <button
+                        type="button"
+                        class="link"
+                        aria-label={`Download ${f.name}`}
+                        onClick={() => void run(() => download(id, f.path, f.name))}
+                      >
+                        Download
+                      </button>
+                    </>
+                  )}
+                </li>
+              ))}
+            </ul>
+          )
+        }
+      </View>
+    </div>
+  );
+}
+
+interface CommandResult {
+  stdout: string;
+  stderr: string;
+  exit_code: number;
+  error: string | null;
+}
+
+function CommandBox({ id }: { id: string }) {
+  const [cmd, setCmd] = useState("");
+  const [result, setResult] = useState<CommandResult>();
+  const [busy, error, run] = useAction();
+  const submit = (e: Event) => {
+    e.preventDefault();
+    void run(async () => setResult(await api<CommandResult>(`${sbxPath(id)}/commands/run`, { body: { command: cmd } })));
+  };
+  return (
+    <div>
+      <h2>Command</h2>
+      <form class="row" onSubmit={submit}>
+        <label class="grow">
+          Command <input value={cmd} placeholder="ls -la" onInput={(e) => setCmd(e.currentTarget.value)} />
+        </label>
+        <button type="submit" disabled={busy || !cmd.trim()}>
+          {busy ? "Running…" : "Run command"}
+        </button>
+      </form>
+      <ErrorBox error={error} />
+      {result ? (
+        <div class="output" aria-live="polite">
+          <pre>{result.stdout}</pre>
+          {result.stderr ? <pre class="stderr">{result.stderr}</pre> : null}
+          <p class={result.exit_code === 0 ? "muted" : "error"}>exit status {result.exit_code}</p>
+        </div>
+      ) : null}
+    </div>
+  );
+}
+
+export function SandboxDetail({ id }: { id: string }) {
+  const sbx = useLoad((signal) => api<Sandbox>(sbxPath(id), { signal }), [id], 15_000);
+  const [extendBy, setExtendBy] = useState("300");
+  const [busy, error, run] = useAction();
+  const live = sbx.data?.status === "running";
+  return (
+    <section>
+      <p>
+        <a href="#/sandboxes">← Sandboxes</a>
+      </p>
+      <h1>Sandbox {id}</h1>
+      <View state={sbx} label="Loading the sandbox">
+        {(s) => (
+          <>
+            <dl class="facts">
+              <dt>State</dt>
+              <dd>
+                <span class={`badge ${s.status}`}>{s.status}</span>
+              </dd>
+              <dt>Template</dt>
+              <dd>{s.template}</dd>
+              <dt>Resources</dt>
+              <dd>
+                {s.cpu_count} CPU · {s.memory_mb} MiB
+              </dd>
+              <dt>Started</dt>
+              <dd>{fmtTime(s.started_at)}</dd>
+              <dt>{s.ended_at ? "Ended" : "Ends"}</dt>
+              <dd>{fmtTime(s.ended_at ?? s.timeout_at)}</dd>
+              <dt>Metadata</dt>
+              <dd class="meta">{showMeta(s.metadata) || "—"}</dd>
+            </dl>
+            {live ? (
+              <div class="row">
+                <label>
+                  Extend by (s){" "}
+                  <input type="number" min="1" class="short" value={extendBy} onInput={(e) => setExtendBy(e.currentTarget.value)} />
+                </label>
+                <button
+                  type="button"
+                  disabled={busy}
+                  onClick={() =>
+                    void run(async () => {
+                      await api(`${sbxPath(id)}/timeout`, { body: { timeout: Number(extendBy) } });
+                      sbx.reload();
+                    })
+                  }
+                >
+                  Extend
+                </button>
+                <button
+                  type="button"
+                  class="danger"
+                  disabled={busy}
+                  onClick={() =>
+                    void run(async () => {
+                      await api(sbxPath(id), { method: "DELETE" });
+                      sbx.reload();
+                    })
+                  }
+                >
+                  Kill
+                </button>
+              </div>
+            ) : null}
+            <ErrorBox error={error} />
+            {live ? (
+              <>
+                <MetricsChart id={id} />
+                <CommandBox id={id} />
+                <FilesBrowser id={id} />
+              </>
+            ) : null}
+            <Events id={id} />
+          </>
+        )}
+      </View>
+    </section>
+  );
+}

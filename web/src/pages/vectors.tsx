@@ -1,0 +1,103 @@
+// Vectors: the indexes of this tenant (GET /v1/vectors/indexes) and a text search in one of them.
+import { useState } from "preact/hooks";
+import { api } from "../api";
+import { Empty, ErrorBox, useAction, useLoad, View } from "../ui";
+
+interface Index {
+  id: string;
+  name: string;
+  dimension: number;
+  metric: string;
+  vector_count?: number;
+  status?: string;
+}
+
+interface Hit {
+  id: string;
+  score: number;
+  metadata?: Record<string, unknown>;
+}
+
+export function VectorsPage() {
+  const indexes = useLoad((signal) => api<{ indexes: Index[] }>("/v1/vectors/indexes", { signal }), []);
+  const [index, setIndex] = useState("");
+  const [query, setQuery] = useState("");
+  const [hits, setHits] = useState<Hit[]>();
+  const [busy, error, run] = useAction();
+  const chosen = index || indexes.data?.indexes[0]?.name || "";
+  const search = (e: Event) => {
+    e.preventDefault();
+    void run(async () => {
+      const r = await api<{ hits: Hit[] }>(`/v1/vectors/${encodeURIComponent(chosen)}/search/text`, {
+        body: { query, top_k: 10, include_metadata: true },
+      });
+      setHits(r.hits);
+    });
+  };
+  return (
+    <section>
+      <h1>Vectors</h1>
+      <View state={indexes} label="Loading indexes">
+        {(d) =>
+          d.indexes.length === 0 ? (
+            <Empty>No vector indexes yet (POST /v1/vectors/indexes creates one).</Empty>
+          ) : (
+            <table>
+              <thead>
+                <tr>
+                  <th>Index</th>
+                  <th>Dimension</th>
+                  <th>Metric</th>
+                  <th>Vectors</th>
+                </tr>
+              </thead>
+              <tbody>
+                {d.indexes.map((i) => (
+                  <tr key={i.id}>
+                    <td>{i.name}</td>
+                    <td>{i.dimension}</td>
+                    <td>{i.metric}</td>
+                    <td>{i.vector_count ?? "—"}</td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          )
+        }
+      </View>
+      <h2>Search</h2>
+      <form class="row" onSubmit={search}>
+        <label>
+          Index{" "}
+          <select value={chosen} onChange={(e) => setIndex(e.currentTarget.value)}>
+            {(indexes.data?.indexes ?? []).map((i) => (
+              <option key={i.id} value={i.name}>
+                {i.name}
+              </option>
+            ))}
+          </select>
+        </label>
+        <label class="grow">
+          Query text <input value={query} onInput={(e) => setQuery(e.currentTarget.value)} />
+        </label>
+        <button type="submit" disabled={busy || !chosen || !query.trim()}>
+          Search
+        </button>
+      </form>
+      <ErrorBox error={error} />
+      {hits ? (
+        hits.length === 0 ? (
+          <Empty>No matches.</Empty>
+        ) : (
+          <ol class="hits">
+            {hits.map((h) => (
+              <li key={h.id}>
+                <code>{h.id}</code> <span class="muted">{h.score.toFixed(4)}</span> {h.metadata ? JSON.stringify(h.metadata) : ""}
+              </li>
+            ))}
+          </ol>
+        )
+      ) : null}
+    </section>
+  );
+}

@@ -357,6 +357,15 @@ describe("vectors survive kill -9", () => {
       const again = await call<{ hits: Hit[] }>("POST", `/v1/vectors/${idx.id}/search`, { vector: q, top_k: 1 });
       assert.equal((again.body.hits[0] as Hit).id, "c0-0");
       assert.equal((await call<{ vector_count: number }>("GET", `/v1/vectors/indexes/${idx.id}`)).body.vector_count, present);
+      // A delete after the saved graph, then a crash: the restart replays it onto the saved graph.
+      assert.equal((await call("POST", `/v1/vectors/${idx.id}/delete`, { vector_ids: ["c0-0"] })).status, 200);
+      await server.crash();
+      server = await startServer({ dataDir: server.dataDir, key: server.key, env: { AGENTBOX_LOG_LEVEL: "info" } });
+      call = client(server);
+      const after = await call<{ hits: Hit[] }>("POST", `/v1/vectors/${idx.id}/search`, { vector: q, top_k: 5 });
+      assert.equal(after.body.hits.length, 5);
+      assert.ok(!after.body.hits.some((h) => h.id === "c0-0"), "a deleted vector came back after the restart");
+      assert.ok(await eventually(() => server.logs().includes('"from_saved_graph":true'), 5000), "the saved graph was not used");
     } finally {
       await server.dispose();
     }

@@ -7,7 +7,7 @@
 // service keeps answering meanwhile; operations on an index wait until it is loaded.
 import fs from "node:fs";
 import path from "node:path";
-import { Collection } from "./collection.js";
+import { Collection, QUANTIZATION } from "./collection.js";
 import type { Hit, IndexSpec, NewVector, SearchOptions, VectorEngine, VectorRecord } from "./engine.js";
 import type { Metadata } from "./filter.js";
 import { GraphWorker } from "./graph-worker.js";
@@ -18,6 +18,14 @@ const SAVE_EVERY_MS = 5 * 60_000;
 const LOAD_CHUNK = 20_000;
 /** On shutdown, vectors still queued for the graph are inserted before saving it when at most this many. */
 const DRAIN_ON_CLOSE_MAX = 50_000;
+
+/** What a saved graph file covers: every write up to `upTo`, with these parameters. */
+interface GraphState {
+  upTo: number;
+  dimension: number;
+  metric: string;
+  quantization: string;
+}
 
 function toRecord(row: RecordRow): VectorRecord {
   const f = new Float32Array(row.embedding.buffer.slice(row.embedding.byteOffset, row.embedding.byteOffset + row.embedding.byteLength));
@@ -82,10 +90,11 @@ export class EmbeddedEngine implements VectorEngine {
     const started = performance.now();
     const c = new Collection(spec.dimension, spec.metric, this.graphs, spec.id, this.log, this.store.nextLabel(spec.id));
     const { graph, state } = this.files(spec.id);
-    let saved: { upTo: number; dimension: number; metric: string } | undefined;
+    let saved: GraphState | undefined;
     try {
-      saved = JSON.parse(fs.readFileSync(state, "utf8")) as { upTo: number; dimension: number; metric: string };
-      if (saved.dimension !== spec.dimension || saved.metric !== spec.metric || !fs.existsSync(graph)) saved = undefined;
+      saved = JSON.parse(fs.readFileSync(state, "utf8")) as GraphState;
+      const same = saved.dimension === spec.dimension && saved.metric === spec.metric && saved.quantization === QUANTIZATION;
+      if (!same || !fs.existsSync(graph)) saved = undefined;
     } catch {
       // no saved graph (new index, or never shut down cleanly): built from the records
     }
@@ -237,7 +246,8 @@ export class EmbeddedEngine implements VectorEngine {
         try {
           await this.graphs.save(id, graph);
           const tmp = `${state}.tmp`;
-          fs.writeFileSync(tmp, JSON.stringify({ upTo, dimension: c.dim, metric: c.metric }));
+          const saved: GraphState = { upTo, dimension: c.dim, metric: c.metric, quantization: QUANTIZATION };
+          fs.writeFileSync(tmp, JSON.stringify(saved));
           fs.renameSync(tmp, state);
           this.store.pruneTombstones(id, upTo);
         } catch (err) {

@@ -16,8 +16,8 @@ export interface GraphParams {
   connectivity: number;
   expansionAdd: number;
   expansionSearch: number;
-  /** Threads for each insertion call. */
-  addThreads: number;
+  /** How the graph stores vectors (usearch's scalar kind: "f32", "f16", ...). */
+  quantization: string;
 }
 
 // Plain CommonJS so it runs the same from source and from the build (no loader in the worker).
@@ -85,7 +85,7 @@ parentPort.on("message", (m) => {
         new usearch.Index({
           dimensions: m.p.dim,
           metric: m.p.metric,
-          quantization: "f32",
+          quantization: m.p.quantization,
           multi: false,
           connectivity: m.p.connectivity,
           expansion_add: m.p.expansionAdd,

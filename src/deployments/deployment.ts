@@ -77,7 +77,8 @@ export class Deployment implements Provider {
     private readonly hooks: DeploymentHooks,
   ) {
     this.created = Math.floor(Date.parse(row.created_at) / 1000);
-    for (let i = 0; i < row.min_replicas; i++) this.addReplica();
+    // A deployment that failed (before a restart of the service) keeps its row and reason, without replicas.
+    if (row.status !== "failed") for (let i = 0; i < row.min_replicas; i++) this.addReplica();
     this.ticker = setInterval(() => this.tick(), Math.max(100, Math.min(1000, settings.idleMs / 4)));
     this.ticker.unref();
   }

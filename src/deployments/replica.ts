@@ -264,8 +264,10 @@ export class Replica {
     this.state = "stopping";
     clearInterval(this.healthTimer);
     if (!proc || proc.exitCode !== null || proc.signalCode !== null) {
+      // Not started yet, or waiting out a restart backoff: nothing to stop.
       this.state = "stopped";
       this.limit?.remove();
+      this.opts.onChange(this);
       return;
     }
     proc.kill("SIGTERM");

@@ -192,8 +192,7 @@ export class DeploymentService implements ModelSource {
     const { config, store, log } = this.deps;
     // A failed deployment keeps its row (and its reason) with no replicas.
     const started = launch ?? { launch: () => ({ command: "false", args: [], env: {}, healthPath: "/" }), tools: false };
-    const bounds = launch ? row : { ...row, min_replicas: 0 };
-    const d = new Deployment(bounds, started.launch, started.tools, config, {
+    const d = new Deployment(row, started.launch, started.tools, config, {
       onStatus: (dep) => {
         store.setStatus(dep.row.id, dep.row.status, dep.row.reason);
         log(dep.row.status === "failed" ? "warn" : "info", "deployment status", {

@@ -165,6 +165,11 @@ describe("stored files", () => {
 
   test("an upload cut off halfway leaves no record and no bytes", async () => {
     const before = storedEntries(server);
+    // The half-received bytes are on disk while the upload streams (so the test sees them removed).
+    let sawPartial = false;
+    const watcher = setInterval(() => {
+      sawPartial ||= storedEntries(server).some((e) => e.startsWith("tmp/"));
+    }, 5);
     const cut = multipartUpload({
       port: server.port,
       path: "/v1/files",
@@ -174,6 +179,8 @@ describe("stored files", () => {
       cutAfter: 32 * MB,
     });
     await assert.rejects(cut);
+    clearInterval(watcher);
+    assert.ok(sawPartial, "the upload's temporary file was seen while it streamed");
     await eventually(() => storedEntries(server).length === before.length, "the cut-off upload's bytes are removed");
     assert.deepEqual(storedEntries(server), before);
     const list = await alpha<{ data: FileJson[] }>("GET", "/v1/files");

@@ -8,6 +8,7 @@ import { Metrics } from "./api/metrics.js";
 import { loadConfig } from "./config.js";
 import { openDeployments } from "./deployments/setup.js";
 import { loadProviders } from "./inference/providers.js";
+import type { NetworkPolicy } from "./network/policy.js";
 import { NetworkService } from "./network/service.js";
 import { NetworkStore } from "./network/store.js";
 import { LocalModels } from "./models/source.js";
@@ -49,6 +50,10 @@ async function main(): Promise<void> {
   await sandboxes.init();
   const metrics = new Metrics(() => sandboxes.liveCount());
   const network = new NetworkService(config, sandboxes, new NetworkStore(db), logger);
+  sandboxes.lifecycle.useNetwork({
+    capture: (tenantId, id) => network.getPolicy(tenantId, id),
+    apply: (tenantId, id, policy) => network.attach(tenantId, id, policy as NetworkPolicy),
+  });
   await network.init();
   const sandbox = new SandboxService({ config, sandboxes, tenants, counters: metrics, network });
   const vectorsArea = openVectors(config.dataDir, db, providers, logger);

@@ -205,7 +205,9 @@ EOF`,
     assertError(await call("POST", "/v1/agents/sandboxes", { snapshot_id: "snap_nope" }), 404, "snapshot_not_found");
   });
 
-  test("fork makes copies with the files and settings, within its limit", async () => {
+  test("fork makes copies with the files and settings (network policy included), within its limit", async () => {
+    const policy = { internet_access: false, allow_out: ["pypi.org", "*.pythonhosted.org"], deny_out: [] };
+    assert.equal((await call("PUT", `/v1/agents/sandboxes/${source}/network`, policy)).status, 200);
     const forked = await call<{ sandboxes: { sandbox_id: string; metadata: Record<string, unknown> }[]; kernel_state: string }>(
       "POST",
       `/v1/agents/sandboxes/${source}/fork`,
@@ -218,6 +220,8 @@ EOF`,
     for (const s of forked.body.sandboxes) {
       assert.notEqual(s.sandbox_id, source);
       assert.deepEqual(s.metadata, { owner: "t1" });
+      const net = await call<{ allow_out: string[] }>("GET", `/v1/agents/sandboxes/${s.sandbox_id}/network`);
+      assert.deepEqual(net.body.allow_out, policy.allow_out, "the copy has the source's network policy");
       assert.equal((await sh(s.sandbox_id, "sha256sum a/b/c/random.bin")).split(" ")[0], sum);
       await call("DELETE", `/v1/agents/sandboxes/${s.sandbox_id}`);
     }

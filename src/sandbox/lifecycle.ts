@@ -30,6 +30,12 @@ interface Hibernated {
   resuming?: Promise<{ record: SandboxRecord; kernelState: KernelState }>;
 }
 
+/** A sandbox's network policy, as the network area keeps it: captured into snapshots, applied to copies. */
+export interface NetworkSettings {
+  capture(tenantId: string, sandboxId: string): unknown;
+  apply(tenantId: string, sandboxId: string, policy: unknown): Promise<void>;
+}
+
 /** Restores into sandboxes of one fork at a time: unpacking is CPU in the sandboxes, and creates beyond the pool queue. */
 const FORK_PARALLEL = 2;
 
@@ -40,6 +46,7 @@ export class Lifecycle {
   private readonly hibernated = new Map<string, Hibernated>();
   /** Snapshots being written per tenant (counted against the tenant's cap before their row exists). */
   private readonly writing = new Map<string, number>();
+  private network: NetworkSettings | undefined;
 
   constructor(
     private readonly m: SandboxManager,
@@ -49,6 +56,16 @@ export class Lifecycle {
     // Archives no record points to (a crash between writing one and recording it, or between
     // deleting a record and its file; a fork's temporary archive) are never snapshots.
     this.files.sweep((id) => this.snapshots.get(id) !== undefined);
+  }
+
+  /** Lets snapshots and copies carry the sandbox's network policy. */
+  useNetwork(network: NetworkSettings): void {
+    this.network = network;
+  }
+
+  /** Applies a captured network policy to a new or restarted sandbox (nothing when none was captured). */
+  private async applyNetwork(record: SandboxRecord, policy: unknown): Promise<void> {
+    if (this.network && policy !== undefined && policy !== null) await this.network.apply(record.tenantId, record.id, policy);
   }
 
   /** Announces a pause, resume or snapshot on the sandbox's event bus (`reason`: who or what caused it). */
@@ -237,6 +254,10 @@ export class Lifecycle {
       this.restartClock(record, h.lifeS, h.pausedAt, h.pausedByTimeout);
       record.status = "running";
       this.m.addLive(record, box, h.lifeS, h.onTimeout);
+      // Its network state went with its processes: set up again from what the snapshot kept.
+      await this.applyNetwork(record, h.snapshot.settings.extra?.network).catch((err) =>
+        this.m.log.error({ err, sandbox_id: record.id }, "could not restore the network policy of a resumed sandbox"),
+      );
       void this.removeSnapshot(h.snapshot);
       this.emit("resumed", record, "api", { kernel_state: "lost", snapshot_id: h.snapshot.id });
       return { record, kernelState: "lost" as const };
@@ -297,9 +318,9 @@ export class Lifecycle {
   // ---- snapshots ----
 
   private settingsOf(live: { record: SandboxRecord; lifeS: number; onTimeout: OnTimeout; pausedAt?: number; pausedByTimeout?: boolean }) {
-    const r = live.record as SandboxRecord & { network?: unknown };
+    const r = live.record;
     const extra: Record<string, unknown> = { on_timeout: live.onTimeout, life_s: live.lifeS };
-    if (r.network !== undefined) extra.network = r.network;
+    if (this.network) extra.network = this.network.capture(r.tenantId, r.id);
     if (live.pausedAt !== undefined) extra.paused_at = live.pausedAt;
     if (live.pausedByTimeout) extra.paused_by_timeout = true;
     return { template: r.template, envVars: r.envVars, metadata: r.metadata, extra };
@@ -429,6 +450,7 @@ export class Lifecycle {
       metadata: input.metadata ?? s.settings.metadata,
       onTimeout: input.onTimeout ?? onTimeout,
       restore: (box: Box) => this.files.restore(box, this.files.pathOf(s.id), s.sha256),
+      afterCreate: (record) => this.applyNetwork(record, s.settings.extra?.network),
     };
   }
 
@@ -445,12 +467,15 @@ export class Lifecycle {
     this.m.checkRoom(tenantId, count);
     let source: { file: string; sha256: string; temp?: string };
     let base: { record: SandboxRecord; lifeS: number; onTimeout: OnTimeout };
+    let policy: unknown;
     if (h) {
       source = { file: this.files.pathOf(h.snapshot.id), sha256: h.snapshot.sha256 };
       base = h;
+      policy = h.snapshot.settings.extra?.network;
     } else {
       const l = live as Live;
       base = l;
+      policy = this.network?.capture(tenantId, id);
       source = await this.serial(l, async () => {
         const paused = l.record.status === "paused";
         if (paused) await l.box.resume();
@@ -472,6 +497,7 @@ export class Lifecycle {
         timeoutS: base.lifeS,
         onTimeout: base.onTimeout,
         restore: (box: Box) => this.files.restore(box, source.file, source.sha256),
+        afterCreate: (record) => this.applyNetwork(record, policy),
       };
       const settled = await Promise.allSettled(Array.from({ length: count }, () => limiter.run(() => this.m.create(tenantId, input))));
       const made = settled.flatMap((r) => (r.status === "fulfilled" ? [r.value] : []));

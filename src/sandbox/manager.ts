@@ -63,6 +63,8 @@ export interface CreateInput {
   snapshotId?: string;
   /** Files to unpack into the new sandbox's /home/user before it is handed out (a snapshot's archive). */
   restore?: (box: Box) => Promise<unknown>;
+  /** Set up once the sandbox is live (a snapshot's network policy); a failure ends the new sandbox. */
+  afterCreate?: (record: SandboxRecord) => Promise<void>;
 }
 
 export interface Live {
@@ -296,7 +298,13 @@ export class SandboxManager {
   /** @internal starts a sandbox process outside the pool (re-adoption, resuming a hibernated sandbox). */
   startBox(name: string, uid: number): Promise<Box> {
     const onLog = (line: string) => this.log.warn({ sandbox_id: name }, `sandbox process: ${line}`);
-    return Box.start({ name, uid, limits: this.config.limits, seccomp: this.seccomp, onLog }, this.cgroups, this.workspaces);
+    // Killed by the OOM killer, the sandbox ends (reason oom); any other death of its processes is
+    // repaired by a restart at its next use.
+    const onDied = (oom: boolean) => {
+      if (oom)
+        void this.end(name, { reason: "oom", detail: { message: "the sandbox's processes were killed for exceeding its memory limit" } });
+    };
+    return Box.start({ name, uid, limits: this.config.limits, seccomp: this.seccomp, onLog, onDied }, this.cgroups, this.workspaces);
   }
 
   /**
@@ -509,6 +517,14 @@ export class SandboxManager {
         detail: { template, timeout_at: record.timeoutAt },
       });
       this.joinTenant(record, box, { memoryMb: quota.memoryMb, processes: quota.maxProcesses });
+      if (input.afterCreate) {
+        const after = input.afterCreate;
+        box = undefined; // live now: a failure below ends it as a sandbox, not as a pool box
+        await after(record).catch(async (err) => {
+          await this.end(record.id, { reason: "error", detail: { message: String((err as Error)?.message ?? err).slice(0, 500) } });
+          throw err;
+        });
+      }
       return record;
     } catch (err) {
       if (box) this.track(this.release(box));

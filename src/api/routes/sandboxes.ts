@@ -70,7 +70,9 @@ export const sandboxRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = 
     async (request, reply) => {
       const body = request.body ?? {};
       // Validated before the sandbox exists: a bad policy is a 400 and no sandbox.
-      const network = services.network?.forCreate(body);
+      // From a snapshot with no network fields given: the snapshot's own policy applies.
+      const fromSnapshot = body.snapshot_id !== undefined && body.internet_access === undefined && body.network === undefined;
+      const network = fromSnapshot ? undefined : services.network?.forCreate(body);
       const record = await sandbox.createSandbox(request.apiKey, {
         template: body.template,
         timeoutS: body.timeout,

@@ -82,6 +82,11 @@ export interface BoxSpec {
   seccomp: Buffer;
   /** Where the sandbox process's own diagnostics go (bwrap and supervisor errors, never user output). */
   onLog?: (line: string) => void;
+  /**
+   * The sandbox's processes died on their own (not stopped, not restarting); `oom`: the kernel's
+   * OOM killer killed in its group since they started. Otherwise the next use restarts them.
+   */
+  onDied?: (oom: boolean) => void;
 }
 
 /** A run whose client left while it waited for its kernel: never started. */
@@ -184,7 +189,12 @@ export class Box {
       cgroupProcs: this.cgroup.procsFiles,
       onLog: (line) => this.spec.onLog?.(line),
     });
-    await this.link.ready;
+    const link = this.link;
+    const oomAtStart = this.cgroup.oomKills();
+    link.once("exit", () => {
+      if (!this.ended && !this.restarting && this.link === link) this.spec.onDied?.(this.cgroup.oomKills() > oomAtStart);
+    });
+    await link.ready;
   }
 
   /** Starts a fresh sandbox process on the same workspace and cgroup: files are kept, kernels are not. */

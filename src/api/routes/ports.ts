@@ -87,9 +87,6 @@ export const portRoutes: FastifyPluginAsyncTypebox<{ network: NetworkService; pu
   { network, publicUrl },
 ) => {
   const tags = ["ports"];
-  // Bodies of proxied requests are streamed to the sandbox as they are, never parsed here.
-  app.removeAllContentTypeParsers();
-  app.addContentTypeParser("*", (_request, _payload, done) => done(null));
 
   app.get(
     "/sandboxes/:sandbox_id/host/:port",
@@ -144,6 +141,8 @@ export const portRoutes: FastifyPluginAsyncTypebox<{ network: NetworkService; pu
       headers: forwardHeaders(request.headers, target.port, request.headers.host),
       createConnection: () => sock,
     });
+    // The broker hands the connection over paused (its first line was read off it): flowing again once the client listens.
+    upstream.once("socket", (s) => s.resume());
     upstream.on("response", (up) => {
       const headers: http.OutgoingHttpHeaders = {};
       for (const [k, v] of Object.entries(up.headers)) if (!HOP.has(k) && v !== undefined) headers[k] = v;
@@ -180,8 +179,13 @@ export const portRoutes: FastifyPluginAsyncTypebox<{ network: NetworkService; pu
     "DELETE",
     "OPTIONS",
   ];
-  app.route({ method: methods, url: "/sandboxes/:sandbox_id/ports/:port", schema, handler: proxy });
-  app.route({ method: methods, url: "/sandboxes/:sandbox_id/ports/:port/*", schema, handler: proxy });
+  // In a context of its own: bodies of proxied requests are streamed to the sandbox as they are, never parsed here.
+  await app.register(async (proxied) => {
+    proxied.removeAllContentTypeParsers();
+    proxied.addContentTypeParser("*", (_request, _payload, done) => done(null));
+    proxied.route({ method: methods, url: "/sandboxes/:sandbox_id/ports/:port", schema, handler: proxy });
+    proxied.route({ method: methods, url: "/sandboxes/:sandbox_id/ports/:port/*", schema, handler: proxy });
+  });
 };
 
 function refuse(socket: Duplex, err: unknown): void {

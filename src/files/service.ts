@@ -95,6 +95,7 @@ export class FileService {
       orphans += 1;
     }
     if (orphans) this.deps.log.warn({ orphans }, "removed stored file objects without a record");
+    if (this.reaper) clearInterval(this.reaper);
     this.reaper = setInterval(() => void this.reap(), this.config.reaperIntervalMs);
     this.reaper.unref();
   }

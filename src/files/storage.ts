@@ -6,6 +6,7 @@ import fs from "node:fs";
 import path from "node:path";
 import type { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
+import { ApiError } from "../errors.js";
 
 /** Inclusive byte range, as in an HTTP Range header. */
 export interface ByteRange {
@@ -71,6 +72,13 @@ export class LocalStorage implements FileStorage {
     } catch (err) {
       source.destroy();
       await fs.promises.rm(tmp, { force: true });
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code === "ENOSPC" || code === "EDQUOT") {
+        throw new ApiError(
+          "insufficient_storage",
+          "The service's file storage is full; nothing of this file was kept. Retry later or delete files",
+        );
+      }
       throw err;
     }
   }

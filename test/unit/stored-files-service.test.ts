@@ -2,6 +2,7 @@
 // concurrent uploads of one tenant cannot together pass its quota (the first to finish is kept),
 // a failed source leaves nothing, the reaper removes expired files, start-up sweeps leftovers.
 import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -161,4 +162,22 @@ test("the reaper deletes expired files (rows and bytes); start-up sweeps temp fi
   again.close();
   assert.deepEqual(fs.readdirSync(path.join(config.dir, "tmp")), []);
   assert.deepEqual(objects(), [keep.id]);
+});
+
+test("a full disk is 507 insufficient_storage and leaves nothing", {
+  skip: process.getuid?.() !== 0 && "needs root to mount a tmpfs",
+}, async () => {
+  const { files, config } = await service({ tenantQuotaMb: 100 });
+  // The storage directory on a 1 MiB tmpfs: the second MiB cannot be written.
+  execFileSync("mount", ["-t", "tmpfs", "-o", "size=1m", "tmpfs", config.dir]);
+  try {
+    await files.init();
+    await assert.rejects(upload(files, "t", 2 * MiB), (e: unknown) => e instanceof ApiError && e.code === "insufficient_storage");
+    assert.deepEqual(fs.readdirSync(path.join(config.dir, "tmp")), []);
+    // Space is back once the failed upload is gone: a small file fits.
+    await upload(files, "t", 1000);
+  } finally {
+    files.close();
+    execFileSync("umount", [config.dir]);
+  }
 });

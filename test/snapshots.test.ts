@@ -37,6 +37,7 @@ const serverEnv = () => ({
   AGENTBOX_SNAPSHOT_DIR: snapshotDir,
   AGENTBOX_SNAPSHOT_MAX_BYTES: String(16 * 2 ** 20),
   AGENTBOX_PAUSED_MAX_S: "1",
+  AGENTBOX_SNAPSHOTS_PER_TENANT: "3",
 });
 
 before(async () => {
@@ -203,6 +204,19 @@ EOF`,
     assertError(await other("POST", `/v1/agents/sandboxes/${source}/fork`, { count: 1 }), 404, "sandbox_not_found");
     assertError(await other("POST", `/v1/agents/sandboxes/${source}/snapshots`), 404, "sandbox_not_found");
     assertError(await call("POST", "/v1/agents/sandboxes", { snapshot_id: "snap_nope" }), 404, "snapshot_not_found");
+
+    // The per-tenant cap (3 here) counts the other tenant's snapshots only.
+    const mine = await createSandbox(other);
+    const kept: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      const s = await snapshotOf(mine, other);
+      assert.equal(s.status, 201, JSON.stringify(s.body));
+      kept.push(s.body.snapshot_id);
+    }
+    assertError(await snapshotOf(mine, other), 429, "quota_exceeded");
+    assert.equal((await other("DELETE", `/v1/agents/snapshots/${kept[0]}`)).status, 200);
+    assert.equal((await snapshotOf(mine, other)).status, 201, "room again after a delete");
+    await other("DELETE", `/v1/agents/sandboxes/${mine}`);
   });
 
   test("fork makes copies with the files and settings (network policy included), within its limit", async () => {

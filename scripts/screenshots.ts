@@ -8,9 +8,11 @@ import { client, startServer } from "../test/helpers/server.js";
 
 const OUT = path.resolve(path.dirname(new URL(import.meta.url).pathname), "../docs/screenshots");
 
-async function shot(page: Page, name: string): Promise<void> {
-  await page.waitForLoadState("networkidle");
-  await page.screenshot({ path: path.join(OUT, `${name}.png`), fullPage: true });
+async function shot(page: Page, name: string, fullPage = true): Promise<void> {
+  // Every page's data loaded (no loading state left), and a moment for reloads to land.
+  await page.waitForFunction(() => !document.querySelector('[aria-busy="true"]'));
+  await page.waitForTimeout(700);
+  await page.screenshot({ path: path.join(OUT, `${name}.png`), fullPage });
   console.log(`docs/screenshots/${name}.png`);
 }
 
@@ -42,18 +44,15 @@ async function main(): Promise<void> {
     const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
     const page = await context.newPage();
     await signIn(page, server.url, server.key);
-    await page.waitForTimeout(11_000); // two points of the overview's 10 s series
+    await page.waitForTimeout(31_000); // a few points of the overview's 10 s series
     await page.goto(`${server.url}/#/overview`);
     await shot(page, "overview");
     await page.getByRole("link", { name: "Sandboxes", exact: true }).click();
     await page.getByRole("cell", { name: /owner=batch-agent/ }).waitFor();
     await shot(page, "sandboxes");
     await page.goto(`${server.url}/#/sandboxes/${id}`);
-    await page
-      .getByText("summary.md")
-      .waitFor()
-      .catch(() => undefined);
     await page.getByText("report/").waitFor();
+    await page.getByRole("heading", { name: "Events" }).waitFor();
     await page.waitForTimeout(6500); // a few metrics samples
     await shot(page, "sandbox");
     await page.getByRole("link", { name: "Playground" }).click();
@@ -62,8 +61,12 @@ async function main(): Promise<void> {
       'import matplotlib.pyplot as plt\nimport pandas as pd\n\nprint("hello from python")\ndf = pd.DataFrame({"x": [1, 2, 3], "y": [1, 4, 9]})\nplt.plot(df.x, df.y)\nplt.show()\ndf',
     );
     await page.getByRole("button", { name: "Run" }).click();
-    await page.locator("iframe").waitFor();
-    await shot(page, "playground");
+    await page.frameLocator("iframe").locator("table").waitFor();
+    await page.waitForTimeout(500);
+    // A viewport shot: full-page captures leave the (separate-process) sandboxed iframe blank.
+    await page.setViewportSize({ width: 1280, height: 1250 });
+    await shot(page, "playground", false);
+    await page.setViewportSize({ width: 1280, height: 800 });
     for (const name of ["Usage", "Models", "Vectors", "Files", "Deployments"]) {
       await page.getByRole("link", { name, exact: true }).click();
       await page.getByRole("heading", { name, level: 1 }).waitFor();

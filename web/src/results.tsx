@@ -12,6 +12,11 @@ export interface RichResult {
   is_main_result?: boolean;
 }
 
+/** Our own readable defaults for HTML results (pandas tables come unstyled); the result follows. */
+const FRAME_STYLE =
+  "<style>body{font:14px system-ui,sans-serif;margin:8px}table{border-collapse:collapse}" +
+  "th,td{border:1px solid #ddd;padding:3px 8px;text-align:right}thead th{background:#f3f4f6}</style>";
+
 function utf8Base64(s: string): string {
   let bin = "";
   for (const b of new TextEncoder().encode(s)) bin += String.fromCharCode(b);
@@ -23,7 +28,7 @@ export function Result({ result }: { result: RichResult }) {
   if (result.jpeg) return <img class="result-img" alt={result.text ?? "JPEG result"} src={`data:image/jpeg;base64,${result.jpeg}`} />;
   if (result.svg)
     return <img class="result-img" alt={result.text ?? "SVG result"} src={`data:image/svg+xml;base64,${utf8Base64(result.svg)}`} />;
-  if (result.html) return <iframe class="result-html" title="HTML result" sandbox="" srcdoc={result.html} />;
+  if (result.html) return <iframe class="result-html" title="HTML result" sandbox="" srcdoc={FRAME_STYLE + result.html} />;
   if (result.json !== undefined) return <pre class="result">{JSON.stringify(result.json, null, 2)}</pre>;
   return <pre class="result">{result.text ?? result.markdown ?? result.latex ?? ""}</pre>;
 }

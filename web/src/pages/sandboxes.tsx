@@ -211,22 +211,36 @@ function MetricsChart({ id }: { id: string }) {
   );
 }
 
+interface SandboxEvent {
+  type: string;
+  at: string;
+  reason: string | null;
+  detail?: Record<string, unknown>;
+}
+
 function Events({ id }: { id: string }) {
-  const events = useLoad((signal) => api<{ events: Record<string, unknown>[] }>(`${sbxPath(id)}/events`, { signal }), [id], 10_000);
-  if (events.error && events.data === undefined) return null; // the service has no events for sandboxes
+  const events = useLoad(
+    async (signal) => {
+      const body = await api<SandboxEvent[] | { events: SandboxEvent[] }>(`${sbxPath(id)}/events`, { signal });
+      return Array.isArray(body) ? body : body.events;
+    },
+    [id],
+    10_000,
+  );
+  if (events.error && events.data === undefined) return null; // a service without sandbox events
   return (
     <div>
       <h2>Events</h2>
       <View state={events} label="Loading events">
-        {(d) =>
-          d.events.length === 0 ? (
+        {(list) =>
+          list.length === 0 ? (
             <Empty>No events yet.</Empty>
           ) : (
             <ul class="events">
-              {d.events.map((ev, i) => (
+              {list.map((ev, i) => (
                 <li key={i}>
-                  <code>{String(ev.type ?? ev.event ?? "event")}</code> {fmtTime(String(ev.created_at ?? ev.timestamp ?? ev.at ?? ""))}{" "}
-                  <span class="muted">{JSON.stringify(ev.data ?? ev.reason ?? "")}</span>
+                  <code>{ev.type}</code> {fmtTime(ev.at)} {ev.reason ? <strong>{ev.reason}</strong> : null}{" "}
+                  {ev.detail && Object.keys(ev.detail).length > 0 ? <span class="muted">{JSON.stringify(ev.detail)}</span> : null}
                 </li>
               ))}
             </ul>

@@ -3,6 +3,7 @@
 import { benchCodeRun } from "./code-run.js";
 import { benchDataImport } from "./data-import.js";
 import { benchDensity } from "./density.js";
+import { benchEgress } from "./egress.js";
 import { benchDeployments } from "./deployments.js";
 import { benchFiles, benchStoredFiles } from "./files.js";
 import { benchGateway } from "./gateway.js";
@@ -17,6 +18,7 @@ await benchDataImport();
 await benchFiles();
 await benchStoredFiles();
 await benchSnapshots();
+await benchEgress();
 await benchGateway();
 await benchDeployments();
 await benchVectors();

@@ -31,7 +31,7 @@ export function agentboxCgroupParents(): string[] {
         ? [path.join(CGROUP_ROOT, p, "agentbox")]
         : ctrls
             .split(",")
-            .filter((c) => ["memory", "pids", "cpu", "cpuacct"].includes(c))
+            .filter((c) => ["memory", "pids", "cpu", "cpuacct", "freezer"].includes(c))
             .map((c) => path.join(CGROUP_ROOT, c, p, "agentbox"));
     for (const d of dirs) if (fs.existsSync(d)) parents.push(d);
   }

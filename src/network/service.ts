@@ -118,7 +118,8 @@ export class NetworkService {
     try {
       await this.apply(tenantId, sandboxId, policy);
     } catch (err) {
-      await this.sandboxes.kill(tenantId, sandboxId).catch(() => {});
+      const message = `its network policy could not be applied: ${String((err as Error)?.message ?? err).slice(0, 300)}`;
+      await this.sandboxes.end(sandboxId, { reason: "error", detail: { message } }).catch(() => {});
       throw err;
     }
   }

@@ -93,12 +93,16 @@ for addr in [("127.0.0.1", 3128), ("127.0.0.1", ${internet.port}), ("10.0.0.1", 
 try:
     socket.getaddrinfo("pypi.test", 80); print("RESOLVED")
 except OSError:
-    print("no dns")`,
+    print("no dns")
+import ssl
+print("ca certificates", ssl.create_default_context().cert_store_stats()["x509_ca"] > 50)`,
   );
   const lines = out.trim().split("\n");
   assert.equal(lines[0], "[]");
   assert.ok(!out.includes("CONNECTED"), out);
   assert.ok(!out.includes("RESOLVED"), out);
+  // The public CA certificates are there for when egress is on (HTTPS verification).
+  assert.match(out, /ca certificates True/);
   assert.deepEqual(await egressLog(id), []);
   await call("DELETE", `/v1/agents/sandboxes/${id}`);
 });

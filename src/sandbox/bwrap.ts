@@ -127,6 +127,9 @@ export function planBwrap(workspace: string, tmpMb: number, seccomp: Buffer, com
     ["--ro-bind-try", "/etc/alternatives", "/etc/alternatives"],
     ["--ro-bind-try", "/etc/localtime", "/etc/localtime"],
     ["--ro-bind-try", "/etc/mime.types", "/etc/mime.types"],
+    // The public CA certificates, for HTTPS through the egress proxy (pip, requests, curl, npm).
+    ["--ro-bind-try", "/etc/ssl/certs", "/etc/ssl/certs"],
+    ["--ro-bind-try", "/etc/ssl/openssl.cnf", "/etc/ssl/openssl.cnf"],
     ["--proc", "/proc", "--dev", "/dev"],
     // /dev is a tmpfs the size of host memory: read-only, with a capped /dev/shm (POSIX shared
     // memory, multiprocessing's locks) as its only writable place.

@@ -64,6 +64,9 @@ test("the host is seen read-only: only the workspace is bound writable, and only
   assert.ok(has("--tmpfs", "/usr/local"), "/usr/local hidden");
   // The sandbox's network sockets: a directory of its own, read-only inside.
   assert.ok(has("--ro-bind", netDirOf(WORKSPACE), "/run/agentbox"));
+  // Public CA certificates (HTTPS through the egress proxy); never /etc/ssl/private.
+  assert.ok(has("--ro-bind-try", "/etc/ssl/certs", "/etc/ssl/certs"));
+  assert.ok(!opts.some((o) => o.startsWith("/etc/ssl/private")));
   // The root is remounted read-only last, after every mount under it is in place.
   assert.deepEqual(opts.slice(-2), ["--remount-ro", "/"]);
 });

@@ -16,7 +16,7 @@ export interface Sandbox {
   metadata: Record<string, unknown>;
 }
 
-const STATES = ["running", "paused", "terminated", "timed_out"];
+const STATES = ["running", "paused", "terminated", "timed_out", "failed"];
 
 /** `a=1, b=2` → {a: "1", b: "2"}; blank parts are skipped. */
 export function parsePairs(text: string): Record<string, string> {

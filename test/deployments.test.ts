@@ -229,8 +229,11 @@ describe("deployments", () => {
 
   test("a deployment (min 1, max 2) serves through the gateway, for its tenant only", async () => {
     id = await create("tiny-chat", 1, 2);
-    // Each replica is in its own memory cgroup with the configured limit.
+    // Each replica runs unprivileged (nobody: the model is a file anyone may read, given as a
+    // descriptor), in its own memory cgroup with the configured limit.
     const first = (await get(id)).body.replicas[0] as Replica;
+    const uids = /^Uid:\s+(\d+)\s+(\d+)/m.exec(fs.readFileSync(`/proc/${first.pid}/status`, "utf8"));
+    assert.deepEqual([uids?.[1], uids?.[2]], ["65534", "65534"]);
     const memLine = fs
       .readFileSync(`/proc/${first.pid}/cgroup`, "utf8")
       .split("\n")

@@ -22,6 +22,8 @@ export interface DeploymentsConfig extends DeploymentSettings {
   contextSize: number;
   /** CPU threads of a GGUF replica (0: llama.cpp's choice). */
   threads: number | undefined;
+  /** Unprivileged uid (and gid) GGUF replicas run as; undefined: the service's own. */
+  replicaUid: number | undefined;
   /** Model names served by an operator-allowed command instead of a GGUF file. */
   servers: Record<string, ServerCommand>;
 }
@@ -55,6 +57,15 @@ function parseServers(raw: string | undefined): Record<string, ServerCommand> {
   return out;
 }
 
+function replicaUid(): number | undefined {
+  const raw = process.env.AGENTBOX_REPLICA_UID;
+  if (raw === "-1") return undefined;
+  if (raw === undefined || raw === "") return 65534;
+  const uid = Number(raw);
+  if (!Number.isInteger(uid) || uid < 0) throw new Error(`AGENTBOX_REPLICA_UID must be a uid (or -1 for the service's own), got '${raw}'`);
+  return uid;
+}
+
 export function loadDeploymentsConfig(num: Num): DeploymentsConfig {
   // Replicas share the host's cores: llama.cpp's default (every core) in several replicas at once
   // makes their threads spin against each other, which is many times slower than one thread each.
@@ -74,5 +85,7 @@ export function loadDeploymentsConfig(num: Num): DeploymentsConfig {
     contextSize: num("AGENTBOX_REPLICA_CONTEXT_SIZE", 4096),
     threads: threads > 0 ? threads : undefined,
     servers: parseServers(process.env.AGENTBOX_DEPLOYMENT_SERVERS),
+    // nobody: a GGUF parser bug reached through a crafted model file gets no privileges. -1: off.
+    replicaUid: replicaUid(),
   };
 }

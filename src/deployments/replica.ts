@@ -4,6 +4,7 @@
 // backoff (0.5 s, 1 s, 2 s, ... 30 s; reset once it has served for a minute). A replica that never
 // becomes ready `failLimit` times in a row is given up ("failed") with its last words as the reason.
 import { type ChildProcess, spawn } from "node:child_process";
+import fs from "node:fs";
 import net from "node:net";
 import { OpenAIProvider } from "../inference/openai.js";
 import { MemoryLimit } from "./memory-limit.js";
@@ -17,6 +18,10 @@ export interface Launch {
   env: Record<string, string>;
   /** GET this path answers 200 when the replica can serve. */
   healthPath: string;
+  /** Files opened here and given to the process as fds 3, 4, ... (it may not be able to open them itself). */
+  files?: string[];
+  /** Run the process as this uid (and gid); undefined: the service's own. */
+  uid?: number;
 }
 
 export interface ReplicaOptions {
@@ -108,7 +113,26 @@ export class Replica {
     this.port = port;
     const launch = this.opts.launch(port);
     this.healthPath = launch.healthPath;
-    const proc = spawn(launch.command, launch.args, { env: launch.env, stdio: ["pipe", "ignore", "pipe"] });
+    const fds: Array<number | "ignore"> = (launch.files ?? []).map((file) => {
+      try {
+        return fs.openSync(file, "r");
+      } catch (err) {
+        // The process then fails to read it and exits: the usual failure path, with this as its reason.
+        this.stderr += `cannot open ${file}: ${(err as Error).message}\n`;
+        return "ignore";
+      }
+    });
+    let proc: ChildProcess;
+    try {
+      proc = spawn(launch.command, launch.args, {
+        env: launch.env,
+        stdio: ["pipe", "ignore", "pipe", ...fds],
+        uid: launch.uid,
+        gid: launch.uid,
+      });
+    } finally {
+      for (const fd of fds) if (fd !== "ignore") fs.closeSync(fd);
+    }
     this.proc = proc;
     let markGone: () => void = () => {};
     this.exited = new Promise((resolve) => {

@@ -101,7 +101,8 @@ export class DeploymentService implements ModelSource {
     fs.mkdirSync(path.dirname(dest), { recursive: true });
     const tmp = `${dest}.partial`;
     try {
-      await pipeline(stream, fs.createWriteStream(tmp, { mode: 0o600 }));
+      // Readable by the unprivileged replica (it gets the file as a descriptor; the directory may be closed to it).
+      await pipeline(stream, fs.createWriteStream(tmp, { mode: 0o644 }));
       if (!isGguf(tmp)) throw new ApiError("invalid_request", `The stored file '${fileId}' is not a GGUF model`);
       fs.renameSync(tmp, dest);
     } finally {
@@ -165,11 +166,16 @@ export class DeploymentService implements ModelSource {
     }
     if (!isGguf(file)) throw new ApiError("invalid_request", `The model '${model}' is not a GGUF file`);
     const modelPath = file;
+    // The engine parses the model file natively; a file anyone may read (every stored-file copy is)
+    // is parsed by a process with no privileges: it gets the file as an open descriptor and runs as
+    // AGENTBOX_REPLICA_UID. An operator's file only its owner may read runs as the service's user.
+    const readable = (fs.statSync(modelPath).mode & 0o004) !== 0;
+    const uid = readable && config.replicaUid !== undefined && config.replicaUid !== process.getuid?.() ? config.replicaUid : undefined;
     return {
       tools: false,
       launch: (port) => {
         const settings: ReplicaSettings = {
-          modelPath,
+          modelPath: "/proc/self/fd/3",
           modelName: deploymentName,
           port,
           contextSize: config.contextSize,
@@ -183,6 +189,8 @@ export class DeploymentService implements ModelSource {
           args: [...process.execArgv, REPLICA_MAIN],
           env: { ...env, AGENTBOX_REPLICA: JSON.stringify(settings) },
           healthPath: "/health",
+          files: [modelPath],
+          uid,
         };
       },
     };

@@ -197,6 +197,10 @@ class Archive:
             send(self.summary(rid, True))
 
     def kill(self):
+        # A read or finish still waiting is answered, so the service never waits out its deadline.
+        waiting = ([self.pending[0]] if self.pending else []) + ([self.finishing] if self.finishing else [])
+        for rid in waiting:
+            send({"ev": "archive", "id": rid, "status": "invalid", "end": True, "message": "the archive was closed"})
         if self.code is None:
             signal_group(self.pid, signal.SIGKILL)
         self.close_fd()

@@ -99,9 +99,16 @@ export class SnapshotFiles {
     try {
       handle = accepted(await box.request({ op: "archive_create", limit: this.maxBytes }), "snapshot").handle ?? -1;
       let files = 0;
+      const read = (h: number) =>
+        box.request({ op: "archive_read", handle: h, max: FILE_CHUNK }, undefined, { timeoutMs: ARCHIVE_STEP_MS });
+      let next = read(handle);
       for (;;) {
-        const reply = await box.request({ op: "archive_read", handle, max: FILE_CHUNK }, undefined, { timeoutMs: ARCHIVE_STEP_MS });
+        const reply = await next;
         if (reply.ev === "chunk") {
+          // The next chunk is asked for before this one is written out: the sandbox fills it meanwhile.
+          // (A read still pending when the archive is closed is answered by the close.)
+          next = read(handle);
+          next.catch(() => {});
           size += reply.size;
           if (size > this.maxBytes) {
             throw new ApiError("payload_too_large", `The snapshot failed: it is larger than the limit of ${this.maxBytes} bytes`);

@@ -141,6 +141,16 @@ describe("deployments", () => {
     assert.ok((cpu.hw_memory as number) > 0);
     for (const key of ["accelerator_id", "pricing", "hw_model", "hw_link", "hw_memory", "provider", "status", "updated_at"])
       assert.ok(key in cpu, key);
+    // Documented in the OpenAPI document like every route.
+    const doc = (await (await fetch(`${server.url}/openapi.json`)).json()) as { paths: Record<string, unknown> };
+    for (const p of [
+      "/v1/deployments/create",
+      "/v1/deployments/list",
+      "/v1/deployments/{deployment_id}",
+      "/v1/deployments/delete/{deployment_id}",
+      "/v1/accelerators",
+    ])
+      assert.ok(p in doc.paths, p);
     const hasSmi = (process.env.PATH ?? "").split(":").some((d) => fs.existsSync(path.join(d, "nvidia-smi")));
     if (!hasSmi) assert.equal(res.body.accelerators.length, 1);
   });

@@ -68,17 +68,19 @@ describe("webhooks (private destinations allowed)", () => {
   let server: TestServer;
   let call: ReturnType<typeof client>;
   let rx: Awaited<ReturnType<typeof receiver>>;
+  let laterUp = false;
+  const env = { AGENTBOX_WEBHOOK_ALLOW_PRIVATE: "1", AGENTBOX_WEBHOOK_RETRY_BASE_MS: "200", AGENTBOX_WEBHOOK_TIMEOUT_MS: "1500" };
 
   before(async () => {
-    // Fails the first two deliveries to /flaky, never answers /hang, answers 200 otherwise.
-    rx = await receiver((path, n) => (path === "/flaky" && n <= 2 ? 500 : path === "/hang" ? null : 200));
-    server = await startServer({
-      env: {
-        AGENTBOX_WEBHOOK_ALLOW_PRIVATE: "1",
-        AGENTBOX_WEBHOOK_RETRY_BASE_MS: "200",
-        AGENTBOX_WEBHOOK_TIMEOUT_MS: "1500",
-      },
+    // Fails the first two deliveries to /flaky, never answers /hang, answers /later with 503 until
+    // `laterUp`, and 200 otherwise.
+    rx = await receiver((path, n) => {
+      if (path === "/flaky") return n <= 2 ? 500 : 200;
+      if (path === "/hang") return null;
+      if (path === "/later") return laterUp ? 200 : 503;
+      return 200;
     });
+    server = await startServer({ env });
     call = client(server);
   });
 
@@ -217,6 +219,26 @@ describe("webhooks (private destinations allowed)", () => {
     assertError(await call("DELETE", "/v1/agents/webhooks/wh_nope"), 404, "not_found");
     assert.equal((await call("DELETE", `/v1/agents/webhooks/${id}`)).status, 200);
   });
+  test("a pending delivery is kept in the database and delivered after the service restarts", async () => {
+    const hook = await call<{ id: string }>("POST", "/v1/agents/webhooks", { url: rx.url("/later"), events: ["created"], secret: SECRET });
+    const id = await createSandbox(call);
+    assert.ok(await eventually(() => rx.on("/later").length >= 1, 10_000), "first attempt made");
+    await server.stop();
+    laterUp = true;
+    const before = rx.on("/later").length;
+    server = await startServer({ env, dataDir: server.dataDir, key: server.key, workspaceDir: server.workspaceDir });
+    call = client(server);
+    assert.ok(await eventually(() => rx.on("/later").length > before, 15_000), "retried after the restart");
+    assert.ok(
+      await eventually(async () => {
+        const ds = await deliveries(hook.body.id);
+        return ds.length === 1 && ds[0]?.status === "delivered";
+      }, 10_000),
+    );
+    const last = rx.on("/later").at(-1) as Received;
+    assert.equal((JSON.parse(last.raw) as { sandbox_id: string }).sandbox_id, id);
+    assert.ok(verify(last.raw, last.headers["x-agentbox-signature"]));
+  });
 });
 
 describe("webhooks (defaults)", () => {
@@ -259,42 +281,5 @@ describe("webhooks (defaults)", () => {
       assert.equal(res.status, 201, JSON.stringify(res.body));
     }
     assertError(await call("POST", "/v1/agents/webhooks", { url: "http://203.0.113.9/hook", events: ["paused"] }), 429, "quota_exceeded");
-  });
-});
-
-describe("webhooks across a restart", () => {
-  test("a pending delivery is kept in the database and delivered after the service restarts", async () => {
-    const env = { AGENTBOX_WEBHOOK_ALLOW_PRIVATE: "1", AGENTBOX_WEBHOOK_RETRY_BASE_MS: "300", AGENTBOX_WARM_POOL: "1" };
-    let up = false;
-    const rx = await receiver(() => (up ? 200 : 503));
-    let server = await startServer({ env });
-    try {
-      const call = client(server);
-      const hook = await call<{ id: string }>("POST", "/v1/agents/webhooks", {
-        url: rx.url("/later"),
-        events: ["created"],
-        secret: SECRET,
-      });
-      const id = await createSandbox(call);
-      assert.ok(await eventually(() => rx.on("/later").length >= 1, 10_000), "first attempt made");
-      await server.stop();
-      up = true;
-      const before = rx.on("/later").length;
-      server = await startServer({ env, dataDir: server.dataDir, key: server.key, workspaceDir: server.workspaceDir });
-      assert.ok(await eventually(() => rx.on("/later").length > before, 15_000), "retried after the restart");
-      const again = client(server);
-      assert.ok(
-        await eventually(async () => {
-          const ds = (await again<{ deliveries: Delivery[] }>("GET", `/v1/agents/webhooks/${hook.body.id}/deliveries`)).body.deliveries;
-          return ds.length === 1 && ds[0]?.status === "delivered";
-        }, 10_000),
-      );
-      const last = rx.on("/later").at(-1) as Received;
-      assert.equal((JSON.parse(last.raw) as { sandbox_id: string }).sandbox_id, id);
-      assert.ok(verify(last.raw, last.headers["x-agentbox-signature"]));
-    } finally {
-      await server.dispose();
-      await rx.close();
-    }
   });
 });

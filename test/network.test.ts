@@ -212,6 +212,15 @@ test("pip install from an allowed index works through the proxy", async () => {
   assert.equal(res.body.exit_code, 0, res.body.stderr);
   assert.match(res.body.stdout, /VALUE 42/);
   assert.ok(internet.hits.includes("/files/tinypkg-0.1-py3-none-any.whl"));
+  // Code in the sandbox kills the relay: the service starts a new one, egress comes back.
+  const kill = await call<{ exit_code: number }>("POST", `/v1/agents/sandboxes/${id}/commands/run`, { command: "pkill -f netrelay.py" });
+  assert.equal(kill.body.exit_code, 0);
+  let again = "";
+  for (let i = 0; i < 40 && !again.startsWith("200"); i++) {
+    await new Promise((r) => setTimeout(r, 250));
+    [again = ""] = await fetchAll(id, ["http://pypi.test/again"]);
+  }
+  assert.equal(again, "200 hello from pypi.test /again");
   await call("DELETE", `/v1/agents/sandboxes/${id}`);
 });
 

@@ -51,8 +51,10 @@ export class PortBroker {
   private control: net.Socket | undefined;
   private controlWaiters: (() => void)[] = [];
   private readonly pending = new Map<string, Pending>();
+  private closed = false;
 
-  constructor() {
+  /** `onControlLost`: the relay's control connection ended (the relay or the whole sandbox process restarted). */
+  constructor(private readonly onControlLost: () => void = () => {}) {
     this.server = net.createServer((sock) => {
       sock.on("error", () => sock.destroy());
       void this.accept(sock);
@@ -95,7 +97,9 @@ export class PortBroker {
       }
     });
     sock.on("close", () => {
-      if (this.control === sock) this.control = undefined;
+      if (this.control !== sock) return;
+      this.control = undefined;
+      if (!this.closed) this.onControlLost();
     });
     sock.resume();
     for (const w of this.controlWaiters.splice(0)) w();
@@ -134,6 +138,7 @@ export class PortBroker {
   }
 
   close(): void {
+    this.closed = true;
     this.control?.destroy();
     for (const [id, p] of this.pending) {
       clearTimeout(p.timer);

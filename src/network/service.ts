@@ -34,9 +34,11 @@ interface SandboxNet {
   log: EgressLogEntry[];
   rx: number;
   tx: number;
+  relayRestartedAt: number;
 }
 
 const RELAY_WAIT_MS = 5000;
+const RELAY_RESTART_GAP_MS = 5000;
 
 /** The addresses of this host's interfaces: refused like loopback (the service's own ports among them). */
 function hostAddresses(): string[] {
@@ -182,7 +184,17 @@ export class NetworkService {
     if (!n) {
       const p = policy ?? this.config.network.defaultPolicy;
       const box = this.sandboxes.box(tenantId, sandboxId);
-      n = { id: sandboxId, tenantId, dir: netDirOf(box.workspace), policy: p, matcher: this.matcher(p), log: [], rx: 0, tx: 0 };
+      n = {
+        id: sandboxId,
+        tenantId,
+        dir: netDirOf(box.workspace),
+        policy: p,
+        matcher: this.matcher(p),
+        log: [],
+        rx: 0,
+        tx: 0,
+        relayRestartedAt: 0,
+      };
       this.nets.set(sandboxId, n);
     }
     return n;
@@ -244,7 +256,7 @@ export class NetworkService {
   /** Starts the sandbox's relay unless it is connected; `env` (when given) replaces the proxy settings. */
   private async relay(n: SandboxNet, env?: Record<string, string>): Promise<void> {
     if (!n.ports) {
-      n.ports = new PortBroker();
+      n.ports = new PortBroker(() => this.relayLost(n));
       await listen(n.ports.server, path.join(n.dir, "ports.sock"));
     }
     if (n.ports.connected && env === undefined) return;
@@ -256,6 +268,24 @@ export class NetworkService {
         `The sandbox's network relay did not start (${reply.ev === "error" ? reply.message : reply.ev})`,
       );
     if (!(await n.ports.waitForControl(RELAY_WAIT_MS))) throw new ApiError("internal_error", "The sandbox's network relay did not connect");
+  }
+
+  /**
+   * The relay's control connection ended: the sandbox's processes were restarted (its kernels
+   * crashed, or a run overran its backstop) or its code killed the relay. With egress on, the new
+   * supervisor gets the proxy settings and a relay again (at most every few seconds).
+   */
+  private relayLost(n: SandboxNet): void {
+    if (this.nets.get(n.id) !== n || !egressEnabled(n.policy)) return;
+    const now = Date.now();
+    if (now - n.relayRestartedAt < RELAY_RESTART_GAP_MS) return;
+    n.relayRestartedAt = now;
+    setTimeout(() => {
+      if (this.nets.get(n.id) !== n) return;
+      this.relay(n, this.proxyEnv(egressEnabled(n.policy))).catch((err) =>
+        this.log.warn({ err, sandbox_id: n.id }, "network: relay not restarted"),
+      );
+    }, 200).unref();
   }
 
   private drop(id: string): void {

@@ -1,7 +1,11 @@
 // End to end: a sandbox's lifecycle events (created, timeout_extended, ended with its reason and
 // who asked), served for live and ended sandboxes of the caller's tenant only; the list's filters
-// by state and metadata (AND-ed, paginated, validated).
+// by state and metadata (AND-ed, paginated, validated); and the ends a restart of the service
+// records (expired while it was down; could not be re-adopted).
 import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
+import fs from "node:fs";
+import path from "node:path";
 import { after, before, describe, test } from "node:test";
 import { assertError, createSandbox } from "./helpers/api.js";
 import { createKey } from "./helpers/leftovers.js";
@@ -117,5 +121,35 @@ describe("list filters", () => {
     assertError(await tenant("GET", `/v1/agents/sandboxes?metadata.user=${"x".repeat(300)}`), 400, "invalid_request");
     await tenant("DELETE", `/v1/agents/sandboxes/${a}`);
     await tenant("DELETE", `/v1/agents/sandboxes/${c}`);
+  });
+});
+
+describe("across a restart", () => {
+  test("expired while down: timed_out at its deadline; not re-adoptable: host_restart; the rest re-adopted", async () => {
+    const short = (await call<{ sandbox_id: string; timeout_at: string }>("POST", "/v1/agents/sandboxes", { timeout: 2 })).body;
+    const lost = await createSandbox(call, { timeout: 300 });
+    const kept = await createSandbox(call, { timeout: 300 });
+    await server.stop();
+    // Sabotage: the workspace of `lost` becomes a plain file, so its sandbox cannot be started again.
+    const dir = path.join(server.workspaceDir, lost);
+    execFileSync("umount", ["-l", dir]);
+    fs.rmSync(dir, { recursive: true, force: true });
+    fs.writeFileSync(dir, "not a workspace");
+    await new Promise((r) => setTimeout(r, Math.max(0, Date.parse(short.timeout_at) - Date.now() + 100)));
+    server = await startServer({ dataDir: server.dataDir, key: server.key, workspaceDir: server.workspaceDir });
+    call = client(server);
+
+    const endOf = async (id: string) => (await events(id)).body.filter((e) => e.type === "ended");
+    const [expired] = await endOf(short.sandbox_id);
+    assert.equal(expired?.reason, "timed_out");
+    assert.equal(expired?.detail.while_down, true);
+    assert.equal(expired?.at, short.timeout_at);
+    const [gone] = await endOf(lost);
+    assert.equal(gone?.reason, "host_restart");
+    assert.equal(typeof gone?.detail.message, "string");
+    assert.equal((await call<{ status: string }>("GET", `/v1/agents/sandboxes/${lost}`)).body.status, "terminated");
+    assert.deepEqual(await endOf(kept), []);
+    assert.equal((await call<{ status: string }>("GET", `/v1/agents/sandboxes/${kept}`)).body.status, "running");
+    await call("DELETE", `/v1/agents/sandboxes/${kept}`);
   });
 });

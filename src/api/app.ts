@@ -169,7 +169,8 @@ export async function buildApp(services: Services, logger: Logger): Promise<Fast
     await app.register(commandRoutes, { prefix, services });
     await app.register(backgroundRoutes, { prefix, services });
     await app.register(fileRoutes, { prefix, services });
-    if (services.files) await app.register(sandboxTransferRoutes, { prefix, files: services.files, maxFileBytes: config.files.maxFileBytes });
+    if (services.files)
+      await app.register(sandboxTransferRoutes, { prefix, files: services.files, maxFileBytes: config.files.maxFileBytes });
     await app.register(contextRoutes, { prefix, services });
     await app.register(metricsRoutes, { prefix, services });
     if (services.network) {
@@ -182,7 +183,8 @@ export async function buildApp(services: Services, logger: Logger): Promise<Fast
   await app.register(adminSandboxRoutes, { prefix: "/v1/admin", sandboxes: services.sandboxes });
   if (services.metrics) await app.register(statsRoutes, { metrics: services.metrics, liveCount: () => services.sandboxes.liveCount() });
   await app.register(dashboardRoutes);
-  if (services.files) await app.register(storedFileRoutes, { prefix: "/v1", files: services.files, maxFileBytes: config.files.maxFileBytes });
+  if (services.files)
+    await app.register(storedFileRoutes, { prefix: "/v1", files: services.files, maxFileBytes: config.files.maxFileBytes });
   if (services.inference) {
     // The gateway's code tool runs code through the same service (and gates) as POST /code/run.
     const deps = { ...services.inference, sandboxes: services.sandbox, maxJsonDepth: config.maxJsonDepth };

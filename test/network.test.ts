@@ -2,6 +2,8 @@
 // override maps test names to) only through the host's proxy and only where their policy allows;
 // everything else is refused with a clear error inside the sandbox and a log entry.
 import assert from "node:assert/strict";
+import fs from "node:fs";
+import path from "node:path";
 import { after, before, test } from "node:test";
 import { assertError, type Call, createSandbox } from "./helpers/api.js";
 import { type Internet, startInternet } from "./helpers/internet.js";
@@ -12,10 +14,13 @@ let server: TestServer;
 let internet: Internet;
 let call: Call;
 
+let env: Record<string, string>;
+
 before(async () => {
   internet = await startInternet();
   const at = `127.0.0.1:${internet.port}`;
-  server = await startServer({ env: { AGENTBOX_EGRESS_HOSTS: `pypi.test=${at},other.test=${at}` } });
+  env = { AGENTBOX_EGRESS_HOSTS: `pypi.test=${at},other.test=${at}` };
+  server = await startServer({ env });
   call = client(server);
 });
 
@@ -257,4 +262,22 @@ test("malformed policies are a 400 and create nothing; another tenant's sandbox 
   assertError(await otherCall("PUT", `/v1/agents/sandboxes/${id}/network`, { internet_access: true }), 404, "sandbox_not_found");
   assertError(await otherCall("GET", `/v1/agents/sandboxes/${id}/network/log`), 404, "sandbox_not_found");
   await call("DELETE", `/v1/agents/sandboxes/${id}`);
+});
+
+test("a restarted service gives a re-adopted sandbox its policy and egress back; an ended sandbox leaves no socket directory", async () => {
+  const id = await createSandbox(call, { network: { allow_out: ["pypi.test"], deny_out: ["10.0.0.0/8"] } });
+  const gone = await createSandbox(call, { internet_access: true });
+  const netRoot = `${server.workspaceDir}.net`;
+  assert.ok(fs.existsSync(path.join(netRoot, gone, "egress.sock")));
+  await call("DELETE", `/v1/agents/sandboxes/${gone}`);
+  assert.ok(!fs.existsSync(path.join(netRoot, gone)));
+  await server.stop();
+  server = await startServer({ dataDir: server.dataDir, key: server.key, env });
+  call = client(server);
+  const policy = await call("GET", `/v1/agents/sandboxes/${id}/network`);
+  assert.deepEqual(policy.body, { internet_access: false, allow_out: ["pypi.test"], deny_out: ["10.0.0.0/8"] });
+  assert.deepEqual(await fetchAll(id, ["http://pypi.test/after-restart", "http://other.test/"]), [
+    "200 hello from pypi.test /after-restart",
+    "403 agentbox egress: other.test:80 not in allow_out",
+  ]);
 });

@@ -249,8 +249,9 @@ export class NetworkService {
       n.egress = undefined;
       fs.rmSync(path.join(n.dir, "egress.sock"), { force: true });
     }
-    // The proxy settings go into the environment every later process starts with.
-    await this.relay(n, this.proxyEnv(on));
+    // The proxy settings go into the environment every later process starts with (a sandbox that
+    // never had egress or ports has no relay to tell).
+    if (on || n.ports) await this.relay(n, this.proxyEnv(on));
   }
 
   /** Starts the sandbox's relay unless it is connected; `env` (when given) replaces the proxy settings. */

@@ -9,6 +9,7 @@ import { after, before, describe, it } from "node:test";
 import type { Browser, Page } from "playwright-core";
 import { ensureDashboardBuilt, launchBrowser, signIn } from "./helpers/dashboard.js";
 import { client, startServer, type TestServer } from "./helpers/server.js";
+import { startUpstream, type Upstream } from "./helpers/upstream.js";
 
 const XSS = "<img src=x onerror=alert(1)>";
 
@@ -16,15 +17,24 @@ describe("dashboard", () => {
   let server: TestServer;
   let browser: Browser;
   let tmp: string;
+  let upstream: Upstream;
 
   before(async () => {
     ensureDashboardBuilt();
-    [server, browser] = await Promise.all([startServer(), launchBrowser()]);
     tmp = fs.mkdtempSync(path.join(os.tmpdir(), "dashboard-test-"));
+    // A scripted OpenAI-compatible model on loopback for the Models page's chat.
+    upstream = await startUpstream();
+    const providers = path.join(tmp, "providers.json");
+    fs.writeFileSync(
+      providers,
+      JSON.stringify({ providers: [{ name: "local", type: "openai", base_url: upstream.baseUrl, models: ["echo"] }] }),
+    );
+    [server, browser] = await Promise.all([startServer({ env: { AGENTBOX_PROVIDERS_FILE: providers } }), launchBrowser()]);
   });
   after(async () => {
     await browser?.close();
     await server?.dispose();
+    await upstream?.close();
     if (tmp) fs.rmSync(tmp, { recursive: true, force: true });
   });
 
@@ -122,6 +132,21 @@ describe("dashboard", () => {
     assert.equal(await page.locator('img[src="x"]').count(), 0);
     assert.equal(await page.evaluate(() => document.querySelectorAll('img[src="x"], [onerror]').length), 0);
     assert.deepEqual(dialogs, []);
+    await page.context().close();
+  });
+
+  it("models: the gateway's list, a chat answer streamed in, its tokens on the usage page", async () => {
+    const { page } = await openPage();
+    await signIn(page, server.url, server.key);
+    await page.getByRole("link", { name: "Models" }).click();
+    await page.getByRole("listitem").filter({ hasText: "echo" }).waitFor();
+    await page.getByRole("combobox", { name: /^Model/ }).selectOption("echo");
+    await page.getByLabel("Message").fill("hello dashboard");
+    await page.getByRole("button", { name: "Send" }).click();
+    await page.getByText("echo: hello dashboard").waitFor();
+    assert.equal(upstream.requests.at(-1)?.body.stream, true, "the chat asked for a stream");
+    await page.getByRole("link", { name: "Usage" }).click();
+    await page.getByRole("cell", { name: "echo", exact: true }).waitFor();
     await page.context().close();
   });
 

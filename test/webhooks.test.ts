@@ -191,8 +191,12 @@ describe("webhooks (private destinations allowed)", () => {
     assert.ok(ds.every((d) => d.status === "pending"));
     // At most the per-webhook share is in flight at once: the receiver never held more than that.
     assert.ok(rx.on("/hang").length <= 4 * 3, `${rx.on("/hang").length} requests`);
+    // Another webhook is not held up by that backlog.
+    const other = await call<{ id: string }>("POST", "/v1/agents/webhooks", { url: rx.url("/ok-too"), events: ["ended"], secret: SECRET });
     for (const id of ids) assert.equal((await call("DELETE", `/v1/agents/sandboxes/${id}`)).status, 200);
+    assert.ok(await eventually(() => rx.on("/ok-too").length === 3, 5000), "the other webhook got its events");
     assert.equal((await call("DELETE", `/v1/agents/webhooks/${hook.body.id}`)).status, 200);
+    assert.equal((await call("DELETE", `/v1/agents/webhooks/${other.body.id}`)).status, 200);
   });
 
   test("bad input: malformed URLs, unknown event names, bad secrets, another tenant's webhook", async () => {

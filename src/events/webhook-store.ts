@@ -129,8 +129,9 @@ export class WebhookStore {
       pendingOf: db.prepare<[string], { n: number }>(
         "SELECT COUNT(*) AS n FROM webhook_deliveries WHERE webhook_id = ? AND state = 'pending'",
       ),
-      due: db.prepare<[number, number], DeliveryRow>(
-        "SELECT * FROM webhook_deliveries WHERE state = 'pending' AND next_attempt_at <= ? ORDER BY next_attempt_at LIMIT ?",
+      due: db.prepare<[number, string, number], DeliveryRow>(
+        `SELECT * FROM webhook_deliveries WHERE state = 'pending' AND next_attempt_at <= ?
+           AND webhook_id NOT IN (SELECT value FROM json_each(?)) ORDER BY next_attempt_at LIMIT ?`,
       ),
       nextDue: db.prepare<[], { at: number | null }>("SELECT MIN(next_attempt_at) AS at FROM webhook_deliveries WHERE state = 'pending'"),
       update: db.prepare(
@@ -200,9 +201,9 @@ export class WebhookStore {
     });
   }
 
-  /** Pending deliveries whose next attempt is due at `now`, soonest first. */
-  due(now: number, limit: number): Delivery[] {
-    return this.stmts.due.all(now, limit).map(toDelivery);
+  /** Pending deliveries whose next attempt is due at `now`, soonest first, except those of `skipHooks`. */
+  due(now: number, limit: number, skipHooks: string[] = []): Delivery[] {
+    return this.stmts.due.all(now, JSON.stringify(skipHooks), limit).map(toDelivery);
   }
 
   /** When the next pending delivery is due (ms since the epoch), if any is pending. */

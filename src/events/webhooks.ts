@@ -133,6 +133,7 @@ export class WebhookService {
       this.cache.set(event.tenantId, hooks);
     }
     const now = Date.now();
+    let queued = false;
     for (const hook of hooks) {
       if (!hook.events.includes(event.type)) continue;
       const id = `dlv_${crypto.randomUUID()}`;
@@ -159,8 +160,9 @@ export class WebhookService {
         continue;
       }
       this.store.addDelivery({ ...base, state: "pending", nextAttemptAt: now });
+      queued = true;
     }
-    this.schedule(now);
+    if (queued) this.schedule(now);
   }
 
   /** Starts delivering (the queue left by an earlier run included) and trims old history now and then. */
@@ -194,10 +196,13 @@ export class WebhookService {
   private pump(): void {
     if (this.closed) return;
     const now = Date.now();
-    const free = this.settings.webhookConcurrency - this.running;
-    if (free > 0) {
-      // Read a few more than there are slots: some may belong to webhooks already at their share.
-      for (const d of this.store.due(now, free * 4 + this.inFlight.size)) {
+    // Webhooks at their share are left out of the query: a backlog of one never keeps the others
+    // waiting (a few rounds, since one batch may fill a webhook's share).
+    for (let round = 0; round < 4 && this.running < this.settings.webhookConcurrency; round++) {
+      const full = [...this.perHook].filter(([, n]) => n >= this.settings.webhookConcurrencyPerHook).map(([id]) => id);
+      const batch = this.store.due(now, this.settings.webhookConcurrency - this.running, full);
+      if (batch.length === 0) break;
+      for (const d of batch) {
         if (this.running >= this.settings.webhookConcurrency) break;
         if (this.inFlight.has(d.id)) continue;
         const used = this.perHook.get(d.webhookId) ?? 0;

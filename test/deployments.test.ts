@@ -114,7 +114,9 @@ describe("deployments", () => {
       max_replicas: max,
     });
     assert.equal(res.status, 200, JSON.stringify(res.body));
-    assert.deepEqual(Object.keys(res.body).sort(), ["deployment_id", "message", "status"]);
+    // The hosted API's keys, and what the Python client's model requires (deployment_name, created_at).
+    for (const key of ["deployment_id", "message", "status", "deployment_name", "created_at", "min_replicas", "max_replicas"])
+      assert.ok(key in res.body, key);
     assert.equal(res.body.status, "creating");
     const id = res.body.deployment_id;
     assert.ok(
@@ -138,7 +140,7 @@ describe("deployments", () => {
     assert.ok(cpu, JSON.stringify(res.body));
     assert.equal(cpu.hw_model, os.cpus()[0]?.model.trim());
     assert.equal(cpu.count, os.availableParallelism());
-    assert.ok((cpu.hw_memory as number) > 0);
+    assert.ok(Number.isInteger(cpu.hw_memory) && (cpu.hw_memory as number) > 0);
     for (const key of ["accelerator_id", "pricing", "hw_model", "hw_link", "hw_memory", "provider", "status", "updated_at"])
       assert.ok(key in cpu, key);
     // Documented in the OpenAPI document like every route.
@@ -171,6 +173,7 @@ describe("deployments", () => {
       /no GPU 'NVIDIA H100'/,
     );
     assertError(await post({ ...base, hw_type: "tpu" }), 400, "invalid_request");
+    assertError(await post({ ...base, gpu_model: "NVIDIA_T4_16GB", max_replicas: 0 }), 400, "invalid_request");
     assertError(await post({ ...base, deployment_name: "../x" }), 400, "invalid_request");
     assertError(await post({ model_name: "tiny" }), 400, "invalid_request");
     assertError(await call("GET", "/v1/deployments/dep_nope"), 404, "not_found");
@@ -183,7 +186,14 @@ describe("deployments", () => {
 
   test("a server command the operator allowed is a model; one that cannot start fails with its reason", async () => {
     const echoId = (
-      await call<{ deployment_id: string }>("POST", "/v1/deployments/create", { deployment_name: "echo", model_name: "echo-server" })
+      await call<{ deployment_id: string }>("POST", "/v1/deployments/create", {
+        deployment_name: "echo",
+        model_name: "echo-server",
+        // How the Python client always sends it: a "dedicated" deployment on this host's CPU.
+        hw_type: "dedicated",
+        gpu_model: "cpu",
+        gpu_count: 1,
+      })
     ).body.deployment_id;
     assert.ok(await eventually(async () => (await get(echoId)).body.status === "running", 30_000, 100));
     const res = await call<{ choices: Array<{ message: { content: string } }> }>("POST", "/v1/inference/chat/completions", {

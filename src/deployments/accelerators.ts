@@ -12,7 +12,7 @@ export interface Accelerator {
   hw_model: string;
   /** How it is attached: "pcie" for a GPU, "host" for the CPU. */
   hw_link: string;
-  /** Memory in GiB (the host's RAM for the CPU, the GPU's own memory for a GPU). */
+  /** Memory in whole GiB (the host's RAM for the CPU, the GPU's own memory for a GPU); clients read an integer. */
   hw_memory: number;
   /** How many of them this machine has (cores for the CPU, 1 per GPU entry). */
   count: number;
@@ -32,7 +32,7 @@ function cpuAccelerator(at: string): Accelerator {
     hw_type: "cpu",
     hw_model: (cpus[0]?.model ?? "unknown CPU").trim(),
     hw_link: "host",
-    hw_memory: Math.round((os.totalmem() / GIB) * 10) / 10,
+    hw_memory: Math.round(os.totalmem() / GIB),
     count: os.availableParallelism(),
     pricing: 0,
     provider: "local",
@@ -52,7 +52,7 @@ export function parseNvidiaSmi(text: string, at: string): Accelerator[] {
       hw_type: "gpu",
       hw_model: name,
       hw_link: "pcie",
-      hw_memory: Math.round((Number(memMib) / 1024) * 10) / 10 || 0,
+      hw_memory: Math.round(Number(memMib) / 1024) || 0,
       count: 1,
       pricing: 0,
       provider: "local",
@@ -85,12 +85,35 @@ export class Accelerators {
     return this.cached;
   }
 
-  /** Whether `gpuModel` names a GPU here (by its id, "gpu-0", or its model name, case-insensitively, in part). */
+  /**
+   * Whether `gpuModel` names a GPU here, `count` times: its id ("gpu-0"), or its model in any
+   * spelling clients use ("NVIDIA_T4_16GB", "nvidia-t4", "Tesla T4": every word of the name other
+   * than the vendor and a memory size must be a word of the GPU's model).
+   */
   async hasGpu(gpuModel: string, count: number): Promise<boolean> {
-    const want = gpuModel.toLowerCase();
-    const gpus = (await this.list()).filter(
-      (a) => a.hw_type === "gpu" && (a.accelerator_id === want || a.hw_model.toLowerCase().includes(want)),
-    );
-    return gpus.length >= count;
+    return (await this.list()).filter((a) => gpuMatches(gpuModel, a)).length >= count;
   }
+
+  /** Whether `gpuModel` names this host's CPU ("cpu", or the CPU's model): clients that always send a gpu_model. */
+  async isCpu(gpuModel: string): Promise<boolean> {
+    const cpu = (await this.list())[0] as Accelerator;
+    const name = gpuModel.trim().toLowerCase();
+    return name === "cpu" || name === cpu.hw_model.toLowerCase();
+  }
+}
+
+/** Whether a client's `gpu_model` names this GPU (see Accelerators.hasGpu). */
+export function gpuMatches(gpuModel: string, a: Accelerator): boolean {
+  if (a.hw_type !== "gpu") return false;
+  if (a.accelerator_id === gpuModel.toLowerCase()) return true;
+  const want = words(gpuModel).filter((w) => w !== "nvidia" && !/^\d+gb$/.test(w));
+  const have = new Set(words(a.hw_model));
+  return want.length > 0 && want.every((w) => have.has(w));
+}
+
+function words(name: string): string[] {
+  return name
+    .toLowerCase()
+    .split(/[^a-z0-9]+/)
+    .filter((w) => w !== "");
 }

@@ -34,6 +34,14 @@ export interface CreateDeployment {
   max_replicas?: number;
 }
 
+/** What create answers: the hosted API's three keys, and the deployment's fields (Python clients require some of them). */
+export interface CreateResult extends Omit<DeploymentRow, "tenant_id" | "name" | "id" | "reason"> {
+  deployment_id: string;
+  message: string;
+  deployment_name: string;
+  user_email: null;
+}
+
 export interface DeploymentView extends Omit<DeploymentRow, "tenant_id" | "name" | "id"> {
   deployment_id: string;
   deployment_name: string;
@@ -217,7 +225,7 @@ export class DeploymentService implements ModelSource {
     return d;
   }
 
-  async create(tenantId: string, input: CreateDeployment): Promise<{ deployment_id: string; message: string; status: string }> {
+  async create(tenantId: string, input: CreateDeployment): Promise<CreateResult> {
     const { config } = this.deps;
     const name = input.deployment_name;
     if (!DEPLOYMENT_NAME.test(name))
@@ -237,7 +245,8 @@ export class DeploymentService implements ModelSource {
     const hwType = (input.hw_type ?? "cpu").toLowerCase();
     if (!["cpu", "gpu", "dedicated"].includes(hwType))
       throw new ApiError("invalid_request", `hw_type must be 'cpu', 'gpu' or 'dedicated', got '${input.hw_type}'`);
-    const gpuModel = input.gpu_model ? input.gpu_model : null;
+    // A gpu_model naming the CPU ("cpu") is a CPU deployment: some clients always send one.
+    const gpuModel = input.gpu_model && !(await this.deps.accelerators.isCpu(input.gpu_model)) ? input.gpu_model : null;
     const gpuCount = input.gpu_count ?? (gpuModel ? 1 : 0);
     if (hwType === "gpu" && !gpuModel)
       throw new ApiError("invalid_request", "hw_type 'gpu' needs a gpu_model (GET /v1/accelerators lists them)");
@@ -282,10 +291,13 @@ export class DeploymentService implements ModelSource {
       throw new ApiError("conflict", `A deployment named '${name}' already exists`);
     }
     this.start(row, launch);
+    const { tenant_id: _, id: deployment_id, name: deployment_name, reason: __, ...rest } = row;
     return {
-      deployment_id: row.id,
+      deployment_id,
       message: `Deployment '${name}' is being created with ${min} replica${min === 1 ? "" : "s"}`,
-      status: row.status,
+      ...rest,
+      deployment_name,
+      user_email: null,
     };
   }
 

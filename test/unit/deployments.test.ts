@@ -1,7 +1,7 @@
 // Deployments' pure parts: nvidia-smi's CSV, and the operator's server-command setting.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { parseNvidiaSmi } from "../../src/deployments/accelerators.js";
+import { gpuMatches, parseNvidiaSmi } from "../../src/deployments/accelerators.js";
 import { loadDeploymentsConfig } from "../../src/deployments/config.js";
 
 const num = (_name: string, fallback: number) => fallback;
@@ -24,7 +24,7 @@ test("nvidia-smi CSV: one accelerator per GPU line, memory in GiB; noise ignored
     out.map((a) => [a.accelerator_id, a.hw_type, a.hw_model, a.hw_memory]),
     [
       ["gpu-0", "gpu", "NVIDIA A100-SXM4-80GB", 80],
-      ["gpu-1", "gpu", "NVIDIA L4", 22.5],
+      ["gpu-1", "gpu", "NVIDIA L4", 22],
     ],
   );
   assert.deepEqual(parseNvidiaSmi("", "t"), []);
@@ -41,4 +41,11 @@ test("server commands: parsed with defaults; a command without {port} or bad JSO
   assert.throws(() => withServers('{"x": {"command": []}}', () => loadDeploymentsConfig(num)), /non-empty array/);
   assert.throws(() => withServers("{nope", () => loadDeploymentsConfig(num)), /must be JSON/);
   assert.deepEqual(withServers(undefined, () => loadDeploymentsConfig(num)).servers, {});
+});
+
+test("gpu_model in the spellings clients use matches the GPU; another model or the CPU does not", () => {
+  const [a100, t4] = parseNvidiaSmi("0, NVIDIA A100-SXM4-80GB, 81920\n1, Tesla T4, 15360\n", "t") as [never, never];
+  for (const name of ["NVIDIA_A100_80GB", "nvidia-a100", "A100", "gpu-0"]) assert.ok(gpuMatches(name, a100), name);
+  for (const name of ["NVIDIA_T4_16GB", "t4", "Tesla T4"]) assert.ok(gpuMatches(name, t4), name);
+  for (const name of ["NVIDIA H100", "NVIDIA", "16GB", "", "gpu-1"]) assert.ok(!gpuMatches(name, a100), name);
 });

@@ -30,6 +30,15 @@ export const CreateDeploymentResult = Type.Object({
   deployment_id: Type.String(),
   message: Type.String(),
   status: Type.String({ description: "'creating' at first; then 'running', or 'failed' with a reason" }),
+  deployment_name: Type.String(),
+  user_email: Type.Null(),
+  model_name: Type.String(),
+  created_at: Type.String({ format: "date-time" }),
+  hw_type: Type.String(),
+  gpu_model: Type.Union([Type.String(), Type.Null()]),
+  gpu_count: Type.Integer(),
+  min_replicas: Type.Integer(),
+  max_replicas: Type.Integer(),
 });
 
 const ReplicaInfo = Type.Object({
@@ -74,7 +83,7 @@ export const AcceleratorList = Type.Object({
       hw_type: Type.String({ description: "'cpu' or 'gpu'" }),
       hw_model: Type.String(),
       hw_link: Type.String(),
-      hw_memory: Type.Number({ description: "GiB" }),
+      hw_memory: Type.Integer({ description: "GiB" }),
       count: Type.Integer({ description: "Cores for the CPU; 1 per GPU" }),
       pricing: Type.Number(),
       provider: Type.String(),

@@ -140,3 +140,31 @@ test("nothing listening is a 502 with a clear message; another tenant's sandbox 
   assertError(await otherCall("GET", `/v1/agents/sandboxes/${id}/host/8000`), 404, "sandbox_not_found");
   assertError(await otherCall("POST", `/v1/agents/sandboxes/${id}/ports/8000/share`, { expires_in: 60 }), 404, "sandbox_not_found");
 });
+
+test("code in the sandbox can neither replace nor add a socket the service connects to", async () => {
+  const res = await call<{ logs: { stdout: string }; error: string | null }>("POST", `/v1/agents/sandboxes/${id}/code/run`, {
+    language: "python",
+    code: `import os, socket
+print(sorted(os.listdir("/run/agentbox")))
+for attempt in (lambda: os.unlink("/run/agentbox/ports.sock"),
+                lambda: os.symlink("/var/run/docker.sock", "/run/agentbox/evil.sock"),
+                lambda: open("/run/agentbox/x", "w"),
+                lambda: os.rename("/run/agentbox/ports.sock", "/run/agentbox/y"),
+                lambda: socket.socket(socket.AF_UNIX).bind("/run/agentbox/z.sock")):
+    try:
+        attempt(); print("DONE")
+    except OSError as e:
+        print("refused", e.errno)
+print(sorted(os.listdir("/run/agentbox")))`,
+  });
+  assert.equal(res.body.error, null);
+  const lines = res.body.logs.stdout.trim().split("\n");
+  assert.equal(lines[0], "['ports.sock']");
+  assert.equal(lines.filter((l) => l.startsWith("refused")).length, 5, res.body.logs.stdout);
+  assert.equal(lines.at(-1), "['ports.sock']");
+  // The port URL still reaches the sandbox's server.
+  const page = await fetch(`${server.url}/v1/agents/sandboxes/${id}/ports/8000/index.html`, {
+    headers: { authorization: `Bearer ${server.key}` },
+  });
+  assert.equal(page.status, 200);
+});

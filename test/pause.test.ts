@@ -33,8 +33,9 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** CPU time (ns) the sandbox's processes used so far, from its cgroup. */
 function cpuNs(id: string): number {
-  const dir = cgroupsOf(id).find((d) => d.includes("/cpuacct/"));
-  assert.ok(dir, "the sandbox has a cpuacct group");
+  // Its group under its tenant's (a create answers before the move out of the pool's group is done).
+  const dir = cgroupsOf(id).find((d) => d.includes("/cpuacct/") && d.includes("/t-"));
+  assert.ok(dir, "the sandbox has a cpuacct group under its tenant's");
   return Number(fs.readFileSync(path.join(dir, "cpuacct.usage"), "utf8"));
 }
 

@@ -36,9 +36,6 @@ export interface NetworkSettings {
   apply(tenantId: string, sandboxId: string, policy: unknown): Promise<void>;
 }
 
-/** Restores into sandboxes of one fork at a time: unpacking is CPU in the sandboxes, and creates beyond the pool queue. */
-const FORK_PARALLEL = 2;
-
 const message = (err: unknown) => (err instanceof Error ? err.message : String(err));
 
 export class Lifecycle {
@@ -119,12 +116,18 @@ export class Lifecycle {
 
   private async pauseNow(live: Live, byTimeout: boolean): Promise<SandboxRecord> {
     if (live.record.status === "paused") return live.record;
-    if (live.box.busy) {
-      throw new ApiError("conflict", "A run or command is in progress in the sandbox; pause it once it is done");
-    }
+    const busy = () => new ApiError("conflict", "A run or command is in progress in the sandbox; pause it once it is done");
+    if (live.box.busy) throw busy();
+    // Paused for new requests first (they are refused from now on), then one more look for one
+    // that got past that check a moment ago: frozen mid-run, it would outlive its backstop.
+    live.record.status = "paused";
+    await new Promise((r) => setImmediate(r));
     try {
+      if (live.box.busy) throw busy();
       await live.box.pause();
     } catch (err) {
+      live.record.status = "running";
+      if (err instanceof ApiError) throw err;
       throw new ApiError("internal_error", `The sandbox could not be paused: ${message(err)}`);
     }
     live.pausedAt = Date.now();
@@ -489,7 +492,9 @@ export class Lifecycle {
       });
     }
     try {
-      const limiter = new Limiter(FORK_PARALLEL);
+      // Copies made at once: as many creates as one tenant may have waiting for a sandbox start
+      // (more would be refused while the pool refills), at least two.
+      const limiter = new Limiter(Math.max(2, Math.floor(this.m.config.startQueue / 2)));
       const input: CreateInput = {
         template: base.record.template,
         envVars: base.record.envVars,

@@ -141,9 +141,20 @@ def tunnel(target):
         status += " | " + data.split(b"\\r\\n\\r\\n", 1)[1].decode()
     return status
 print(tunnel("pypi.test:443"))
-print(tunnel("other.test:443"))`,
+print(tunnel("other.test:443"))
+# What a hostile program sends the proxy instead of a proxy request.
+for junk in (b"GARBAGE\\r\\n\\r\\n", b"GET / HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n", b"CONNECT pypi.test:99999 HTTP/1.1\\r\\n\\r\\n", b"X" * 20000):
+    s = socket.create_connection(("127.0.0.1", 3128), timeout=20)
+    s.sendall(junk)
+    print(s.recv(4096).split(b"\\r\\n")[0].decode())`,
   );
-  const [t1, t2] = tunnel.trim().split("\n");
+  const [t1, t2, ...junk] = tunnel.trim().split("\n");
+  assert.deepEqual(junk, [
+    "HTTP/1.1 400 agentbox egress: malformed proxy request",
+    "HTTP/1.1 400 agentbox egress: this is a proxy: requests need an absolute http:// URL or CONNECT",
+    "HTTP/1.1 400 agentbox egress: CONNECT needs host:port, got 'pypi.test:99999'",
+    "HTTP/1.1 400 agentbox egress: malformed proxy request",
+  ]);
   assert.equal(t1, "HTTP/1.1 200 Connection established | hello from pypi.test /tunnel");
   assert.equal(t2, "HTTP/1.1 403 agentbox egress: other.test:443 not in allow_out");
   const log = await egressLog(id);

@@ -181,6 +181,7 @@ async function handle(client: net.Socket, ctx: EgressContext): Promise<void> {
   }
   entry.address = up.address;
   const upstream = up.sock;
+  if (client.destroyed) return void upstream.destroy();
   upstream.setNoDelay(true);
   client.setNoDelay(true);
   for (const s of [client, upstream]) {

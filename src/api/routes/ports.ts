@@ -220,6 +220,7 @@ export function installPortUpgrades(server: http.Server, network: NetworkService
       }
       const tenant = tenantFor(network, target, keyTenant);
       const sock: net.Socket = await network.openPort(tenant, target.sandboxId, target.port);
+      if (socket.destroyed) return void sock.destroy();
       const lines = [`${req.method} ${target.path} HTTP/1.1`, `host: localhost:${target.port}`];
       for (let i = 0; i < req.rawHeaders.length; i += 2) {
         const name = req.rawHeaders[i] as string;

@@ -161,6 +161,16 @@ describe("end reasons", () => {
     assert.equal(res.status, 200);
     assert.notEqual(res.body.exit_code, 0);
     assert.equal((await call<SandboxBody>("GET", `/v1/agents/sandboxes/${s.sandbox_id}`)).body.status, "running");
+    // After that, its processes dying for another reason (killed from inside) is no OOM end: the
+    // sandbox is restarted at its next use.
+    const killAll = await call("POST", `/v1/agents/sandboxes/${s.sandbox_id}/commands/run`, { command: "sh", args: ["-c", "kill -9 -1"] });
+    assert.equal(killAll.status, 200, JSON.stringify(killAll.body));
+    const again = await call<{ stdout: string }>("POST", `/v1/agents/sandboxes/${s.sandbox_id}/commands/run`, {
+      command: "echo",
+      args: ["alive"],
+    });
+    assert.equal(again.body.stdout, "alive\n");
+    assert.equal((await call<SandboxBody>("GET", `/v1/agents/sandboxes/${s.sandbox_id}`)).body.status, "running");
     assert.deepEqual(
       (await events(s.sandbox_id)).map((e) => e.type),
       ["created"],

@@ -151,6 +151,11 @@ export class Box {
   ended = false;
   /** Frozen by pause(): nothing may be sent to it until resume(). */
   paused = false;
+  /**
+   * OOM kills in the sandbox's group already accounted for (a run or command that was killed for
+   * memory): only a newer one means the sandbox's own processes died of it.
+   */
+  private oomSeen = 0;
   /** Commands executing now (runs are tracked by their kernel queues). */
   private commands = 0;
 
@@ -190,9 +195,9 @@ export class Box {
       onLog: (line) => this.spec.onLog?.(line),
     });
     const link = this.link;
-    const oomAtStart = this.cgroup.oomKills();
+    this.oomSeen = this.cgroup.oomKills();
     link.once("exit", () => {
-      if (!this.ended && !this.restarting && this.link === link) this.spec.onDied?.(this.cgroup.oomKills() > oomAtStart);
+      if (!this.ended && !this.restarting && this.link === link) this.spec.onDied?.(this.cgroup.oomKills() > this.oomSeen);
     });
     await link.ready;
   }
@@ -285,13 +290,15 @@ export class Box {
       if (watch) unwatch = onAbort(watch.signal, () => this.cancel(link, handle.id));
     });
     unwatch?.();
+    const oomAfter = this.cgroup.oomKills();
+    if (oomAfter > oomBefore) this.oomSeen = Math.max(this.oomSeen, oomAfter);
     const verdict = classifyRun({
       end,
       language: req.language,
       timeoutS: req.timeoutS,
       memoryMb: this.spec.limits.memoryMb,
       outputCap: cap,
-      oom: this.cgroup.oomKills() > oomBefore,
+      oom: oomAfter > oomBefore,
       truncated: out.truncated,
     });
     if (end.ev === "done" && end.truncated === true) out.truncated = true;
@@ -379,6 +386,8 @@ export class Box {
     if (h.truncated === true) out.truncated = true;
     const durationMs = h.elapsed_ms ?? 0;
     const status = h.exit_status ?? -9;
+    // A command killed by a signal may have been the OOM killer's choice: that kill is accounted for.
+    if (status < 0) this.oomSeen = Math.max(this.oomSeen, this.cgroup.oomKills());
     // A signal death is reported the way a shell does: 128 + signal number.
     const exitCode = status < 0 ? 128 - status : status;
     const timedOut = h.timed_out === true;

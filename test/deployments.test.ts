@@ -88,6 +88,7 @@ describe("deployments", () => {
         AGENTBOX_DEPLOYMENT_IDLE_S: String(IDLE_S),
         AGENTBOX_DEPLOYMENT_QUEUE: String(QUEUE),
         AGENTBOX_DEPLOYMENT_MAX_REPLICAS: "4",
+        AGENTBOX_MAX_REPLICAS: "3",
         AGENTBOX_REPLICA_HEALTH_INTERVAL_MS: "500",
         AGENTBOX_REPLICA_THREADS: "1",
         AGENTBOX_REPLICA_MEMORY_MB: "1024",
@@ -166,6 +167,10 @@ describe("deployments", () => {
     const minMax = assertError(await post({ ...base, min_replicas: 3, max_replicas: 2 }), 400, "invalid_request");
     assert.match(minMax.error.message, /min_replicas/);
     assert.match(assertError(await post({ ...base, max_replicas: 5 }), 400, "invalid_request").error.message, /limit of 4/);
+    // Within the per-deployment limit, but min_replicas alone would pass the host's cap of 3 replicas.
+    const host = await post({ ...base, min_replicas: 4, max_replicas: 4 });
+    assert.match(assertError(host, 503, "at_capacity").error.message, /at most 3 replicas/);
+    assert.ok(Number(host.headers.get("retry-after")) > 0);
     assertError(await post({ ...base, model_name: "no-such-model" }), 404, "model_not_found");
     assert.match(
       assertError(await post({ ...base, hw_type: "dedicated", gpu_model: "NVIDIA H100", gpu_count: 1 }), 400, "invalid_request").error

@@ -16,6 +16,8 @@ export interface ServerCommand {
 export interface DeploymentsConfig extends DeploymentSettings {
   /** Most replicas one deployment may ask for (max_replicas). */
   maxReplicas: number;
+  /** Most replicas of all deployments together on this host. */
+  maxHostReplicas: number;
   /** Most deployments one tenant may have. */
   maxPerTenant: number;
   /** Tokens of context of a GGUF replica. */
@@ -82,6 +84,9 @@ export function loadDeploymentsConfig(num: Num): DeploymentsConfig {
     drainMs: num("AGENTBOX_DEPLOYMENT_DRAIN_S", 60) * 1000,
     maxReplicas: Math.max(1, num("AGENTBOX_DEPLOYMENT_MAX_REPLICAS", Math.max(2, os.availableParallelism()))),
     maxPerTenant: num("AGENTBOX_MAX_DEPLOYMENTS_PER_TENANT", 8),
+    // Each replica is a process with its own model copy in memory and its own threads: past a few
+    // per core they only take turns.
+    maxHostReplicas: Math.max(1, num("AGENTBOX_MAX_REPLICAS", Math.max(4, 2 * os.availableParallelism()))),
     contextSize: num("AGENTBOX_REPLICA_CONTEXT_SIZE", 4096),
     threads: threads > 0 ? threads : undefined,
     servers: parseServers(process.env.AGENTBOX_DEPLOYMENT_SERVERS),

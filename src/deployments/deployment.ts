@@ -53,6 +53,8 @@ export interface DeploymentHooks {
   log: (msg: string, extra?: Record<string, unknown>) => void;
   /** Something went wrong that the deployment handled (a replica died, a request was sent again). */
   warn: (msg: string, extra?: Record<string, unknown>) => void;
+  /** Whether the host may run one more replica (above min_replicas; AGENTBOX_MAX_REPLICAS for all deployments). */
+  canGrow: () => boolean;
 }
 
 /** Errors of a replica that say it (not the request) failed: the request may go to another one. */
@@ -112,7 +114,7 @@ export class Deployment implements Provider {
   }
 
   /** Replicas that count against the bounds (not stopping, not given up). */
-  private active(): Replica[] {
+  active(): Replica[] {
     return this.replicas.filter((r) => r.state === "ready" || r.state === "starting" || r.state === "restarting");
   }
 
@@ -247,7 +249,8 @@ export class Deployment implements Provider {
     if (this.row.status === "failed" || this.row.status === "deleting") return;
     const active = this.active();
     const starting = active.filter((r) => r.state !== "ready").length;
-    if (this.queue.length > starting * this.settings.parallel && active.length < this.row.max_replicas) this.addReplica();
+    if (this.queue.length > starting * this.settings.parallel && active.length < this.row.max_replicas && this.hooks.canGrow())
+      this.addReplica();
   }
 
   /** Retires one idle replica above min_replicas per tick; keeps min_replicas alive. */

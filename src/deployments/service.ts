@@ -219,6 +219,7 @@ export class DeploymentService implements ModelSource {
       },
       log: (msg, extra) => log("info", msg, extra),
       warn: (msg, extra) => log("warn", msg, extra),
+      canGrow: () => this.activeReplicas() < config.maxHostReplicas,
     });
     this.byId.set(row.id, d);
     if (row.status !== "deleting") this.byName.set(`${row.tenant_id}\n${row.name}`, d);
@@ -260,6 +261,17 @@ export class DeploymentService implements ModelSource {
     }
     const mine = [...this.byId.values()].filter((d) => d.row.tenant_id === tenantId && d.row.status !== "deleting");
     if (mine.some((d) => d.row.name === name)) throw new ApiError("conflict", `A deployment named '${name}' already exists`);
+    // Every deployment's min_replicas always run: they must fit the host's cap together.
+    const reserved = [...this.byId.values()].reduce(
+      (n, d) => n + (d.row.status === "deleting" || d.row.status === "failed" ? 0 : d.row.min_replicas),
+      0,
+    );
+    if (reserved + min > config.maxHostReplicas)
+      throw new ApiError(
+        "at_capacity",
+        `This host runs at most ${config.maxHostReplicas} replicas and ${reserved} are reserved by min_replicas of existing deployments`,
+        60,
+      );
     if (mine.length >= config.maxPerTenant)
       throw new ApiError("quota_exceeded", `This tenant has ${mine.length} deployments, the most allowed; delete one first`);
     const id = `dep_${crypto.randomBytes(10).toString("hex")}`;
@@ -299,6 +311,12 @@ export class DeploymentService implements ModelSource {
       deployment_name,
       user_email: null,
     };
+  }
+
+  private activeReplicas(): number {
+    let n = 0;
+    for (const d of this.byId.values()) n += d.active().length;
+    return n;
   }
 
   private view(d: Deployment): DeploymentView {

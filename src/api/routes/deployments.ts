@@ -33,7 +33,7 @@ export const deploymentRoutes: FastifyPluginAsyncTypebox<{ deps: DeploymentRoute
           "Serves a model with its own replica processes (between min_replicas and max_replicas) behind the gateway: " +
           "clients send `model: <deployment_name>` to /v1/inference/chat/completions. Answers at once with status 'creating'.",
         body: CreateDeploymentBody,
-        response: { 200: CreateDeploymentResult, ...errors(400, 401, 404, 409, 429) },
+        response: { 200: CreateDeploymentResult, ...errors(400, 401, 404, 409, 429, 503) },
       },
     },
     async (request) => deployments.create(request.apiKey.tenantId, request.body),

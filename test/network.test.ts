@@ -6,20 +6,25 @@ import fs from "node:fs";
 import path from "node:path";
 import { after, before, test } from "node:test";
 import { assertError, type Call, createSandbox } from "./helpers/api.js";
-import { type Internet, startInternet } from "./helpers/internet.js";
+import { type Internet, selfSignedCert, startInternet } from "./helpers/internet.js";
 import { createKey } from "./helpers/leftovers.js";
 import { client, startServer, type TestServer } from "./helpers/server.js";
 
 let server: TestServer;
 let internet: Internet;
+let secure: Internet;
+let cert: string;
 let call: Call;
 
 let env: Record<string, string>;
 
 before(async () => {
   internet = await startInternet();
+  const tls = selfSignedCert("secure.test");
+  cert = tls.cert;
+  secure = await startInternet(tls);
   const at = `127.0.0.1:${internet.port}`;
-  env = { AGENTBOX_EGRESS_HOSTS: `pypi.test=${at},other.test=${at}` };
+  env = { AGENTBOX_EGRESS_HOSTS: `pypi.test=${at},other.test=${at},secure.test=127.0.0.1:${secure.port}` };
   server = await startServer({ env });
   call = client(server);
 });
@@ -27,6 +32,7 @@ before(async () => {
 after(async () => {
   await server?.dispose();
   await internet?.close();
+  await secure?.close();
 });
 
 /** Runs python in the sandbox; returns its stdout (fails the test on an error). */
@@ -218,15 +224,42 @@ for junk in (b"GARBAGE\\r\\n\\r\\n", b"GET / HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n",
   await call("DELETE", `/v1/agents/sandboxes/${id}`);
 });
 
+test("HTTPS through CONNECT, with the certificate verified end to end", async () => {
+  const id = await createSandbox(call, { network: { allow_out: ["secure.test"] } });
+  const write = await call("POST", `/v1/agents/sandboxes/${id}/code/run`, {
+    language: "python",
+    code: `open("/home/user/ca.pem", "w").write(${JSON.stringify(cert)})`,
+  });
+  assert.equal(write.status, 200);
+  const out = await py(
+    id,
+    `import ssl, urllib.request
+ctx = ssl.create_default_context(cafile="/home/user/ca.pem")
+print(urllib.request.urlopen("https://secure.test/tls", context=ctx, timeout=20).read().decode())
+try:
+    urllib.request.urlopen("https://secure.test/tls", timeout=20)
+except Exception as e:
+    print("unverified:", "CERTIFICATE_VERIFY_FAILED" in str(e))`,
+  );
+  assert.deepEqual(out.trim().split("\n"), ["hello from secure.test /tls", "unverified: True"]);
+  assert.ok(secure.hits.includes("/tls"));
+  await call("DELETE", `/v1/agents/sandboxes/${id}`);
+});
+
 test("pip install from an allowed index works through the proxy", async () => {
   const id = await createSandbox(call, { network: { allow_out: ["pypi.test"] } });
   const res = await call<{ exit_code: number; stdout: string; stderr: string }>("POST", `/v1/agents/sandboxes/${id}/commands/run`, {
     command:
-      "PIP_DISABLE_PIP_VERSION_CHECK=1 pip install --user --break-system-packages --no-cache-dir --index-url http://pypi.test/simple/ --trusted-host pypi.test tinypkg && python3 -c 'import tinypkg; print(\"VALUE\", tinypkg.VALUE)'",
+      "env | grep -E '^(PIP_PROXY|npm_config_proxy|npm_config_https_proxy|HTTPS_PROXY|NO_PROXY)=' | sort && PIP_DISABLE_PIP_VERSION_CHECK=1 pip install --user --break-system-packages --no-cache-dir --index-url http://pypi.test/simple/ --trusted-host pypi.test tinypkg && python3 -c 'import tinypkg; print(\"VALUE\", tinypkg.VALUE)'",
     timeout: 120_000,
   });
   assert.equal(res.body.exit_code, 0, res.body.stderr);
   assert.match(res.body.stdout, /VALUE 42/);
+  // pip's and npm's own proxy settings are there too.
+  for (const v of ["HTTPS_PROXY", "PIP_PROXY", "npm_config_https_proxy", "npm_config_proxy"]) {
+    assert.ok(res.body.stdout.includes(`${v}=http://127.0.0.1:3128\n`), v);
+  }
+  assert.ok(res.body.stdout.includes("NO_PROXY=localhost,127.0.0.1,::1\n"));
   assert.ok(internet.hits.includes("/files/tinypkg-0.1-py3-none-any.whl"));
   // Code in the sandbox kills the relay: the service starts a new one, egress comes back.
   const kill = await call<{ exit_code: number }>("POST", `/v1/agents/sandboxes/${id}/commands/run`, { command: "pkill -f netrelay.py" });

@@ -2,7 +2,11 @@
 // service's resolver override maps test names to. Serves a greeting, a byte stream of any size,
 // and a tiny package index (one pure-python wheel) that pip can install from.
 import { execFileSync } from "node:child_process";
+import fs from "node:fs";
 import http from "node:http";
+import https from "node:https";
+import os from "node:os";
+import path from "node:path";
 import type net from "node:net";
 
 /** A wheel of package `tinypkg` 0.1 whose module sets VALUE = 42 (built by python's zipfile on the host). */
@@ -37,12 +41,44 @@ export interface Internet {
   close(): Promise<void>;
 }
 
-export async function startInternet(): Promise<Internet> {
+/** A self-signed certificate for `name` (openssl on the host), PEM key and certificate. */
+export function selfSignedCert(name: string): { key: string; cert: string } {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "agentbox-cert-"));
+  try {
+    execFileSync(
+      "openssl",
+      [
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-days",
+        "1",
+        "-subj",
+        `/CN=${name}`,
+        "-addext",
+        `subjectAltName=DNS:${name}`,
+        "-keyout",
+        path.join(dir, "key.pem"),
+        "-out",
+        path.join(dir, "cert.pem"),
+      ],
+      { stdio: "ignore" },
+    );
+    return { key: fs.readFileSync(path.join(dir, "key.pem"), "utf8"), cert: fs.readFileSync(path.join(dir, "cert.pem"), "utf8") };
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** `tls`: serve HTTPS with this key and certificate instead of HTTP. */
+export async function startInternet(tls?: { key: string; cert: string }): Promise<Internet> {
   const wheel = tinyWheel();
   const hits: string[] = [];
   /** The last /bytes/N body, kept: the benchmark asks for the same size many times. */
   let blob = Buffer.alloc(0);
-  const server = http.createServer((req, res) => {
+  const handler: http.RequestListener = (req, res) => {
     const url = req.url ?? "/";
     hits.push(url);
     const bytes = /^\/bytes\/(\d{1,9})$/.exec(url);
@@ -66,7 +102,8 @@ export async function startInternet(): Promise<Internet> {
     }
     res.writeHead(200, { "content-type": "text/plain" });
     res.end(`hello from ${req.headers.host} ${url}`);
-  });
+  };
+  const server = tls ? https.createServer(tls, handler) : http.createServer(handler);
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const port = (server.address() as net.AddressInfo).port;
   return {

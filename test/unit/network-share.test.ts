@@ -32,3 +32,25 @@ test("the resolver override maps names (and optionally ports); its addresses are
   assert.deepEqual(await r.resolve("127.0.0.1"), { addresses: ["127.0.0.1"], trusted: [] });
   assert.deepEqual((await r.resolve("localhost")).trusted, [], "names outside the override are never trusted");
 });
+
+test("operator settings: the default policy and lists are validated at start-up", async () => {
+  const { networkSettings } = await import("../../src/network/settings.js");
+  const saved = { ...process.env };
+  try {
+    process.env.AGENTBOX_NETWORK_DEFAULT = '{"internet_access":true,"deny_out":["*.Example.com"]}';
+    process.env.AGENTBOX_EGRESS_DENY = "10.9.0.0/16, bad.test";
+    process.env.AGENTBOX_EGRESS_ALLOW_PRIVATE = "10.0.5.0/24";
+    const s = networkSettings();
+    assert.deepEqual(s.defaultPolicy, { internetAccess: true, allowOut: [], denyOut: ["*.example.com"] });
+    assert.deepEqual(s.denyOut, ["10.9.0.0/16", "bad.test"]);
+    assert.deepEqual(s.allowPrivate, ["10.0.5.0/24"]);
+    process.env.AGENTBOX_EGRESS_ALLOW_PRIVATE = "mirror.internal";
+    assert.throws(() => networkSettings(), /AGENTBOX_EGRESS_ALLOW_PRIVATE: 'mirror.internal' is not a CIDR/);
+    delete process.env.AGENTBOX_EGRESS_ALLOW_PRIVATE;
+    process.env.AGENTBOX_NETWORK_DEFAULT = '{"allow_out":["not a name"]}';
+    assert.throws(() => networkSettings(), /AGENTBOX_NETWORK_DEFAULT/);
+  } finally {
+    for (const k of Object.keys(process.env)) if (!(k in saved)) delete process.env[k];
+    Object.assign(process.env, saved);
+  }
+});

@@ -247,6 +247,7 @@ describe("deployments", () => {
     assert.equal(res.body.usage.completion_tokens, 4);
     assert.equal((await call("DELETE", `/v1/deployments/delete/${depId}`)).status, 200);
     const copy = path.join(server.dataDir, "deployment-models", `${depId}.gguf`);
+    assert.equal(fs.statSync(path.dirname(copy)).mode & 0o777, 0o700);
     assert.ok(await eventually(async () => (await get(depId)).status === 404 && !fs.existsSync(copy), 15_000));
   });
 

@@ -106,7 +106,10 @@ export class DeploymentService implements ModelSource {
     if (!this.files) throw new ApiError("model_not_found", `The model '${fileId}' is not here: stored files are not enabled`);
     const { stream } = await this.files.open(tenantId, fileId);
     const dest = this.fileCopy(deploymentId);
-    fs.mkdirSync(path.dirname(dest), { recursive: true });
+    // Closed to everyone but the service: replicas get their copy as a descriptor, and must not reach
+    // another deployment's (another tenant's) model through the directory.
+    fs.mkdirSync(path.dirname(dest), { recursive: true, mode: 0o700 });
+    fs.chmodSync(path.dirname(dest), 0o700);
     const tmp = `${dest}.partial`;
     try {
       // Readable by the unprivileged replica (it gets the file as a descriptor; the directory may be closed to it).

@@ -5,8 +5,33 @@ import dns from "node:dns";
 import net from "node:net";
 import os from "node:os";
 import { addressKey, SPECIAL_RANGES } from "../network/policy.js";
+import { Limiter } from "../sandbox/pool.js";
 
 export const MAX_URL_LENGTH = 2048;
+const LOOKUP_TIMEOUT_MS = 5000;
+/**
+ * Name lookups run on libuv's small thread pool, which file I/O shares: at most two at a time, so a
+ * webhook host whose DNS never answers cannot take the pool. A slot is held until the lookup really
+ * ends; the caller stops waiting after LOOKUP_TIMEOUT_MS (time in the queue included).
+ */
+const lookups = new Limiter(2);
+
+function lookupAll(host: string): Promise<dns.LookupAddress[]> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(
+      () => reject(new DestinationError(`Looking up '${host}' took longer than ${LOOKUP_TIMEOUT_MS} ms`)),
+      LOOKUP_TIMEOUT_MS,
+    );
+    void lookups.run(() =>
+      dns.promises
+        .lookup(host, { all: true, verbatim: true })
+        .then(resolve, (err: NodeJS.ErrnoException) =>
+          reject(new DestinationError(`The webhook host '${host}' does not resolve (${err.code ?? "error"})`)),
+        )
+        .finally(() => clearTimeout(timer)),
+    );
+  });
+}
 
 /** A webhook URL that may not be used; the message says why (it becomes a 400). */
 export class DestinationError extends Error {}
@@ -68,11 +93,7 @@ export async function resolveDestination(url: URL, allowPrivate: boolean): Promi
   let addresses: { address: string; family: number }[];
   if (net.isIP(host) !== 0) addresses = [{ address: host, family: net.isIP(host) }];
   else {
-    try {
-      addresses = await dns.promises.lookup(host, { all: true, verbatim: true });
-    } catch (err) {
-      throw new DestinationError(`The webhook host '${host}' does not resolve (${(err as NodeJS.ErrnoException).code ?? "error"})`);
-    }
+    addresses = await lookupAll(host);
   }
   const first = addresses[0];
   if (!first) throw new DestinationError(`The webhook host '${host}' does not resolve`);

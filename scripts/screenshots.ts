@@ -1,10 +1,12 @@
 // Takes a screenshot of every dashboard page into docs/screenshots/ (laptop width, and the
 // playground at phone width), against a fresh service with a little activity to show.
 import fs from "node:fs";
+import os from "node:os";
 import path from "node:path";
 import type { Page } from "playwright-core";
 import { ensureDashboardBuilt, launchBrowser, signIn } from "../test/helpers/dashboard.js";
 import { client, startServer } from "../test/helpers/server.js";
+import { startUpstream } from "../test/helpers/upstream.js";
 
 const OUT = path.resolve(path.dirname(new URL(import.meta.url).pathname), "../docs/screenshots");
 
@@ -19,7 +21,14 @@ async function shot(page: Page, name: string, fullPage = true): Promise<void> {
 async function main(): Promise<void> {
   ensureDashboardBuilt();
   fs.mkdirSync(OUT, { recursive: true });
-  const server = await startServer();
+  // A scripted model on loopback, so the Models and Usage pages have something to show.
+  const upstream = await startUpstream();
+  const providers = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "screenshots-")), "providers.json");
+  fs.writeFileSync(
+    providers,
+    JSON.stringify({ providers: [{ name: "local", type: "openai", base_url: upstream.baseUrl, models: ["echo"] }] }),
+  );
+  const server = await startServer({ env: { AGENTBOX_PROVIDERS_FILE: providers } });
   const browser = await launchBrowser();
   try {
     const call = client(server);
@@ -67,7 +76,13 @@ async function main(): Promise<void> {
     await page.setViewportSize({ width: 1280, height: 1250 });
     await shot(page, "playground", false);
     await page.setViewportSize({ width: 1280, height: 800 });
-    for (const name of ["Usage", "Models", "Vectors", "Files", "Deployments"]) {
+    await page.getByRole("link", { name: "Models" }).click();
+    await page.getByRole("combobox", { name: /^Model/ }).selectOption("echo");
+    await page.getByLabel("Message").fill("what does a sandbox keep between runs?");
+    await page.getByRole("button", { name: "Send" }).click();
+    await page.getByText("echo: what does").waitFor();
+    await shot(page, "models");
+    for (const name of ["Usage", "Vectors", "Files", "Deployments"]) {
       await page.getByRole("link", { name, exact: true }).click();
       await page.getByRole("heading", { name, level: 1 }).waitFor();
       await shot(page, name.toLowerCase());
@@ -90,6 +105,8 @@ async function main(): Promise<void> {
   } finally {
     await browser.close();
     await server.dispose();
+    await upstream.close();
+    fs.rmSync(path.dirname(providers), { recursive: true, force: true });
   }
 }
 

@@ -32,6 +32,8 @@ export interface OpenAIProviderConfig {
   retries: number;
   maxConnections: number;
   headers: Record<string, string>;
+  /** Connect over this unix socket instead of TCP (a deployment replica in its own network namespace). */
+  socketPath?: string;
 }
 
 const USAGE_OPTION = Buffer.from(',"stream_options":{"include_usage":true}');
@@ -68,6 +70,8 @@ export class OpenAIProvider implements Provider {
       keepAliveMsecs: 1000,
       maxSockets: config.maxConnections,
       scheduling: "lifo",
+      // The agent's own options win over each request's, so every connection goes to the socket.
+      ...(config.socketPath ? { socketPath: config.socketPath } : {}),
     };
     this.agent = secure ? new https.Agent(agentOptions) : new http.Agent(agentOptions);
     this.request = secure ? https.request : http.request;

@@ -1,7 +1,9 @@
 // One live sandbox: its workspace, its cgroup and the bubblewrap process that holds its namespaces
 // and supervisor. Code runs, commands and file operations all go through here; this is where code
 // is handed to the sandbox for execution (run()).
+import fs from "node:fs";
 import type { Limits } from "../config.js";
+import { netDirOf } from "./bwrap.js";
 import type { CgroupManager, SandboxCgroup } from "./cgroup.js";
 import { languageSpec } from "./languages.js";
 import { type RequestOptions, SupervisorLink } from "./link.js";
@@ -485,5 +487,7 @@ export class Box {
     if (this.link) await this.link.exited();
     await this.cgroup.destroy();
     await this.workspaces.destroy(this.spec.name);
+    // The directory of its network sockets (made with every start, pool sandboxes' too).
+    await fs.promises.rm(netDirOf(this.workspace), { recursive: true, force: true });
   }
 }

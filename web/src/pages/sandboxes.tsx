@@ -136,7 +136,13 @@ export function SandboxesPage() {
                   {shown.map((s) => (
                     <tr key={s.sandbox_id}>
                       <td>
-                        <a href={`#/sandboxes/${encodeURIComponent(s.sandbox_id)}`}>{s.sandbox_id}</a>
+                        <a
+                          href={`#/sandboxes/${encodeURIComponent(s.sandbox_id)}`}
+                          title={s.sandbox_id}
+                          aria-label={`Sandbox ${s.sandbox_id}`}
+                        >
+                          <code>{s.sandbox_id.slice(0, 8)}</code>
+                        </a>
                       </td>
                       <td>
                         <span class={`badge ${s.status}`}>{s.status}</span>

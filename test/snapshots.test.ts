@@ -216,6 +216,11 @@ EOF`,
     assertError(await snapshotOf(mine, other), 429, "quota_exceeded");
     assert.equal((await other("DELETE", `/v1/agents/snapshots/${kept[0]}`)).status, 200);
     assert.equal((await snapshotOf(mine, other)).status, 201, "room again after a delete");
+    // A fork counts against the tenant's sandbox quota as a whole: 1 live + 2 copies > 2.
+    const admin = client({ url: server.url, key: server.adminKey });
+    assert.equal((await admin("PUT", "/v1/admin/tenants/tenant-other", { max_sandboxes: 2 })).status, 200);
+    assertError(await other("POST", `/v1/agents/sandboxes/${mine}/fork`, { count: 2 }), 429, "quota_exceeded");
+    assert.equal((await listSnapshots(other)).body.total, 3, "a refused fork leaves nothing");
     await other("DELETE", `/v1/agents/sandboxes/${mine}`);
   });
 

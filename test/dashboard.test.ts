@@ -76,7 +76,7 @@ describe("dashboard", () => {
     await page.context().close();
   });
 
-  it("a tenant: sandbox with hostile metadata, files both ways, playground with text, plot and HTML", async () => {
+  it("a tenant: sandbox with hostile metadata, files both ways, command, filters, playground (text, plot, HTML, error), extend and kill", async () => {
     const { page, dialogs } = await openPage();
     await signIn(page, server.url, server.key);
 
@@ -86,6 +86,8 @@ describe("dashboard", () => {
     await page.getByRole("button", { name: "Create sandbox" }).click();
     await page.getByRole("heading", { name: /^Sandbox / }).waitFor();
     await page.getByText(`name=${XSS}`).waitFor();
+    const sandboxId = decodeURIComponent(page.url().split("#/sandboxes/")[1] ?? "");
+    assert.ok(sandboxId);
 
     // Upload a file into /home/user, see it listed, download it back.
     const local = path.join(tmp, "notes.txt");
@@ -96,9 +98,22 @@ describe("dashboard", () => {
     assert.equal(download.suggestedFilename(), "notes.txt");
     assert.equal(fs.readFileSync((await download.path()) as string, "utf8"), "dashboard bytes\n");
 
-    // The list shows it, metadata as text.
+    // The command box runs in the same sandbox.
+    await page.getByLabel("Command", { exact: true }).fill("cat notes.txt; exit 3");
+    await page.getByRole("button", { name: "Run command" }).click();
+    await page.getByText("exit status 3").waitFor();
+    await page.locator("pre", { hasText: "dashboard bytes" }).waitFor();
+
+    // The list shows it, metadata as text; the filters narrow it.
     await page.getByRole("link", { name: "Sandboxes", exact: true }).click();
     await page.getByRole("cell", { name: `name=${XSS}` }).waitFor();
+    await page.getByLabel("Metadata filter").fill("name=someone-else");
+    await page.getByText("No sandboxes match these filters").waitFor();
+    await page.getByLabel("Metadata filter").fill(`name=${XSS}`);
+    await page.getByRole("cell", { name: `name=${XSS}` }).waitFor();
+    await page.getByLabel("State").selectOption("terminated");
+    await page.getByText("No sandboxes match these filters").waitFor();
+    await page.getByLabel("State").selectOption("");
 
     // The playground: print and plot, streamed; then state kept, and HTML printed and displayed.
     await page.getByRole("link", { name: "Playground" }).click();
@@ -127,6 +142,16 @@ describe("dashboard", () => {
     await code.fill("1 / 0");
     await page.getByRole("button", { name: "Run" }).click();
     await output.getByRole("alert").getByText("ZeroDivisionError").waitFor();
+
+    // Extend, then kill the sandbox from its page.
+    await page.goto(`${server.url}/#/sandboxes/${encodeURIComponent(sandboxId)}`);
+    const ends = page.locator("dd").nth(4);
+    const before = (await ends.textContent()) ?? "";
+    await page.getByLabel("Extend by (s)").fill("3600");
+    await page.getByRole("button", { name: "Extend" }).click();
+    await page.waitForFunction((old) => document.querySelectorAll("dd")[4]?.textContent !== old, before);
+    await page.getByRole("button", { name: "Kill" }).click();
+    await page.locator(".badge", { hasText: "terminated" }).waitFor();
 
     // The probe: no user string became an element of the page, nothing ran.
     assert.equal(await page.locator('img[src="x"]').count(), 0);

@@ -27,7 +27,10 @@ interface Delivery {
   attempt_log: { at: string; status_code: number | null; error: string | null; duration_ms: number }[];
 }
 
-/** A webhook receiver on 127.0.0.1: `answer(path, n)` picks the status of the n-th request to a path (or null: never answer). */
+/**
+ * A webhook receiver on 127.0.0.1: `answer(path, n)` picks the status of the n-th request to a path,
+ * or null: never answer (odd n) or stall after the headers (even n).
+ */
 async function receiver(answer: (path: string, n: number) => number | null = () => 200) {
   const received: Received[] = [];
   const counts = new Map<string, number>();
@@ -43,8 +46,11 @@ async function receiver(answer: (path: string, n: number) => number | null = () 
       counts.set(path, n);
       received.push({ path, raw, headers: req.headers });
       const status = answer(path, n);
-      if (status === null) hung.push(res);
-      else res.writeHead(status).end("ok");
+      if (status === null) {
+        // Every other one sends its headers and part of a body, then stalls.
+        if (n % 2 === 0) res.writeHead(200, { "content-length": "100" }).write("partial");
+        hung.push(res);
+      } else res.writeHead(status).end("ok");
     });
   });
   await new Promise<void>((r) => srv.listen(0, "127.0.0.1", r));
@@ -154,7 +160,8 @@ describe("webhooks (private destinations allowed)", () => {
       [500, 500, 200],
     );
     const at = d?.attempt_log.map((a) => Date.parse(a.at)) ?? [];
-    assert.ok((at[2] ?? 0) - (at[1] ?? 0) > (at[1] ?? 0) - (at[0] ?? 0), "the second wait is longer than the first");
+    // Never sooner than the backoff allows (base 200 ms, doubling, -20% jitter at most).
+    assert.ok((at[1] ?? 0) - (at[0] ?? 0) >= 160 && (at[2] ?? 0) - (at[1] ?? 0) >= 320, JSON.stringify(at));
     // The same delivery each time: same id, same signed body.
     const sent = rx.on("/flaky");
     assert.equal(new Set(sent.map((r) => r.headers["x-agentbox-delivery"])).size, 1);

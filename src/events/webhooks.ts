@@ -309,7 +309,12 @@ export class WebhookService {
             res.on("error", reject);
           },
         );
-        req.on("error", (err) => reject(ac.signal.aborted ? new Error(`no answer within ${this.settings.webhookTimeoutMs} ms`) : err));
+        // The time limit settles the attempt whatever state the request is in (even a response
+        // that stalls after its headers).
+        const late = () => reject(new Error(`no answer within ${this.settings.webhookTimeoutMs} ms`));
+        ac.signal.addEventListener("abort", late, { once: true });
+        req.on("error", (err) => (ac.signal.aborted ? late() : reject(err)));
+        req.on("close", () => reject(new Error("the connection closed before the answer ended")));
         req.end(body);
       });
     } finally {

@@ -24,7 +24,7 @@ before(async () => {
   cert = tls.cert;
   secure = await startInternet(tls);
   const at = `127.0.0.1:${internet.port}`;
-  env = { AGENTBOX_EGRESS_HOSTS: `pypi.test=${at},other.test=${at},secure.test=127.0.0.1:${secure.port}` };
+  env = { AGENTBOX_EGRESS_HOSTS: `pypi.test=${at},other.test=${at},npm.test=${at},secure.test=127.0.0.1:${secure.port}` };
   server = await startServer({ env });
   call = client(server);
 });
@@ -246,8 +246,8 @@ except Exception as e:
   await call("DELETE", `/v1/agents/sandboxes/${id}`);
 });
 
-test("pip install from an allowed index works through the proxy", async () => {
-  const id = await createSandbox(call, { network: { allow_out: ["pypi.test"] } });
+test("pip install and npm install from allowed registries work through the proxy", async () => {
+  const id = await createSandbox(call, { network: { allow_out: ["pypi.test", "npm.test"] } });
   const res = await call<{ exit_code: number; stdout: string; stderr: string }>("POST", `/v1/agents/sandboxes/${id}/commands/run`, {
     command:
       "env | grep -E '^(PIP_PROXY|npm_config_proxy|npm_config_https_proxy|HTTPS_PROXY|NO_PROXY)=' | sort && PIP_DISABLE_PIP_VERSION_CHECK=1 pip install --user --break-system-packages --no-cache-dir --index-url http://pypi.test/simple/ --trusted-host pypi.test tinypkg && python3 -c 'import tinypkg; print(\"VALUE\", tinypkg.VALUE)'",
@@ -261,6 +261,13 @@ test("pip install from an allowed index works through the proxy", async () => {
   }
   assert.ok(res.body.stdout.includes("NO_PROXY=localhost,127.0.0.1,::1\n"));
   assert.ok(internet.hits.includes("/files/tinypkg-0.1-py3-none-any.whl"));
+  const npm = await call<{ exit_code: number; stdout: string; stderr: string }>("POST", `/v1/agents/sandboxes/${id}/commands/run`, {
+    command:
+      'mkdir -p app && cd app && npm install --registry http://npm.test/ --no-audit --no-fund --no-update-notifier --loglevel=error tinynpm && node -e \'console.log("npm value", require("tinynpm").value)\'',
+    timeout: 120_000,
+  });
+  assert.equal(npm.body.exit_code, 0, npm.body.stderr);
+  assert.match(npm.body.stdout, /npm value 42/);
   // Code in the sandbox kills the relay: the service starts a new one, egress comes back.
   const kill = await call<{ exit_code: number }>("POST", `/v1/agents/sandboxes/${id}/commands/run`, { command: "pkill -f netrelay.py" });
   assert.equal(kill.body.exit_code, 0);

@@ -126,6 +126,11 @@ export class NetworkService {
     }
   }
 
+  /** The caller's sandbox is running (404 for another tenant's, 400 for an ended one). */
+  checkRunning(tenantId: string, sandboxId: string): void {
+    this.sandboxes.box(tenantId, sandboxId);
+  }
+
   getPolicy(tenantId: string, sandboxId: string): NetworkPolicy {
     this.sandboxes.get(tenantId, sandboxId);
     return this.nets.get(sandboxId)?.policy ?? this.config.network.defaultPolicy;

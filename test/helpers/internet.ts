@@ -1,7 +1,8 @@
 // "The internet" for network tests and the egress bench: an HTTP server on loopback that the
 // service's resolver override maps test names to. Serves a greeting, a byte stream of any size,
-// and a tiny package index (one pure-python wheel) that pip can install from.
+// a tiny package index (one pure-python wheel) that pip can install from, and a one-package npm registry.
 import { execFileSync } from "node:child_process";
+import crypto from "node:crypto";
 import fs from "node:fs";
 import http from "node:http";
 import https from "node:https";
@@ -41,6 +42,19 @@ export interface Internet {
   close(): Promise<void>;
 }
 
+/** An npm package `tinynpm` 1.0.0 whose module exports {value: 42}, as the registry's tarball. */
+function tinyNpmTarball(): Buffer {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "agentbox-npm-"));
+  try {
+    fs.mkdirSync(path.join(dir, "package"));
+    fs.writeFileSync(path.join(dir, "package", "package.json"), JSON.stringify({ name: "tinynpm", version: "1.0.0", main: "index.js" }));
+    fs.writeFileSync(path.join(dir, "package", "index.js"), "module.exports = { value: 42 };\n");
+    return execFileSync("tar", ["czf", "-", "-C", dir, "package"]);
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 /** A self-signed certificate for `name` (openssl on the host), PEM key and certificate. */
 export function selfSignedCert(name: string): { key: string; cert: string } {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "agentbox-cert-"));
@@ -75,6 +89,8 @@ export function selfSignedCert(name: string): { key: string; cert: string } {
 /** `tls`: serve HTTPS with this key and certificate instead of HTTP. */
 export async function startInternet(tls?: { key: string; cert: string }): Promise<Internet> {
   const wheel = tinyWheel();
+  const tarball = tinyNpmTarball();
+  const integrity = `sha512-${crypto.createHash("sha512").update(tarball).digest("base64")}`;
   const hits: string[] = [];
   /** The last /bytes/N body, kept: the benchmark asks for the same size many times. */
   let blob = Buffer.alloc(0);
@@ -95,6 +111,20 @@ export async function startInternet(tls?: { key: string; cert: string }): Promis
           : '<html><body><a href="/files/tinypkg-0.1-py3-none-any.whl">tinypkg-0.1-py3-none-any.whl</a></body></html>';
       res.writeHead(200, { "content-type": "text/html" });
       return res.end(body);
+    }
+    if (url === "/tinynpm") {
+      const tarballUrl = `http://${req.headers.host}/tinynpm/-/tinynpm-1.0.0.tgz`;
+      const doc = {
+        name: "tinynpm",
+        "dist-tags": { latest: "1.0.0" },
+        versions: { "1.0.0": { name: "tinynpm", version: "1.0.0", dist: { tarball: tarballUrl, integrity } } },
+      };
+      res.writeHead(200, { "content-type": "application/json" });
+      return res.end(JSON.stringify(doc));
+    }
+    if (url === "/tinynpm/-/tinynpm-1.0.0.tgz") {
+      res.writeHead(200, { "content-type": "application/octet-stream", "content-length": tarball.length });
+      return res.end(tarball);
     }
     if (url === "/files/tinypkg-0.1-py3-none-any.whl") {
       res.writeHead(200, { "content-type": "application/octet-stream", "content-length": wheel.length });

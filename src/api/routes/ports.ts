@@ -101,7 +101,7 @@ export const portRoutes: FastifyPluginAsyncTypebox<{ network: NetworkService; pu
     async (request) => {
       const { sandbox_id: id } = request.params;
       const port = parsePort(request.params.port);
-      network.getPolicy(request.apiKey.tenantId, id);
+      network.checkRunning(request.apiKey.tenantId, id);
       return { url: `${baseUrl(request, publicUrl)}/v1/agents/sandboxes/${encodeURIComponent(id)}/ports/${port}/` };
     },
   );

@@ -29,7 +29,11 @@ async function main(): Promise<void> {
     JSON.stringify({ providers: [{ name: "local", type: "openai", base_url: upstream.baseUrl, models: ["echo"] }] }),
   );
   const server = await startServer({ env: { AGENTBOX_PROVIDERS_FILE: providers } });
-  const browser = await launchBrowser();
+  const browser = await launchBrowser().catch(async (err) => {
+    await server.dispose();
+    await upstream.close();
+    throw err;
+  });
   try {
     const call = client(server);
     // Some activity: sandboxes with metadata, a file, runs of each language (one failing).

@@ -29,7 +29,13 @@ describe("dashboard", () => {
       providers,
       JSON.stringify({ providers: [{ name: "local", type: "openai", base_url: upstream.baseUrl, models: ["echo"] }] }),
     );
-    [server, browser] = await Promise.all([startServer({ env: { AGENTBOX_PROVIDERS_FILE: providers } }), launchBrowser()]);
+    // Both started at once; each kept even if the other fails, so that after() can stop it (a browser
+    // left running would keep the test process alive).
+    const [srv, brw] = await Promise.allSettled([startServer({ env: { AGENTBOX_PROVIDERS_FILE: providers } }), launchBrowser()]);
+    if (srv.status === "fulfilled") server = srv.value;
+    if (brw.status === "fulfilled") browser = brw.value;
+    if (srv.status === "rejected") throw srv.reason;
+    if (brw.status === "rejected") throw brw.reason;
   });
   after(async () => {
     await browser?.close();

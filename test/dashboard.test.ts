@@ -166,7 +166,7 @@ describe("dashboard", () => {
     await page.context().close();
   });
 
-  it("models: the gateway's list, a chat answer streamed in, its tokens on the usage page", async () => {
+  it("models, usage and stored files: a chat answer streamed in, its tokens on the usage page, a file up and down", async () => {
     const { page } = await openPage();
     await signIn(page, server.url, server.key);
     await page.getByRole("link", { name: "Models" }).click();
@@ -178,6 +178,15 @@ describe("dashboard", () => {
     assert.equal(upstream.requests.at(-1)?.body.stream, true, "the chat asked for a stream");
     await page.getByRole("link", { name: "Usage" }).click();
     await page.getByRole("cell", { name: "echo", exact: true }).waitFor();
+
+    // Stored files: upload one, see it listed, download it back.
+    const local = path.join(tmp, "report.csv");
+    fs.writeFileSync(local, "a,b\n1,2\n");
+    await page.getByRole("link", { name: "Files" }).click();
+    await page.getByLabel("Upload a file").setInputFiles(local);
+    await page.getByRole("cell", { name: "report.csv" }).waitFor();
+    const [download] = await Promise.all([page.waitForEvent("download"), page.getByRole("button", { name: "Download" }).first().click()]);
+    assert.equal(fs.readFileSync((await download.path()) as string, "utf8"), "a,b\n1,2\n");
     await page.context().close();
   });
 

@@ -190,6 +190,20 @@ describe("dashboard", () => {
     await page.context().close();
   });
 
+  it("every page fits a phone's width (wide tables scroll inside their box)", async () => {
+    const context = await browser.newContext({ viewport: { width: 390, height: 844 } });
+    const page = await context.newPage();
+    await signIn(page, server.url, server.key);
+    for (const name of ["Overview", "Sandboxes", "Playground", "Usage", "Models", "Vectors", "Files", "Deployments"]) {
+      await page.getByRole("link", { name, exact: true }).click();
+      await page.getByRole("heading", { name, level: 1 }).waitFor();
+      await page.waitForFunction(() => !document.querySelector('[aria-busy="true"]'));
+      const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+      assert.ok(overflow <= 1, `${name} is ${overflow}px wider than the phone`);
+    }
+    await context.close();
+  });
+
   it("an operator: creates a key (shown once), sees it used, revokes it", async () => {
     const { page } = await openPage();
     await signIn(page, server.url, server.adminKey);

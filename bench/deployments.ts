@@ -1,5 +1,5 @@
 // Deployment overhead: a deployment of a tiny GGUF model (one replica), called directly on its
-// replica's loopback port and through the gateway (`model: <deployment_name>`: authentication, the
+// replica's socket (or loopback port) and through the gateway (`model: <deployment_name>`: authentication, the
 // router's least-loaded pick and queue, the replica client) in the same run, alternating in batches
 // so both see the same machine. One request at a time, a 4-token answer, so generation is short
 // and the difference is what the deployment adds; printed at p50/p95/p99, plus a streamed
@@ -19,19 +19,28 @@ const N = Number(process.env.BENCH_N ?? 300);
 const BATCH = 50;
 
 interface Target {
-  port: number;
+  port?: number;
+  /** A unix socket instead of the port (a replica in its own network namespace). */
+  socketPath?: string;
   path: string;
   headers: Record<string, string>;
 }
 
 const agent = new http.Agent({ keepAlive: true, maxSockets: 8 });
+const socketAgent = new http.Agent({ keepAlive: true, maxSockets: 8 });
 
 /** One request; resolves with [ms to the first body byte, ms to the end]. */
 function once(t: Target, body: Buffer): Promise<[number, number]> {
   return new Promise((resolve, reject) => {
     const t0 = performance.now();
     const req = http.request(
-      { host: "127.0.0.1", port: t.port, path: t.path, method: "POST", agent, headers: { ...t.headers, "content-length": body.length } },
+      {
+        ...(t.socketPath ? { socketPath: t.socketPath } : { host: "127.0.0.1", port: t.port }),
+        path: t.path,
+        method: "POST",
+        agent: t.socketPath ? socketAgent : agent,
+        headers: { ...t.headers, "content-length": body.length },
+      },
       (res) => {
         let first = -1;
         res.on("data", () => {
@@ -53,11 +62,12 @@ async function sequential(t: Target, body: Buffer, count: number, pick: 0 | 1, o
   for (let i = 0; i < count; i++) out.push((await once(t, body))[pick]);
 }
 
-/** The replica's loopback port, from its settings in its environment (the API does not show it). */
-function replicaPort(pid: number): number {
+/** Where the replica listens (its unix socket, or its loopback port), from its settings in its environment (the API does not show it). */
+function replicaAddress(pid: number): { port: number; socketPath?: string } {
   const env = fs.readFileSync(`/proc/${pid}/environ`, "utf8").split("\0");
   const line = env.find((l) => l.startsWith("AGENTBOX_REPLICA=")) as string;
-  return (JSON.parse(line.slice("AGENTBOX_REPLICA=".length)) as { port: number }).port;
+  const settings = JSON.parse(line.slice("AGENTBOX_REPLICA=".length)) as { port: number; socket?: string };
+  return { port: settings.port, socketPath: settings.socket };
 }
 
 export async function benchDeployments(): Promise<string> {
@@ -81,7 +91,7 @@ export async function benchDeployments(): Promise<string> {
     if (!(await eventually(async () => (await call<Item>("GET", `/v1/deployments/${id}`)).body.status === "running", 120_000, 100)))
       throw new Error("the deployment did not start");
     const pid = (await call<Item>("GET", `/v1/deployments/${id}`)).body.replicas[0]?.pid as number;
-    const direct: Target = { port: replicaPort(pid), path: "/v1/chat/completions", headers: { "content-type": "application/json" } };
+    const direct: Target = { ...replicaAddress(pid), path: "/v1/chat/completions", headers: { "content-type": "application/json" } };
     const gateway: Target = {
       port: server.port,
       path: "/v1/inference/chat/completions",
@@ -126,10 +136,13 @@ export async function benchDeployments(): Promise<string> {
       `| stream TTFB | ${[50, 95, 99].map((p) => added(s.directTtfb, s.depTtfb, p).toFixed(3)).join(" | ")} |`,
     ];
     process.stdout.write(`${lines.join("\n")}\n\n`);
+    await call("DELETE", `/v1/deployments/delete/${id}`);
+    await eventually(async () => (await call("GET", `/v1/deployments/${id}`)).status === 404, 30_000, 100);
     return `${table}\n\n${lines.join("\n")}`;
   } finally {
     await server.dispose();
     agent.destroy();
+    socketAgent.destroy();
   }
 }
 

@@ -260,6 +260,8 @@ describe("deployments", () => {
     const first = (await get(id)).body.replicas[0] as Replica;
     const uids = /^Uid:\s+(\d+)\s+(\d+)/m.exec(fs.readFileSync(`/proc/${first.pid}/status`, "utf8"));
     assert.deepEqual([uids?.[1], uids?.[2]], ["65534", "65534"]);
+    // ... and in a network namespace of its own (it serves on a unix socket; it reaches no network).
+    assert.notEqual(fs.readlinkSync(`/proc/${first.pid}/ns/net`), fs.readlinkSync(`/proc/${server.process.pid}/ns/net`));
     const memLine = fs
       .readFileSync(`/proc/${first.pid}/cgroup`, "utf8")
       .split("\n")

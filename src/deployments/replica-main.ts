@@ -1,5 +1,5 @@
 // One deployment replica: a process of its own that loads a GGUF model with the local engine and
-// serves it over OpenAI-compatible HTTP on a loopback port: POST /v1/chat/completions, POST
+// serves it over OpenAI-compatible HTTP on a unix socket (or a loopback port): POST /v1/chat/completions, POST
 // /v1/completions (when the engine has text completions), GET /health (200 once the model is
 // loaded). Started by src/deployments/replica.ts with its settings in AGENTBOX_REPLICA (JSON). It
 // exits when its stdin closes (the service is gone) and drains its requests on SIGTERM.
@@ -13,6 +13,8 @@ export interface ReplicaSettings {
   /** The model id the replica answers with (the deployment's name). */
   modelName: string;
   port: number;
+  /** Listen on this unix socket instead of the port (a replica in its own network namespace). */
+  socket?: string;
   contextSize: number;
   parallel: number;
   threads: number | undefined;
@@ -128,7 +130,8 @@ const server = http.createServer((req, res) => {
   handle(req, res).catch((err: unknown) => fail(res, err));
 });
 server.keepAliveTimeout = 30_000;
-server.listen(settings.port, "127.0.0.1");
+if (settings.socket) server.listen(settings.socket);
+else server.listen(settings.port, "127.0.0.1");
 
 let stopping = false;
 function stop(code: number): void {

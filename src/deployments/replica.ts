@@ -5,6 +5,7 @@
 // becomes ready `failLimit` times in a row is given up ("failed") with its last words as the reason.
 import { type ChildProcess, spawn } from "node:child_process";
 import fs from "node:fs";
+import http from "node:http";
 import net from "node:net";
 import { OpenAIProvider } from "../inference/openai.js";
 import { MemoryLimit } from "./memory-limit.js";
@@ -22,6 +23,8 @@ export interface Launch {
   files?: string[];
   /** Run the process as this uid (and gid); undefined: the service's own. */
   uid?: number;
+  /** The replica serves on this unix socket, not on the port (it has no network of its own). */
+  socket?: string;
 }
 
 export interface ReplicaOptions {
@@ -80,6 +83,7 @@ export class Replica {
   private checking = false;
   private exited: Promise<void> = Promise.resolve();
   private healthPath = "/health";
+  private socket: string | undefined;
   /** A request to it just failed at the connection: not routable until a health check clears it. */
   private suspected = false;
 
@@ -113,6 +117,7 @@ export class Replica {
     this.port = port;
     const launch = this.opts.launch(port);
     this.healthPath = launch.healthPath;
+    this.socket = launch.socket;
     const fds: Array<number | "ignore"> = (launch.files ?? []).map((file) => {
       try {
         return fs.openSync(file, "r");
@@ -172,7 +177,8 @@ export class Replica {
         if (this.proc !== proc || this.isStopping()) return;
         this.client = new OpenAIProvider({
           name: `replica ${this.opts.id}`,
-          baseUrl: new URL(`http://127.0.0.1:${port}/v1`),
+          baseUrl: new URL(launch.socket ? "http://replica/v1" : `http://127.0.0.1:${port}/v1`),
+          socketPath: launch.socket,
           apiKey: undefined,
           models: [],
           modelPrefix: "",
@@ -205,14 +211,17 @@ export class Replica {
     return this.state === "stopping" || this.state === "stopped";
   }
 
-  private async healthy(port: number, healthPath: string): Promise<boolean> {
-    try {
-      const res = await fetch(`http://127.0.0.1:${port}${healthPath}`, { signal: AbortSignal.timeout(HEALTH_TIMEOUT_MS) });
-      await res.arrayBuffer();
-      return res.ok;
-    } catch {
-      return false;
-    }
+  private healthy(port: number, healthPath: string): Promise<boolean> {
+    return new Promise((resolve) => {
+      const target = this.socket ? { socketPath: this.socket } : { host: "127.0.0.1", port };
+      const req = http.get({ ...target, path: healthPath, timeout: HEALTH_TIMEOUT_MS, agent: false }, (res) => {
+        res.resume();
+        res.on("end", () => resolve(res.statusCode === 200));
+        res.on("error", () => resolve(false));
+      });
+      req.on("timeout", () => req.destroy(new Error("health check timed out")));
+      req.on("error", () => resolve(false));
+    });
   }
 
   /** A periodic (or suspected) health check; a replica failing it three times in a row is killed and restarted. */

@@ -4,6 +4,7 @@
 // GGUF of the data dir, the AGENTBOX_MODEL file, a GGUF stored in /v1/files (copied for the
 // deployment), or an operator-allowed server command), restarts
 // the deployments of the database at start, and is the gateway's model source for deployments.
+import { spawnSync } from "node:child_process";
 import crypto from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
@@ -74,6 +75,25 @@ export interface DeploymentServiceDeps {
   modelFile: string | undefined;
   accelerators: Accelerators;
   log: (level: "info" | "warn", msg: string, extra?: Record<string, unknown>) => void;
+}
+
+/**
+ * Whether GGUF replicas can get a network namespace of their own (util-linux `unshare` and
+ * `setpriv`, and the privilege to use them): then they serve on a unix socket and reach no network
+ * at all. Checked once; without it they serve on a loopback port.
+ */
+let isolation: boolean | undefined;
+function canIsolate(): boolean {
+  if (isolation === undefined) {
+    const ok = (cmd: string, args: string[]) => spawnSync(cmd, args, { stdio: "ignore", timeout: 5000 }).status === 0;
+    isolation = ok("unshare", ["--net", "--", "true"]) && ok("setpriv", ["--version"]);
+  }
+  return isolation;
+}
+
+/** Where replicas' sockets live: one directory per deployment, owned by the replicas' uid, under a root-only-listable parent. */
+function socketRoot(dataDir: string): string {
+  return process.getuid?.() === 0 ? "/run/agentbox-replicas" : path.join(dataDir, "replica-sockets");
 }
 
 /** A stored file's id (/v1/files): such a model_name is the GGUF uploaded there. */
@@ -182,26 +202,44 @@ export class DeploymentService implements ModelSource {
     // AGENTBOX_REPLICA_UID. An operator's file only its owner may read runs as the service's user.
     const readable = (fs.statSync(modelPath).mode & 0o004) !== 0;
     const uid = readable && config.replicaUid !== undefined && config.replicaUid !== process.getuid?.() ? config.replicaUid : undefined;
+    const isolated = canIsolate();
+    const sockets = path.join(socketRoot(this.deps.dataDir), row.id);
     return {
       tools: false,
       launch: (port) => {
+        const loader = [process.execPath, ...process.execArgv, REPLICA_MAIN];
+        let socket: string | undefined;
+        let argv = loader;
+        if (isolated) {
+          // Its own (empty) network namespace, then its uid: it can serve its socket and nothing else.
+          fs.mkdirSync(path.dirname(sockets), { recursive: true, mode: 0o711 });
+          fs.mkdirSync(sockets, { recursive: true, mode: 0o700 });
+          if (uid !== undefined) fs.chownSync(sockets, uid, uid);
+          socket = path.join(sockets, `${port}.sock`);
+          fs.rmSync(socket, { force: true });
+          const drop = uid === undefined ? [] : ["setpriv", `--reuid=${uid}`, `--regid=${uid}`, "--clear-groups", "--no-new-privs"];
+          argv = ["unshare", "--net", "--", ...drop, ...loader];
+        }
         const settings: ReplicaSettings = {
           modelPath: "/proc/self/fd/3",
           modelName: deploymentName,
           port,
+          socket,
           contextSize: config.contextSize,
           parallel: config.parallel,
           threads: config.threads,
           gpu,
         };
         return {
-          command: process.execPath,
           // The same loader flags as this process (tsx when running from source).
-          args: [...process.execArgv, REPLICA_MAIN],
+          command: argv[0] as string,
+          args: argv.slice(1),
           env: { ...env, AGENTBOX_REPLICA: JSON.stringify(settings) },
           healthPath: "/health",
           files: [modelPath],
-          uid,
+          // Isolated, setpriv drops the uid after unshare (which needs root); otherwise spawn does.
+          uid: isolated ? undefined : uid,
+          socket,
         };
       },
     };
@@ -361,6 +399,7 @@ export class DeploymentService implements ModelSource {
         this.byId.delete(id);
         this.deps.store.remove(id);
         fs.rmSync(this.fileCopy(id), { force: true });
+        fs.rmSync(path.join(socketRoot(this.deps.dataDir), id), { recursive: true, force: true });
       });
     }
     return { message: `Deployment '${d.row.name}' is being deleted`, deployment_id: id, status: d.row.status };

@@ -12,8 +12,8 @@ from .commands import Command
 from .datastack import prewarm
 from .files import file_op, resolve
 from .kernels import Kernel, Run
-from .pidcap import PIDS_CHECK_S, PIDS_MAX, check_pids, pids_check, start_kernel
 from .netstart import start_relay
+from .pidcap import PIDS_CHECK_S, PIDS_MAX, check_pids, pids_check, start_kernel
 from .protocol import LinkReader, send, widen_pipes
 from .state import HOME, children, kernels, runs, sel, user_env
 from .stats import own_io, start_io_accounting, stats
@@ -96,9 +96,6 @@ def handle(header, body):
         send({"ev": "ok", "id": rid})
     elif op == "ping":
         send({"ev": "ok", "id": rid})
-    elif op == "prewarm":
-        # Asked by the service for the few pool sandboxes next in line (not every sandbox: each
-        # pre-import costs ~0.6 s of CPU and ~60 MiB while it is held).
     elif op == "net":
         try:
             started = start_relay(header)
@@ -106,6 +103,9 @@ def handle(header, body):
             send({"ev": "error", "id": rid, "message": "network relay failed to start: %s" % e})
             return
         send({"ev": "ok", "id": rid, "started": started})
+    elif op == "prewarm":
+        # Asked by the service for the few pool sandboxes next in line (not every sandbox: each
+        # pre-import costs ~0.6 s of CPU and ~60 MiB while it is held).
         try:
             prewarm.start(lambda: Kernel("python:warm", "python", HOME, None, warm=True))
         except OSError:

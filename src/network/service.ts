@@ -233,6 +233,11 @@ export class NetworkService {
     n.matcher = this.matcher(policy);
     this.store.save(sandboxId, tenantId, policy);
     const on = egressEnabled(policy);
+    // A sandbox started again under the same id (resumed from a snapshot) has a fresh socket directory.
+    if (n.egress && !fs.existsSync(path.join(n.dir, "egress.sock"))) {
+      n.egress.close();
+      n.egress = undefined;
+    }
     if (on && !n.egress) {
       n.egress = egressServer({
         resolve: (host) => this.resolver.resolve(host),
@@ -261,6 +266,10 @@ export class NetworkService {
 
   /** Starts the sandbox's relay unless it is connected; `env` (when given) replaces the proxy settings. */
   private async relay(n: SandboxNet, env?: Record<string, string>): Promise<void> {
+    if (n.ports && !fs.existsSync(path.join(n.dir, "ports.sock"))) {
+      n.ports.close();
+      n.ports = undefined;
+    }
     if (!n.ports) {
       n.ports = new PortBroker(() => this.relayLost(n));
       await listen(n.ports.server, path.join(n.dir, "ports.sock"));

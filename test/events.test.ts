@@ -115,6 +115,17 @@ describe("list filters", () => {
     const mine = await call<List>("GET", "/v1/agents/sandboxes?metadata.user=abc");
     assert.equal(mine.body.total, 0);
 
+    // Paused is a state of its own (and the pause and resume are events).
+    assert.equal((await tenant("POST", `/v1/agents/sandboxes/${a}/pause`)).status, 200);
+    assert.deepEqual(await ids("state=paused"), { ids: [a], total: 1 });
+    assert.deepEqual(await ids("state=running"), { ids: [c], total: 1 });
+    assert.equal((await tenant("POST", `/v1/agents/sandboxes/${a}/resume`)).status, 200);
+    assert.deepEqual(await ids("state=paused"), { ids: [], total: 0 });
+    assert.deepEqual(
+      (await events(a, tenant)).body.map((e) => e.type),
+      ["created", "paused", "resumed"],
+    );
+
     assertError(await tenant("GET", "/v1/agents/sandboxes?state=sleeping"), 400, "invalid_request");
     assertError(await tenant("GET", "/v1/agents/sandboxes?metadata.bad%20key=1"), 400, "invalid_request");
     assertError(await tenant("GET", "/v1/agents/sandboxes?metadata.user=a&metadata.user=b"), 400, "invalid_request");

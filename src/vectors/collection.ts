@@ -6,14 +6,18 @@
 import type { Hit, Metric } from "./engine.js";
 import type { Metadata, Predicate } from "./filter.js";
 import type { GraphParams, GraphWorker } from "./graph-worker.js";
+import { SEARCH_EF } from "./settings.js";
 
 /** HNSW parameters, measured on the benchmark's clustered 1M x 128 set (docs/design.md). */
 const CONNECTIVITY = 32;
 const EXPANSION_ADD = 128;
-const EXPANSION_SEARCH = 160;
+/** The graph's own search width; a search asks for max(SEARCH_EF, k) candidates, which usearch
+ * takes as its width, and rescoring them exactly keeps the best. */
+const EXPANSION_SEARCH = 16;
 /** The graph keeps vectors as 16-bit floats: half the memory and faster distances; the hits are
  * then scored exactly from the 32-bit copy here, so scores and their order are exact. */
 export const QUANTIZATION = "f16";
+const F16_MAX = 65_504;
 /** A filtered search scores the matching vectors exactly when there are at most this many. */
 const EXACT_MAX = 5_000;
 /** Vectors per insertion message, and how many such messages may be queued in the worker (a
@@ -25,6 +29,7 @@ const ADD_IN_FLIGHT = 2;
  * searches score the queued vectors exactly). */
 const BUSY_CHUNK = 64;
 const BUSY_WINDOW_MS = 100;
+const BUSY_PAUSE_MS = 10;
 const ADD_THREADS = 2;
 
 type Candidate = { label: number; dist: number };
@@ -54,6 +59,8 @@ export class Collection {
   /** Whether the graph changed since it was last saved. */
   dirty = false;
   private lastWrite = 0;
+  /** While writes keep arriving, the graph pauses between chunks until then. */
+  private resumeAt = 0;
 
   constructor(
     readonly dim: number,
@@ -204,7 +211,7 @@ export class Collection {
   }
 
   private scheduleDrain(): void {
-    if (!this.indexing || this.closed) return;
+    if (!this.indexing || this.closed || performance.now() < this.resumeAt) return;
     const busy = performance.now() - this.lastWrite < BUSY_WINDOW_MS;
     const maxInFlight = busy ? 1 : ADD_IN_FLIGHT;
     while (this.inFlight < maxInFlight && this.pendingCount() > 0) {
@@ -213,7 +220,16 @@ export class Collection {
         .catch((err) => this.failed(err))
         .finally(() => {
           this.inFlight--;
-          this.scheduleDrain();
+          if (busy) {
+            this.resumeAt = performance.now() + BUSY_PAUSE_MS;
+            setTimeout(() => {
+              // (Timers can fire a little before performance.now() reaches resumeAt.)
+              this.resumeAt = 0;
+              this.scheduleDrain();
+            }, BUSY_PAUSE_MS).unref();
+          } else {
+            this.scheduleDrain();
+          }
         });
     }
   }
@@ -237,11 +253,23 @@ export class Collection {
     if (take.length === 0) return Promise.resolve(this.annCount);
     const keys = new BigUint64Array(take.length);
     const data = new Float32Array(take.length * this.dim);
+    const cosine = this.metric === "cosine";
     take.forEach((l, i) => {
       keys[i] = BigInt(l);
-      data.set(this.vecs.subarray(l * this.dim, (l + 1) * this.dim), i * this.dim);
+      const v = this.vecs.subarray(l * this.dim, (l + 1) * this.dim);
+      // Cosine ignores length: unit vectors use the 16-bit range best (no overflow, no underflow).
+      const n = this.norms[l] as number;
+      if (cosine && n > 0) for (let j = 0; j < this.dim; j++) data[i * this.dim + j] = (v[j] as number) / n;
+      else data.set(v, i * this.dim);
       this.inAnn[l] = 1;
     });
+    // 16-bit floats end at 65,504: larger values (euclidean, dot product) would become infinities in
+    // the graph (and NaN distances); clamped, such a vector is still placed, and scored exactly anyway.
+    for (let i = 0; i < data.length; i++) {
+      const x = data[i] as number;
+      if (x > F16_MAX) data[i] = F16_MAX;
+      else if (x < -F16_MAX) data[i] = -F16_MAX;
+    }
     this.annCount += take.length;
     this.dirty = true;
     return this.graphs.add(this.graphId, keys, data, threads);
@@ -276,7 +304,9 @@ export class Collection {
   }
 
   private async annSearch(q: Float32Array, qNorm: number, k: number): Promise<Candidate[]> {
-    const m = await this.graphs.search(this.graphId, q, k);
+    // The graph holds unit vectors for cosine (see sendChunk); the query is scaled the same way.
+    const gq = this.metric === "cosine" && qNorm > 0 ? q.map((x) => x / qNorm) : q;
+    const m = await this.graphs.search(this.graphId, gq, k);
     const out: Candidate[] = [];
     for (let i = 0; i < m.keys.length; i++) {
       const l = Number(m.keys[i]);
@@ -329,7 +359,7 @@ export class Collection {
     const graphSize = this.annCount;
     if (graphSize > 0) {
       if (!pred) {
-        for (const c of await this.annSearch(query, qNorm, Math.min(topK, graphSize))) cands.push(c);
+        for (const c of await this.annSearch(query, qNorm, Math.min(Math.max(topK, SEARCH_EF), graphSize))) cands.push(c);
       } else {
         const share = this.annCount > EXACT_MAX ? this.matchShare(pred) : 1;
         const small = this.smallMatchSet(pred, share);
@@ -339,7 +369,7 @@ export class Collection {
           // A broad filter: a graph search wide enough that top_k of what it walks should match
           // (three times the estimate), widened until they do; the filter is applied to the
           // candidates before cutting to top_k.
-          let k = Math.min(graphSize, Math.ceil((topK / Math.max(share, 1e-3)) * 3) + 64);
+          let k = Math.min(graphSize, Math.max(SEARCH_EF, Math.ceil((topK / Math.max(share, 1e-3)) * 3) + 64));
           for (;;) {
             const found = (await this.annSearch(query, qNorm, k)).filter((c) => pred(this.metas[c.label]));
             if (found.length >= topK || k >= graphSize) {

@@ -6,9 +6,9 @@
 // text (held back until they can no longer start a stop string), and an abort stops generation at
 // the next token.
 import { ApiError } from "../errors.js";
+import { type ToolSetup, toHistory, toolSetup, toToolCall } from "./local-tools.js";
 import type {
   ChatCompletion,
-  ChatMessage,
   ChatRequest,
   CompletionResult,
   EventBatches,
@@ -18,6 +18,7 @@ import type {
   Provider,
   TextCompletion,
   TextCompletionRequest,
+  ToolCall,
   Usage,
 } from "./types.js";
 
@@ -30,6 +31,7 @@ type LlamaContextSequence = import("node-llama-cpp").LlamaContextSequence;
 type ChatHistoryItem = import("node-llama-cpp").ChatHistoryItem;
 type ChatWrapper = import("node-llama-cpp").ChatWrapper;
 type Token = import("node-llama-cpp").Token;
+type TokenBias = import("node-llama-cpp").TokenBias;
 
 export interface LocalProviderConfig {
   name: string;
@@ -66,6 +68,9 @@ interface Prepared {
   temperature: number;
   topP: number | undefined;
   seed: number | undefined;
+  tokenBias: TokenBias | undefined;
+  /** With tools: generation goes through node-llama-cpp's function calling (LlamaChat) on this history. */
+  tools?: { setup: ToolSetup; history: ChatHistoryItem[]; userStops: string[] };
 }
 
 /** A text completion request, rendered: one Prepared per prompt, `n` generations of each. */
@@ -78,12 +83,12 @@ interface PreparedText {
 /** Default `max_tokens` of a text completion (OpenAI's). */
 const TEXT_MAX_TOKENS = 16;
 
-/** What one generation step yields: new text, then at the end the finish reason and usage. */
-type Step = { text: string } | { finish: "stop" | "length"; usage: Usage };
+/** What one generation step yields: new text or a tool call, then at the end the finish reason and usage. */
+type Step = { text: string } | { call: ToolCall } | { finish: "stop" | "length" | "tool_calls"; usage: Usage };
 
 export class LocalProvider implements Provider {
   readonly type = "local" as const;
-  readonly supportsTools = false;
+  readonly supportsTools = true;
   readonly name: string;
   private readonly engine: Promise<Engine>;
   private loadError: Error | undefined;
@@ -165,17 +170,20 @@ export class LocalProvider implements Provider {
 
   /** Validates and renders the request; a bad request is a 400 before anything is generated. */
   private async prepare(body: ChatRequest): Promise<Prepared> {
-    if (body.tools !== undefined && body.tools.length > 0)
-      throw new ApiError("invalid_request", `The local model '${this.config.modelName}' does not support tools`);
     const format = (body.response_format as { type?: unknown } | undefined)?.type;
     if (format !== undefined && format !== "text")
       throw new ApiError("invalid_request", `The local model '${this.config.modelName}' supports only response_format {"type": "text"}`);
     if (body.n !== undefined && body.n !== 1)
       throw new ApiError("invalid_request", "The local model generates one choice per request ('n' must be 1)");
-    const engine = await this.getEngine();
+    const setup = toolSetup(body);
     const history = toHistory(body.messages);
-    history.push({ type: "model", response: [] });
-    const { contextText } = engine.wrapper.generateContextState({ chatHistory: history });
+    const engine = await this.getEngine();
+    if (setup) checkSchemas(engine, setup);
+    const { contextText } = engine.wrapper.generateContextState({
+      chatHistory: history,
+      availableFunctions: setup?.functions,
+      documentFunctionParams: setup ? true : undefined,
+    });
     const prompt = contextText.tokenize(engine.model.tokenizer);
     const room = engine.context.contextSize - prompt.length;
     if (room < 1) {
@@ -185,15 +193,17 @@ export class LocalProvider implements Provider {
       );
     }
     const asked = body.max_completion_tokens ?? body.max_tokens;
-    const stop = body.stop == null ? [] : typeof body.stop === "string" ? [body.stop] : body.stop;
+    const stop = (body.stop == null ? [] : typeof body.stop === "string" ? [body.stop] : body.stop).filter((s) => s !== "");
     return {
       engine,
       prompt,
       maxTokens: Math.min(room, asked ?? room),
-      stops: [...stop.filter((s) => s !== ""), ...engine.templateStops],
+      stops: [...stop, ...engine.templateStops],
       temperature: body.temperature ?? 1,
       topP: body.top_p,
       seed: body.seed,
+      tokenBias: logitBias(engine, body.logit_bias),
+      tools: setup ? { setup, history, userStops: stop } : undefined,
     };
   }
 
@@ -277,7 +287,7 @@ export class LocalProvider implements Provider {
     let pending: Token[] = [];
     try {
       if (signal.aborted) return;
-      const tokens = sequence.evaluate(p.prompt, { temperature: p.temperature, topP: p.topP, seed: p.seed });
+      const tokens = sequence.evaluate(p.prompt, { temperature: p.temperature, topP: p.topP, seed: p.seed, tokenBias: p.tokenBias });
       for await (const token of tokens) {
         if (signal.aborted) return;
         if (model.isEogToken(token)) {
@@ -333,26 +343,103 @@ export class LocalProvider implements Provider {
     }
   }
 
+  /**
+   * Generates with tools through node-llama-cpp's function calling: the chat template documents the
+   * functions and its own call syntax is detected in the output; once a call starts, a grammar
+   * constrains the function name and its JSON parameters to the tool's schema. A forced call
+   * (tool_choice "required" or a named function) starts the answer in that mode. Always releases
+   * the sequence.
+   */
+  private async *generateTools(
+    p: Prepared,
+    sequence: LlamaContextSequence,
+    release: () => void,
+    signal: AbortSignal,
+    onUsage: ((usage: Usage) => void) | undefined,
+  ): AsyncGenerator<Step> {
+    const tools = p.tools as NonNullable<Prepared["tools"]>;
+    const { nlc, wrapper } = p.engine;
+    const chat = new nlc.LlamaChat({
+      contextSequence: sequence,
+      chatWrapper: tools.setup.forced ? forcedWrapper(nlc, wrapper) : wrapper,
+      autoDisposeSequence: false,
+    });
+    const usage = (): Usage => {
+      const meter = sequence.tokenMeter;
+      return {
+        prompt_tokens: meter.usedInputTokens,
+        completion_tokens: meter.usedOutputTokens,
+        total_tokens: meter.usedInputTokens + meter.usedOutputTokens,
+      };
+    };
+    const out = new Pushed<Step>();
+    try {
+      const run = chat
+        .generateResponse(tools.history, {
+          functions: tools.setup.functions,
+          documentFunctionParams: true,
+          maxParallelFunctionCalls: tools.setup.maxParallel,
+          maxTokens: p.maxTokens,
+          temperature: p.temperature,
+          topP: p.topP,
+          seed: p.seed,
+          tokenBias: p.tokenBias,
+          customStopTriggers: tools.userStops,
+          signal,
+          stopOnAbortSignal: true,
+          onTextChunk: (text) => {
+            if (text !== "") out.push({ text });
+          },
+        })
+        .then((res) => {
+          for (const c of res.functionCalls ?? []) out.push({ call: toToolCall(c.functionName, c.params) });
+          const reason = res.metadata.stopReason;
+          const finish = reason === "functionCalls" ? "tool_calls" : reason === "maxTokens" ? "length" : "stop";
+          out.push({ finish, usage: usage() });
+        })
+        .then(
+          () => out.end(),
+          (err: unknown) => out.end(err),
+        );
+      yield* out;
+      await run;
+    } finally {
+      chat.dispose({ disposeSequence: false });
+      release();
+      onUsage?.(usage());
+    }
+  }
+
   async complete(req: OutgoingRequest, signal: AbortSignal): Promise<CompletionResult> {
     const p = await this.prepare(req.body);
     const { sequence, release } = await this.acquire(p.engine.context, signal);
     let text = "";
-    let finish: "stop" | "length" = "stop";
+    const calls: ToolCall[] = [];
+    let finish: "stop" | "length" | "tool_calls" = "stop";
     let usage: Usage | undefined;
-    for await (const step of this.generate(p, sequence, release, signal, req.onUsage)) {
+    const steps = p.tools
+      ? this.generateTools(p, sequence, release, signal, req.onUsage)
+      : this.generate(p, sequence, release, signal, req.onUsage);
+    for await (const step of steps) {
       if ("text" in step) text += step.text;
+      else if ("call" in step) calls.push(step.call);
       else {
         finish = step.finish;
         usage = step.usage;
       }
     }
     if (signal.aborted) throw signal.reason;
+    const message: ChatCompletion["choices"][number]["message"] = {
+      role: "assistant",
+      content: calls.length > 0 && text === "" ? null : text,
+    };
+    if (calls.length > 0) message.tool_calls = calls;
     const json: ChatCompletion = {
       id: completionId(),
       object: "chat.completion",
       created: Math.floor(Date.now() / 1000),
       model: this.config.modelName,
-      choices: [{ index: 0, message: { role: "assistant", content: text }, finish_reason: finish, logprobs: null }],
+      choices: [{ index: 0, message, finish_reason: finish, logprobs: null }],
       usage,
     };
     return { json };
@@ -365,13 +452,19 @@ export class LocalProvider implements Provider {
     const created = Math.floor(Date.now() / 1000);
     const model = this.config.modelName;
     const head = `{"id":"${id}","object":"chat.completion.chunk","created":${created},"model":${JSON.stringify(model)},"choices":`;
-    const steps = this.generate(p, sequence, release, signal, req.onUsage);
+    const steps = p.tools
+      ? this.generateTools(p, sequence, release, signal, req.onUsage)
+      : this.generate(p, sequence, release, signal, req.onUsage);
     return (async function* () {
       try {
+        let calls = 0;
         yield [`${head}[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]}`];
         for await (const step of steps) {
           if ("text" in step) {
             yield [`${head}[{"index":0,"delta":{"content":${JSON.stringify(step.text)}},"finish_reason":null}]}`];
+          } else if ("call" in step) {
+            const delta = { tool_calls: [{ index: calls++, ...step.call }] };
+            yield [`${head}[{"index":0,"delta":${JSON.stringify(delta)},"finish_reason":null}]}`];
           } else {
             yield [`${head}[{"index":0,"delta":{},"finish_reason":"${step.finish}"}]}`, `${head}[],"usage":${JSON.stringify(step.usage)}}`];
           }
@@ -408,6 +501,7 @@ export class LocalProvider implements Provider {
         temperature: body.temperature ?? 1,
         topP: body.top_p,
         seed: body.seed,
+        tokenBias: logitBias(engine, body.logit_bias),
       };
       return { prepared, text };
     });
@@ -456,7 +550,7 @@ export class LocalProvider implements Provider {
       choices[index] ??= { index, text: "", logprobs: null, finish_reason: null };
       const choice = choices[index];
       if ("text" in step) choice.text += step.text;
-      else choice.finish_reason = step.finish;
+      else if ("finish" in step) choice.finish_reason = step.finish;
     });
     if (signal.aborted) throw signal.reason;
     const json: TextCompletion = {
@@ -473,47 +567,21 @@ export class LocalProvider implements Provider {
   async streamText(req: OutgoingTextRequest, signal: AbortSignal): Promise<EventBatches> {
     const t = await this.prepareText(req.body); // a bad request is still a plain HTTP error
     const head = `{"id":"cmpl-${completionId().slice(9)}","object":"text_completion","created":${Math.floor(Date.now() / 1000)},"model":${JSON.stringify(this.config.modelName)},"choices":`;
-    const self = this;
+    const events = new Pushed<string>();
+    const run = this.runText(t, signal, req.onUsage, (index, _prompt, step) => {
+      if ("text" in step)
+        events.push(`${head}[{"text":${JSON.stringify(step.text)},"index":${index},"logprobs":null,"finish_reason":null}]}`);
+      else if ("finish" in step) events.push(`${head}[{"text":"","index":${index},"logprobs":null,"finish_reason":"${step.finish}"}]}`);
+    }).then(
+      (usage) => {
+        events.push(`${head}[],"usage":${JSON.stringify(usage)}}`);
+        events.end();
+      },
+      (err: unknown) => events.end(signal.aborted ? undefined : err),
+    );
     return (async function* () {
-      // Generation pushes events; this generator hands them to the route batch by batch.
-      let queue: string[] = [];
-      let wake: (() => void) | undefined;
-      let finished = false;
-      let failure: unknown;
-      const push = (data: string) => {
-        queue.push(data);
-        wake?.();
-      };
-      const run = self
-        .runText(t, signal, req.onUsage, (index, _prompt, step) => {
-          if ("text" in step) push(`${head}[{"text":${JSON.stringify(step.text)},"index":${index},"logprobs":null,"finish_reason":null}]}`);
-          else push(`${head}[{"text":"","index":${index},"logprobs":null,"finish_reason":"${step.finish}"}]}`);
-        })
-        .then(
-          (usage) => push(`${head}[],"usage":${JSON.stringify(usage)}}`),
-          (err: unknown) => {
-            failure = err;
-          },
-        )
-        .finally(() => {
-          finished = true;
-          wake?.();
-        });
       try {
-        for (;;) {
-          if (queue.length > 0) {
-            const batch = queue;
-            queue = [];
-            yield batch;
-            continue;
-          }
-          if (finished) break;
-          await new Promise<void>((resolve) => {
-            wake = resolve;
-          });
-          wake = undefined;
-        }
-        if (failure !== undefined && !signal.aborted) throw failure;
+        for await (const data of events) yield [data];
       } finally {
         await run;
       }
@@ -535,37 +603,92 @@ function completionId(): string {
   return `chatcmpl-${Date.now().toString(36)}${Math.random().toString(36).slice(2, 10)}`;
 }
 
-function textOf(m: ChatMessage): string {
-  if (m.content == null) return "";
-  if (typeof m.content === "string") return m.content;
-  let text = "";
-  for (const part of m.content) {
-    if (part.type !== "text" || typeof part.text !== "string")
-      throw new ApiError("invalid_request", `The local model accepts text content only, not '${part.type}'`);
-    text += part.text;
+/** OpenAI `logit_bias` ({token id: -100..100}) as a token bias; -100 bans the token. */
+function logitBias(engine: Engine, bias: unknown): TokenBias | undefined {
+  if (bias === undefined || bias === null) return undefined;
+  if (typeof bias !== "object" || Array.isArray(bias))
+    throw new ApiError("invalid_request", "'logit_bias' must be an object of token ids to numbers");
+  const entries = Object.entries(bias as Record<string, unknown>);
+  if (entries.length > 300) throw new ApiError("invalid_request", "'logit_bias' may have at most 300 entries");
+  const out = new engine.nlc.TokenBias(engine.model.tokenizer);
+  const vocab = engine.model.fileInfo.metadata.tokenizer.ggml.tokens.length;
+  for (const [key, value] of entries) {
+    const token = Number(key);
+    if (!/^[0-9]+$/.test(key) || token >= vocab)
+      throw new ApiError("invalid_request", `'logit_bias' key '${key}' is not a token id of the local model (0-${vocab - 1})`);
+    if (typeof value !== "number" || value < -100 || value > 100)
+      throw new ApiError("invalid_request", `'logit_bias' values must be numbers from -100 to 100`);
+    out.set(token as Token, value <= -100 ? "never" : { logit: value });
   }
-  return text;
+  return out;
 }
 
-/** OpenAI messages as the chat template's history. */
-function toHistory(messages: ChatMessage[]): ChatHistoryItem[] {
-  const history: ChatHistoryItem[] = [];
-  for (const m of messages) {
-    const text = textOf(m);
-    switch (m.role) {
-      case "system":
-      case "developer":
-        history.push({ type: "system", text });
-        break;
-      case "assistant":
-        history.push({ type: "model", response: [text] });
-        break;
-      case "tool":
-        history.push({ type: "user", text: `Tool result${m.tool_call_id ? ` (${m.tool_call_id})` : ""}:\n${text}` });
-        break;
-      default:
-        history.push({ type: "user", text });
+/** The tools' parameter schemas must be ones the grammar can enforce: checked before generating. */
+function checkSchemas(engine: Engine, setup: ToolSetup): void {
+  for (const [name, fn] of Object.entries(setup.functions)) {
+    if (fn.params === undefined) continue;
+    try {
+      // The constructor's type wants a literal schema type; a request's schema is only known at run time.
+      new engine.nlc.LlamaJsonSchemaGrammar(engine.llama, fn.params as never);
+    } catch (err) {
+      throw new ApiError("invalid_request", `The local model cannot use the parameters schema of '${name}': ${(err as Error).message}`);
     }
   }
-  return history;
+}
+
+/**
+ * The chat wrapper with the answer starting inside a function call: the template's call prefix
+ * is appended to the prompt and node-llama-cpp starts in function-calling mode, so the grammar
+ * makes the first thing generated a call to one of the functions.
+ */
+function forcedWrapper(nlc: Nlc, wrapper: ChatWrapper): ChatWrapper {
+  const forced = Object.create(wrapper) as ChatWrapper;
+  const fns = wrapper.settings.functions;
+  Object.defineProperty(forced, "generateContextState", {
+    value: (options: Parameters<ChatWrapper["generateContextState"]>[0]) => {
+      const state = wrapper.generateContextState(options);
+      return {
+        contextText: nlc.LlamaText([state.contextText, fns.parallelism?.call.sectionPrefix ?? "", fns.call.prefix]),
+        stopGenerationTriggers: state.stopGenerationTriggers,
+        ignoreStartText: state.ignoreStartText,
+        functionCall: { initiallyEngaged: true, disengageInitiallyEngaged: [] },
+      };
+    },
+  });
+  return forced;
+}
+
+/** An async iterable fed by callbacks (node-llama-cpp reports text and calls through them). */
+class Pushed<T> implements AsyncIterable<T> {
+  private queue: T[] = [];
+  private wake: (() => void) | undefined;
+  private done = false;
+  private failure: unknown;
+
+  push(item: T): void {
+    this.queue.push(item);
+    this.wake?.();
+  }
+
+  end(err?: unknown): void {
+    this.done = true;
+    this.failure = err;
+    this.wake?.();
+  }
+
+  async *[Symbol.asyncIterator](): AsyncGenerator<T> {
+    for (;;) {
+      const item = this.queue.shift();
+      if (item !== undefined) {
+        yield item;
+        continue;
+      }
+      if (this.done) break;
+      await new Promise<void>((resolve) => {
+        this.wake = resolve;
+      });
+      this.wake = undefined;
+    }
+    if (this.failure !== undefined) throw this.failure;
+  }
 }

@@ -141,9 +141,9 @@ describe("end reasons", () => {
     assert.ok(
       await eventually(
         async () => (await call<SandboxBody>("GET", `/v1/agents/sandboxes/${s.sandbox_id}`)).body.status !== "running",
-        10_000,
+        30_000,
       ),
-      "the sandbox ended",
+      `the sandbox ended (the command answered ${res.status} ${JSON.stringify(res.body).slice(0, 300)})`,
     );
     const got = (await call<SandboxBody>("GET", `/v1/agents/sandboxes/${s.sandbox_id}`)).body;
     assert.equal(got.status, "failed");

@@ -36,6 +36,8 @@ export interface PullOptions {
   hfToken?: string;
   onProgress?: (p: PullProgress) => void;
   signal?: AbortSignal;
+  /** A server silent this long (before its answer or mid-body) ends the attempt, resumable (default 60 s). */
+  stallMs?: number;
 }
 
 export class PullError extends Error {}
@@ -127,9 +129,14 @@ export async function pullModel(opts: PullOptions): Promise<PulledModel & { resu
     headers.range = `bytes=${start}-`;
     if (meta?.validator) headers["if-range"] = meta.validator;
   }
+  // A stalled connection is given up (and resumed by the next attempt) rather than waited on forever.
+  const stall = new AbortController();
+  const stallMs = opts.stallMs ?? 60_000;
+  const timer = setTimeout(() => stall.abort(new Error(`no data for ${stallMs / 1000} s`)), stallMs).unref();
+  const signal = opts.signal ? AbortSignal.any([opts.signal, stall.signal]) : stall.signal;
   let res: Response;
   try {
-    res = await fetch(url, { headers, redirect: "follow", signal: opts.signal });
+    res = await fetch(url, { headers, redirect: "follow", signal });
   } catch (err) {
     throw new PullError(`cannot reach ${url.origin} (${(err as Error).cause ?? (err as Error).message})`);
   }
@@ -169,17 +176,20 @@ export async function pullModel(opts: PullOptions): Promise<PulledModel & { resu
     const out = fs.createWriteStream(partial, { flags: start > 0 ? "a" : "w" });
     const body = Readable.fromWeb(res.body as import("node:stream/web").ReadableStream<Uint8Array>);
     body.on("data", (chunk: Buffer) => {
+      timer.refresh();
       received += chunk.length;
       opts.onProgress?.({ received, total, resumedFrom: start, phase: "download" });
     });
     try {
       await pipeline(body, out);
     } catch (err) {
+      clearTimeout(timer);
       throw new PullError(
         `the download was interrupted at ${received}${total ? ` of ${total}` : ""} bytes (${(err as Error).message}); ` +
           "run the same command again to resume",
       );
     }
+    clearTimeout(timer);
     if (total !== undefined && received !== total)
       throw new PullError(`the download ended at ${received} of ${total} bytes; run the same command again to resume`);
   }

@@ -48,17 +48,17 @@ async function main(): Promise<void> {
   // Before init(): the ends recorded while re-adopting (timed_out, host_restart) are events too.
   const eventsArea = openEvents(db, sandboxes.events, logger);
   await sandboxes.init();
-  const metrics = new Metrics(() => sandboxes.liveCount());
   const network = new NetworkService(config, sandboxes, new NetworkStore(db), logger);
   sandboxes.lifecycle.useNetwork({
     capture: (tenantId, id) => network.getPolicy(tenantId, id),
     apply: (tenantId, id, policy) => network.attach(tenantId, id, policy as NetworkPolicy),
   });
   await network.init();
+  const metrics = new Metrics(() => sandboxes.liveCount());
   const sandbox = new SandboxService({ config, sandboxes, tenants, counters: metrics, network });
   const vectorsArea = openVectors(config.dataDir, db, providers, logger);
-  const files = await openFiles(config.files, db, tenants, (tenantId, id) => sandboxes.box(tenantId, id), logger);
   const deploymentsArea = openDeployments(config, db, providers, logger);
+  const files = await openFiles(config.files, db, tenants, (tenantId, id) => sandboxes.box(tenantId, id), logger);
   deploymentsArea.useFiles(files);
   const app = await buildApp(
     {
@@ -68,13 +68,13 @@ async function main(): Promise<void> {
       tenants,
       sandboxes,
       sandbox,
-      metrics,
       network,
       events: eventsArea,
+      metrics,
       inference: { db, providers, embeddings: vectorsArea.embeddings },
       vectors: vectorsArea.vectors,
-      files,
       deployments: deploymentsArea,
+      files,
     },
     logger,
   );
@@ -104,8 +104,8 @@ async function main(): Promise<void> {
     ]);
     clearTimeout(graceTimer);
     if (!finished) logger.warn({ in_flight: sandbox.gates.inFlight() }, "grace period over: stopping sandboxes under running requests");
-    await deploymentsArea.close();
     files.close();
+    await deploymentsArea.close();
     await sandboxes.close();
     await eventsArea.close();
     await providers.close();

@@ -15,9 +15,9 @@ declare module "fastify" {
 // `/` and `/assets/` are the dashboard's static files: the page sends the key on its own API calls.
 const PUBLIC = [/^\/health$/, /^\/metrics$/, /^\/openapi\.json$/, /^\/docs(\/|$)/, /^\/$/, /^\/assets\/[^/]+$/];
 const ADMIN = /^\/v1\/admin(\/|$)/;
-const BEARER = /^Bearer +([\x21-\x7e]{1,512})$/;
 /** A share link of a sandbox port: its signed token stands in for the key, checked by the route (routes/ports.ts). */
 const SHARED_PORT = /^(\/v1\/agents)?\/sandboxes\/[^/]+\/ports\/\d+\/_share\//;
+const BEARER = /^Bearer +([\x21-\x7e]{1,512})$/;
 
 export function installAuth(app: FastifyInstance, keys: KeyStore, admin: AdminKeys): void {
   app.decorateRequest("apiKey", undefined as unknown as ApiKeyRecord);
@@ -25,8 +25,8 @@ export function installAuth(app: FastifyInstance, keys: KeyStore, admin: AdminKe
     const path = request.url.split("?", 1)[0] as string;
     if (PUBLIC.some((re) => re.test(path))) return;
     const header = request.headers.authorization;
-    if (!header) throw new ApiError("unauthorized", "Missing Authorization header; send 'Authorization: Bearer <API key>'");
     if (!header && SHARED_PORT.test(path) && request.routeOptions.url?.endsWith("/ports/:port/*")) return;
+    if (!header) throw new ApiError("unauthorized", "Missing Authorization header; send 'Authorization: Bearer <API key>'");
     const match = BEARER.exec(header.trim());
     if (!match) throw new ApiError("unauthorized", "Malformed Authorization header; expected 'Bearer <API key>'");
     const token = match[1] as string;

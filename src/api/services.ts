@@ -31,10 +31,10 @@ export interface Services {
   inference?: { db: Database; providers: ProviderRegistry; embeddings?: EmbeddingService };
   /** Vector indexes and search (the /v1/vectors routes); absent, no such routes. */
   vectors?: VectorService;
-  /** Stored files (/v1/files, sandbox files/import and files/export); absent, no such routes. */
-  files?: FileService;
   /** Deployments and the host's accelerators (/v1/deployments, /v1/accelerators); absent, no such routes. */
   deployments?: DeploymentRouteDeps;
+  /** Stored files (/v1/files, sandbox files/import and files/export); absent, no such routes. */
+  files?: FileService;
   /** Sandbox lifecycle events and webhooks (/sandboxes/{id}/events, /webhooks); absent, no such routes. */
   events?: EventsArea;
 }

@@ -298,7 +298,13 @@ export class SandboxManager {
   /** @internal starts a sandbox process outside the pool (re-adoption, resuming a hibernated sandbox). */
   startBox(name: string, uid: number): Promise<Box> {
     const onLog = (line: string) => this.log.warn({ sandbox_id: name }, `sandbox process: ${line}`);
-    return Box.start({ name, uid, limits: this.config.limits, seccomp: this.seccomp, onLog }, this.cgroups, this.workspaces);
+    // Killed by the OOM killer, the sandbox ends (reason oom); any other death of its processes is
+    // repaired by a restart at its next use.
+    const onDied = (oom: boolean) => {
+      if (oom)
+        void this.end(name, { reason: "oom", detail: { message: "the sandbox's processes were killed for exceeding its memory limit" } });
+    };
+    return Box.start({ name, uid, limits: this.config.limits, seccomp: this.seccomp, onLog, onDied }, this.cgroups, this.workspaces);
   }
 
   /**

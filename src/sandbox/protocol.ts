@@ -45,10 +45,10 @@ export type Request =
   | { op: "setenv"; env: Record<string, string> }
   | { op: "stats" }
   | { op: "ping" }
-  /** Start the kernel that pre-imports the data stack while the sandbox waits in the pool: answered by `ok`. */
-  | { op: "prewarm" }
   /** Start the network relay (runtime/agentbox_rt/netrelay.py) unless it runs, and set the proxy variables (`env`, unless null): answered by `ok`. */
   | { op: "net"; egress_port: number; env: Record<string, string> | null }
+  /** Start the kernel that pre-imports the data stack while the sandbox waits in the pool: answered by `ok`. */
+  | { op: "prewarm" }
   /** One whole-file operation; `write` carries the bytes as the body. */
   | { op: "file"; action: FileAction; path: string; limit?: number; default_name?: string }
   /** Opens a file for a chunked download: answered by `file` with a handle and the size. */

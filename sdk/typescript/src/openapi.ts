@@ -6,7 +6,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List your sandboxes */
+        /** List your sandboxes (filter: ?state=running&metadata.KEY=VALUE, keys AND-ed) */
         get: {
             parameters: {
                 query?: {
@@ -14,6 +14,8 @@ export interface paths {
                     limit?: string;
                     /** @description Items to skip (default 0) */
                     offset?: string;
+                    /** @description Only sandboxes in this state */
+                    state?: "running" | "paused" | "terminated" | "timed_out" | "failed";
                 };
                 header?: never;
                 path?: never;
@@ -4662,6 +4664,65 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/admin/sandboxes/{sandbox_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Kill any tenant's sandbox (its ended event says killed by the operator) */
+        delete: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    sandbox_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            message: string;
+                            sandbox_id: string;
+                        };
+                    };
+                };
+                /** @description Every error response has this shape */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+            };
+        };
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/agents/stats": {
         parameters: {
             query?: never;
@@ -5933,6 +5994,17 @@ export interface paths {
                             message: string;
                             /** @description 'creating' at first; then 'running', or 'failed' with a reason */
                             status: string;
+                            deployment_name: string;
+                            /** @enum {object|null} */
+                            user_email: never | null;
+                            model_name: string;
+                            /** Format: date-time */
+                            created_at: string;
+                            hw_type: string;
+                            gpu_model: string | null;
+                            gpu_count: number;
+                            min_replicas: number;
+                            max_replicas: number;
                         };
                     };
                 };
@@ -5974,6 +6046,15 @@ export interface paths {
                 };
                 /** @description Every error response has this shape */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };

@@ -63,23 +63,8 @@ export class Sandbox {
     const timeoutMs = runTimeoutMs(body.timeout, 30);
     const route = `${SANDBOX}/code/run` as const;
     if (!stream) return this.http.call("post", route, { path: { sandbox_id: this.id }, body, signal, timeoutMs });
-    const http = this.http;
-    const id = this.id;
-    return (async function* () {
-      const res = await http.send("post", route, { path: { sandbox_id: id }, body: { ...body, stream: true }, signal, timeoutMs });
-      if (!res.body) throw new AgentBoxError({ status: res.status, code: "invalid_response", message: "The stream has no body" });
-      for await (const ev of readEvents(res.body)) {
-        const data = parseEventData(ev.data);
-        if (ev.event === "stdout" || ev.event === "stderr") yield { type: ev.event, text: (data as { text: string }).text };
-        else if (ev.event === "result") yield { type: "result", result: data as RichResult };
-        else if (ev.event === "end") {
-          throwIfEnvelope(data, res.status);
-          yield { type: "end", result: data as RunResult };
-          return;
-        }
-      }
-      throw new AgentBoxError({ status: res.status, code: "connection_error", message: "The stream ended before the run did" });
-    })();
+    const send = () => this.http.send("post", route, { path: { sandbox_id: this.id }, body: { ...body, stream: true }, signal, timeoutMs });
+    return streamEvents<RunResult>(send, "run") as AsyncGenerator<RunEvent>;
   }
 
   /** Reads the sandbox object again (status, timeout_at, ...). */
@@ -228,22 +213,8 @@ export class SandboxCommands {
     if (!stream) {
       return this.http.call("post", route, { path: { sandbox_id: this.id }, body, signal, timeoutMs }).then((r) => r as CommandResult);
     }
-    const http = this.http;
-    const id = this.id;
-    return (async function* () {
-      const res = await http.send("post", route, { path: { sandbox_id: id }, body: { ...body, stream: true }, signal, timeoutMs });
-      if (!res.body) throw new AgentBoxError({ status: res.status, code: "invalid_response", message: "The stream has no body" });
-      for await (const ev of readEvents(res.body)) {
-        const data = parseEventData(ev.data);
-        if (ev.event === "stdout" || ev.event === "stderr") yield { type: ev.event, text: (data as { text: string }).text };
-        else if (ev.event === "end") {
-          throwIfEnvelope(data, res.status);
-          yield { type: "end", result: data as CommandResult };
-          return;
-        }
-      }
-      throw new AgentBoxError({ status: res.status, code: "connection_error", message: "The stream ended before the command did" });
-    })();
+    const send = () => this.http.send("post", route, { path: { sandbox_id: this.id }, body: { ...body, stream: true }, signal, timeoutMs });
+    return streamEvents<CommandResult>(send, "command") as AsyncGenerator<CommandEvent>;
   }
 
   /** Starts a command in the background; answers its pid at once. */
@@ -321,6 +292,28 @@ export class SandboxContexts {
   delete(contextId: string) {
     return this.http.call("delete", `${SANDBOX}/code/contexts/{context_id}`, { path: { sandbox_id: this.id, context_id: contextId } });
   }
+}
+
+/** The events of a streamed run or command: output as written, rich results, then the answer
+ * (`end`); an `end` carrying an error envelope throws. */
+async function* streamEvents<Result>(
+  send: () => Promise<Response>,
+  what: "run" | "command",
+): AsyncGenerator<RunEvent | CommandEvent | { type: "end"; result: Result }> {
+  // Sent on the first iteration, so a stream nobody reads costs nothing.
+  const res = await send();
+  if (!res.body) throw new AgentBoxError({ status: res.status, code: "invalid_response", message: "The stream has no body" });
+  for await (const ev of readEvents(res.body)) {
+    const data = parseEventData(ev.data);
+    if (ev.event === "stdout" || ev.event === "stderr") yield { type: ev.event, text: (data as { text: string }).text };
+    else if (ev.event === "result") yield { type: "result", result: data as RichResult };
+    else if (ev.event === "end") {
+      throwIfEnvelope(data, res.status);
+      yield { type: "end", result: data as Result };
+      return;
+    }
+  }
+  throw new AgentBoxError({ status: res.status, code: "connection_error", message: `The stream ended before the ${what} did` });
 }
 
 function parseEventData(data: string): unknown {

@@ -13,54 +13,13 @@ import path from "node:path";
 import { writeTinyLlama } from "../test/helpers/gguf.js";
 import { eventually } from "../test/helpers/leftovers.js";
 import { client, startServer } from "../test/helpers/server.js";
-import { percentile, printTable, type Row } from "./lib.js";
+import { type PostTarget, percentile, printTable, type Row, sequentialPosts as sequential } from "./lib.js";
 
 const N = Number(process.env.BENCH_N ?? 300);
 const BATCH = 50;
 
-interface Target {
-  port?: number;
-  /** A unix socket instead of the port (a replica in its own network namespace). */
-  socketPath?: string;
-  path: string;
-  headers: Record<string, string>;
-}
-
 const agent = new http.Agent({ keepAlive: true, maxSockets: 8 });
 const socketAgent = new http.Agent({ keepAlive: true, maxSockets: 8 });
-
-/** One request; resolves with [ms to the first body byte, ms to the end]. */
-function once(t: Target, body: Buffer): Promise<[number, number]> {
-  return new Promise((resolve, reject) => {
-    const t0 = performance.now();
-    const req = http.request(
-      {
-        ...(t.socketPath ? { socketPath: t.socketPath } : { host: "127.0.0.1", port: t.port }),
-        path: t.path,
-        method: "POST",
-        agent: t.socketPath ? socketAgent : agent,
-        headers: { ...t.headers, "content-length": body.length },
-      },
-      (res) => {
-        let first = -1;
-        res.on("data", () => {
-          if (first < 0) first = performance.now() - t0;
-        });
-        res.on("end", () => {
-          if (res.statusCode !== 200) reject(new Error(`status ${res.statusCode}`));
-          else resolve([first, performance.now() - t0]);
-        });
-        res.on("error", reject);
-      },
-    );
-    req.on("error", reject);
-    req.end(body);
-  });
-}
-
-async function sequential(t: Target, body: Buffer, count: number, pick: 0 | 1, out: number[]): Promise<void> {
-  for (let i = 0; i < count; i++) out.push((await once(t, body))[pick]);
-}
 
 /** Where the replica listens (its unix socket, or its loopback port), from its settings in its environment (the API does not show it). */
 function replicaAddress(pid: number): { port: number; socketPath?: string } {
@@ -91,9 +50,16 @@ export async function benchDeployments(): Promise<string> {
     if (!(await eventually(async () => (await call<Item>("GET", `/v1/deployments/${id}`)).body.status === "running", 120_000, 100)))
       throw new Error("the deployment did not start");
     const pid = (await call<Item>("GET", `/v1/deployments/${id}`)).body.replicas[0]?.pid as number;
-    const direct: Target = { ...replicaAddress(pid), path: "/v1/chat/completions", headers: { "content-type": "application/json" } };
-    const gateway: Target = {
+    const address = replicaAddress(pid);
+    const direct: PostTarget = {
+      ...address,
+      agent: address.socketPath ? socketAgent : agent,
+      path: "/v1/chat/completions",
+      headers: { "content-type": "application/json" },
+    };
+    const gateway: PostTarget = {
       port: server.port,
+      agent,
       path: "/v1/inference/chat/completions",
       headers: { "content-type": "application/json", authorization: `Bearer ${server.key}` },
     };

@@ -11,49 +11,15 @@ import os from "node:os";
 import path from "node:path";
 import { startServer } from "../test/helpers/server.js";
 import { startUpstream } from "../test/helpers/upstream.js";
-import { percentile, printTable, type Row } from "./lib.js";
+import { type PostTarget, percentile, printTable, type Row, sequentialPosts as sequential, timedPost as once } from "./lib.js";
 
 const N = Number(process.env.BENCH_N ?? 2000);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 8);
 const BATCH = 100;
 
-interface Target {
-  host: string;
-  port: number;
-  path: string;
-  headers: Record<string, string>;
-}
-
 const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
 
-/** One request; resolves with [ms to the first body byte, ms to the end]. */
-function once(t: Target, body: Buffer): Promise<[number, number]> {
-  return new Promise((resolve, reject) => {
-    const t0 = performance.now();
-    const req = http.request(
-      { host: t.host, port: t.port, path: t.path, method: "POST", agent, headers: { ...t.headers, "content-length": body.length } },
-      (res) => {
-        let first = -1;
-        res.on("data", () => {
-          if (first < 0) first = performance.now() - t0;
-        });
-        res.on("end", () => {
-          if (res.statusCode !== 200) reject(new Error(`status ${res.statusCode}`));
-          else resolve([first, performance.now() - t0]);
-        });
-        res.on("error", reject);
-      },
-    );
-    req.on("error", reject);
-    req.end(body);
-  });
-}
-
-async function sequential(t: Target, body: Buffer, count: number, pick: 0 | 1, out: number[]): Promise<void> {
-  for (let i = 0; i < count; i++) out.push((await once(t, body))[pick]);
-}
-
-async function concurrent(t: Target, body: Buffer, count: number): Promise<number> {
+async function concurrent(t: PostTarget, body: Buffer, count: number): Promise<number> {
   let left = count;
   const t0 = performance.now();
   await Promise.all(
@@ -76,15 +42,15 @@ export async function benchGateway(): Promise<string> {
     env: { AGENTBOX_PROVIDERS_FILE: file, AGENTBOX_RATE_LIMIT_PER_MINUTE: "0", AGENTBOX_WARM_POOL: "0", AGENTBOX_LOG_LEVEL: "error" },
   });
   try {
-    const direct: Target = {
-      host: "127.0.0.1",
+    const direct: PostTarget = {
       port: upstream.port,
+      agent,
       path: "/v1/chat/completions",
       headers: { "content-type": "application/json" },
     };
-    const gateway: Target = {
-      host: "127.0.0.1",
+    const gateway: PostTarget = {
       port: server.port,
+      agent,
       path: "/v1/inference/chat/completions",
       headers: { "content-type": "application/json", authorization: `Bearer ${server.key}` },
     };

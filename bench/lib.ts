@@ -76,3 +76,47 @@ export function keepAliveClient(server: { port: number; key: string }, sockets =
     });
   };
 }
+
+/** Where timedPost sends: a loopback port or a unix socket, and the keep-alive agent that holds its connections. */
+export interface PostTarget {
+  port?: number;
+  /** A unix socket instead of the port (a process in its own network namespace). */
+  socketPath?: string;
+  path: string;
+  headers: Record<string, string>;
+  agent: http.Agent;
+}
+
+/** One POST; resolves with [ms to the first body byte, ms to the end]; a non-200 answer rejects. */
+export function timedPost(t: PostTarget, body: Buffer): Promise<[number, number]> {
+  return new Promise((resolve, reject) => {
+    const t0 = performance.now();
+    const req = http.request(
+      {
+        ...(t.socketPath ? { socketPath: t.socketPath } : { host: "127.0.0.1", port: t.port }),
+        path: t.path,
+        method: "POST",
+        agent: t.agent,
+        headers: { ...t.headers, "content-length": body.length },
+      },
+      (res) => {
+        let first = -1;
+        res.on("data", () => {
+          if (first < 0) first = performance.now() - t0;
+        });
+        res.on("end", () => {
+          if (res.statusCode !== 200) reject(new Error(`status ${res.statusCode}`));
+          else resolve([first, performance.now() - t0]);
+        });
+        res.on("error", reject);
+      },
+    );
+    req.on("error", reject);
+    req.end(body);
+  });
+}
+
+/** `count` POSTs one after another, pushing each one's first-byte (pick 0) or whole (pick 1) time into `out`. */
+export async function sequentialPosts(t: PostTarget, body: Buffer, count: number, pick: 0 | 1, out: number[]): Promise<void> {
+  for (let i = 0; i < count; i++) out.push((await timedPost(t, body))[pick]);
+}

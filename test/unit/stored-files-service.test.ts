@@ -24,6 +24,20 @@ after(() => {
   for (const d of dirs) fs.rmSync(d, { recursive: true, force: true });
 });
 
+/** A file service over local storage and the given database; it has no sandboxes to import from or export to. */
+function fileService(config: FilesConfig, store: SqliteFileStore, db: ReturnType<typeof openDb>): FileService {
+  return new FileService({
+    config,
+    store,
+    storage: new LocalStorage(config.dir),
+    tenants: new SqliteTenantStore(db),
+    box: () => {
+      throw new Error("no sandboxes here");
+    },
+    log: pino({ level: "silent" }),
+  });
+}
+
 async function service(overrides: Partial<FilesConfig> = {}) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "agentbox-files-unit-"));
   dirs.push(dir);
@@ -48,16 +62,7 @@ async function service(overrides: Partial<FilesConfig> = {}) {
     ...overrides,
   };
   const store = new SqliteFileStore(db);
-  const files = new FileService({
-    config,
-    store,
-    storage: new LocalStorage(config.dir),
-    tenants: new SqliteTenantStore(db),
-    box: () => {
-      throw new Error("no sandboxes here");
-    },
-    log: pino({ level: "silent" }),
-  });
+  const files = fileService(config, store, db);
   await files.init();
   return { files, store, config, db };
 }
@@ -148,16 +153,7 @@ test("the reaper deletes expired files (rows and bytes); start-up sweeps temp fi
   fs.mkdirSync(path.join(config.dir, "objects", "zz"), { recursive: true });
   fs.writeFileSync(path.join(config.dir, "objects", "zz", "file-orphanzz"), "x");
   files.close();
-  const again = new FileService({
-    config,
-    store,
-    storage: new LocalStorage(config.dir),
-    tenants: new SqliteTenantStore(db),
-    box: () => {
-      throw new Error("no sandboxes here");
-    },
-    log: pino({ level: "silent" }),
-  });
+  const again = fileService(config, store, db);
   await again.init();
   again.close();
   assert.deepEqual(fs.readdirSync(path.join(config.dir, "tmp")), []);

@@ -47,6 +47,24 @@ describe("TypeScript SDK", () => {
     assert.ok(fresh === fs.readFileSync(SDK_TYPES_FILE, "utf8"), "sdk/typescript/src/openapi.ts is stale: run `npm run sdk:types`");
   });
 
+  test("the package builds to ESM with type declarations and loads by its name's entry point", async () => {
+    const out = path.join(dir, "dist");
+    await promisify(execFile)(process.execPath, [
+      path.join(ROOT, "node_modules/typescript/bin/tsc"),
+      "-p",
+      path.join(ROOT, "sdk/typescript/tsconfig.json"),
+      "--outDir",
+      out,
+    ]);
+    const pkg = JSON.parse(fs.readFileSync(path.join(ROOT, "sdk/typescript/package.json"), "utf8")) as {
+      exports: { ".": { import: string; types: string } };
+    };
+    assert.ok(fs.existsSync(path.join(out, path.basename(pkg.exports["."].types))), "index.d.ts is emitted");
+    const mod = (await import(path.join(out, path.basename(pkg.exports["."].import)))) as typeof import("../sdk/typescript/src/index.js");
+    const built = new mod.AgentBox({ apiKey: server.key, baseUrl: server.url });
+    assert.ok(Array.isArray((await built.sandboxes.list()).sandboxes));
+  });
+
   test("a sandbox: runs with state, streamed runs, files, commands, contexts, metrics, kill", async () => {
     const sbx = await ab.sandboxes.create({ metadata: { purpose: "sdk-test" } });
     assert.equal(sbx.info.metadata.purpose, "sdk-test");

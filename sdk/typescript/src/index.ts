@@ -1,4 +1,5 @@
-// The AgentBox TypeScript SDK: `new AgentBox({apiKey, baseUrl})`, sandboxes, the gateway, vectors.
+// The AgentBox TypeScript SDK: `new AgentBox({apiKey, baseUrl})`: sandboxes, the gateway, vectors,
+// stored files, deployments, snapshots, webhooks; `ab.http.call(...)` reaches any route, typed.
 export { AgentBox, Admin, Inference, Sandboxes, Vectors, type ChatChunk, type ChatCompletion } from "./client.js";
 export { AgentBoxError, type ErrorCode, type KnownErrorCode } from "./errors.js";
 export {
@@ -12,6 +13,7 @@ export {
   type PathsWith,
 } from "./http.js";
 export type { components, paths } from "./openapi.js";
+export { Deployments, type FilePurpose, Files, Snapshots, Webhooks } from "./platform.js";
 export {
   Sandbox,
   SandboxCommands,

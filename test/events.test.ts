@@ -7,7 +7,7 @@ import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
-import { assertError, createSandbox } from "./helpers/api.js";
+import { assertError, createSandbox, SANDBOX_KEYS } from "./helpers/api.js";
 import { createKey } from "./helpers/leftovers.js";
 import { client, startServer, type TestServer } from "./helpers/server.js";
 
@@ -17,19 +17,6 @@ interface EventBody {
   reason: string | null;
   detail: Record<string, unknown>;
 }
-
-const SANDBOX_KEYS = [
-  "cpu_count",
-  "ended_at",
-  "memory_mb",
-  "metadata",
-  "sandbox_id",
-  "started_at",
-  "status",
-  "template",
-  "template_id",
-  "timeout_at",
-];
 
 let server: TestServer;
 let call: ReturnType<typeof client>;

@@ -8,7 +8,7 @@ import { after, before, describe, test } from "node:test";
 import { Validator } from "@seriousme/openapi-schema-validator";
 import { cgroupsOf, createKey, eventually, mountsUnder, processesInCgroups } from "./helpers/leftovers.js";
 import { client, startServer, type TestServer } from "./helpers/server.js";
-import { assertError } from "./helpers/api.js";
+import { assertError, SANDBOX_KEYS } from "./helpers/api.js";
 
 interface SandboxBody {
   sandbox_id: string;
@@ -29,18 +29,6 @@ interface RunResult {
   execution_time_ms: number;
 }
 
-const SANDBOX_KEYS = [
-  "cpu_count",
-  "ended_at",
-  "memory_mb",
-  "metadata",
-  "sandbox_id",
-  "started_at",
-  "status",
-  "template",
-  "template_id",
-  "timeout_at",
-];
 const ISO = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$/;
 
 let server: TestServer;

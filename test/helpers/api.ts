@@ -8,6 +8,20 @@ export interface ErrorBody {
   error: { code: string; message: string };
 }
 
+/** The fields of a sandbox object in the API, sorted (a live and an ended sandbox show the same ones). */
+export const SANDBOX_KEYS = [
+  "cpu_count",
+  "ended_at",
+  "memory_mb",
+  "metadata",
+  "sandbox_id",
+  "started_at",
+  "status",
+  "template",
+  "template_id",
+  "timeout_at",
+];
+
 /** Creates a sandbox (201 expected) and returns its id. */
 export async function createSandbox(call: Call, body: Record<string, unknown> = {}): Promise<string> {
   const res = await call<{ sandbox_id: string }>("POST", "/v1/agents/sandboxes", body);

@@ -26,6 +26,16 @@ export const CreateDeploymentBody = Type.Object(
   { additionalProperties: true },
 );
 
+/** The fields a created deployment and a listed one share: when it was made and what it runs on. */
+const DeploymentShape = {
+  created_at: Type.String({ format: "date-time" }),
+  hw_type: Type.String(),
+  gpu_model: Type.Union([Type.String(), Type.Null()]),
+  gpu_count: Type.Integer(),
+  min_replicas: Type.Integer(),
+  max_replicas: Type.Integer(),
+};
+
 export const CreateDeploymentResult = Type.Object({
   deployment_id: Type.String(),
   message: Type.String(),
@@ -33,12 +43,7 @@ export const CreateDeploymentResult = Type.Object({
   deployment_name: Type.String(),
   user_email: Type.Null(),
   model_name: Type.String(),
-  created_at: Type.String({ format: "date-time" }),
-  hw_type: Type.String(),
-  gpu_model: Type.Union([Type.String(), Type.Null()]),
-  gpu_count: Type.Integer(),
-  min_replicas: Type.Integer(),
-  max_replicas: Type.Integer(),
+  ...DeploymentShape,
 });
 
 const ReplicaInfo = Type.Object({
@@ -56,12 +61,7 @@ export const DeploymentItem = Type.Object({
   model_name: Type.String(),
   status: Type.String({ description: "creating, running, failed or deleting" }),
   reason: Type.Union([Type.String(), Type.Null()], { description: "Why the deployment failed" }),
-  created_at: Type.String({ format: "date-time" }),
-  hw_type: Type.String(),
-  gpu_model: Type.Union([Type.String(), Type.Null()]),
-  gpu_count: Type.Integer(),
-  min_replicas: Type.Integer(),
-  max_replicas: Type.Integer(),
+  ...DeploymentShape,
   replicas: Type.Array(ReplicaInfo),
   queued: Type.Integer({ description: "Requests waiting for a free replica now" }),
 });

@@ -4,7 +4,7 @@ import type { ComponentChildren } from "preact";
 import { useCallback, useEffect, useRef, useState } from "preact/hooks";
 import uPlot from "uplot";
 import "uplot/dist/uPlot.min.css";
-import { ApiError } from "./api";
+import { ApiError, send } from "./api";
 
 export interface Loaded<T> {
   data: T | undefined;
@@ -142,4 +142,79 @@ export function useAction(): [boolean, unknown, (fn: () => Promise<void>) => Pro
     }
   }, []);
   return [busy, error, run, setError];
+}
+
+/** Fetches `path` (authenticated) and saves the answer as the file `name` in the browser. */
+export async function download(path: string, name: string): Promise<void> {
+  const res = await send(path);
+  const url = URL.createObjectURL(await res.blob());
+  const a = document.createElement("a");
+  a.href = url;
+  a.download = name;
+  document.body.append(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 60_000);
+}
+
+/**
+ * A table of `rows` under its column heads (`""` for a head left blank), in a box that scrolls
+ * sideways unless `scroll` is false; `empty` is shown instead when there are no rows.
+ */
+export function Table<T>({
+  rows,
+  head,
+  empty,
+  scroll = true,
+  children,
+}: {
+  rows: T[];
+  head: string[];
+  empty: ComponentChildren;
+  scroll?: boolean;
+  children: (row: T) => ComponentChildren;
+}) {
+  if (rows.length === 0) return <Empty>{empty}</Empty>;
+  const table = (
+    <table>
+      <thead>
+        <tr>
+          {head.map((h) => (
+            <th key={h}>{h}</th>
+          ))}
+        </tr>
+      </thead>
+      <tbody>{rows.map(children)}</tbody>
+    </table>
+  );
+  return scroll ? <div class="scroll">{table}</div> : table;
+}
+
+/** A labelled drop-down whose options are their own values; `blank`, if given, is a first option meaning "". */
+export function Select({
+  label,
+  value,
+  options,
+  onChange,
+  blank,
+}: {
+  label: string;
+  value: string;
+  options: string[];
+  onChange: (value: string) => void;
+  blank?: string;
+}) {
+  return (
+    <label>
+      {label}{" "}
+      <select value={value} onChange={(e) => onChange(e.currentTarget.value)}>
+        {blank === undefined ? null : <option value="">{blank}</option>}
+        {options.map((o) => (
+          <option key={o} value={o}>
+            {o}
+          </option>
+        ))}
+      </select>
+    </label>
+  );
 }

@@ -1,6 +1,6 @@
 // Deployments: model deployments and their replicas (GET /v1/deployments/list).
 import { api } from "../api";
-import { Empty, fmtTime, useLoad, View } from "../ui";
+import { fmtTime, Table, useLoad, View } from "../ui";
 
 interface Deployment {
   deployment_id: string;
@@ -22,42 +22,28 @@ export function DeploymentsPage() {
     <section>
       <h1>Deployments</h1>
       <View state={list} label="Loading deployments">
-        {(d) =>
-          d.deployments.length === 0 ? (
-            <Empty>No deployments (POST /v1/deployments/create makes one).</Empty>
-          ) : (
-            <div class="scroll">
-              <table>
-                <thead>
-                  <tr>
-                    <th>Name</th>
-                    <th>Model</th>
-                    <th>State</th>
-                    <th>Replicas (ready / min–max)</th>
-                    <th>Queued</th>
-                    <th>Created</th>
-                  </tr>
-                </thead>
-                <tbody>
-                  {d.deployments.map((x) => (
-                    <tr key={x.deployment_id}>
-                      <td>{x.deployment_name}</td>
-                      <td>{x.model_name}</td>
-                      <td>
-                        <span class={`badge ${x.status}`}>{x.status}</span> {x.reason ?? ""}
-                      </td>
-                      <td>
-                        {x.replicas.filter((r) => r.state === "ready").length} / {x.min_replicas}–{x.max_replicas}
-                      </td>
-                      <td>{x.queued}</td>
-                      <td>{fmtTime(x.created_at)}</td>
-                    </tr>
-                  ))}
-                </tbody>
-              </table>
-            </div>
-          )
-        }
+        {(d) => (
+          <Table
+            rows={d.deployments}
+            head={["Name", "Model", "State", "Replicas (ready / min–max)", "Queued", "Created"]}
+            empty="No deployments (POST /v1/deployments/create makes one)."
+          >
+            {(x) => (
+              <tr key={x.deployment_id}>
+                <td>{x.deployment_name}</td>
+                <td>{x.model_name}</td>
+                <td>
+                  <span class={`badge ${x.status}`}>{x.status}</span> {x.reason ?? ""}
+                </td>
+                <td>
+                  {x.replicas.filter((r) => r.state === "ready").length} / {x.min_replicas}–{x.max_replicas}
+                </td>
+                <td>{x.queued}</td>
+                <td>{fmtTime(x.created_at)}</td>
+              </tr>
+            )}
+          </Table>
+        )}
       </View>
     </section>
   );

@@ -1,6 +1,6 @@
 // Files: stored file objects (GET /v1/files), upload, download and delete.
 import { api, send } from "../api";
-import { Empty, ErrorBox, fmtBytes, useAction, useLoad, View } from "../ui";
+import { download, ErrorBox, fmtBytes, Table, useAction, useLoad, View } from "../ui";
 
 interface StoredFile {
   id: string;
@@ -9,18 +9,6 @@ interface StoredFile {
   purpose: string;
   created_at: number;
   expires_at: number | null;
-}
-
-async function download(f: StoredFile): Promise<void> {
-  const res = await send(`/v1/files/${encodeURIComponent(f.id)}/content`);
-  const url = URL.createObjectURL(await res.blob());
-  const a = document.createElement("a");
-  a.href = url;
-  a.download = f.filename;
-  document.body.append(a);
-  a.click();
-  a.remove();
-  setTimeout(() => URL.revokeObjectURL(url), 60_000);
 }
 
 export function FilesPage() {
@@ -47,54 +35,40 @@ export function FilesPage() {
       </label>
       <ErrorBox error={error} />
       <View state={files} label="Loading files">
-        {(d) =>
-          d.data.length === 0 ? (
-            <Empty>No stored files.</Empty>
-          ) : (
-            <div class="scroll">
-              <table>
-                <thead>
-                  <tr>
-                    <th>Name</th>
-                    <th>Size</th>
-                    <th>Purpose</th>
-                    <th>Created</th>
-                    <th>Expires</th>
-                    <th />
-                  </tr>
-                </thead>
-                <tbody>
-                  {d.data.map((f) => (
-                    <tr key={f.id}>
-                      <td>{f.filename}</td>
-                      <td>{fmtBytes(f.bytes)}</td>
-                      <td>{f.purpose}</td>
-                      <td>{new Date(f.created_at * 1000).toLocaleString()}</td>
-                      <td>{f.expires_at ? new Date(f.expires_at * 1000).toLocaleString() : "never"}</td>
-                      <td>
-                        <button type="button" class="link" onClick={() => void run(() => download(f))}>
-                          Download
-                        </button>{" "}
-                        <button
-                          type="button"
-                          class="link danger"
-                          onClick={() =>
-                            void run(async () => {
-                              await api(`/v1/files/${encodeURIComponent(f.id)}`, { method: "DELETE" });
-                              files.reload();
-                            })
-                          }
-                        >
-                          Delete
-                        </button>
-                      </td>
-                    </tr>
-                  ))}
-                </tbody>
-              </table>
-            </div>
-          )
-        }
+        {(d) => (
+          <Table rows={d.data} head={["Name", "Size", "Purpose", "Created", "Expires", ""]} empty="No stored files.">
+            {(f) => (
+              <tr key={f.id}>
+                <td>{f.filename}</td>
+                <td>{fmtBytes(f.bytes)}</td>
+                <td>{f.purpose}</td>
+                <td>{new Date(f.created_at * 1000).toLocaleString()}</td>
+                <td>{f.expires_at ? new Date(f.expires_at * 1000).toLocaleString() : "never"}</td>
+                <td>
+                  <button
+                    type="button"
+                    class="link"
+                    onClick={() => void run(() => download(`/v1/files/${encodeURIComponent(f.id)}/content`, f.filename))}
+                  >
+                    Download
+                  </button>{" "}
+                  <button
+                    type="button"
+                    class="link danger"
+                    onClick={() =>
+                      void run(async () => {
+                        await api(`/v1/files/${encodeURIComponent(f.id)}`, { method: "DELETE" });
+                        files.reload();
+                      })
+                    }
+                  >
+                    Delete
+                  </button>
+                </td>
+              </tr>
+            )}
+          </Table>
+        )}
       </View>
     </section>
   );

@@ -2,7 +2,7 @@
 // their last use, revoke; tenants and their quotas (the /v1/admin API).
 import { useState } from "preact/hooks";
 import { api } from "../api";
-import { Empty, ErrorBox, fmtTime, useAction, useLoad, View } from "../ui";
+import { Empty, ErrorBox, fmtTime, Table, useAction, useLoad, View } from "../ui";
 
 interface KeyInfo {
   id: string;
@@ -139,60 +139,42 @@ export function KeysPage() {
       <NewKey onCreated={reload} />
       <ErrorBox error={error} />
       <View state={keys} label="Loading keys">
-        {(d) =>
-          d.keys.length === 0 ? (
-            <Empty>No API keys yet.</Empty>
-          ) : (
-            <div class="scroll">
-              <table>
-                <thead>
-                  <tr>
-                    <th>Name</th>
-                    <th>Prefix</th>
-                    <th>Tenant</th>
-                    <th>Created</th>
-                    <th>Last used</th>
-                    <th>State</th>
-                  </tr>
-                </thead>
-                <tbody>
-                  {d.keys.map((k) => (
-                    <tr key={k.id}>
-                      <td>{k.name}</td>
-                      <td>
-                        <code>{k.prefix}…</code>
-                      </td>
-                      <td>{k.tenant_id}</td>
-                      <td>{fmtTime(k.created_at)}</td>
-                      <td>{k.last_used_at ? fmtTime(k.last_used_at) : "never"}</td>
-                      <td>
-                        {k.revoked_at ? (
-                          <span class="badge terminated">revoked</span>
-                        ) : (
-                          <button
-                            type="button"
-                            class="danger"
-                            disabled={busy}
-                            aria-label={`Revoke ${k.name}`}
-                            onClick={() => {
-                              if (!confirm(`Revoke the key '${k.name}'? Clients using it are refused from the next request on.`)) return;
-                              void run(async () => {
-                                await api(`/v1/admin/keys/${encodeURIComponent(k.id)}`, { method: "DELETE" });
-                                reload();
-                              });
-                            }}
-                          >
-                            Revoke
-                          </button>
-                        )}
-                      </td>
-                    </tr>
-                  ))}
-                </tbody>
-              </table>
-            </div>
-          )
-        }
+        {(d) => (
+          <Table rows={d.keys} head={["Name", "Prefix", "Tenant", "Created", "Last used", "State"]} empty="No API keys yet.">
+            {(k) => (
+              <tr key={k.id}>
+                <td>{k.name}</td>
+                <td>
+                  <code>{k.prefix}…</code>
+                </td>
+                <td>{k.tenant_id}</td>
+                <td>{fmtTime(k.created_at)}</td>
+                <td>{k.last_used_at ? fmtTime(k.last_used_at) : "never"}</td>
+                <td>
+                  {k.revoked_at ? (
+                    <span class="badge terminated">revoked</span>
+                  ) : (
+                    <button
+                      type="button"
+                      class="danger"
+                      disabled={busy}
+                      aria-label={`Revoke ${k.name}`}
+                      onClick={() => {
+                        if (!confirm(`Revoke the key '${k.name}'? Clients using it are refused from the next request on.`)) return;
+                        void run(async () => {
+                          await api(`/v1/admin/keys/${encodeURIComponent(k.id)}`, { method: "DELETE" });
+                          reload();
+                        });
+                      }}
+                    >
+                      Revoke
+                    </button>
+                  )}
+                </td>
+              </tr>
+            )}
+          </Table>
+        )}
       </View>
       <h2>Tenants and quotas</h2>
       <p class="muted">Empty fields use the service's default (shown greyed). Quotas apply to all of a tenant's keys together.</p>

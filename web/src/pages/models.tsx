@@ -2,7 +2,7 @@
 // (POST /v1/inference/chat/completions with stream: true).
 import { useState } from "preact/hooks";
 import { api, stream } from "../api";
-import { Empty, ErrorBox, useLoad, View } from "../ui";
+import { Empty, ErrorBox, Select, useLoad, View } from "../ui";
 
 interface Model {
   id: string;
@@ -72,16 +72,7 @@ export function ModelsPage() {
         ))}
       </div>
       <form class="row" onSubmit={send}>
-        <label>
-          Model{" "}
-          <select value={chosen} onChange={(e) => setModel(e.currentTarget.value)}>
-            {(models.data?.data ?? []).map((m) => (
-              <option key={m.id} value={m.id}>
-                {m.id}
-              </option>
-            ))}
-          </select>
-        </label>
+        <Select label="Model" value={chosen} options={(models.data?.data ?? []).map((m) => m.id)} onChange={setModel} />
         <label class="grow">
           Message <input value={input} onInput={(e) => setInput(e.currentTarget.value)} />
         </label>

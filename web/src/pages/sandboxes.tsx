@@ -2,7 +2,7 @@
 // detail (metrics chart, events, files with upload/download, a command box, extend and kill).
 import { useEffect, useMemo, useState } from "preact/hooks";
 import { AGENTS, api, sbxPath, send } from "../api";
-import { Empty, ErrorBox, fmtBytes, fmtTime, TimeChart, useAction, useLoad, View } from "../ui";
+import { download, Empty, ErrorBox, fmtBytes, fmtTime, Select, Table, TimeChart, useAction, useLoad, View } from "../ui";
 
 export interface Sandbox {
   sandbox_id: string;
@@ -97,17 +97,7 @@ export function SandboxesPage() {
         }}
       />
       <div class="row">
-        <label>
-          State{" "}
-          <select value={state} onChange={(e) => setState(e.currentTarget.value)}>
-            <option value="">any</option>
-            {STATES.map((s) => (
-              <option key={s} value={s}>
-                {s}
-              </option>
-            ))}
-          </select>
-        </label>
+        <Select label="State" value={state} options={STATES} onChange={setState} blank="any" />
         <label>
           Metadata filter <input value={metaFilter} placeholder="key=value" onInput={(e) => setMetaFilter(e.currentTarget.value)} />
         </label>
@@ -117,46 +107,29 @@ export function SandboxesPage() {
       </div>
       <ErrorBox error={filter.error} />
       <View state={list} label="Loading sandboxes">
-        {() =>
-          shown.length === 0 ? (
-            <Empty>No sandboxes{state || metaFilter ? " match these filters" : " yet: create one above"}.</Empty>
-          ) : (
-            <div class="scroll">
-              <table>
-                <thead>
-                  <tr>
-                    <th>Sandbox</th>
-                    <th>State</th>
-                    <th>Metadata</th>
-                    <th>Started</th>
-                    <th>Ends</th>
-                  </tr>
-                </thead>
-                <tbody>
-                  {shown.map((s) => (
-                    <tr key={s.sandbox_id}>
-                      <td>
-                        <a
-                          href={`#/sandboxes/${encodeURIComponent(s.sandbox_id)}`}
-                          title={s.sandbox_id}
-                          aria-label={`Sandbox ${s.sandbox_id}`}
-                        >
-                          <code>{s.sandbox_id.slice(0, 8)}</code>
-                        </a>
-                      </td>
-                      <td>
-                        <span class={`badge ${s.status}`}>{s.status}</span>
-                      </td>
-                      <td class="meta">{showMeta(s.metadata)}</td>
-                      <td>{fmtTime(s.started_at)}</td>
-                      <td>{fmtTime(s.ended_at ?? s.timeout_at)}</td>
-                    </tr>
-                  ))}
-                </tbody>
-              </table>
-            </div>
-          )
-        }
+        {() => (
+          <Table
+            rows={shown}
+            head={["Sandbox", "State", "Metadata", "Started", "Ends"]}
+            empty={<>No sandboxes{state || metaFilter ? " match these filters" : " yet: create one above"}.</>}
+          >
+            {(s) => (
+              <tr key={s.sandbox_id}>
+                <td>
+                  <a href={`#/sandboxes/${encodeURIComponent(s.sandbox_id)}`} title={s.sandbox_id} aria-label={`Sandbox ${s.sandbox_id}`}>
+                    <code>{s.sandbox_id.slice(0, 8)}</code>
+                  </a>
+                </td>
+                <td>
+                  <span class={`badge ${s.status}`}>{s.status}</span>
+                </td>
+                <td class="meta">{showMeta(s.metadata)}</td>
+                <td>{fmtTime(s.started_at)}</td>
+                <td>{fmtTime(s.ended_at ?? s.timeout_at)}</td>
+              </tr>
+            )}
+          </Table>
+        )}
       </View>
     </section>
   );
@@ -265,18 +238,6 @@ interface FileEntry {
   modified_at: string;
 }
 
-async function download(id: string, path: string, name: string): Promise<void> {
-  const res = await send(`${sbxPath(id)}/download?path=${encodeURIComponent(path)}`);
-  const url = URL.createObjectURL(await res.blob());
-  const a = document.createElement("a");
-  a.href = url;
-  a.download = name;
-  document.body.append(a);
-  a.click();
-  a.remove();
-  setTimeout(() => URL.revokeObjectURL(url), 60_000);
-}
-
 function FilesBrowser({ id }: { id: string }) {
   const [dir, setDir] = useState("/home/user");
   const list = useLoad((signal) => api<{ files: FileEntry[] }>(`${sbxPath(id)}/files/list`, { body: { path: dir }, signal }), [id, dir]);
@@ -331,7 +292,7 @@ function FilesBrowser({ id }: { id: string }) {
                         type="button"
                         class="link"
                         aria-label={`Download ${f.name}`}
-                        onClick={() => void run(() => download(id, f.path, f.name))}
+                        onClick={() => void run(() => download(`${sbxPath(id)}/download?path=${encodeURIComponent(f.path)}`, f.name))}
                       >
                         Download
                       </button>

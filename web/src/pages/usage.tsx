@@ -2,7 +2,7 @@
 // asked once per day boundary and differenced), and runs per language (GET /v1/agents/stats).
 import { useMemo } from "preact/hooks";
 import { api } from "../api";
-import { Empty, TimeChart, useLoad, View } from "../ui";
+import { Empty, Table, TimeChart, useLoad, View } from "../ui";
 
 interface UsageRow {
   model: string;
@@ -110,32 +110,24 @@ export function UsagePage() {
       </View>
       <h2>Runs per language</h2>
       <View state={stats} label="Loading runs">
-        {(s) =>
-          s.runs_by_language.length === 0 ? (
-            <Empty>No code has run since the service started.</Empty>
-          ) : (
-            <table>
-              <thead>
-                <tr>
-                  <th>Language</th>
-                  <th>Runs</th>
-                  <th>Failed</th>
-                </tr>
-              </thead>
-              <tbody>
-                {s.runs_by_language.map((l) => (
-                  <tr key={l.language}>
-                    <td>{l.language}</td>
-                    <td>
-                      <meter min={0} max={Math.max(...s.runs_by_language.map((x) => x.runs))} value={l.runs} /> {l.runs}
-                    </td>
-                    <td>{l.errors}</td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          )
-        }
+        {(s) => (
+          <Table
+            rows={s.runs_by_language}
+            head={["Language", "Runs", "Failed"]}
+            empty="No code has run since the service started."
+            scroll={false}
+          >
+            {(l) => (
+              <tr key={l.language}>
+                <td>{l.language}</td>
+                <td>
+                  <meter min={0} max={Math.max(...s.runs_by_language.map((x) => x.runs))} value={l.runs} /> {l.runs}
+                </td>
+                <td>{l.errors}</td>
+              </tr>
+            )}
+          </Table>
+        )}
       </View>
       <p class="muted">Runs are counted service-wide since the service started.</p>
     </section>

@@ -1,7 +1,7 @@
 // Vectors: the indexes of this tenant (GET /v1/vectors/indexes) and a text search in one of them.
 import { useState } from "preact/hooks";
 import { api } from "../api";
-import { Empty, ErrorBox, useAction, useLoad, View } from "../ui";
+import { Empty, ErrorBox, Select, Table, useAction, useLoad, View } from "../ui";
 
 interface Index {
   id: string;
@@ -38,45 +38,27 @@ export function VectorsPage() {
     <section>
       <h1>Vectors</h1>
       <View state={indexes} label="Loading indexes">
-        {(d) =>
-          d.indexes.length === 0 ? (
-            <Empty>No vector indexes yet (POST /v1/vectors/indexes creates one).</Empty>
-          ) : (
-            <table>
-              <thead>
-                <tr>
-                  <th>Index</th>
-                  <th>Dimension</th>
-                  <th>Metric</th>
-                  <th>Vectors</th>
-                </tr>
-              </thead>
-              <tbody>
-                {d.indexes.map((i) => (
-                  <tr key={i.id}>
-                    <td>{i.name}</td>
-                    <td>{i.dimension}</td>
-                    <td>{i.metric}</td>
-                    <td>{i.vector_count ?? "—"}</td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          )
-        }
+        {(d) => (
+          <Table
+            rows={d.indexes}
+            head={["Index", "Dimension", "Metric", "Vectors"]}
+            empty="No vector indexes yet (POST /v1/vectors/indexes creates one)."
+            scroll={false}
+          >
+            {(i) => (
+              <tr key={i.id}>
+                <td>{i.name}</td>
+                <td>{i.dimension}</td>
+                <td>{i.metric}</td>
+                <td>{i.vector_count ?? "—"}</td>
+              </tr>
+            )}
+          </Table>
+        )}
       </View>
       <h2>Search</h2>
       <form class="row" onSubmit={search}>
-        <label>
-          Index{" "}
-          <select value={chosen} onChange={(e) => setIndex(e.currentTarget.value)}>
-            {(indexes.data?.indexes ?? []).map((i) => (
-              <option key={i.id} value={i.name}>
-                {i.name}
-              </option>
-            ))}
-          </select>
-        </label>
+        <Select label="Index" value={chosen} options={(indexes.data?.indexes ?? []).map((i) => i.name)} onChange={setIndex} />
         <label class="grow">
           Query text <input value={query} onInput={(e) => setQuery(e.currentTarget.value)} />
         </label>

@@ -3,6 +3,8 @@
 // tenant isolation, bad inputs refused with nothing written, kill -9 during a stream of upserts,
 // and recall of the ANN index on a clustered set.
 import assert from "node:assert/strict";
+import fs from "node:fs";
+import path from "node:path";
 import { after, before, describe, test } from "node:test";
 import { assertError } from "./helpers/api.js";
 import { createKey, eventually } from "./helpers/leftovers.js";
@@ -362,10 +364,21 @@ describe("vectors survive kill -9", () => {
       await server.crash();
       server = await startServer({ dataDir: server.dataDir, key: server.key, env: { AGENTBOX_LOG_LEVEL: "info" } });
       call = client(server);
-      const after = await call<{ hits: Hit[] }>("POST", `/v1/vectors/${idx.id}/search`, { vector: q, top_k: 5 });
-      assert.equal(after.body.hits.length, 5);
-      assert.ok(!after.body.hits.some((h) => h.id === "c0-0"), "a deleted vector came back after the restart");
+      const afterCrash = await call<{ hits: Hit[] }>("POST", `/v1/vectors/${idx.id}/search`, { vector: q, top_k: 5 });
+      assert.equal(afterCrash.body.hits.length, 5);
+      assert.ok(!afterCrash.body.hits.some((h) => h.id === "c0-0"), "a deleted vector came back after the restart");
       assert.ok(await eventually(() => server.logs().includes('"from_saved_graph":true'), 5000), "the saved graph was not used");
+      // A damaged graph file is not loaded (usearch trusts its contents): the graph is rebuilt.
+      await server.stop();
+      fs.appendFileSync(path.join(server.dataDir, "vector-graphs", `${idx.id}.usearch`), "damaged");
+      server = await startServer({ dataDir: server.dataDir, key: server.key, env: { AGENTBOX_LOG_LEVEL: "info" } });
+      call = client(server);
+      const rebuilt = await call<{ hits: Hit[] }>("POST", `/v1/vectors/${idx.id}/search`, { vector: q, top_k: 5 });
+      assert.deepEqual(
+        rebuilt.body.hits.map((h) => h.id),
+        afterCrash.body.hits.map((h) => h.id),
+      );
+      assert.ok(await eventually(() => server.logs().includes('"from_saved_graph":false'), 5000), "the damaged graph was loaded");
     } finally {
       await server.dispose();
     }

@@ -24,12 +24,15 @@ const EXACT_MAX = 5_000;
  * search waits behind them there, so both stay small). */
 const ADD_CHUNK = 512;
 const ADD_IN_FLIGHT = 2;
-/** While writes keep arriving, the graph takes thin single-threaded chunks so a bulk load is
+/** While writes keep arriving, the graph takes thin chunks with pauses so a bulk load is
  * acknowledged at the speed of the store; it catches up when the writes pause (meanwhile
  * searches score the queued vectors exactly). */
 const BUSY_CHUNK = 64;
 const BUSY_WINDOW_MS = 100;
 const BUSY_PAUSE_MS = 10;
+/** Every insertion uses the same thread count: usearch sizes its per-thread contexts only when it
+ * grows, so an insertion with more threads than the last growth reserved corrupts the graph
+ * (measured: recall@10 0.43 on 20k vectors when thin one-thread chunks came first). */
 const ADD_THREADS = 2;
 
 type Candidate = { label: number; dist: number };
@@ -216,7 +219,7 @@ export class Collection {
     const maxInFlight = busy ? 1 : ADD_IN_FLIGHT;
     while (this.inFlight < maxInFlight && this.pendingCount() > 0) {
       this.inFlight++;
-      this.sendChunk(busy ? BUSY_CHUNK : ADD_CHUNK, busy ? 1 : ADD_THREADS)
+      this.sendChunk(busy ? BUSY_CHUNK : ADD_CHUNK, ADD_THREADS)
         .catch((err) => this.failed(err))
         .finally(() => {
           this.inFlight--;

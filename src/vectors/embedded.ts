@@ -25,6 +25,8 @@ interface GraphState {
   dimension: number;
   metric: string;
   quantization: string;
+  /** The graph file's size when it was saved. */
+  bytes?: number;
 }
 
 function toRecord(row: RecordRow): VectorRecord {
@@ -94,7 +96,11 @@ export class EmbeddedEngine implements VectorEngine {
     try {
       saved = JSON.parse(fs.readFileSync(state, "utf8")) as GraphState;
       const same = saved.dimension === spec.dimension && saved.metric === spec.metric && saved.quantization === QUANTIZATION;
-      if (!same || !fs.existsSync(graph)) saved = undefined;
+      // The file must be the one the state describes: usearch trusts a graph file's contents (a
+      // truncated or foreign file can crash the process), so anything else is rebuilt instead.
+      // (State files written before the size was recorded have none.)
+      const size = fs.statSync(graph).size;
+      if (!same || (saved.bytes !== undefined && size !== saved.bytes)) saved = undefined;
     } catch {
       // no saved graph (new index, or never shut down cleanly): built from the records
     }
@@ -246,7 +252,8 @@ export class EmbeddedEngine implements VectorEngine {
         try {
           await this.graphs.save(id, graph);
           const tmp = `${state}.tmp`;
-          const saved: GraphState = { upTo, dimension: c.dim, metric: c.metric, quantization: QUANTIZATION };
+          const bytes = fs.statSync(graph).size;
+          const saved: GraphState = { upTo, dimension: c.dim, metric: c.metric, quantization: QUANTIZATION, bytes };
           fs.writeFileSync(tmp, JSON.stringify(saved));
           fs.renameSync(tmp, state);
           this.store.pruneTombstones(id, upTo);

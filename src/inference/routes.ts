@@ -229,11 +229,7 @@ export async function inferenceRoutes(app: FastifyInstance, opts: { deps: Infere
           return reply;
         }
         const result = await provider.complete(out, abort.signal);
-        const u = counted ?? result.json.usage;
-        usageLog.record(request.apiKey.id, body.model, u?.prompt_tokens ?? 0, u?.completion_tokens ?? 0);
-        // The upstream's own bytes (the typed reply only knows the schema's object shape).
-        if (result.raw) return (reply as FastifyReply).type("application/json").send(result.raw);
-        return result.json;
+        return answerWhole(request, reply as FastifyReply, body.model, result, counted);
       } catch (err) {
         return upstreamRefusal(err, reply as FastifyReply);
       }
@@ -275,15 +271,30 @@ export async function inferenceRoutes(app: FastifyInstance, opts: { deps: Infere
           return reply;
         }
         const result = await completeText.call(provider, out, abort.signal);
-        const u = counted ?? result.json.usage;
-        usageLog.record(request.apiKey.id, body.model, u?.prompt_tokens ?? 0, u?.completion_tokens ?? 0);
-        if (result.raw) return (reply as FastifyReply).type("application/json").send(result.raw);
-        return result.json;
+        return answerWhole(request, reply as FastifyReply, body.model, result, counted);
       } catch (err) {
         return upstreamRefusal(err, reply as FastifyReply);
       }
     },
   );
+
+  /**
+   * A whole (not streamed) completion: its usage recorded (the count the provider reported while
+   * answering first), then the upstream's own bytes when there are any (the typed reply only knows
+   * the schema's object shape), else the parsed answer.
+   */
+  function answerWhole<T extends { usage?: Usage }>(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    model: string,
+    result: { json: T; raw?: Buffer },
+    counted: Usage | undefined,
+  ): T | FastifyReply {
+    const u = counted ?? result.json.usage;
+    usageLog.record(request.apiKey.id, model, u?.prompt_tokens ?? 0, u?.completion_tokens ?? 0);
+    if (result.raw) return reply.type("application/json").send(result.raw);
+    return result.json;
+  }
 
   /** A streamed completion (chat without the code tool, or text): upstream events go to the client as they come. */
   async function streamPlain(

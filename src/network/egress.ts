@@ -5,6 +5,7 @@
 // (never a second lookup), log it, count its bytes. A refusal is a 403 whose status line says why.
 import net from "node:net";
 import type { Decision } from "./policy.js";
+import { readUntil } from "./read-until.js";
 import type { Resolved } from "./resolver.js";
 
 const MAX_HEAD = 16 * 1024;
@@ -130,26 +131,10 @@ export function egressServer(ctx: EgressContext): net.Server {
 }
 
 async function readHead(client: net.Socket): Promise<{ head: Buffer; rest: Buffer } | undefined> {
-  return new Promise((resolve) => {
-    let buf = Buffer.alloc(0);
-    const done = (v: { head: Buffer; rest: Buffer } | undefined) => {
-      clearTimeout(timer);
-      client.off("data", onData);
-      client.off("end", onEnd);
-      client.pause();
-      resolve(v);
-    };
-    const timer = setTimeout(() => done(undefined), HEAD_TIMEOUT_MS);
-    const onEnd = () => done(undefined);
-    const onData = (chunk: Buffer) => {
-      buf = Buffer.concat([buf, chunk]);
-      const end = buf.indexOf("\r\n\r\n");
-      if (end >= 0) done({ head: buf.subarray(0, end), rest: buf.subarray(end + 4) });
-      else if (buf.length > MAX_HEAD) done({ head: Buffer.alloc(0), rest: Buffer.alloc(0) });
-    };
-    client.on("data", onData);
-    client.on("end", onEnd);
-  });
+  const got = await readUntil(client, "\r\n\r\n", { max: MAX_HEAD, timeoutMs: HEAD_TIMEOUT_MS });
+  // An over-long head is answered as a malformed one (an empty head).
+  if (got === "too long") return { head: Buffer.alloc(0), rest: Buffer.alloc(0) };
+  return got && { head: got.before, rest: got.after };
 }
 
 async function handle(client: net.Socket, ctx: EgressContext): Promise<void> {

@@ -5,6 +5,7 @@
 // sandbox and is treated as such: bounded lines, ids that must match an open request.
 import crypto from "node:crypto";
 import net from "node:net";
+import { readUntil } from "./read-until.js";
 
 const LINE_MAX = 512;
 const FIRST_LINE_TIMEOUT_MS = 5000;
@@ -20,30 +21,11 @@ interface Pending {
 }
 
 /** Reads one "\n"-terminated line; the bytes after it are pushed back. */
-function firstLine(sock: net.Socket): Promise<string | undefined> {
-  return new Promise((resolve) => {
-    let buf = Buffer.alloc(0);
-    const done = (line: string | undefined) => {
-      clearTimeout(timer);
-      sock.off("data", onData);
-      sock.off("end", onEnd);
-      sock.pause();
-      resolve(line);
-    };
-    const timer = setTimeout(() => done(undefined), FIRST_LINE_TIMEOUT_MS);
-    const onEnd = () => done(undefined);
-    const onData = (chunk: Buffer) => {
-      buf = Buffer.concat([buf, chunk]);
-      const nl = buf.indexOf(10);
-      if (nl >= 0) {
-        const rest = buf.subarray(nl + 1);
-        if (rest.length) sock.unshift(rest);
-        done(buf.subarray(0, nl).toString("latin1"));
-      } else if (buf.length > LINE_MAX) done(undefined);
-    };
-    sock.on("data", onData);
-    sock.on("end", onEnd);
-  });
+async function firstLine(sock: net.Socket): Promise<string | undefined> {
+  const got = await readUntil(sock, "\n", { max: LINE_MAX, timeoutMs: FIRST_LINE_TIMEOUT_MS });
+  if (got === undefined || got === "too long") return undefined;
+  if (got.after.length) sock.unshift(got.after);
+  return got.before.toString("latin1");
 }
 
 export class PortBroker {

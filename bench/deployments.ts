@@ -13,7 +13,7 @@ import path from "node:path";
 import { writeTinyLlama } from "../test/helpers/gguf.js";
 import { eventually } from "../test/helpers/leftovers.js";
 import { client, startServer } from "../test/helpers/server.js";
-import { type PostTarget, percentile, printTable, type Row, sequentialPosts as sequential } from "./lib.js";
+import { added, directVersusVia, type PostTarget, printTable, type Row } from "./lib.js";
 
 const N = Number(process.env.BENCH_N ?? 300);
 const BATCH = 50;
@@ -67,39 +67,19 @@ export async function benchDeployments(): Promise<string> {
     const plain = Buffer.from(JSON.stringify({ model: "bench", messages, temperature: 0, max_tokens: 4 }));
     const streamed = Buffer.from(JSON.stringify({ model: "bench", messages, temperature: 0, max_tokens: 4, stream: true }));
 
-    for (const t of [direct, gateway]) {
-      await sequential(t, plain, 30, 1, []);
-      await sequential(t, streamed, 30, 0, []);
-    }
-    const s = { directPlain: [] as number[], depPlain: [] as number[], directTtfb: [] as number[], depTtfb: [] as number[] };
-    for (let done = 0; done < N; done += BATCH) {
-      const n = Math.min(BATCH, N - done);
-      await sequential(direct, plain, n, 1, s.directPlain);
-      await sequential(gateway, plain, n, 1, s.depPlain);
-      await sequential(direct, streamed, n, 0, s.directTtfb);
-      await sequential(gateway, streamed, n, 0, s.depTtfb);
-    }
+    const s = await directVersusVia(direct, gateway, plain, streamed, { n: N, batch: BATCH, warmup: 30 });
     const rows: Row[] = [
       { name: "completion (4 tokens), direct to the replica", samples: s.directPlain },
-      { name: "completion (4 tokens), through the deployment", samples: s.depPlain },
+      { name: "completion (4 tokens), through the deployment", samples: s.viaPlain },
       { name: "stream TTFB, direct to the replica", samples: s.directTtfb },
-      { name: "stream TTFB, through the deployment", samples: s.depTtfb },
+      { name: "stream TTFB, through the deployment", samples: s.viaTtfb },
     ];
     const table = printTable(`Deployment overhead (${N} sequential requests per measure, tiny GGUF, one replica)`, rows);
-    const added = (a: number[], b: number[], p: number) =>
-      percentile(
-        [...b].sort((x, y) => x - y),
-        p,
-      ) -
-      percentile(
-        [...a].sort((x, y) => x - y),
-        p,
-      );
     const lines = [
       "| added by the deployment | p50 ms | p95 ms | p99 ms |",
       "| --- | ---: | ---: | ---: |",
-      `| completion | ${[50, 95, 99].map((p) => added(s.directPlain, s.depPlain, p).toFixed(3)).join(" | ")} |`,
-      `| stream TTFB | ${[50, 95, 99].map((p) => added(s.directTtfb, s.depTtfb, p).toFixed(3)).join(" | ")} |`,
+      `| completion | ${[50, 95, 99].map((p) => added(s.directPlain, s.viaPlain, p).toFixed(3)).join(" | ")} |`,
+      `| stream TTFB | ${[50, 95, 99].map((p) => added(s.directTtfb, s.viaTtfb, p).toFixed(3)).join(" | ")} |`,
     ];
     process.stdout.write(`${lines.join("\n")}\n\n`);
     await call("DELETE", `/v1/deployments/delete/${id}`);

@@ -16,6 +16,12 @@ export function percentile(sorted: number[], p: number): number {
   return sorted[idx] as number;
 }
 
+/** How much slower `via` is than `direct` at percentile `p` (ms). */
+export function added(direct: number[], via: number[], p: number): number {
+  const sorted = (a: number[]) => [...a].sort((x, y) => x - y);
+  return percentile(sorted(via), p) - percentile(sorted(direct), p);
+}
+
 export function summarize(row: Row) {
   const sorted = [...row.samples].sort((a, b) => a - b);
   const wall = row.wallMs ?? sorted.reduce((a, b) => a + b, 0);
@@ -119,4 +125,30 @@ export function timedPost(t: PostTarget, body: Buffer): Promise<[number, number]
 /** `count` POSTs one after another, pushing each one's first-byte (pick 0) or whole (pick 1) time into `out`. */
 export async function sequentialPosts(t: PostTarget, body: Buffer, count: number, pick: 0 | 1, out: number[]): Promise<void> {
   for (let i = 0; i < count; i++) out.push((await timedPost(t, body))[pick]);
+}
+
+/**
+ * Warms both targets up (`warmup` of each body), then measures them in alternating batches so both
+ * see the same machine: `n` whole answers of `plain` and `n` first-byte times of `streamed` each.
+ */
+export async function directVersusVia(
+  direct: PostTarget,
+  via: PostTarget,
+  plain: Buffer,
+  streamed: Buffer,
+  opts: { n: number; batch: number; warmup: number },
+): Promise<{ directPlain: number[]; viaPlain: number[]; directTtfb: number[]; viaTtfb: number[] }> {
+  for (const t of [direct, via]) {
+    await sequentialPosts(t, plain, opts.warmup, 1, []);
+    await sequentialPosts(t, streamed, opts.warmup, 0, []);
+  }
+  const s = { directPlain: [] as number[], viaPlain: [] as number[], directTtfb: [] as number[], viaTtfb: [] as number[] };
+  for (let done = 0; done < opts.n; done += opts.batch) {
+    const n = Math.min(opts.batch, opts.n - done);
+    await sequentialPosts(direct, plain, n, 1, s.directPlain);
+    await sequentialPosts(via, plain, n, 1, s.viaPlain);
+    await sequentialPosts(direct, streamed, n, 0, s.directTtfb);
+    await sequentialPosts(via, streamed, n, 0, s.viaTtfb);
+  }
+  return s;
 }

@@ -7,16 +7,9 @@ import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
-import { assertError, createSandbox, SANDBOX_KEYS } from "./helpers/api.js";
+import { assertError, createSandbox, type EventBody, SANDBOX_KEYS, sandboxEvents } from "./helpers/api.js";
 import { createKey } from "./helpers/leftovers.js";
 import { client, startServer, type TestServer } from "./helpers/server.js";
-
-interface EventBody {
-  type: string;
-  at: string;
-  reason: string | null;
-  detail: Record<string, unknown>;
-}
 
 let server: TestServer;
 let call: ReturnType<typeof client>;
@@ -30,7 +23,7 @@ after(async () => {
   await server?.dispose();
 });
 
-const events = async (id: string, c = call) => c<EventBody[]>("GET", `/v1/agents/sandboxes/${id}/events`);
+const events = (id: string, c = call) => sandboxEvents(c, id);
 
 describe("sandbox events", () => {
   test("created, timeout_extended, ended (killed by api): in order, and still served after the end", async () => {

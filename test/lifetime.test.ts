@@ -5,7 +5,7 @@
 // program makes the kernel pick them), and the operator's kill is recorded as such.
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { assertError } from "./helpers/api.js";
+import { assertError, sandboxEvents } from "./helpers/api.js";
 import { eventually } from "./helpers/leftovers.js";
 import { client, startServer, type TestServer } from "./helpers/server.js";
 
@@ -14,13 +14,6 @@ interface SandboxBody {
   status: string;
   timeout_at: string;
   ended_at: string | null;
-}
-
-interface EventBody {
-  type: string;
-  at: string;
-  reason: string | null;
-  detail: Record<string, unknown>;
 }
 
 let server: TestServer;
@@ -53,7 +46,7 @@ async function create(body: Record<string, unknown>): Promise<SandboxBody> {
   }
 }
 
-const events = async (id: string) => (await call<EventBody[]>("GET", `/v1/agents/sandboxes/${id}/events`)).body;
+const events = async (id: string) => (await sandboxEvents(call, id)).body;
 
 describe("deadlines", () => {
   test("50 sandboxes with 3-10 s lives end within 1 s of timeout_at, none earlier, each timed_out", async () => {

@@ -22,6 +22,17 @@ export const SANDBOX_KEYS = [
   "timeout_at",
 ];
 
+/** One of a sandbox's lifecycle events, as GET /v1/agents/sandboxes/{id}/events lists them. */
+export interface EventBody {
+  type: string;
+  at: string;
+  reason: string | null;
+  detail: Record<string, unknown>;
+}
+
+/** The lifecycle events of a sandbox (the response, so a test can also check refusals). */
+export const sandboxEvents = (call: Call, id: string) => call<EventBody[]>("GET", `/v1/agents/sandboxes/${id}/events`);
+
 /** Creates a sandbox (201 expected) and returns its id. */
 export async function createSandbox(call: Call, body: Record<string, unknown> = {}): Promise<string> {
   const res = await call<{ sandbox_id: string }>("POST", "/v1/agents/sandboxes", body);

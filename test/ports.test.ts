@@ -1,4 +1,4 @@
-// Ports → URLs end to end: a python http.server and a WebSocket echo server inside a real sandbox,
+// Ports → URLs end to end: a python web server (http.server) and a WebSocket echo server inside a real sandbox,
 // reached through the service's port proxy with the owner's key or a share link; 502 when nothing
 // listens, 401 without access, 404 for another tenant.
 import assert from "node:assert/strict";
@@ -11,6 +11,21 @@ import { client, startServer, type TestServer } from "./helpers/server.js";
 let server: TestServer;
 let call: Call;
 let id: string;
+
+/** The sandbox's web app: static files from site/, and a POST that reads its whole body and answers its size. */
+const SITE = `
+import functools, http.server
+class Handler(http.server.SimpleHTTPRequestHandler):
+    def do_POST(self):
+        n = int(self.headers.get("content-length", 0))
+        got = len(self.rfile.read(n))
+        body = str(got).encode()
+        self.send_response(200)
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+http.server.ThreadingHTTPServer(("127.0.0.1", 8000), functools.partial(Handler, directory="site")).serve_forever()
+`;
 
 /** A WebSocket handshake, then every byte echoed back (enough to prove the upgrade and both directions). */
 const WS_ECHO = `
@@ -41,10 +56,10 @@ before(async () => {
   call = client(server);
   id = await createSandbox(call);
   const setup = await call<{ exit_code: number; stderr: string }>("POST", `/v1/agents/sandboxes/${id}/commands/run`, {
-    command: `mkdir -p site && echo '<h1>hello from the sandbox</h1>' > site/index.html && printf '%s' '${WS_ECHO.replaceAll("'", "'\\''")}' > ws.py`,
+    command: `mkdir -p site && echo '<h1>hello from the sandbox</h1>' > site/index.html && printf '%s' '${WS_ECHO.replaceAll("'", "'\\''")}' > ws.py && printf '%s' '${SITE.replaceAll("'", "'\\''")}' > site.py`,
   });
   assert.equal(setup.body.exit_code, 0, setup.body.stderr);
-  for (const command of ["python3 -m http.server 8000 --bind 127.0.0.1 --directory site", "python3 ws.py"]) {
+  for (const command of ["python3 site.py", "python3 ws.py"]) {
     const res = await call("POST", `/v1/agents/sandboxes/${id}/commands/run`, { command, background: true });
     assert.ok(res.status < 300, JSON.stringify(res.body));
   }
@@ -70,13 +85,14 @@ test("GET /host/{port} gives {url}; the URL serves the sandbox's http.server wit
   assert.equal(page.status, 200);
   assert.equal((await page.text()).trim(), "<h1>hello from the sandbox</h1>");
   assert.match(page.headers.get("content-security-policy") ?? "", /^sandbox /);
-  // A POST body streams through too (http.server answers 501 to POST: the sandbox's answer, passed on).
+  // A POST body streams through to the sandbox's server, which reads all of it.
   const post = await fetch(`${res.body.url}x`, {
     method: "POST",
     body: "a".repeat(100_000),
     headers: { authorization: `Bearer ${server.key}` },
   });
-  assert.equal(post.status, 501);
+  assert.equal(post.status, 200);
+  assert.equal(await post.text(), "100000");
   // No key: 401.
   assertError({ status: (await fetch(res.body.url)).status, body: { error: { code: "unauthorized", message: "x" } } }, 401, "unauthorized");
   assertError(await call("GET", `/v1/agents/sandboxes/${id}/host/70000`), 400, "invalid_request");

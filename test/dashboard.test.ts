@@ -13,6 +13,21 @@ import { startUpstream, type Upstream } from "./helpers/upstream.js";
 
 const XSS = "<img src=x onerror=alert(1)>";
 
+/** Presses the playground's Run button (exactly "Run": while a run is going it reads "Running…");
+ * if it never becomes clickable, the failure says what the page showed instead. */
+async function clickRun(page: Page): Promise<void> {
+  try {
+    await page.getByRole("button", { name: "Run", exact: true }).click({ timeout: 60_000 });
+  } catch (err) {
+    const shown = await page
+      .locator("main, body")
+      .first()
+      .textContent()
+      .catch(() => "(page unreadable)");
+    throw new Error(`the Run button was not clickable; the page showed:\n${(shown ?? "").slice(0, 2000)}`, { cause: err });
+  }
+}
+
 describe("dashboard", () => {
   let server: TestServer;
   let browser: Browser;
@@ -128,7 +143,7 @@ describe("dashboard", () => {
     await page.keyboard.press("ControlOrMeta+a");
     await page.keyboard.press("Delete");
     await code.fill("import matplotlib.pyplot as plt\nx = 41\nprint('plotting now')\nplt.plot([1, 3, 2])\nplt.show()");
-    await page.getByRole("button", { name: "Run" }).click();
+    await clickRun(page);
     const output = page.getByRole("region", { name: "Output" });
     await output.getByText("plotting now").waitFor();
     const plot = output.locator('img[src^="data:image/png;base64,"]');
@@ -136,7 +151,7 @@ describe("dashboard", () => {
     assert.ok(((await plot.evaluate((img: HTMLImageElement) => img.naturalWidth)) as number) > 100, "the plot is a real image");
 
     await code.fill(`import pandas as pd\nprint(x + 1)\nprint(${JSON.stringify(XSS)})\npd.DataFrame({"cell": [${JSON.stringify(XSS)}]})`);
-    await page.getByRole("button", { name: "Run" }).click();
+    await clickRun(page);
     await output.getByText("42").waitFor();
     await output.getByText(XSS).waitFor();
     const frame = output.locator("iframe");
@@ -146,7 +161,7 @@ describe("dashboard", () => {
 
     // An error is shown as such.
     await code.fill("1 / 0");
-    await page.getByRole("button", { name: "Run" }).click();
+    await clickRun(page);
     await output.getByRole("alert").getByText("ZeroDivisionError").waitFor();
 
     // Extend, then kill the sandbox from its page.

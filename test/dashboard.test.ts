@@ -68,6 +68,9 @@ describe("dashboard", () => {
       dialogs.push(`${d.type()}: ${d.message()}`);
       void d.accept();
     });
+    // Said on stderr, so that a page that stops answering explains itself.
+    page.on("crash", () => process.stderr.write("dashboard test: the page crashed\n"));
+    page.on("pageerror", (e) => process.stderr.write(`dashboard test: uncaught error in the page: ${e.message}\n`));
     return { page, dialogs };
   }
 

@@ -30,6 +30,10 @@ export function CodeEditor(props: { value: string; language: Language; onChange:
   const lang = useRef(new Compartment());
   const latest = useRef(props);
   latest.current = props;
+  // What the editor itself reported lately. A `value` prop equal to one of them is the parent
+  // echoing an edit back (possibly an older one, when renders lag behind typing): pushing it into
+  // the editor would undo the newer edit and start a ping-pong between the two.
+  const emitted = useRef<string[]>([]);
   useEffect(() => {
     if (!host.current) return;
     view.current = new EditorView({
@@ -57,7 +61,10 @@ export function CodeEditor(props: { value: string; language: Language; onChange:
         lang.current.of(languageOf(props.language)),
         EditorView.contentAttributes.of({ "aria-label": "Code", "aria-multiline": "true" }),
         EditorView.updateListener.of((u) => {
-          if (u.docChanged) latest.current.onChange(u.state.doc.toString());
+          if (!u.docChanged) return;
+          const text = u.state.doc.toString();
+          emitted.current = [...emitted.current.slice(-31), text];
+          latest.current.onChange(text);
         }),
       ],
     });
@@ -68,7 +75,10 @@ export function CodeEditor(props: { value: string; language: Language; onChange:
   }, [props.language]);
   useEffect(() => {
     const v = view.current;
-    if (v && v.state.doc.toString() !== props.value) v.dispatch({ changes: { from: 0, to: v.state.doc.length, insert: props.value } });
+    if (!v || v.state.doc.toString() === props.value || emitted.current.includes(props.value)) return;
+    // A value from outside (a language's sample): it replaces the text.
+    emitted.current = [];
+    v.dispatch({ changes: { from: 0, to: v.state.doc.length, insert: props.value } });
   }, [props.value]);
   return <div class="editor" ref={host} />;
 }

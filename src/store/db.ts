@@ -94,8 +94,10 @@ export function ensureTables(db: Db, ddl: string): void {
 }
 
 /** Adds a column to an existing table unless it is already there (SQLite has no `ADD COLUMN IF NOT
- * EXISTS`). */
-export function addColumnIfMissing(db: Db, table: string, column: string, type: string): void {
+ * EXISTS`); true when it was added (so the caller can fill it in). */
+export function addColumnIfMissing(db: Db, table: string, column: string, type: string): boolean {
   const cols = db.prepare(`PRAGMA table_info(${table})`).all() as { name: string }[];
-  if (!cols.some((c) => c.name === column)) db.exec(`ALTER TABLE ${table} ADD COLUMN ${column} ${type}`);
+  if (cols.some((c) => c.name === column)) return false;
+  db.exec(`ALTER TABLE ${table} ADD COLUMN ${column} ${type}`);
+  return true;
 }

@@ -11,13 +11,15 @@ import { SEARCH_EF } from "./settings.js";
 /** HNSW parameters, measured on the benchmark's clustered 1M x 128 set (docs/design.md). */
 const CONNECTIVITY = 32;
 const EXPANSION_ADD = 128;
-/** The graph's own search width; a search asks for max(SEARCH_EF, k) candidates, which usearch
- * takes as its width, and rescoring them exactly keeps the best. */
-const EXPANSION_SEARCH = 16;
-/** The graph keeps vectors as 16-bit floats: half the memory and faster distances; the hits are
- * then scored exactly from the 32-bit copy here, so scores and their order are exact. */
-export const QUANTIZATION = "f16";
-const F16_MAX = 65_504;
+/** The graph keeps vectors as bfloat16: half the memory of 32-bit floats, faster distances than
+ * IEEE half floats (measured: 0.18 vs 0.31 ms a search on 100k x 128) and the full float range (no
+ * overflow to clamp). Each search asks for a few more candidates than top_k and scores them
+ * exactly from the 32-bit copy here, so scores and their order are exact. */
+export const QUANTIZATION = "bf16";
+/** Candidates beyond top_k that an unfiltered search scores exactly: what bfloat16's coarser
+ * distances may have ranked just below the true top_k (measured: recall@10 0.976 asking for 10,
+ * 0.990 asking for 16, with the same search width). */
+const RESCORE_EXTRA = 8;
 /** A filtered search scores the matching vectors exactly when there are at most this many. */
 const EXACT_MAX = 5_000;
 /** Vectors per insertion message, and how many such messages may be queued in the worker (a
@@ -88,7 +90,7 @@ export class Collection {
       metric: this.metric,
       connectivity: CONNECTIVITY,
       expansionAdd: EXPANSION_ADD,
-      expansionSearch: EXPANSION_SEARCH,
+      expansionSearch: SEARCH_EF,
       quantization: QUANTIZATION,
     };
   }
@@ -260,19 +262,12 @@ export class Collection {
     take.forEach((l, i) => {
       keys[i] = BigInt(l);
       const v = this.vecs.subarray(l * this.dim, (l + 1) * this.dim);
-      // Cosine ignores length: unit vectors use the 16-bit range best (no overflow, no underflow).
+      // Cosine ignores length: the graph holds unit vectors (and unit queries, see annSearch).
       const n = this.norms[l] as number;
       if (cosine && n > 0) for (let j = 0; j < this.dim; j++) data[i * this.dim + j] = (v[j] as number) / n;
       else data.set(v, i * this.dim);
       this.inAnn[l] = 1;
     });
-    // 16-bit floats end at 65,504: larger values (euclidean, dot product) would become infinities in
-    // the graph (and NaN distances); clamped, such a vector is still placed, and scored exactly anyway.
-    for (let i = 0; i < data.length; i++) {
-      const x = data[i] as number;
-      if (x > F16_MAX) data[i] = F16_MAX;
-      else if (x < -F16_MAX) data[i] = -F16_MAX;
-    }
     this.annCount += take.length;
     this.dirty = true;
     return this.graphs.add(this.graphId, keys, data, threads);
@@ -362,7 +357,8 @@ export class Collection {
     const graphSize = this.annCount;
     if (graphSize > 0) {
       if (!pred) {
-        for (const c of await this.annSearch(query, qNorm, Math.min(Math.max(topK, SEARCH_EF), graphSize))) cands.push(c);
+        // The graph walks SEARCH_EF candidates (its search width) and returns the best topK + RESCORE_EXTRA.
+        for (const c of await this.annSearch(query, qNorm, Math.min(topK + RESCORE_EXTRA, graphSize))) cands.push(c);
       } else {
         const share = this.annCount > EXACT_MAX ? this.matchShare(pred) : 1;
         const small = this.smallMatchSet(pred, share);

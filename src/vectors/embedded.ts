@@ -11,7 +11,7 @@ import { Collection, QUANTIZATION } from "./collection.js";
 import type { Hit, IndexSpec, NewVector, SearchOptions, VectorEngine, VectorRecord } from "./engine.js";
 import type { Metadata } from "./filter.js";
 import { GraphWorker } from "./graph-worker.js";
-import type { RecordRow, VectorDb } from "./store.js";
+import type { LoadRow, RecordRow, VectorDb } from "./store.js";
 
 const SAVE_EVERY_MS = 5 * 60_000;
 /** Records read from the store per event-loop turn while loading an index. */
@@ -126,7 +126,7 @@ export class EmbeddedEngine implements VectorEngine {
         c.put(row.label, row.id, vec, JSON.parse(row.metadata) as Metadata, row.seq, already);
       }
       if (rows.length < LOAD_CHUNK) break;
-      after = (rows[rows.length - 1] as RecordRow & { rid: number }).rid;
+      after = (rows[rows.length - 1] as LoadRow).rid;
       await new Promise((r) => setImmediate(r));
     }
     const opened = await opening;

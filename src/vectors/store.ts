@@ -6,6 +6,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import Database from "better-sqlite3";
+import { addColumnIfMissing } from "../store/db.js";
 import type { Metric } from "./engine.js";
 import type { Metadata } from "./filter.js";
 
@@ -53,6 +54,7 @@ CREATE TABLE IF NOT EXISTS vector_indexes (
   updated_at TEXT NOT NULL,
   next_label INTEGER NOT NULL DEFAULT 0,
   seq INTEGER NOT NULL DEFAULT 0,
+  vector_count INTEGER NOT NULL DEFAULT 0,
   UNIQUE (tenant_id, name)
 );
 CREATE TABLE IF NOT EXISTS vectors (
@@ -75,6 +77,9 @@ CREATE TABLE IF NOT EXISTS vector_tombstones (
 CREATE INDEX IF NOT EXISTS vector_tombstones_seq ON vector_tombstones (index_id, seq);
 `;
 
+/** What loading an index reads of each record, with its rowid (write order). */
+export type LoadRow = Pick<RecordRow, "id" | "label" | "embedding" | "metadata" | "seq"> & { rid: number };
+
 /** One stored write: the label the vector got in the graph and the write's sequence number. */
 export interface Written {
   id: string;
@@ -89,6 +94,10 @@ export interface Written {
 export class VectorDb {
   readonly db: Database.Database;
   private readonly st;
+  /** Index rows by id, and ids by tenant and name: every vector request looks its index up, and
+   * only this process writes the catalog, so it is read from SQLite once. */
+  private readonly rows = new Map<string, IndexRow>();
+  private readonly names = new Map<string, string>();
 
   constructor(dataDir: string) {
     fs.mkdirSync(dataDir, { recursive: true, mode: 0o700 });
@@ -101,6 +110,9 @@ export class VectorDb {
     this.db.pragma("synchronous = NORMAL");
     this.db.pragma("busy_timeout = 5000");
     this.db.exec(SCHEMA);
+    // Databases from before the count was kept: counted once.
+    if (addColumnIfMissing(this.db, "vector_indexes", "vector_count", "INTEGER NOT NULL DEFAULT 0"))
+      this.db.exec("UPDATE vector_indexes SET vector_count = (SELECT COUNT(*) FROM vectors WHERE index_id = vector_indexes.id)");
     const db = this.db;
     this.st = {
       insertIndex: db.prepare(
@@ -122,8 +134,12 @@ export class VectorDb {
       deleteIndex: db.prepare<[string]>("DELETE FROM vector_indexes WHERE id = ?"),
       deleteAllVectors: db.prepare<[string]>("DELETE FROM vectors WHERE index_id = ?"),
       deleteAllTombstones: db.prepare<[string]>("DELETE FROM vector_tombstones WHERE index_id = ?"),
-      counters: db.prepare<[string], { next_label: number; seq: number }>("SELECT next_label, seq FROM vector_indexes WHERE id = ?"),
-      setCounters: db.prepare<[number, number, string]>("UPDATE vector_indexes SET next_label = ?, seq = ? WHERE id = ?"),
+      counters: db.prepare<[string], { next_label: number; seq: number; vector_count: number }>(
+        "SELECT next_label, seq, vector_count FROM vector_indexes WHERE id = ?",
+      ),
+      setCounters: db.prepare<[number, number, number, string]>(
+        "UPDATE vector_indexes SET next_label = ?, seq = ?, vector_count = ? WHERE id = ?",
+      ),
       existing: db.prepare<[string, string], { label: number; created_at: string }>(
         "SELECT label, created_at FROM vectors WHERE index_id = ? AND id = ?",
       ),
@@ -136,11 +152,11 @@ export class VectorDb {
       getVector: db.prepare<[string, string], RecordRow>("SELECT * FROM vectors WHERE index_id = ? AND id = ?"),
       getByLabel: db.prepare<[string, number], RecordRow>("SELECT * FROM vectors WHERE index_id = ? AND label = ?"),
       listVectors: db.prepare<[string, number, number], RecordRow>("SELECT * FROM vectors WHERE index_id = ? ORDER BY id LIMIT ? OFFSET ?"),
-      countVectors: db.prepare<[string], { n: number }>("SELECT COUNT(*) AS n FROM vectors WHERE index_id = ?"),
       // By rowid (the table's own order, which is write order): "+index_id" keeps SQLite from
       // walking the primary key and sorting instead.
-      chunk: db.prepare<[number, string, number], RecordRow & { rid: number }>(
-        "SELECT rowid AS rid, * FROM vectors WHERE rowid > ? AND +index_id = ? ORDER BY rowid LIMIT ?",
+      // Only what loading needs (the dates and flags would be a million strings to make and drop).
+      chunk: db.prepare<[number, string, number], LoadRow>(
+        "SELECT rowid AS rid, id, label, embedding, metadata, seq FROM vectors WHERE rowid > ? AND +index_id = ? ORDER BY rowid LIMIT ?",
       ),
       tombstonesAfter: db.prepare<[string, number], { label: number }>(
         "SELECT label FROM vector_tombstones WHERE index_id = ? AND seq > ?",
@@ -152,14 +168,32 @@ export class VectorDb {
     };
   }
 
+  private remember(row: IndexRow | undefined): IndexRow | undefined {
+    if (row) {
+      this.rows.set(row.id, row);
+      this.names.set(`${row.tenant_id}\0${row.name}`, row.id);
+    }
+    return row;
+  }
+  private forget(id: string): void {
+    const row = this.rows.get(id);
+    if (row) this.names.delete(`${row.tenant_id}\0${row.name}`);
+    this.rows.delete(id);
+  }
+
   insertIndex(row: IndexRow): void {
     this.st.insertIndex.run(row);
+    this.forget(row.id);
   }
   indexById(tenantId: string, id: string): IndexRow | undefined {
-    return this.st.indexById.get(id, tenantId);
+    const cached = this.rows.get(id);
+    if (cached) return cached.tenant_id === tenantId ? cached : undefined;
+    return this.remember(this.st.indexById.get(id, tenantId));
   }
   indexByName(tenantId: string, name: string): IndexRow | undefined {
-    return this.st.indexByName.get(name, tenantId);
+    const id = this.names.get(`${tenantId}\0${name}`);
+    if (id !== undefined) return this.indexById(tenantId, id);
+    return this.remember(this.st.indexByName.get(name, tenantId));
   }
   allIndexes(): IndexRow[] {
     return this.st.allIndexes.all();
@@ -169,6 +203,7 @@ export class VectorDb {
   }
   updateIndex(id: string, metadata: string, deleteProtection: boolean, at: string): void {
     this.st.updateIndex.run(metadata, deleteProtection ? 1 : 0, at, id);
+    this.forget(id);
   }
   /** Removes the index and all its vectors in one transaction. */
   deleteIndex(id: string): void {
@@ -177,6 +212,7 @@ export class VectorDb {
       this.st.deleteAllTombstones.run(id);
       this.st.deleteIndex.run(id);
     })();
+    this.forget(id);
   }
 
   /** Writes a batch in one transaction (all or nothing). */
@@ -187,20 +223,21 @@ export class VectorDb {
     return this.db.transaction(() => {
       const c = this.st.counters.get(indexId);
       if (!c) throw new Error(`index ${indexId} vanished`);
-      let { next_label: label, seq } = c;
+      let { next_label: label, seq, vector_count: count } = c;
       const now = new Date().toISOString();
       const out: Written[] = [];
       for (const v of items) {
         seq++;
         const prev = this.st.existing.get(indexId, v.id);
         if (prev) this.st.tombstone.run(indexId, prev.label, seq);
+        else count++;
         const created = prev?.created_at ?? now;
         const blob = Buffer.from(v.embedding.buffer, v.embedding.byteOffset, v.embedding.byteLength);
         this.st.putVector.run(indexId, v.id, label, blob, JSON.stringify(v.metadata), v.delete_protection ? 1 : 0, created, now, seq);
         out.push({ id: v.id, label, seq, replaced: prev?.label, created_at: created, updated_at: now });
         label++;
       }
-      this.st.setCounters.run(label, seq, indexId);
+      this.st.setCounters.run(label, seq, count, indexId);
       return out;
     })();
   }
@@ -220,7 +257,7 @@ export class VectorDb {
         this.st.tombstone.run(indexId, prev.label, seq);
         out.push({ id, label: prev.label, seq });
       }
-      this.st.setCounters.run(c.next_label, seq, indexId);
+      this.st.setCounters.run(c.next_label, seq, c.vector_count - out.length, indexId);
       return out;
     })();
   }
@@ -234,8 +271,9 @@ export class VectorDb {
   list(indexId: string, limit: number, offset: number): RecordRow[] {
     return this.st.listVectors.all(indexId, limit, offset);
   }
+  /** Vectors in the index (kept with each write: counting a large index is slow). */
   count(indexId: string): number {
-    return (this.st.countVectors.get(indexId) as { n: number }).n;
+    return this.st.counters.get(indexId)?.vector_count ?? 0;
   }
   /** One more than the highest label given out in the index. */
   nextLabel(indexId: string): number {
@@ -245,7 +283,7 @@ export class VectorDb {
     return this.st.counters.get(indexId)?.seq ?? 0;
   }
   /** The next `limit` records of an index after row `after`, in write order (for loading it in chunks). */
-  chunk(indexId: string, after: number, limit: number): Array<RecordRow & { rid: number }> {
+  chunk(indexId: string, after: number, limit: number): LoadRow[] {
     return this.st.chunk.all(after, indexId, limit);
   }
   tombstonesAfter(indexId: string, seq: number): number[] {

@@ -59,7 +59,10 @@ export async function startServer(
   const workspaceDir = opts.workspaceDir ?? path.join("/run/agentbox-test", path.basename(dataDir));
   const key = opts.key ?? `test_${crypto.randomBytes(12).toString("hex")}`;
   const adminKey = opts.env?.AGENTBOX_ADMIN_KEY ?? `testadmin_${crypto.randomBytes(16).toString("hex")}`;
-  const child = spawn(process.execPath, ["--import", "tsx", path.join(ROOT, "src/main.ts")], {
+  // AGENTBOX_SERVER_NODE_ARGS: extra Node options for the service, e.g. "--cpu-prof --cpu-prof-dir=prof"
+  // to profile it under a benchmark (Node refuses --cpu-prof in NODE_OPTIONS).
+  const nodeArgs = process.env.AGENTBOX_SERVER_NODE_ARGS?.split(" ").filter((a) => a !== "") ?? [];
+  const child = spawn(process.execPath, [...nodeArgs, "--import", "tsx", path.join(ROOT, "src/main.ts")], {
     cwd: ROOT,
     env: {
       PATH: process.env.PATH ?? "/usr/bin:/bin",

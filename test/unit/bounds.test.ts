@@ -27,3 +27,12 @@ test("flat and empty input", () => {
   assert.equal(jsonDepthExceeds('"just a string"', 0), false);
   assert.equal(jsonDepthExceeds("[]", 0), true);
 });
+
+test("many brackets side by side are shallow; few brackets are never too deep", () => {
+  // More openings than the limit in all (the quick count cannot decide), none nested deeply.
+  assert.equal(jsonDepthExceeds(`[${"[1],".repeat(200)}[2]]`, 2), false);
+  assert.equal(jsonDepthExceeds(`[${"[1],".repeat(200)}[[3]]]`, 2), true);
+  // At most `max` openings: decided by the count alone, whatever else the text holds.
+  assert.equal(jsonDepthExceeds(`{"vector":[${Array.from({ length: 128 }, (_, i) => i / 7).join(",")}]}`, 2), false);
+  assert.equal(jsonDepthExceeds("[[", 2), false);
+});

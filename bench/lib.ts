@@ -67,8 +67,8 @@ export function keepAliveClient(server: { port: number; key: string }, sockets =
     path: string,
     body?: unknown,
   ): Promise<{ status: number; body: T }> {
-    // A string is an already encoded body (a benchmark encodes its bodies once, before timing).
-    const data = body === undefined ? undefined : typeof body === "string" ? body : JSON.stringify(body);
+    // A string or a Buffer is an already encoded body (a benchmark encodes its bodies before timing).
+    const data = body === undefined ? undefined : typeof body === "string" || Buffer.isBuffer(body) ? body : JSON.stringify(body);
     const headers: Record<string, string> = { authorization: `Bearer ${server.key}` };
     if (data !== undefined) headers["content-type"] = "application/json";
     const res = await pool.request({ method: method as Dispatcher.HttpMethod, path, headers, body: data });

@@ -10,4 +10,4 @@ function positiveInt(name: string, fallback: number, max: number): number {
 
 /** Candidates an unfiltered graph search walks and rescores exactly (HNSW's ef at search time):
  * higher is better recall and slower search. */
-export const SEARCH_EF = positiveInt("AGENTBOX_VECTOR_SEARCH_EF", 64, 4096);
+export const SEARCH_EF = positiveInt("AGENTBOX_VECTOR_SEARCH_EF", 48, 4096);

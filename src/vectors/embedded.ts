@@ -3,7 +3,7 @@
 // acknowledged write survives kill -9. Each index's graph is saved on shutdown (and every few
 // minutes when it changed); on start it is loaded, brought up to date from the writes after it,
 // and checked against the record count; any doubt and it is rebuilt from the records. Loading
-// reads the records a chunk per event-loop turn and the graph file in the graph worker, so the
+// reads the records in a worker (record-loader.ts) and the graph file in the graph worker, so the
 // service keeps answering meanwhile; operations on an index wait until it is loaded.
 import fs from "node:fs";
 import path from "node:path";
@@ -11,10 +11,11 @@ import { Collection, QUANTIZATION } from "./collection.js";
 import type { Hit, IndexSpec, NewVector, SearchOptions, VectorEngine, VectorRecord } from "./engine.js";
 import type { Metadata } from "./filter.js";
 import { GraphWorker } from "./graph-worker.js";
-import type { LoadRow, RecordRow, VectorDb } from "./store.js";
+import { readRecords } from "./record-loader.js";
+import type { RecordRow, VectorDb } from "./store.js";
 
 const SAVE_EVERY_MS = 5 * 60_000;
-/** Records read from the store per event-loop turn while loading an index. */
+/** Records per chunk while loading an index (read in a worker, applied here one chunk per event-loop turn). */
 const LOAD_CHUNK = 20_000;
 /** On shutdown, vectors still queued for the graph are inserted before saving it when at most this many. */
 const DRAIN_ON_CLOSE_MAX = 50_000;
@@ -111,22 +112,17 @@ export class EmbeddedEngine implements VectorEngine {
       (error: unknown) => ({ size: 0, error: String(error) }),
     );
     let inGraph = 0;
-    let after = 0;
-    for (;;) {
-      const rows = this.store.chunk(spec.id, after, LOAD_CHUNK);
-      for (const row of rows) {
-        const e = row.embedding;
-        // A view when the bytes are 4-aligned (the usual case), else a copy.
-        const vec =
-          e.byteOffset % 4 === 0
-            ? new Float32Array(e.buffer, e.byteOffset, e.byteLength / 4)
-            : new Float32Array(e.buffer.slice(e.byteOffset, e.byteOffset + e.byteLength));
-        const already = saved !== undefined && row.seq <= upTo;
+    // The records come from a worker thread, a chunk at a time (the event loop serves requests in between).
+    for await (const chunk of readRecords(this.store.file, spec.id, spec.dimension, LOAD_CHUNK)) {
+      const dim = spec.dimension;
+      for (let i = 0; i < chunk.ids.length; i++) {
+        const seq = chunk.seqs[i] as number;
+        const already = saved !== undefined && seq <= upTo;
         if (already) inGraph++;
-        c.put(row.label, row.id, vec, JSON.parse(row.metadata) as Metadata, row.seq, already);
+        const metadata = JSON.parse(chunk.metadata[i] as string) as Metadata;
+        c.put(chunk.labels[i] as number, chunk.ids[i] as string, chunk.vectors.subarray(i * dim, (i + 1) * dim), metadata, seq, already);
       }
-      if (rows.length < LOAD_CHUNK) break;
-      after = (rows[rows.length - 1] as LoadRow).rid;
+      // A turn of the event loop between chunks even when the next one is already here.
       await new Promise((r) => setImmediate(r));
     }
     const opened = await opening;

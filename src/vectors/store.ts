@@ -77,9 +77,6 @@ CREATE TABLE IF NOT EXISTS vector_tombstones (
 CREATE INDEX IF NOT EXISTS vector_tombstones_seq ON vector_tombstones (index_id, seq);
 `;
 
-/** What loading an index reads of each record, with its rowid (write order). */
-export type LoadRow = Pick<RecordRow, "id" | "label" | "embedding" | "metadata" | "seq"> & { rid: number };
-
 /** One stored write: the label the vector got in the graph and the write's sequence number. */
 export interface Written {
   id: string;
@@ -99,9 +96,13 @@ export class VectorDb {
   private readonly rows = new Map<string, IndexRow>();
   private readonly names = new Map<string, string>();
 
+  /** The database file (loading reads it from a worker thread with a connection of its own). */
+  readonly file: string;
+
   constructor(dataDir: string) {
     fs.mkdirSync(dataDir, { recursive: true, mode: 0o700 });
     const file = path.join(dataDir, "vectors.db");
+    this.file = file;
     this.db = new Database(file);
     fs.chmodSync(file, 0o600);
     this.db.pragma("journal_mode = WAL");
@@ -154,10 +155,6 @@ export class VectorDb {
       listVectors: db.prepare<[string, number, number], RecordRow>("SELECT * FROM vectors WHERE index_id = ? ORDER BY id LIMIT ? OFFSET ?"),
       // By rowid (the table's own order, which is write order): "+index_id" keeps SQLite from
       // walking the primary key and sorting instead.
-      // Only what loading needs (the dates and flags would be a million strings to make and drop).
-      chunk: db.prepare<[number, string, number], LoadRow>(
-        "SELECT rowid AS rid, id, label, embedding, metadata, seq FROM vectors WHERE rowid > ? AND +index_id = ? ORDER BY rowid LIMIT ?",
-      ),
       tombstonesAfter: db.prepare<[string, number], { label: number }>(
         "SELECT label FROM vector_tombstones WHERE index_id = ? AND seq > ?",
       ),
@@ -281,10 +278,6 @@ export class VectorDb {
   }
   seq(indexId: string): number {
     return this.st.counters.get(indexId)?.seq ?? 0;
-  }
-  /** The next `limit` records of an index after row `after`, in write order (for loading it in chunks). */
-  chunk(indexId: string, after: number, limit: number): LoadRow[] {
-    return this.st.chunk.all(after, indexId, limit);
   }
   tombstonesAfter(indexId: string, seq: number): number[] {
     return this.st.tombstonesAfter.all(indexId, seq).map((r) => r.label);

@@ -1,10 +1,12 @@
 // The vectors database on a real SQLite file: the vector count kept with each write (and counted once
-// for a database from before it was kept), and the cached catalog rows, which follow every change.
+// for a database from before it was kept), the cached catalog rows, which follow every change, and
+// the record reader that loads an index from a worker thread.
 import assert from "node:assert/strict";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { after, test } from "node:test";
+import { readRecords } from "../../src/vectors/record-loader.js";
 import { type IndexRow, VectorDb } from "../../src/vectors/store.js";
 
 const dirs: string[] = [];
@@ -83,5 +85,54 @@ test("catalog rows are cached per tenant and follow updates and deletes", () => 
   // The name is free again, for a new index with a new id.
   db.insertIndex(indexRow("vi_d", "t1", "c"));
   assert.equal(db.indexByName("t1", "c")?.id, "vi_d");
+  db.close();
+});
+
+test("the record reader returns one index's records in write order, in chunks, and refuses a malformed embedding", async () => {
+  const db = new VectorDb(tempDir());
+  db.insertIndex(indexRow("vi_e", "t1", "e"));
+  db.insertIndex(indexRow("vi_f", "t1", "f"));
+  const v = (id: string, x: number) => ({ id, embedding: Float32Array.of(x, -x), metadata: { x }, delete_protection: false });
+  db.upsert("vi_e", [v("a", 1), v("b", 2)]);
+  db.upsert("vi_f", [v("other", 9)]);
+  db.upsert("vi_e", [v("c", 3), v("a", 4)]); // "a" replaced: its new version comes last
+  const read: Array<{ id: string; label: number; seq: number; vec: number[]; meta: string }> = [];
+  let chunks = 0;
+  for await (const chunk of readRecords(db.file, "vi_e", 2, 2)) {
+    chunks++;
+    chunk.ids.forEach((id, i) =>
+      read.push({
+        id,
+        label: chunk.labels[i] as number,
+        seq: chunk.seqs[i] as number,
+        vec: Array.from(chunk.vectors.subarray(i * 2, i * 2 + 2)),
+        meta: chunk.metadata[i] as string,
+      }),
+    );
+  }
+  assert.equal(chunks, 2);
+  assert.deepEqual(
+    read.map((r) => [r.id, r.vec, r.meta]),
+    [
+      ["b", [2, -2], '{"x":2}'],
+      ["c", [3, -3], '{"x":3}'],
+      ["a", [4, -4], '{"x":4}'],
+    ],
+  );
+  assert.deepEqual(
+    read.map((r) => r.seq),
+    [2, 3, 4],
+  );
+  assert.deepEqual(
+    read.map((r) => r.label),
+    [1, 2, 3],
+  );
+  // An embedding of the wrong size (a damaged file) fails the load instead of filling memory with garbage.
+  db.db.prepare("UPDATE vectors SET embedding = ? WHERE index_id = 'vi_e' AND id = 'c'").run(Buffer.alloc(3));
+  await assert.rejects(async () => {
+    for await (const _ of readRecords(db.file, "vi_e", 2, 2)) {
+      // reading
+    }
+  }, /record c has 3 bytes of embedding, expected 8/);
   db.close();
 });

@@ -100,15 +100,15 @@ test("the record reader returns one index's records in write order, in chunks, a
   let chunks = 0;
   for await (const chunk of readRecords(db.file, "vi_e", 2, 2)) {
     chunks++;
-    chunk.ids.forEach((id, i) =>
+    for (const [i, id] of chunk.ids.entries()) {
       read.push({
         id,
         label: chunk.labels[i] as number,
         seq: chunk.seqs[i] as number,
         vec: Array.from(chunk.vectors.subarray(i * 2, i * 2 + 2)),
         meta: chunk.metadata[i] as string,
-      }),
-    );
+      });
+    }
   }
   assert.equal(chunks, 2);
   assert.deepEqual(

@@ -19,6 +19,7 @@ const SIZES = (process.env.BENCH_VECTOR_SIZES ?? "1000000x128,100000x384")
 const QUERIES = Number(process.env.BENCH_QUERIES ?? 200);
 const SEARCHES = Number(process.env.BENCH_SEARCHES ?? 2000);
 const CLIENTS = 16;
+const ROUNDS = 3;
 /** The per-key rate limit would cap a benchmark of thousands of searches a second. */
 const BENCH_ENV = { AGENTBOX_LOG_LEVEL: "warn", AGENTBOX_RATE_LIMIT_PER_MINUTE: "100000000" };
 const BATCH = 1000;
@@ -160,22 +161,27 @@ async function benchSize(n: number, dim: number): Promise<string[]> {
       if (res.status !== 200) throw new Error(`search: ${res.status} ${JSON.stringify(res.body)}`);
     }
 
-    // 16 clients.
-    let left = SEARCHES * 2;
+    // 16 clients, in three rounds: the median round is the figure (a two-core VM stalls now and
+    // then for reasons of its own; every round is printed).
     const concurrentMs: number[] = [];
-    const c0 = performance.now();
-    await Promise.all(
-      Array.from({ length: CLIENTS }, async (_, c) => {
-        for (let i = c; left > 0; i += CLIENTS) {
-          left--;
-          const t = performance.now();
-          const res = await call("POST", `/v1/vectors/${index}/search`, bodies[i % QUERIES]);
-          concurrentMs.push(performance.now() - t);
-          if (res.status !== 200) throw new Error(`search: ${res.status} ${JSON.stringify(res.body)}`);
-        }
-      }),
-    );
-    const concurrentWall = performance.now() - c0;
+    const rounds: number[] = [];
+    for (let round = 0; round < ROUNDS; round++) {
+      let left = SEARCHES * 2;
+      const c0 = performance.now();
+      await Promise.all(
+        Array.from({ length: CLIENTS }, async (_, c) => {
+          for (let i = c; left > 0; i += CLIENTS) {
+            left--;
+            const t = performance.now();
+            const res = await call("POST", `/v1/vectors/${index}/search`, bodies[i % QUERIES]);
+            concurrentMs.push(performance.now() - t);
+            if (res.status !== 200) throw new Error(`search: ${res.status} ${JSON.stringify(res.body)}`);
+          }
+        }),
+      );
+      rounds.push((SEARCHES * 2) / ((performance.now() - c0) / 1000));
+    }
+    const perSecond = [...rounds].sort((a, b) => a - b)[Math.floor(ROUNDS / 2)] as number;
 
     // Start-up with n stored: a clean stop saves the graph; time from spawn to the first full answer.
     await server.stop();
@@ -199,9 +205,10 @@ async function benchSize(n: number, dim: number): Promise<string[]> {
         { name: "search top-10, filter matching 10 %, 1 client", samples: filteredMs },
         { name: "brute force top-10 (baseline: SIMD exact search, 1 thread, in-process)", samples: bruteMs },
         {
-          name: `search top-10, ${CLIENTS} clients`,
+          name: `search top-10, ${CLIENTS} clients (${ROUNDS} rounds; throughput of the median round)`,
           samples: concurrentMs,
-          wallMs: concurrentWall,
+          wallMs: (SEARCHES * 2 * 1000) / perSecond,
+          ops: SEARCHES * 2,
         },
       ]),
     );
@@ -213,7 +220,7 @@ async function benchSize(n: number, dim: number): Promise<string[]> {
       `| recall@10 (plain) | ${(hits / (QUERIES * 10)).toFixed(4)} |`,
       `| recall@10 (filter matching 10 %) | ${(hitsFiltered / (QUERIES * 10)).toFixed(4)} |`,
       `| search p50 speed-up over brute force | ${speedup.toFixed(0)}× |`,
-      `| searches/s, ${CLIENTS} clients | ${((SEARCHES * 2) / (concurrentWall / 1000)).toFixed(0)} |`,
+      `| searches/s, ${CLIENTS} clients (median of ${ROUNDS} rounds: ${rounds.map((r) => r.toFixed(0)).join(", ")}) | ${perSecond.toFixed(0)} |`,
       `| upserts/s acknowledged (batches of ${BATCH}) | ${(n / (upsertWall / 1000)).toFixed(0)} |`,
       `| all ${n} in the ANN graph after | ${(indexedWall / 1000).toFixed(1)} s |`,
       `| start-up with ${n} stored, to the first full search | ${(startMs / 1000).toFixed(2)} s |`,

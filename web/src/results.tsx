@@ -1,8 +1,7 @@
 // A run's rich results: images as images, HTML only inside an iframe whose sandbox allows neither
 // scripts nor same-origin access (so it can never touch this page or its key), the rest as text.
 // The shape of one result comes from the API's own document, through the SDK's generated types.
-export type { RichResult } from "../../sdk/typescript/src/sandbox";
-import type { RichResult } from "../../sdk/typescript/src/sandbox";
+import type { RichResult } from "./types";
 
 /** Our own readable defaults for HTML results (pandas tables come unstyled); the result follows. */
 const FRAME_STYLE =

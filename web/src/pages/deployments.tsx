@@ -1,23 +1,10 @@
 // Deployments: model deployments and their replicas (GET /v1/deployments/list).
 import { api } from "../api";
 import { fmtTime, Table, useLoad, View } from "../ui";
-
-interface Deployment {
-  deployment_id: string;
-  deployment_name: string;
-  model_name: string;
-  status: string;
-  reason: string | null;
-  created_at: string;
-  hw_type: string;
-  min_replicas: number;
-  max_replicas: number;
-  replicas: { replica_id: string; state: string }[];
-  queued: number;
-}
+import type { DeploymentList } from "../types";
 
 export function DeploymentsPage() {
-  const list = useLoad((signal) => api<{ deployments: Deployment[] }>("/v1/deployments/list", { signal }), [], 10_000);
+  const list = useLoad((signal) => api<DeploymentList>("/v1/deployments/list", { signal }), [], 10_000);
   return (
     <section>
       <h1>Deployments</h1>

@@ -1,18 +1,10 @@
 // Files: stored file objects (GET /v1/files), upload, download and delete.
 import { api, send } from "../api";
 import { download, ErrorBox, fmtBytes, Table, useAction, useLoad, View } from "../ui";
-
-interface StoredFile {
-  id: string;
-  filename: string;
-  bytes: number;
-  purpose: string;
-  created_at: number;
-  expires_at: number | null;
-}
+import type { StoredFileList } from "../types";
 
 export function FilesPage() {
-  const files = useLoad((signal) => api<{ data: StoredFile[] }>("/v1/files?limit=200", { signal }), []);
+  const files = useLoad((signal) => api<StoredFileList>("/v1/files?limit=200", { signal }), []);
   const [busy, error, run] = useAction();
   const upload = (e: Event) => {
     const input = e.currentTarget as HTMLInputElement;

@@ -3,27 +3,9 @@
 import { useState } from "preact/hooks";
 import { api } from "../api";
 import { Empty, ErrorBox, fmtTime, Table, useAction, useLoad, View } from "../ui";
-
-interface KeyInfo {
-  id: string;
-  tenant_id: string;
-  name: string;
-  prefix: string;
-  created_at: string;
-  revoked_at: string | null;
-  last_used_at: string | null;
-  rate_limit_per_minute: number | null;
-}
+import type { KeyList, TenantList } from "../types";
 
 const QUOTAS = ["max_sandboxes", "max_concurrent_runs", "memory_mb", "max_processes", "storage_mb"] as const;
-type Quota = (typeof QUOTAS)[number];
-
-interface Tenant {
-  tenant_id: string;
-  quotas: Record<Quota, number | null>;
-  effective: Record<Quota, number | null>;
-  active_keys: number;
-}
 
 function NewKey({ onCreated }: { onCreated: () => void }) {
   const [name, setName] = useState("");
@@ -86,7 +68,7 @@ function NewKey({ onCreated }: { onCreated: () => void }) {
   );
 }
 
-function TenantRow({ tenant, onSaved }: { tenant: Tenant; onSaved: () => void }) {
+function TenantRow({ tenant, onSaved }: { tenant: TenantList["tenants"][number]; onSaved: () => void }) {
   const [values, setValues] = useState(() => Object.fromEntries(QUOTAS.map((q) => [q, tenant.quotas[q]?.toString() ?? ""])));
   const [busy, error, run] = useAction();
   const save = (e: Event) => {
@@ -126,8 +108,8 @@ function TenantRow({ tenant, onSaved }: { tenant: Tenant; onSaved: () => void })
 }
 
 export function KeysPage() {
-  const keys = useLoad((signal) => api<{ keys: KeyInfo[] }>("/v1/admin/keys", { signal }), []);
-  const tenants = useLoad((signal) => api<{ tenants: Tenant[] }>("/v1/admin/tenants", { signal }), []);
+  const keys = useLoad((signal) => api<KeyList>("/v1/admin/keys", { signal }), []);
+  const tenants = useLoad((signal) => api<TenantList>("/v1/admin/tenants", { signal }), []);
   const [busy, error, run] = useAction();
   const reload = () => {
     keys.reload();

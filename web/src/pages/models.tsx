@@ -3,11 +3,7 @@
 import { useState } from "preact/hooks";
 import { api, stream } from "../api";
 import { Empty, ErrorBox, Select, useLoad, View } from "../ui";
-
-interface Model {
-  id: string;
-  owned_by?: string;
-}
+import type { ModelList } from "../types";
 
 interface Message {
   role: "user" | "assistant";
@@ -15,7 +11,7 @@ interface Message {
 }
 
 export function ModelsPage() {
-  const models = useLoad((signal) => api<{ data: Model[] }>("/v1/inference/models", { signal }), []);
+  const models = useLoad((signal) => api<ModelList>("/v1/inference/models", { signal }), []);
   const [model, setModel] = useState("");
   const [input, setInput] = useState("");
   const [messages, setMessages] = useState<Message[]>([]);

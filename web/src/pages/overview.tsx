@@ -3,15 +3,7 @@
 import { useMemo } from "preact/hooks";
 import { api } from "../api";
 import { Empty, TimeChart, useLoad, View } from "../ui";
-
-interface Stats {
-  live_sandboxes: number;
-  runs_per_second: number;
-  error_rate: number;
-  interval_seconds: number;
-  series: { timestamp: string; runs: number; errors: number; live_sandboxes: number }[];
-  runs_by_language: { language: string; runs: number; errors: number }[];
-}
+import type { Stats } from "../types";
 
 function Charts({ stats }: { stats: Stats }) {
   const { times, series } = useMemo(() => {

@@ -4,9 +4,9 @@
 import { useRef, useState } from "preact/hooks";
 import { AGENTS, api, sbxPath, stream } from "../api";
 import { CodeEditor, type Language } from "../editor";
-import { Result, type RichResult } from "../results";
+import { Result } from "../results";
 import { ErrorBox } from "../ui";
-import type { Sandbox } from "./sandboxes";
+import type { RichResult, Sandbox } from "../types";
 
 const SBX_ITEM = "agentbox.playground.sandbox";
 const SAMPLES: Record<Language, string> = {

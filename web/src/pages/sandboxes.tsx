@@ -3,18 +3,7 @@
 import { useEffect, useMemo, useState } from "preact/hooks";
 import { AGENTS, api, sbxPath, send } from "../api";
 import { download, Empty, ErrorBox, fmtBytes, fmtTime, Select, Table, TimeChart, useAction, useLoad, View } from "../ui";
-
-export interface Sandbox {
-  sandbox_id: string;
-  status: string;
-  template: string;
-  started_at: string;
-  timeout_at: string;
-  ended_at: string | null;
-  cpu_count: number;
-  memory_mb: number;
-  metadata: Record<string, unknown>;
-}
+import type { CommandResult, FileEntry, MetricsSample, Sandbox, SandboxEvents, SandboxList } from "../types";
 
 const STATES = ["running", "paused", "terminated", "timed_out", "failed"];
 
@@ -78,7 +67,7 @@ export function SandboxesPage() {
       const q = new URLSearchParams({ limit: "200" });
       if (state) q.set("state", state);
       for (const [k, v] of Object.entries(filter.pairs)) q.set(`metadata.${k}`, v);
-      return api<{ sandboxes: Sandbox[]; total: number }>(`${AGENTS}/sandboxes?${q}`, { signal });
+      return api<SandboxList>(`${AGENTS}/sandboxes?${q}`, { signal });
     },
     [state, filter],
     15_000,
@@ -135,13 +124,6 @@ export function SandboxesPage() {
   );
 }
 
-interface MetricsSample {
-  timestamp: string;
-  cpu_usage: number;
-  memory_usage: number;
-  memory_total: number;
-}
-
 function MetricsChart({ id }: { id: string }) {
   const [samples, setSamples] = useState<MetricsSample[]>([]);
   const [error, setError] = useState<unknown>();
@@ -190,22 +172,8 @@ function MetricsChart({ id }: { id: string }) {
   );
 }
 
-interface SandboxEvent {
-  type: string;
-  at: string;
-  reason: string | null;
-  detail?: Record<string, unknown>;
-}
-
 function Events({ id }: { id: string }) {
-  const events = useLoad(
-    async (signal) => {
-      const body = await api<SandboxEvent[] | { events: SandboxEvent[] }>(`${sbxPath(id)}/events`, { signal });
-      return Array.isArray(body) ? body : body.events;
-    },
-    [id],
-    10_000,
-  );
+  const events = useLoad((signal) => api<SandboxEvents>(`${sbxPath(id)}/events`, { signal }), [id], 10_000);
   if (events.error && events.data === undefined) return null; // a service without sandbox events
   return (
     <div>
@@ -228,14 +196,6 @@ function Events({ id }: { id: string }) {
       </View>
     </div>
   );
-}
-
-interface FileEntry {
-  name: string;
-  path: string;
-  size: number;
-  is_dir: boolean;
-  modified_at: string;
 }
 
 function FilesBrowser({ id }: { id: string }) {
@@ -306,13 +266,6 @@ function FilesBrowser({ id }: { id: string }) {
       </View>
     </div>
   );
-}
-
-interface CommandResult {
-  stdout: string;
-  stderr: string;
-  exit_code: number;
-  error: string | null;
 }
 
 function CommandBox({ id }: { id: string }) {

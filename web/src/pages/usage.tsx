@@ -3,13 +3,9 @@
 import { useMemo } from "preact/hooks";
 import { api } from "../api";
 import { Empty, Table, TimeChart, useLoad, View } from "../ui";
+import type { Stats, UsageList } from "../types";
 
-interface UsageRow {
-  model: string;
-  prompt_tokens: number;
-  completion_tokens: number;
-  requests: number;
-}
+type UsageRow = UsageList["usage"][number];
 
 const DAYS = 7;
 const COLORS = ["#2563eb", "#dc2626", "#16a34a", "#9333ea", "#ea580c", "#0891b2"];
@@ -25,7 +21,7 @@ async function perDay(signal: AbortSignal): Promise<DayUsage[]> {
   today.setUTCHours(0, 0, 0, 0);
   const bounds = Array.from({ length: DAYS }, (_, i) => new Date(today.getTime() - (DAYS - 1 - i) * 86_400_000));
   const totals = await Promise.all(
-    bounds.map((b) => api<{ usage: UsageRow[] }>(`/v1/inference/usage?since=${encodeURIComponent(b.toISOString())}`, { signal })),
+    bounds.map((b) => api<UsageList>(`/v1/inference/usage?since=${encodeURIComponent(b.toISOString())}`, { signal })),
   );
   return bounds.map((b, i) => {
     const models = new Map<string, UsageRow>();
@@ -65,10 +61,7 @@ function TokensChart({ days }: { days: DayUsage[] }) {
 
 export function UsagePage() {
   const usage = useLoad(perDay, []);
-  const stats = useLoad(
-    (signal) => api<{ runs_by_language: { language: string; runs: number; errors: number }[] }>("/v1/agents/stats", { signal }),
-    [],
-  );
+  const stats = useLoad((signal) => api<Stats>("/v1/agents/stats", { signal }), []);
   return (
     <section>
       <h1>Usage</h1>

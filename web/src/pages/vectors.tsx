@@ -2,33 +2,19 @@
 import { useState } from "preact/hooks";
 import { api } from "../api";
 import { Empty, ErrorBox, Select, Table, useAction, useLoad, View } from "../ui";
-
-interface Index {
-  id: string;
-  name: string;
-  dimension: number;
-  metric: string;
-  vector_count?: number;
-  status?: string;
-}
-
-interface Hit {
-  id: string;
-  score: number;
-  metadata?: Record<string, unknown>;
-}
+import type { IndexList, SearchResult } from "../types";
 
 export function VectorsPage() {
-  const indexes = useLoad((signal) => api<{ indexes: Index[] }>("/v1/vectors/indexes", { signal }), []);
+  const indexes = useLoad((signal) => api<IndexList>("/v1/vectors/indexes", { signal }), []);
   const [index, setIndex] = useState("");
   const [query, setQuery] = useState("");
-  const [hits, setHits] = useState<Hit[]>();
+  const [hits, setHits] = useState<SearchResult["hits"]>();
   const [busy, error, run] = useAction();
   const chosen = index || indexes.data?.indexes[0]?.name || "";
   const search = (e: Event) => {
     e.preventDefault();
     void run(async () => {
-      const r = await api<{ hits: Hit[] }>(`/v1/vectors/${encodeURIComponent(chosen)}/search/text`, {
+      const r = await api<SearchResult>(`/v1/vectors/${encodeURIComponent(chosen)}/search/text`, {
         body: { query, top_k: 10, include_metadata: true },
       });
       setHits(r.hits);

@@ -11,7 +11,7 @@ import path from "node:path";
 import { buildSeccompFilter } from "../src/sandbox/seccomp.js";
 import { startServer } from "../test/helpers/server.js";
 import { freshRun } from "./code-run.js";
-import { keepAliveClient, printTable, type Row, sleep, timed } from "./lib.js";
+import { keepAliveClient, median, printTable, type Row, sleep, timed } from "./lib.js";
 
 const RUNS = Number(process.env.BENCH_DATA_RUNS ?? 20);
 const BASELINE_RUNS = Number(process.env.BENCH_DATA_BASELINE_RUNS ?? 10);
@@ -92,8 +92,6 @@ function sandboxUssMb(id: string): number {
   }
   return kb / 1024;
 }
-
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number;
 
 export async function benchDataImport(): Promise<string> {
   const server = await startServer({

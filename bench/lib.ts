@@ -17,6 +17,13 @@ export function percentile(sorted: number[], p: number): number {
   return sorted[idx] as number;
 }
 
+/** The middle value of unsorted samples. */
+export const median = (xs: number[]) =>
+  percentile(
+    [...xs].sort((a, b) => a - b),
+    50,
+  );
+
 /** How much slower `via` is than `direct` at percentile `p` (ms). */
 export function added(direct: number[], via: number[], p: number): number {
   const sorted = (a: number[]) => [...a].sort((x, y) => x - y);

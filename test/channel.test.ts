@@ -7,6 +7,7 @@ import assert from "node:assert/strict";
 import crypto from "node:crypto";
 import fs from "node:fs";
 import { after, before, describe, test } from "node:test";
+import { median } from "../bench/lib.js";
 import { assertError, createSandbox } from "./helpers/api.js";
 import { cgroupsOf, createKey, eventually, mountsUnder, processesInCgroups } from "./helpers/leftovers.js";
 import { client, startServer, type TestServer } from "./helpers/server.js";
@@ -91,7 +92,7 @@ async function upload(id: string, path: string, data: Blob, signal?: AbortSignal
 const sha = (b: Buffer) => crypto.createHash("sha256").update(b).digest("hex");
 
 describe("the sandbox channel", () => {
-  test("a 40 MB download by one tenant leaves another tenant's runs and /health fast (< 500 ms, or twice the same run's baseline on a busy host)", async () => {
+  test("a 40 MB download by one tenant leaves another tenant's runs and /health fast (median within 500 ms or twice the same run's baseline median; none stalled for seconds)", async () => {
     const other = createKey(server.dataDir, "channel-b");
     const callB = client({ url: server.url, key: other.key });
     const a = await createSandbox(call);
@@ -106,7 +107,11 @@ describe("the sandbox channel", () => {
     // The same run's baseline: on a busy host a print(1) can be slow with no download at all.
     const baseline: number[] = [];
     for (let i = 0; i < 30; i++) baseline.push(await printOne());
-    const bound = Math.max(500, 2 * Math.max(...baseline));
+    // Medians, not the slowest sample: on a host busy with other work one request in thirty can take
+    // a second with no download at all. A download that blocked the service would slow every request
+    // made during it (the median), and stall one for as long as the transfer (the 5 s bound).
+    const bound = Math.max(500, 2 * median(baseline));
+    const stall = Math.max(5000, 4 * Math.max(...baseline));
     let downloading = true;
     const got = download(a, "big.bin").finally(() => {
       downloading = false;
@@ -123,10 +128,11 @@ describe("the sandbox channel", () => {
     assert.equal(d.status, 200);
     assert.equal(d.body.length, 40 * MB);
     assert.equal(sha(d.body), made.stdout.trim());
-    const slowest = Math.max(...runs);
-    const note = `(baseline before it: slowest ${Math.max(...baseline).toFixed(0)} ms)`;
-    assert.ok(slowest < bound, `slowest print(1) of ${runs.length} during the download: ${slowest.toFixed(0)} ms ${note}`);
-    assert.ok(Math.max(...health) < bound, `slowest /health during the download: ${Math.max(...health).toFixed(0)} ms ${note}`);
+    const note = `(baseline before it: median ${median(baseline).toFixed(0)} ms, slowest ${Math.max(...baseline).toFixed(0)} ms)`;
+    const during = `${runs.length} print(1) and /health during the download`;
+    assert.ok(median(runs) < bound, `median print(1) of ${during}: ${median(runs).toFixed(0)} ms ${note}`);
+    assert.ok(median(health) < bound, `median /health of ${during}: ${median(health).toFixed(0)} ms ${note}`);
+    assert.ok(Math.max(...runs, ...health) < stall, `slowest of ${during}: ${Math.max(...runs, ...health).toFixed(0)} ms ${note}`);
     await kill(a);
     await callB("DELETE", base(b));
   });

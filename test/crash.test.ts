@@ -77,8 +77,29 @@ describe("kill -9 under load, then restart on the same data dir", () => {
     }
 
     const stop = new AbortController();
-    const load = runLoad({ url: first.url, keys, clients: 12, durationMs: 60_000, requestTimeoutMs: 20_000, signal: stop.signal });
-    await new Promise((r) => setTimeout(r, 3000));
+    // The crash comes once the load has both created and killed sandboxes (on a busy host that can
+    // take much longer than on a quiet one), so that records of every kind are in flight.
+    let creates = 0;
+    let kills = 0;
+    let loadUnderWay: () => void = () => {};
+    const underWay = new Promise<void>((resolve) => {
+      loadUnderWay = resolve;
+    });
+    const onResponse = (op: string, status: number) => {
+      if (op === "create" && status === 201) creates += 1;
+      if (op === "kill" && status === 200) kills += 1;
+      if (creates >= 3 && kills >= 1) loadUnderWay();
+    };
+    const load = runLoad({
+      url: first.url,
+      keys,
+      clients: 12,
+      durationMs: 120_000,
+      requestTimeoutMs: 20_000,
+      signal: stop.signal,
+      onResponse,
+    });
+    await Promise.race([underWay, new Promise((r) => setTimeout(r, 90_000))]);
     const inFlight = marked.map((id) =>
       call("POST", `/v1/agents/sandboxes/${id}/code/run`, { language: "python", code: "import time; time.sleep(5)" }).catch(
         (err: Error) => err,

@@ -10,7 +10,8 @@ import type { Config } from "../config.js";
 import { ApiError, invalid } from "../errors.js";
 import { netDirOf } from "../sandbox/bwrap.js";
 import type { SandboxManager } from "../sandbox/manager.js";
-import { type EgressLogEntry, egressServer } from "./egress.js";
+import { ConnectionBudget, type Slot } from "./budget.js";
+import { type EgressLogEntry, type EgressProxy, egressServer } from "./egress.js";
 import { egressEnabled, type NetworkPolicy, PolicyError, type PolicyInput, PolicyMatcher, parsePolicy } from "./policy.js";
 import { PortBroker, PortUnavailable } from "./ports.js";
 import { Resolver } from "./resolver.js";
@@ -29,7 +30,7 @@ interface SandboxNet {
   dir: string;
   policy: NetworkPolicy;
   matcher: PolicyMatcher;
-  egress?: net.Server;
+  egress?: EgressProxy;
   ports?: PortBroker;
   log: EgressLogEntry[];
   rx: number;
@@ -39,6 +40,8 @@ interface SandboxNet {
 
 const RELAY_WAIT_MS = 5000;
 const RELAY_RESTART_GAP_MS = 5000;
+/** How often connections refused by the caps are logged at most: a flood must not become a flood of log lines. */
+const REFUSED_LOG_EVERY_MS = 10_000;
 
 /** The addresses of this host's interfaces: refused like loopback (the service's own ports among them). */
 function hostAddresses(): string[] {
@@ -67,6 +70,9 @@ export class NetworkService {
   private readonly resolver: Resolver;
   private readonly hostAddrs = hostAddresses();
   private readonly tokens: ShareTokens;
+  private readonly budget: ConnectionBudget;
+  private refusedSinceLog = 0;
+  private lastRefusedLog = 0;
 
   constructor(
     private readonly config: Config,
@@ -76,6 +82,7 @@ export class NetworkService {
   ) {
     this.resolver = new Resolver(config.network.hosts);
     this.tokens = new ShareTokens(shareKey(config.dataDir, config.network.shareSecret));
+    this.budget = new ConnectionBudget(config.network.connections);
     sandboxes.onEnded((id) => this.drop(id));
   }
 
@@ -251,11 +258,12 @@ export class NetworkService {
           n.tx += out;
           n.rx += inn;
         },
-        maxConnections: this.config.network.maxConnections,
+        admit: () => this.admit(n),
       });
-      await listen(n.egress, path.join(n.dir, "egress.sock"));
+      await listen(n.egress.server, path.join(n.dir, "egress.sock"));
     } else if (!on && n.egress) {
-      n.egress.close();
+      // No new connections; those open now finish (a policy change applies to the next connection).
+      n.egress.server.close();
       n.egress = undefined;
       fs.rmSync(path.join(n.dir, "egress.sock"), { force: true });
     }
@@ -271,7 +279,10 @@ export class NetworkService {
       n.ports = undefined;
     }
     if (!n.ports) {
-      n.ports = new PortBroker(() => this.relayLost(n));
+      n.ports = new PortBroker(
+        () => this.relayLost(n),
+        () => this.admit(n),
+      );
       await listen(n.ports.server, path.join(n.dir, "ports.sock"));
     }
     if (n.ports.connected && env === undefined) return;
@@ -301,6 +312,24 @@ export class NetworkService {
         this.log.warn({ err, sandbox_id: n.id }, "network: relay not restarted"),
       );
     }, 200).unref();
+  }
+
+  /** A connection slot for the sandbox under the caps, or the refusal its connection is closed with. */
+  private admit(n: SandboxNet): Slot | string {
+    const slot = this.budget.take(n.tenantId, n.id);
+    if ("release" in slot) return slot;
+    this.refusedSinceLog += 1;
+    const now = Date.now();
+    if (now - this.lastRefusedLog >= REFUSED_LOG_EVERY_MS) {
+      this.log.warn(
+        { sandbox_id: n.id, tenant_id: n.tenantId, cap: slot.refused, limit: slot.limit, refused: this.refusedSinceLog },
+        "network: sandbox connections refused at the cap",
+      );
+      this.lastRefusedLog = now;
+      this.refusedSinceLog = 0;
+    }
+    const whose = slot.refused === "sandbox" ? "this sandbox" : slot.refused === "tenant" ? "this tenant's sandboxes" : "all sandboxes";
+    return `more than ${slot.limit} connections open at once for ${whose}`;
   }
 
   private drop(id: string): void {

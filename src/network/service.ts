@@ -3,7 +3,6 @@
 // connections to its ports. A sandbox nobody asked any of this for has no state here at all.
 import fs from "node:fs";
 import type net from "node:net";
-import os from "node:os";
 import path from "node:path";
 import type { Logger } from "pino";
 import type { Config } from "../config.js";
@@ -12,6 +11,7 @@ import { netDirOf } from "../sandbox/bwrap.js";
 import type { SandboxManager } from "../sandbox/manager.js";
 import { ConnectionBudget, type Slot } from "./budget.js";
 import { type EgressLogEntry, type EgressProxy, egressServer } from "./egress.js";
+import { hostRanges } from "./host-ranges.js";
 import { egressEnabled, type NetworkPolicy, PolicyError, type PolicyInput, PolicyMatcher, parsePolicy } from "./policy.js";
 import { PortBroker, PortUnavailable } from "./ports.js";
 import { Resolver } from "./resolver.js";
@@ -43,15 +43,6 @@ const RELAY_RESTART_GAP_MS = 5000;
 /** How often connections refused by the caps are logged at most: a flood must not become a flood of log lines. */
 const REFUSED_LOG_EVERY_MS = 10_000;
 
-/** The addresses of this host's interfaces: refused like loopback (the service's own ports among them). */
-function hostAddresses(): string[] {
-  return Object.values(os.networkInterfaces())
-    .flat()
-    .map((i) => i?.address)
-    .filter((a): a is string => typeof a === "string")
-    .map((a) => a.replace(/%.*$/, ""));
-}
-
 function listen(server: net.Server, file: string): Promise<void> {
   fs.rmSync(file, { force: true });
   return new Promise((resolve, reject) => {
@@ -68,7 +59,8 @@ function listen(server: net.Server, file: string): Promise<void> {
 export class NetworkService {
   private readonly nets = new Map<string, SandboxNet>();
   private readonly resolver: Resolver;
-  private readonly hostAddrs = hostAddresses();
+  /** This host's addresses, subnets and gateways: refused like loopback (the service's own ports among them). */
+  private readonly hostRanges = hostRanges();
   private readonly tokens: ShareTokens;
   private readonly budget: ConnectionBudget;
   private refusedSinceLog = 0;
@@ -214,7 +206,7 @@ export class NetworkService {
 
   private matcher(p: NetworkPolicy): PolicyMatcher {
     const s = this.config.network;
-    return new PolicyMatcher(p, s.denyOut, s.allowPrivate, this.hostAddrs);
+    return new PolicyMatcher(p, s.denyOut, s.allowPrivate, this.hostRanges);
   }
 
   private proxyEnv(on: boolean): Record<string, string> {
@@ -248,7 +240,7 @@ export class NetworkService {
     if (on && !n.egress) {
       n.egress = egressServer({
         resolve: (host) => this.resolver.resolve(host),
-        decideByName: (host) => n.matcher.decideByName(host),
+        decideByName: (host) => n.matcher.decideByName(host, this.resolver.mapped(host)),
         decide: (host, addresses, trusted) => n.matcher.decide(host, addresses, trusted),
         record: (entry) => {
           n.log.push(entry);

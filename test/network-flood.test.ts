@@ -134,7 +134,7 @@ test("deleting a sandbox that holds thousands of proxy connections leaves the se
   await call("DELETE", `/v1/agents/sandboxes/${other}`);
 });
 
-test("thousands of held proxy connections cost the service no more descriptors than the caps", async () => {
+test("thousands of held proxy connections cost the service no more descriptors than the caps", async (t) => {
   const tenant = createKey(server.dataDir, "flood-tenant", "tenant-flood");
   const tenantCall = client({ url: server.url, key: tenant.key });
   const a = await createSandbox(tenantCall, { network: { allow_out: ["pypi.test"] } });
@@ -166,7 +166,7 @@ test("thousands of held proxy connections cost the service no more descriptors t
     // The sandboxes really held thousands (the refused ones are closed on the service's side only).
     assert.ok(Number(/held (\d+)/.exec(out)?.[1]) >= 2000, out);
   }
-  console.log(`descriptors: ${baseline} before, ${peak} at the peak`);
+  t.diagnostic(`descriptors: ${baseline} before, ${peak} at the peak`);
   // Each admitted connection is one descriptor (no upstream: they never sent a request); the
   // tenant's cap bounds both sandboxes together. The margin covers the service's other work.
   const margin = 100;

@@ -4,6 +4,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { type DeploymentsConfig, loadDeploymentsConfig } from "./deployments/config.js";
+import { openFileLimit } from "./fd-limit.js";
 import { type FilesConfig, loadFilesConfig } from "./files/config.js";
 import { type NetworkSettings, networkSettings } from "./network/settings.js";
 import type { EffectiveQuotas } from "./store/tenants.js";
@@ -281,16 +282,4 @@ function connectionLimits(): { maxConnections: number; maxConnectionsPerAddress:
   };
 }
 
-/** The soft RLIMIT_NOFILE of this process (Node cannot read it directly); 1024 if unknown. */
-export function openFileLimit(): number {
-  try {
-    const line = fs
-      .readFileSync("/proc/self/limits", "utf8")
-      .split("\n")
-      .find((l) => l.startsWith("Max open files"));
-    const soft = Number(line?.split(/\s{2,}/)[1]);
-    return Number.isFinite(soft) && soft > 0 ? soft : 1024;
-  } catch {
-    return 1024;
-  }
-}
+export { openFileLimit };

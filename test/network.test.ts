@@ -315,6 +315,30 @@ test("malformed policies are a 400 and create nothing; another tenant's sandbox 
   await call("DELETE", `/v1/agents/sandboxes/${id}`);
 });
 
+test("an address-range allow list admits IP addresses only: other names are refused without being looked up", async () => {
+  const id = await createSandbox(call, { network: { allow_out: ["203.0.113.0/24"] } });
+  // A lookup would carry the name's labels out to whoever answers for its domain.
+  const r = await fetchAll(id, ["http://c2vjcmv0.leak.invalid/", `http://localhost:${internet.port}/`, "http://pypi.test/mapped"], true);
+  for (const [i, host] of ["c2vjcmv0.leak.invalid:80", `localhost:${internet.port}`].entries()) {
+    assert.equal(
+      r[i],
+      `403 agentbox egress: ${host} not in allow_out (its address ranges admit IP addresses; names are looked up only if listed)`,
+    );
+  }
+  // A name the operator mapped asks no DNS server: it is checked by its address (outside the range here).
+  assert.equal(r[2], "403 agentbox egress: pypi.test:80 not in allow_out");
+  const log = await egressLog(id);
+  assert.deepEqual(
+    log.map((e) => [e.host, e.address]),
+    [
+      ["c2vjcmv0.leak.invalid", null],
+      ["localhost", null],
+      ["pypi.test", "127.0.0.1"],
+    ],
+  );
+  await call("DELETE", `/v1/agents/sandboxes/${id}`);
+});
+
 test("a restarted service gives a re-adopted sandbox its policy and egress back; an ended sandbox leaves no socket directory", async () => {
   const id = await createSandbox(call, { network: { allow_out: ["pypi.test"], deny_out: ["10.0.0.0/8"] } });
   const gone = await createSandbox(call, { internet_access: true });

@@ -74,6 +74,15 @@ export function limitConnections(server: Server, limits: ConnectionLimits, log: 
   // Past the total Node closes new connections itself, before any 'connection' listener runs.
   server.maxConnections = limits.maxConnections;
   server.on("drop", () => events?.refused("total"));
+  // accept() failing (EMFILE when the process is out of descriptors) is an 'error' on the listening
+  // server, which Fastify stops listening for once it listens: unheard, it would end the process.
+  let lastAcceptLog = 0;
+  server.on("error", (err: NodeJS.ErrnoException) => {
+    const now = Date.now();
+    if (now - lastAcceptLog < LOG_EVERY_MS) return;
+    lastAcceptLog = now;
+    log.error({ err: err.message, code: err.code }, "accepting a connection failed");
+  });
   const counter = new ConnectionCounter(limits.maxConnectionsPerAddress);
   let lastLog = 0;
   let refusedSinceLog = 0;

@@ -156,7 +156,9 @@ export class Replica {
     proc.stderr?.on("data", (d: string) => {
       this.stderr = (this.stderr + d).slice(-STDERR_TAIL);
     });
-    proc.once("error", (err) => {
+    proc.stderr?.on("error", () => {});
+    // 'error' may come more than once (a failed spawn, a failed kill later): every one is handled.
+    proc.on("error", (err) => {
       this.stderr += `\ncannot start ${launch.command}: ${err.message}`;
       if (proc.pid === undefined) onGone(null, null);
     });

@@ -3,7 +3,7 @@
 // the address that was checked, never to a second lookup).
 import dns from "node:dns";
 import net from "node:net";
-import os from "node:os";
+import { hostRanges } from "../network/host-ranges.js";
 import { addressKey, SPECIAL_RANGES } from "../network/policy.js";
 import { Limiter } from "../sandbox/pool.js";
 
@@ -51,32 +51,33 @@ export function parseWebhookUrl(raw: string): URL {
   return url;
 }
 
-function blockList(): net.BlockList {
+/** A check for addresses in the never-reachable ranges or in `hostRanges` (this host's own networks and gateways). */
+export function privateAddressCheck(hostRanges: string[]): (address: string) => boolean {
   const list = new net.BlockList();
-  for (const cidr of SPECIAL_RANGES) {
-    const [addr, prefix] = cidr.split("/") as [string, string];
-    list.addSubnet(addr, Number(prefix), net.isIPv6(addr) ? "ipv6" : "ipv4");
+  for (const cidr of [...SPECIAL_RANGES, ...hostRanges]) {
+    const [addr, prefix] = cidr.split("/") as [string, string | undefined];
+    const family = net.isIPv6(addr) ? "ipv6" : "ipv4";
+    if (prefix === undefined) list.addAddress(addr, family);
+    else list.addSubnet(addr, Number(prefix), family);
   }
-  // This machine's own addresses are as private as loopback.
-  for (const infos of Object.values(os.networkInterfaces())) {
-    for (const info of infos ?? []) list.addAddress(info.address.split("%")[0] as string, info.family === "IPv6" ? "ipv6" : "ipv4");
-  }
-  return list;
+  return (address) => {
+    const key = addressKey(address);
+    if (!key) return true;
+    if (key.family === 4) {
+      const b = key.bits;
+      const v4 = [(b >> 24n) & 255n, (b >> 16n) & 255n, (b >> 8n) & 255n, b & 255n].join(".");
+      return list.check(v4, "ipv4");
+    }
+    return list.check(address.split("%")[0] as string, "ipv6");
+  };
 }
 
-let blocked: net.BlockList | undefined;
+let blocked: ((address: string) => boolean) | undefined;
 
-/** True for loopback, link-local, private, and other addresses that are not public unicast (or this host). */
+/** True for loopback, link-local, private, and other addresses that are not public unicast, and this host's networks. */
 export function isPrivateAddress(address: string): boolean {
-  blocked ??= blockList();
-  const key = addressKey(address);
-  if (!key) return true;
-  if (key.family === 4) {
-    const b = key.bits;
-    const v4 = [(b >> 24n) & 255n, (b >> 16n) & 255n, (b >> 8n) & 255n, b & 255n].join(".");
-    return blocked.check(v4, "ipv4");
-  }
-  return blocked.check(address.split("%")[0] as string, "ipv6");
+  blocked ??= privateAddressCheck(hostRanges());
+  return blocked(address);
 }
 
 export interface Resolved {

@@ -3,7 +3,10 @@
 // (HTTPS and any TCP) and absolute-form http:// requests. Every connection: resolve the name here,
 // check the name and every address against the sandbox's policy, connect to the checked address
 // (never a second lookup), log it, count its bytes. A refusal is a 403 whose status line says why.
+// Every socket here is the sandbox's to break: each has its error handled from the moment it
+// exists, and a connection over the caps is destroyed at once (budget.ts).
 import net from "node:net";
+import type { Slot } from "./budget.js";
 import type { Decision } from "./policy.js";
 import { readUntil } from "./read-until.js";
 import type { Resolved } from "./resolver.js";
@@ -12,6 +15,8 @@ const MAX_HEAD = 16 * 1024;
 const HEAD_TIMEOUT_MS = 30_000;
 const CONNECT_TIMEOUT_MS = 10_000;
 const IDLE_TIMEOUT_MS = 10 * 60_000;
+/** How long an answered connection may stay open for its peer to read the answer and close. */
+const ANSWER_LINGER_MS = 5000;
 
 export interface EgressLogEntry {
   time: string;
@@ -37,7 +42,14 @@ export interface EgressContext {
   record(entry: EgressLogEntry): void;
   /** Bytes moved (counted once each, when they pass). */
   count(bytesOut: number, bytesIn: number): void;
-  maxConnections: number;
+  /** A slot for a new connection, or why there is none (the connection is then destroyed at once). */
+  admit(): Slot | string;
+}
+
+/** The proxy of one sandbox: its listening socket, and close() which also ends every connection it holds. */
+export interface EgressProxy {
+  server: net.Server;
+  close(): void;
 }
 
 /** The request line and headers of a proxy request. */
@@ -49,13 +61,27 @@ interface Head {
   upstreamHead?: Buffer;
 }
 
-function answer(sock: net.Socket, status: number, message: string): void {
+function response(status: number, message: string): string {
   const text = message.replace(/[\r\n]+/g, " ");
   const body = `${text}\n`;
-  sock.end(
+  return (
     `HTTP/1.1 ${status} ${text}\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
-      `X-AgentBox-Egress: ${status === 403 ? "denied" : "error"}\r\nConnection: close\r\n\r\n${body}`,
+    `X-AgentBox-Egress: ${status === 403 ? "denied" : "error"}\r\nConnection: close\r\n\r\n${body}`
   );
+}
+
+/**
+ * Answers and closes: the answer and a FIN go out, whatever the peer still sends is dropped, and
+ * the socket is destroyed when the peer closes too or after ANSWER_LINGER_MS (the server is
+ * half-open, so a peer that never closes would otherwise keep it forever).
+ */
+function answer(sock: net.Socket, status: number, message: string): void {
+  if (sock.destroyed) return;
+  const timer = setTimeout(() => sock.destroy(), ANSWER_LINGER_MS);
+  sock.once("close", () => clearTimeout(timer));
+  sock.once("end", () => sock.destroy());
+  sock.resume();
+  sock.end(response(status, message));
 }
 
 /** Parses the head; a string is the refusal to answer with 400. */
@@ -92,18 +118,20 @@ async function connectAny(addresses: string[], port: number): Promise<{ sock: ne
   for (const address of addresses) {
     const result = await new Promise<net.Socket | string>((resolve) => {
       const sock = net.connect({ host: address, port });
+      // Settles the attempt on the first error; any later one (after the caller took the socket
+      // over, before or after it added its own listener) only destroys the socket.
+      sock.on("error", (err: NodeJS.ErrnoException) => {
+        clearTimeout(timer);
+        sock.destroy();
+        resolve(err.code ?? err.message);
+      });
       const timer = setTimeout(() => {
         sock.destroy();
         resolve("timed out");
       }, CONNECT_TIMEOUT_MS);
       sock.once("connect", () => {
         clearTimeout(timer);
-        sock.removeAllListeners("error");
         resolve(sock);
-      });
-      sock.once("error", (err: NodeJS.ErrnoException) => {
-        clearTimeout(timer);
-        resolve(err.code ?? err.message);
       });
     });
     if (typeof result !== "string") return { sock: result, address };
@@ -113,21 +141,36 @@ async function connectAny(addresses: string[], port: number): Promise<{ sock: ne
 }
 
 /** Serves one sandbox's egress socket. */
-export function egressServer(ctx: EgressContext): net.Server {
-  let open = 0;
+export function egressServer(ctx: EgressContext): EgressProxy {
+  const open = new Set<net.Socket>();
   const server = net.createServer({ allowHalfOpen: true }, (client) => {
-    if (open >= ctx.maxConnections) {
-      answer(client, 503, `agentbox egress: more than ${ctx.maxConnections} connections open at once`);
+    // First, before anything can fail: a reset or a broken pipe ends this connection only.
+    client.on("error", () => client.destroy());
+    const slot = ctx.admit();
+    if (typeof slot === "string") {
+      // Refused at once, without waiting for the peer: a flood must not hold descriptors. The
+      // answer goes out if the socket takes it right away, as a courtesy.
+      client.write(response(503, `agentbox egress: ${slot}`));
+      client.destroy();
       return;
     }
-    open += 1;
+    open.add(client);
     client.once("close", () => {
-      open -= 1;
+      open.delete(client);
+      slot.release();
     });
-    client.on("error", () => client.destroy());
-    void handle(client, ctx);
+    handle(client, ctx).catch(() => client.destroy());
   });
-  return server;
+  // accept() failing (EMFILE when the process is out of descriptors) is reported here: the
+  // listener stays, the connection is the peer's to retry.
+  server.on("error", () => {});
+  return {
+    server,
+    close() {
+      server.close();
+      for (const sock of open) sock.destroy();
+    },
+  };
 }
 
 async function readHead(client: net.Socket): Promise<{ head: Buffer; rest: Buffer } | undefined> {
@@ -166,6 +209,7 @@ async function handle(client: net.Socket, ctx: EgressContext): Promise<void> {
   }
   entry.address = up.address;
   const upstream = up.sock;
+  upstream.on("error", () => client.destroy());
   if (client.destroyed) return void upstream.destroy();
   upstream.setNoDelay(true);
   client.setNoDelay(true);
@@ -175,8 +219,6 @@ async function handle(client: net.Socket, ctx: EgressContext): Promise<void> {
       upstream.destroy();
     });
   }
-  upstream.on("error", () => client.destroy());
-  client.on("error", () => upstream.destroy());
   client.on("close", () => upstream.destroy());
   upstream.on("data", (d: Buffer) => {
     entry.bytes_in += d.length;

@@ -165,6 +165,16 @@ export function addressKey(address: string): { family: 4 | 6; bits: bigint } | u
   return { family: family as 4 | 6, bits };
 }
 
+/** The network `address`/`prefix` lies in, as canonical CIDR text (host bits cleared); undefined if not an address. */
+export function networkOf(address: string, prefix: number): string | undefined {
+  const key = addressKey(address);
+  if (!key) return undefined;
+  const max = key.family === 4 ? 32 : 128;
+  const p = Math.min(max, Math.max(0, Math.trunc(prefix)));
+  const hostMask = (1n << BigInt(max - p)) - 1n;
+  return `${fromBits(key.bits & ~hostMask, key.family)}/${p}`;
+}
+
 function inCidr(a: { family: 4 | 6; bits: bigint }, r: Extract<Rule, { kind: "cidr" }>): boolean {
   if (a.family !== r.family) return false;
   const shift = BigInt((r.family === 4 ? 32 : 128) - r.prefix);
@@ -199,6 +209,14 @@ export const SPECIAL_RANGES = [
   "ff00::/8", // multicast
 ];
 
+function isCidr(text: string): boolean {
+  try {
+    return parseRule(text).kind === "cidr";
+  } catch {
+    return false;
+  }
+}
+
 export interface Decision {
   allowed: boolean;
   /** Why, in words the sandbox's code gets back (and the log keeps). */
@@ -215,18 +233,19 @@ export class PolicyMatcher {
   /**
    * `operatorDeny`: the operator's deny list, added to every sandbox's. `operatorAllowPrivate`:
    * CIDRs inside the special ranges the operator lets sandboxes reach (still subject to each
-   * sandbox's own lists). `hostAddresses`: this machine's own addresses, refused like loopback.
+   * sandbox's own lists). `hostRanges`: this machine's own addresses and networks, and its
+   * gateways (host-ranges.ts), as addresses or CIDRs: refused like loopback.
    */
   constructor(
     readonly policy: NetworkPolicy,
     operatorDeny: string[] = [],
     operatorAllowPrivate: string[] = [],
-    hostAddresses: string[] = [],
+    hostRanges: string[] = [],
   ) {
     this.allow = policy.allowOut.map(parseRule);
     this.deny = [...policy.denyOut, ...operatorDeny].map(parseRule);
     const cidrs = (list: string[]) => list.map(parseRule).filter((r): r is Extract<Rule, { kind: "cidr" }> => r.kind === "cidr");
-    this.special = cidrs([...SPECIAL_RANGES, ...hostAddresses.filter((a) => net.isIP(a) !== 0)]);
+    this.special = cidrs([...SPECIAL_RANGES, ...hostRanges.filter(isCidr)]);
     this.operatorAllowed = cidrs(operatorAllowPrivate);
   }
 
@@ -239,16 +258,20 @@ export class PolicyMatcher {
    */
   /**
    * The decision when the name alone settles it (egress off, a denied name, a name outside an
-   * allow list without CIDRs): the proxy then does not even look the name up.
+   * allow list): the proxy then does not look the name up at all. A DNS lookup is itself a way
+   * out (the name's labels reach whoever answers for its domain), so with an allow list only the
+   * names it lists are looked up; its address ranges admit IP literals, and names whose address
+   * the operator fixed (`mapped`: AGENTBOX_EGRESS_HOSTS, answered without DNS). See design.md.
    */
-  decideByName(host: string): Decision | undefined {
+  decideByName(host: string, mapped = false): Decision | undefined {
     const name = host.toLowerCase().replace(/\.$/, "");
     if (!egressEnabled(this.policy)) return { allowed: false, reason: "internet access is off for this sandbox" };
     if (net.isIP(name) !== 0) return undefined;
     if (this.deny.some((r) => r.kind === "domain" && nameMatches(name, r))) return { allowed: false, reason: "denied by policy" };
-    if (this.allow.length > 0 && !this.allow.some((r) => r.kind === "cidr" || nameMatches(name, r)))
-      return { allowed: false, reason: "not in allow_out" };
-    return undefined;
+    if (this.allow.length === 0 || this.allow.some((r) => r.kind === "domain" && nameMatches(name, r))) return undefined;
+    if (!this.allow.some((r) => r.kind === "cidr")) return { allowed: false, reason: "not in allow_out" };
+    if (mapped) return undefined;
+    return { allowed: false, reason: "not in allow_out (its address ranges admit IP addresses; names are looked up only if listed)" };
   }
 
   decide(host: string, addresses: string[], trusted: readonly string[] = []): Decision {

@@ -2,9 +2,12 @@
 // The relay's first connection ("CTRL") is the control line the host asks for connections on
 // ("OPEN <id> <port>"); each answer arrives as a new connection ("DATA <id>", then the bytes of the
 // sandbox's 127.0.0.1:<port>) or a "FAIL <id> <reason>" line. Whatever arrives here comes from the
-// sandbox and is treated as such: bounded lines, ids that must match an open request.
+// sandbox and is treated as such: bounded lines, ids that must match an open request, and a
+// connection slot (budget.ts) held until the first line says what the connection is, so that a
+// sandbox flooding the socket is refused at once instead of holding the service's descriptors.
 import crypto from "node:crypto";
 import net from "node:net";
+import type { Slot } from "./budget.js";
 import { readUntil } from "./read-until.js";
 
 const LINE_MAX = 512;
@@ -34,13 +37,32 @@ export class PortBroker {
   private controlWaiters: (() => void)[] = [];
   private readonly pending = new Map<string, Pending>();
   private closed = false;
+  /** Connections that have not said what they are yet. */
+  private readonly unnamed = new Set<net.Socket>();
 
-  /** `onControlLost`: the relay's control connection ended (the relay or the whole sandbox process restarted). */
-  constructor(private readonly onControlLost: () => void = () => {}) {
+  /**
+   * `onControlLost`: the relay's control connection ended (the relay or the whole sandbox process
+   * restarted). `admit`: a slot for a new connection until its first line is read, or the refusal.
+   */
+  constructor(
+    private readonly onControlLost: () => void = () => {},
+    private readonly admit: () => Slot | string = () => ({ release() {} }),
+  ) {
     this.server = net.createServer((sock) => {
       sock.on("error", () => sock.destroy());
-      void this.accept(sock);
+      const slot = this.admit();
+      if (typeof slot === "string") return void sock.destroy();
+      this.unnamed.add(sock);
+      sock.once("close", () => slot.release());
+      void this.accept(sock)
+        .catch(() => sock.destroy())
+        .finally(() => {
+          this.unnamed.delete(sock);
+          slot.release();
+        });
     });
+    // accept() failing (EMFILE) is reported here; the relay retries.
+    this.server.on("error", () => {});
   }
 
   get connected(): boolean {
@@ -49,6 +71,7 @@ export class PortBroker {
 
   private async accept(sock: net.Socket): Promise<void> {
     const line = await firstLine(sock);
+    if (this.closed) return void sock.destroy();
     if (line === "CTRL") return this.setControl(sock);
     const m = line === undefined ? null : /^DATA ([0-9a-f]{32})$/.exec(line);
     const waiting = m ? this.pending.get(m[1] as string) : undefined;
@@ -128,5 +151,6 @@ export class PortBroker {
       this.pending.delete(id);
     }
     this.server.close();
+    for (const sock of this.unnamed) sock.destroy();
   }
 }

@@ -44,6 +44,11 @@ export class Resolver {
     this.hosts = parseHosts(hostsSetting);
   }
 
+  /** The operator fixed this name's address: resolving it asks no DNS server. */
+  mapped(host: string): boolean {
+    return this.hosts.has(host.toLowerCase().replace(/\.$/, ""));
+  }
+
   async resolve(host: string): Promise<Resolved> {
     const name = host.toLowerCase().replace(/\.$/, "");
     if (net.isIP(name) !== 0) return { addresses: [name], trusted: [] };

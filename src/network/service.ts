@@ -3,14 +3,15 @@
 // connections to its ports. A sandbox nobody asked any of this for has no state here at all.
 import fs from "node:fs";
 import type net from "node:net";
-import os from "node:os";
 import path from "node:path";
 import type { Logger } from "pino";
 import type { Config } from "../config.js";
 import { ApiError, invalid } from "../errors.js";
 import { netDirOf } from "../sandbox/bwrap.js";
 import type { SandboxManager } from "../sandbox/manager.js";
-import { type EgressLogEntry, egressServer } from "./egress.js";
+import { ConnectionBudget, type Slot } from "./budget.js";
+import { type EgressLogEntry, type EgressProxy, egressServer } from "./egress.js";
+import { hostRanges } from "./host-ranges.js";
 import { egressEnabled, type NetworkPolicy, PolicyError, type PolicyInput, PolicyMatcher, parsePolicy } from "./policy.js";
 import { PortBroker, PortUnavailable } from "./ports.js";
 import { Resolver } from "./resolver.js";
@@ -29,7 +30,7 @@ interface SandboxNet {
   dir: string;
   policy: NetworkPolicy;
   matcher: PolicyMatcher;
-  egress?: net.Server;
+  egress?: EgressProxy;
   ports?: PortBroker;
   log: EgressLogEntry[];
   rx: number;
@@ -39,15 +40,8 @@ interface SandboxNet {
 
 const RELAY_WAIT_MS = 5000;
 const RELAY_RESTART_GAP_MS = 5000;
-
-/** The addresses of this host's interfaces: refused like loopback (the service's own ports among them). */
-function hostAddresses(): string[] {
-  return Object.values(os.networkInterfaces())
-    .flat()
-    .map((i) => i?.address)
-    .filter((a): a is string => typeof a === "string")
-    .map((a) => a.replace(/%.*$/, ""));
-}
+/** How often connections refused by the caps are logged at most: a flood must not become a flood of log lines. */
+const REFUSED_LOG_EVERY_MS = 10_000;
 
 function listen(server: net.Server, file: string): Promise<void> {
   fs.rmSync(file, { force: true });
@@ -65,8 +59,12 @@ function listen(server: net.Server, file: string): Promise<void> {
 export class NetworkService {
   private readonly nets = new Map<string, SandboxNet>();
   private readonly resolver: Resolver;
-  private readonly hostAddrs = hostAddresses();
+  /** This host's addresses, subnets and gateways: refused like loopback (the service's own ports among them). */
+  private readonly hostRanges = hostRanges();
   private readonly tokens: ShareTokens;
+  private readonly budget: ConnectionBudget;
+  private refusedSinceLog = 0;
+  private lastRefusedLog = 0;
 
   constructor(
     private readonly config: Config,
@@ -76,6 +74,7 @@ export class NetworkService {
   ) {
     this.resolver = new Resolver(config.network.hosts);
     this.tokens = new ShareTokens(shareKey(config.dataDir, config.network.shareSecret));
+    this.budget = new ConnectionBudget(config.network.connections);
     sandboxes.onEnded((id) => this.drop(id));
   }
 
@@ -207,7 +206,7 @@ export class NetworkService {
 
   private matcher(p: NetworkPolicy): PolicyMatcher {
     const s = this.config.network;
-    return new PolicyMatcher(p, s.denyOut, s.allowPrivate, this.hostAddrs);
+    return new PolicyMatcher(p, s.denyOut, s.allowPrivate, this.hostRanges);
   }
 
   private proxyEnv(on: boolean): Record<string, string> {
@@ -241,7 +240,7 @@ export class NetworkService {
     if (on && !n.egress) {
       n.egress = egressServer({
         resolve: (host) => this.resolver.resolve(host),
-        decideByName: (host) => n.matcher.decideByName(host),
+        decideByName: (host) => n.matcher.decideByName(host, this.resolver.mapped(host)),
         decide: (host, addresses, trusted) => n.matcher.decide(host, addresses, trusted),
         record: (entry) => {
           n.log.push(entry);
@@ -251,11 +250,12 @@ export class NetworkService {
           n.tx += out;
           n.rx += inn;
         },
-        maxConnections: this.config.network.maxConnections,
+        admit: () => this.admit(n),
       });
-      await listen(n.egress, path.join(n.dir, "egress.sock"));
+      await listen(n.egress.server, path.join(n.dir, "egress.sock"));
     } else if (!on && n.egress) {
-      n.egress.close();
+      // No new connections; those open now finish (a policy change applies to the next connection).
+      n.egress.server.close();
       n.egress = undefined;
       fs.rmSync(path.join(n.dir, "egress.sock"), { force: true });
     }
@@ -271,7 +271,10 @@ export class NetworkService {
       n.ports = undefined;
     }
     if (!n.ports) {
-      n.ports = new PortBroker(() => this.relayLost(n));
+      n.ports = new PortBroker(
+        () => this.relayLost(n),
+        () => this.admit(n),
+      );
       await listen(n.ports.server, path.join(n.dir, "ports.sock"));
     }
     if (n.ports.connected && env === undefined) return;
@@ -301,6 +304,24 @@ export class NetworkService {
         this.log.warn({ err, sandbox_id: n.id }, "network: relay not restarted"),
       );
     }, 200).unref();
+  }
+
+  /** A connection slot for the sandbox under the caps, or the refusal its connection is closed with. */
+  private admit(n: SandboxNet): Slot | string {
+    const slot = this.budget.take(n.tenantId, n.id);
+    if ("release" in slot) return slot;
+    this.refusedSinceLog += 1;
+    const now = Date.now();
+    if (now - this.lastRefusedLog >= REFUSED_LOG_EVERY_MS) {
+      this.log.warn(
+        { sandbox_id: n.id, tenant_id: n.tenantId, cap: slot.refused, limit: slot.limit, refused: this.refusedSinceLog },
+        "network: sandbox connections refused at the cap",
+      );
+      this.lastRefusedLog = now;
+      this.refusedSinceLog = 0;
+    }
+    const whose = slot.refused === "sandbox" ? "this sandbox" : slot.refused === "tenant" ? "this tenant's sandboxes" : "all sandboxes";
+    return `more than ${slot.limit} connections open at once for ${whose}`;
   }
 
   private drop(id: string): void {

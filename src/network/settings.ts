@@ -1,5 +1,7 @@
 // The operator's network settings (egress defaults and limits, port URLs and share links), read
 // from the environment once at start-up; loadConfig() holds them as `config.network`.
+import { openFileLimit } from "../fd-limit.js";
+import { type BudgetLimits, defaultBudget } from "./budget.js";
 import { type NetworkPolicy, PolicyError, parsePolicy, parseRule, type PolicyInput } from "./policy.js";
 
 export interface NetworkSettings {
@@ -13,8 +15,8 @@ export interface NetworkSettings {
   hosts: string;
   /** Egress log entries kept per sandbox. */
   logEntries: number;
-  /** Egress connections one sandbox may hold open at once. */
-  maxConnections: number;
+  /** Connections the service holds for sandboxes' egress and port relays: per sandbox, per tenant, in all. */
+  connections: BudgetLimits;
   /** Port the sandbox's egress relay listens on, in the sandbox's own network namespace. */
   relayPort: number;
   /** Base of port URLs (e.g. https://agentbox.example.com); by default the address the request came to. */
@@ -52,6 +54,15 @@ function checked(name: string, entries: string[], cidrOnly = false): string[] {
   return entries;
 }
 
+/** The connection caps: each a setting, by default sized under the open-file limit (budget.ts). */
+function connectionLimits(): BudgetLimits {
+  const d = defaultBudget(openFileLimit());
+  const total = Math.max(1, num("AGENTBOX_EGRESS_MAX_CONNECTIONS_TOTAL", d.total));
+  const perTenant = Math.max(1, num("AGENTBOX_EGRESS_MAX_CONNECTIONS_PER_TENANT", Math.min(d.perTenant, total)));
+  const perSandbox = Math.max(1, num("AGENTBOX_EGRESS_MAX_CONNECTIONS", Math.min(d.perSandbox, perTenant)));
+  return { total, perTenant, perSandbox };
+}
+
 export function networkSettings(): NetworkSettings {
   let defaultPolicy: NetworkPolicy;
   try {
@@ -68,7 +79,7 @@ export function networkSettings(): NetworkSettings {
     allowPrivate: checked("AGENTBOX_EGRESS_ALLOW_PRIVATE", list("AGENTBOX_EGRESS_ALLOW_PRIVATE"), true),
     hosts: process.env.AGENTBOX_EGRESS_HOSTS ?? "",
     logEntries: Math.max(1, num("AGENTBOX_EGRESS_LOG_ENTRIES", 1000)),
-    maxConnections: Math.max(1, num("AGENTBOX_EGRESS_MAX_CONNECTIONS", 128)),
+    connections: connectionLimits(),
     relayPort: num("AGENTBOX_EGRESS_RELAY_PORT", 3128),
     publicUrl: process.env.AGENTBOX_PUBLIC_URL?.replace(/\/+$/, "") || undefined,
     shareSecret: process.env.AGENTBOX_SHARE_SECRET || undefined,

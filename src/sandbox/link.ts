@@ -83,8 +83,14 @@ export class SupervisorLink extends EventEmitter {
     this.stdin = this.child.stdin as Writable;
     this.stdin.on("error", () => {});
     const stdout = this.child.stdout as Readable;
+    const stderr = this.child.stderr as Readable;
+    // A pipe failing ends only this sandbox: the process is killed and its exit handler runs.
+    for (const pipe of [stdout, stderr]) pipe.on("error", () => this.kill());
     stdout.on("data", (chunk: Buffer) => this.onData(chunk, opts.onLog));
-    (this.child.stderr as Readable).on("data", (chunk: Buffer) => opts.onLog?.(chunk.toString().trimEnd()));
+    stderr.on("data", (chunk: Buffer) => opts.onLog?.(chunk.toString().trimEnd()));
+    // A spawn or kill that fails is reported as 'error', at any time and more than once: it must never go unheard.
+    // (Logged only: a failed kill must not lead to another kill from here.)
+    this.child.on("error", (err) => opts.onLog?.(`sandbox process error: ${err.message}`));
     this.ready = new Promise((resolve, reject) => {
       const onReady = (event: Event) => {
         if (event.ev === "ready") {

@@ -159,6 +159,7 @@ export const portRoutes: FastifyPluginAsyncTypebox<{ network: NetworkService; pu
       res.writeHead(502, { "content-type": "application/json", "content-length": Buffer.byteLength(body) });
       res.end(body);
     });
+    res.on("error", () => sock.destroy());
     res.on("close", () => {
       if (!res.writableFinished) sock.destroy();
     });
@@ -194,7 +195,12 @@ function refuse(socket: Duplex, err: unknown): void {
   socket.end(
     `HTTP/1.1 ${api.status} ${http.STATUS_CODES[api.status] ?? "Error"}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
   );
+  // HTTP sockets are half-open: one whose client never closes would otherwise be held for good.
+  setTimeout(() => socket.destroy(), REFUSE_LINGER_MS).unref();
 }
+
+/** How long a refused upgrade's socket stays open for its client to read the answer. */
+const REFUSE_LINGER_MS = 5000;
 
 const BEARER = /^Bearer +([\x21-\x7e]{1,512})$/;
 

@@ -5398,6 +5398,8 @@ export interface paths {
                                 object: "model";
                                 created: number;
                                 owned_by: string;
+                                /** @description What the gateway serves this model for: `chat` (POST /chat/completions), `completions` (POST /completions), `embeddings` (POST /embeddings). An AgentBox field; OpenAI clients ignore it. */
+                                capabilities: ("chat" | "completions" | "embeddings")[];
                             }[];
                         };
                     };

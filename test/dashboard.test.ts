@@ -167,13 +167,27 @@ describe("dashboard", () => {
     await clickRun(page);
     await output.getByRole("alert").getByText("ZeroDivisionError").waitFor();
 
-    // Extend, then kill the sandbox from its page.
+    // The playground's sandbox is short-lived: 5 minutes after its last run, not half an hour.
+    const call = client(server);
+    const played = await call<{ sandboxes: Array<{ timeout_at: string }> }>(
+      "GET",
+      "/v1/agents/sandboxes?state=running&metadata.source=playground",
+    );
+    assert.equal(played.body.sandboxes.length, 1, JSON.stringify(played.body));
+    const left = Date.parse(played.body.sandboxes[0]?.timeout_at ?? "") - Date.now();
+    assert.ok(left > 0 && left <= 300_000 + 5_000, `the playground's sandbox has ${left} ms left`);
+
+    // Extend (adding to the life left, not replacing it), then kill the sandbox from its page.
     await page.goto(`${server.url}/#/sandboxes/${encodeURIComponent(sandboxId)}`);
     const ends = page.locator("dd").nth(4);
     const before = (await ends.textContent()) ?? "";
+    const endsAt = async () => Date.parse((await call<{ timeout_at: string }>("GET", `/v1/agents/sandboxes/${sandboxId}`)).body.timeout_at);
+    const endedBefore = await endsAt();
     await page.getByLabel("Extend by (s)").fill("3600");
     await page.getByRole("button", { name: "Extend" }).click();
     await page.waitForFunction((old) => document.querySelectorAll("dd")[4]?.textContent !== old, before);
+    const added = (await endsAt()) - endedBefore;
+    assert.ok(added >= 3_595_000 && added <= 3_605_000, `Extend by 3600 s added ${added} ms`);
     await page.getByRole("button", { name: "Kill" }).click();
     await page.locator(".badge", { hasText: "terminated" }).waitFor();
 
@@ -189,6 +203,13 @@ describe("dashboard", () => {
     await signIn(page, server.url, server.key);
     await page.getByRole("link", { name: "Models" }).click();
     await page.getByRole("listitem").filter({ hasText: "echo" }).waitFor();
+    // The embedding model is listed with what it does, and not offered for chat.
+    await page.getByRole("listitem").filter({ hasText: "universal-sentence-encoder-lite" }).getByText("embeddings").waitFor();
+    const offered = await page
+      .getByRole("combobox", { name: /^Model/ })
+      .locator("option")
+      .allTextContents();
+    assert.deepEqual(offered, ["echo"]);
     await page.getByRole("combobox", { name: /^Model/ }).selectOption("echo");
     await page.getByLabel("Message").fill("hello dashboard");
     await page.getByRole("button", { name: "Send" }).click();

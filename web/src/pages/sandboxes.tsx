@@ -342,7 +342,10 @@ export function SandboxDetail({ id }: { id: string }) {
                   disabled={busy}
                   onClick={() =>
                     void run(async () => {
-                      await api(`${sbxPath(id)}/timeout`, { body: { timeout: Number(extendBy) } });
+                      // POST /timeout sets the remaining life; extending adds to what is left of it.
+                      const now = await api<Sandbox>(sbxPath(id));
+                      const left = Math.max(0, Math.ceil((Date.parse(now.timeout_at) - Date.now()) / 1000));
+                      await api(`${sbxPath(id)}/timeout`, { body: { timeout: left + Number(extendBy) } });
                       sbx.reload();
                     })
                   }

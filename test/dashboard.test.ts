@@ -183,6 +183,10 @@ describe("dashboard", () => {
     const before = (await ends.textContent()) ?? "";
     const endsAt = async () => Date.parse((await call<{ timeout_at: string }>("GET", `/v1/agents/sandboxes/${sandboxId}`)).body.timeout_at);
     const endedBefore = await endsAt();
+    // Event details read as text (the created event's end time), not as JSON.
+    const createdEvent = page.locator("ul.events li", { hasText: "created" });
+    await createdEvent.getByText(/timeout at: /).waitFor();
+    assert.doesNotMatch((await createdEvent.textContent()) ?? "", /[{}"]/);
     await page.getByLabel("Extend by (s)").fill("3600");
     await page.getByRole("button", { name: "Extend" }).click();
     await page.waitForFunction((old) => document.querySelectorAll("dd")[4]?.textContent !== old, before);
@@ -263,6 +267,8 @@ describe("dashboard", () => {
     await row.waitFor();
     assert.doesNotMatch((await row.textContent()) ?? "", /never/);
     await page.getByRole("heading", { name: /dash-tenant/ }).waitFor();
+    // The bootstrap key is never stored, but its tenant is listed, its key counted.
+    await page.getByRole("heading", { name: /^default\b.*1 active keys/ }).waitFor();
 
     await page.getByRole("button", { name: "Revoke dashboard-made" }).click();
     await row.getByText("revoked").waitFor();

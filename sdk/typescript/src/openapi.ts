@@ -4408,7 +4408,7 @@ export interface paths {
         };
         /**
          * List tenants
-         * @description Tenants that have quotas set or API keys, with their stored and effective quotas.
+         * @description Tenants that have quotas set or API keys (the bootstrap key's tenant `default` included), with their stored and effective quotas.
          */
         get: {
             parameters: {

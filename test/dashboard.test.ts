@@ -1,6 +1,7 @@
 // The dashboard in a real browser (Debian's chromium): signing in, a sandbox with hostile metadata,
-// its files (upload and download), the playground (streamed text, a plot, HTML results, state kept
-// across runs), an operator's key created and revoked, and no user string ever becoming markup.
+// its files (upload and download), extending it, the playground (streamed text, a plot, HTML results,
+// state kept across runs, a short-lived sandbox), the chat offering chat models only (and how to get
+// one when there is none), an operator's key created and revoked, and no user string ever becoming markup.
 import assert from "node:assert/strict";
 import fs from "node:fs";
 import os from "node:os";
@@ -231,6 +232,32 @@ describe("dashboard", () => {
     const [download] = await Promise.all([page.waitForEvent("download"), page.getByRole("button", { name: "Download" }).first().click()]);
     assert.equal(fs.readFileSync((await download.path()) as string, "utf8"), "a,b\n1,2\n");
     await page.context().close();
+  });
+
+  it("a gateway without a chat model: the Models page says so and shows the three ways to get one, at a phone's width too", async () => {
+    const bare = await startServer({ env: { AGENTBOX_WARM_POOL: "0" } });
+    const context = await browser.newContext({ viewport: { width: 390, height: 844 } });
+    try {
+      const page = await context.newPage();
+      await signIn(page, bare.url, bare.key);
+      await page.getByRole("link", { name: "Models", exact: true }).click();
+      const setup = page.getByTestId("no-chat-model");
+      await setup.waitFor();
+      const text = (await setup.textContent()) ?? "";
+      for (const way of ["AGENTBOX_PROVIDERS_FILE", "models pull", "AGENTBOX_MODEL"]) assert.ok(text.includes(way), way);
+      // The embedding model is listed for what it is, and there is no chat form to send it a message.
+      await page
+        .getByRole("listitem")
+        .filter({ hasText: "universal-sentence-encoder-lite" })
+        .getByText(/embeddings/)
+        .waitFor();
+      assert.equal(await page.getByRole("button", { name: "Send" }).count(), 0);
+      const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+      assert.ok(overflow <= 1, `the page is ${overflow}px wider than the phone`);
+    } finally {
+      await context.close();
+      await bare.dispose();
+    }
   });
 
   it("every page fits a phone's width (wide tables scroll inside their box)", async () => {

@@ -14,7 +14,7 @@ interface Message {
 /** How to get a chat model: shown when the gateway has none (a fresh install has only the embedding model). */
 function NoChatModel() {
   return (
-    <div class="empty" data-testid="no-chat-model">
+    <div class="setup" data-testid="no-chat-model">
       <p>
         <strong>No chat model yet.</strong> The gateway only has models that cannot chat. Add one in any of three ways:
       </p>
@@ -81,8 +81,7 @@ export function ModelsPage() {
             <ul class="chips">
               {d.data.map((m) => (
                 <li key={m.id}>
-                  <code>{m.id}</code> {m.owned_by ? <span class="muted">{m.owned_by}</span> : null}{" "}
-                  <span class="muted">{m.capabilities.join(", ")}</span>
+                  <code>{m.id}</code> <span class="muted">{[m.owned_by, m.capabilities.join(", ")].filter(Boolean).join(" · ")}</span>
                 </li>
               ))}
             </ul>

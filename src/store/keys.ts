@@ -29,6 +29,8 @@ export interface KeyStore {
   list(): ApiKeyRecord[];
   get(id: string): ApiKeyRecord | undefined;
   revoke(idOrPrefix: string): boolean;
+  /** The tenant of the bootstrap key (AGENTBOX_API_KEY), which is never stored, when one is set. */
+  readonly bootstrapTenant: string | undefined;
   /** Writes the pending last-used times now (they are otherwise written once a minute). */
   flush(): void;
 }
@@ -83,6 +85,10 @@ export class SqliteKeyStore implements KeyStore {
     this.byHash = db.prepare<[string], KeyRow>("SELECT * FROM api_keys WHERE hash = ? AND revoked_at IS NULL");
     this.bootstrapHash = bootstrapKey ? hashKey(bootstrapKey) : undefined;
     this.timer = setInterval(() => this.flush(), LAST_USED_FLUSH_MS).unref();
+  }
+
+  get bootstrapTenant(): string | undefined {
+    return this.bootstrapHash === undefined ? undefined : BOOTSTRAP_TENANT;
   }
 
   create(input: NewKey) {

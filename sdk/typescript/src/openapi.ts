@@ -4408,7 +4408,7 @@ export interface paths {
         };
         /**
          * List tenants
-         * @description Tenants that have quotas set or API keys, with their stored and effective quotas.
+         * @description Tenants that have quotas set or API keys (the bootstrap key's tenant `default` included), with their stored and effective quotas.
          */
         get: {
             parameters: {
@@ -5398,6 +5398,8 @@ export interface paths {
                                 object: "model";
                                 created: number;
                                 owned_by: string;
+                                /** @description What the gateway serves this model for: `chat` (POST /chat/completions), `completions` (POST /completions), `embeddings` (POST /embeddings). An AgentBox field; OpenAI clients ignore it. */
+                                capabilities: ("chat" | "completions" | "embeddings")[];
                             }[];
                         };
                     };

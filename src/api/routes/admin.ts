@@ -52,7 +52,10 @@ export const adminRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = as
     created_at: configured ? record.createdAt : null,
     updated_at: configured ? record.updatedAt : null,
   });
-  const activeKeys = (tenantId: string) => keys.list().filter((k) => k.tenantId === tenantId && k.revokedAt === null).length;
+  /** Active keys of a tenant: the stored ones, and the bootstrap key, which is not stored but is one. */
+  const countActive = (all: ReturnType<typeof keys.list>, tenantId: string) =>
+    all.filter((k) => k.tenantId === tenantId && k.revokedAt === null).length + (keys.bootstrapTenant === tenantId ? 1 : 0);
+  const activeKeys = (tenantId: string) => countActive(keys.list(), tenantId);
   const isConfigured = (tenantId: string) => tenants.list().some((t) => t.id === tenantId);
 
   app.post(
@@ -125,19 +128,17 @@ export const adminRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = as
       schema: {
         tags,
         summary: "List tenants",
-        description: "Tenants that have quotas set or API keys, with their stored and effective quotas.",
+        description:
+          "Tenants that have quotas set or API keys (the bootstrap key's tenant `default` included), with their stored and effective quotas.",
         response: { 200: TenantList, ...errors(401) },
       },
     },
     async () => {
       const all = keys.list();
       const configured = new Set(tenants.list().map((t) => t.id));
-      const ids = [...new Set([...configured, ...all.map((k) => k.tenantId)])].sort();
-      return {
-        tenants: ids.map((id) =>
-          tenantJson(tenants.get(id), configured.has(id), all.filter((k) => k.tenantId === id && k.revokedAt === null).length),
-        ),
-      };
+      const bootstrap = keys.bootstrapTenant === undefined ? [] : [keys.bootstrapTenant];
+      const ids = [...new Set([...configured, ...all.map((k) => k.tenantId), ...bootstrap])].sort();
+      return { tenants: ids.map((id) => tenantJson(tenants.get(id), configured.has(id), countActive(all, id))) };
     },
   );
 

@@ -62,7 +62,7 @@ async function main(): Promise<void> {
     counters: metrics,
     onError: (msg, err) => logger.error({ err }, msg),
   });
-  metrics.watchEmbeddingQueue(() => embeddings.queuedJobs());
+  metrics.watchEmbeddings(embeddings);
   const vectorsArea = openVectors(config.dataDir, embeddings, logger);
   const deploymentsArea = openDeployments(config, db, providers, logger);
   const files = await openFiles(config.files, db, tenants, (tenantId, id) => sandboxes.box(tenantId, id), logger);

@@ -72,14 +72,22 @@ export class Metrics {
     });
   }
 
-  /** Jobs waiting for the built-in embedding model, read at each scrape. */
-  watchEmbeddingQueue(queued: () => number): void {
+  /** The built-in embedding model's queue and state, read at each scrape. */
+  watchEmbeddings(source: { queuedJobs(): number; modelLoaded(): boolean }): void {
     new Gauge({
       name: "agentbox_embedding_jobs_queued",
       help: "Jobs waiting for the built-in embedding model, over all tenants",
       registers: [this.registry],
       collect() {
-        this.set(queued());
+        this.set(source.queuedJobs());
+      },
+    });
+    new Gauge({
+      name: "agentbox_embedding_model_loaded",
+      help: "1 once the built-in embedding model is loaded (at start unless AGENTBOX_EMBEDDING_PRELOAD is off), else 0",
+      registers: [this.registry],
+      collect() {
+        this.set(source.modelLoaded() ? 1 : 0);
       },
     });
   }

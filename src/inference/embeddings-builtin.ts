@@ -64,6 +64,11 @@ export class BuiltinEmbedder {
     return this.local.load();
   }
 
+  /** Whether the model is loaded. */
+  loaded(): boolean {
+    return this.local.loaded();
+  }
+
   /** Jobs waiting for the model, over all tenants. */
   queuedJobs(): number {
     return this.scheduler.queued();

@@ -50,6 +50,7 @@ interface Pending {
 export class LocalEmbedder {
   private worker: Worker | undefined;
   private loading: Promise<void> | undefined;
+  private isLoaded = false;
   private nextId = 0;
   private readonly pending = new Map<number, Pending>();
 
@@ -68,8 +69,10 @@ export class LocalEmbedder {
     this.worker = w;
     const loading = new Promise<void>((resolve, reject) => {
       w.on("message", (msg: Reply) => {
-        if (msg.ready) resolve();
-        else if (msg.loadError !== undefined) {
+        if (msg.ready) {
+          if (this.worker === w) this.isLoaded = true;
+          resolve();
+        } else if (msg.loadError !== undefined) {
           const err = new ApiError("internal_error", `The embedding model could not be loaded: ${msg.loadError}`);
           reject(err);
           this.stop(w, err);
@@ -90,6 +93,11 @@ export class LocalEmbedder {
     loading.catch(() => {});
     this.loading = loading;
     return loading;
+  }
+
+  /** Whether the model is loaded and ready. */
+  loaded(): boolean {
+    return this.isLoaded;
   }
 
   /** Embeds one batch; resolves with one 512-dimension vector per text. */
@@ -124,6 +132,7 @@ export class LocalEmbedder {
     if (this.worker !== w) return;
     this.worker = undefined;
     this.loading = undefined;
+    this.isLoaded = false;
     for (const p of this.pending.values()) p.reject(err);
     this.pending.clear();
     w.removeAllListeners("exit");
@@ -134,6 +143,7 @@ export class LocalEmbedder {
     const w = this.worker;
     this.worker = undefined;
     this.loading = undefined;
+    this.isLoaded = false;
     if (w) {
       w.removeAllListeners("exit");
       await w.terminate();

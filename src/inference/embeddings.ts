@@ -89,6 +89,11 @@ export class EmbeddingService {
     return this.builtin.queuedJobs();
   }
 
+  /** Whether the built-in model is loaded (for the metrics). */
+  modelLoaded(): boolean {
+    return this.builtin.loaded();
+  }
+
   /** The default model, for GET /models. */
   models(): ModelInfo[] {
     return [{ id: DEFAULT_EMBEDDING_MODEL, object: "model", created: this.created, owned_by: "agentbox" }];

@@ -9,7 +9,10 @@ export interface Part<In> {
   input: In;
   /** Counted against the tenant's bound (e.g. inputs). */
   units: number;
-  /** Share of one batch it takes, 0..1: a batch takes jobs while their weights add up to at most 1. */
+  /**
+   * Share of one batch it takes, 0..1: a batch takes jobs while their weights add up to at most 1,
+   * and a job of more than half a batch only opens one (the small jobs ahead of it would wait for it).
+   */
   weight: number;
 }
 
@@ -145,7 +148,7 @@ export class FairScheduler<In, Out> {
       const state = this.tenants.get(tenant) as TenantState<In, Out>;
       const job = state.queue[0] as Job<In, Out>;
       // A job that does not fit closes the batch, and its tenant is served first in the next one.
-      if (batch.length > 0 && weight + job.part.weight > 1) {
+      if (batch.length > 0 && (weight + job.part.weight > 1 || job.part.weight > 0.5)) {
         this.next = at;
         break;
       }

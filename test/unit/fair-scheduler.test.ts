@@ -113,6 +113,15 @@ test("small jobs of several tenants share one batch, up to a whole batch's weigh
   assert.deepEqual(await q, ["done:q0", "done:q1"]);
   assert.deepEqual(await r, ["done:r0"]);
   assert.deepEqual(await first, ["done:x0"]);
+
+  // A heavy job (over half a batch) is not added behind a small one: the small one would wait for it.
+  const heavy = s.submit("h", [{ input: "h0", units: 1, weight: 0.75 }], LONG);
+  await tick();
+  const heavy2 = s.submit("h", [{ input: "h1", units: 1, weight: 0.75 }], LONG);
+  const light = s.submit("l", [{ input: "l0", units: 1, weight: 0.1 }], LONG);
+  await e.drain();
+  assert.deepEqual(e.batches.slice(3), [["h0"], ["l0"], ["h1"]]);
+  await Promise.all([heavy, light, heavy2]);
 });
 
 test("a tenant over its bound is refused at once with 429 and Retry-After; other tenants are not", async () => {

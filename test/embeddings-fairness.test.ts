@@ -98,7 +98,7 @@ describe("embeddings shared between tenants", () => {
     assert.equal(((b.body.data as Array<{ embedding: number[] }>)[0]?.embedding ?? []).length, 512);
     assert.equal(a1Done.at, undefined, "A's first request is still running when B is answered");
     assert.ok(Date.now() - sent < 30_000, `B waited ${Date.now() - sent} ms`);
-    assert.ok((await metric(server, "agentbox_embedding_jobs_queued")) >= 64, "A still has most of its work queued");
+    assert.ok((await metric(server, "agentbox_embedding_jobs_queued")) >= 32, "A still has work queued");
 
     // A's client goes away: everything still queued for it is dropped, not embedded.
     abortA.abort();

@@ -6,6 +6,7 @@ import path from "node:path";
 import { type DeploymentsConfig, loadDeploymentsConfig } from "./deployments/config.js";
 import { openFileLimit } from "./fd-limit.js";
 import { type FilesConfig, loadFilesConfig } from "./files/config.js";
+import { type EmbeddingsConfig, loadEmbeddingsConfig } from "./inference/embeddings-config.js";
 import { type NetworkSettings, networkSettings } from "./network/settings.js";
 import type { EffectiveQuotas } from "./store/tenants.js";
 
@@ -82,6 +83,8 @@ export interface Config {
   providersFile: string | undefined;
   /** AGENTBOX_MODEL: one GGUF file served as a local model (no providers file needed). */
   model: string | undefined;
+  /** The built-in embedding model: preload, deadline, per-tenant bound, job size (src/inference/embeddings-config.ts). */
+  embeddings: EmbeddingsConfig;
   /** How local models without a providers entry (pulled ones, AGENTBOX_MODEL) are run. */
   localModel: { contextSize: number; parallel: number; gpu: boolean };
   reaperIntervalMs: number;
@@ -222,6 +225,7 @@ export function loadConfig(): Config {
     mountRootAliases: bool("AGENTBOX_ROOT_ALIASES", false),
     providersFile: process.env.AGENTBOX_PROVIDERS_FILE || undefined,
     model: process.env.AGENTBOX_MODEL || undefined,
+    embeddings: loadEmbeddingsConfig(num, bool),
     localModel: {
       contextSize: num("AGENTBOX_MODEL_CONTEXT_SIZE", 4096),
       parallel: Math.max(1, num("AGENTBOX_MODEL_PARALLEL", 1)),

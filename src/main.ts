@@ -7,6 +7,7 @@ import { openFiles } from "./files/setup.js";
 import { Metrics } from "./api/metrics.js";
 import { loadConfig } from "./config.js";
 import { openDeployments } from "./deployments/setup.js";
+import { EmbeddingService } from "./inference/embeddings.js";
 import { loadProviders } from "./inference/providers.js";
 import type { NetworkPolicy } from "./network/policy.js";
 import { NetworkService } from "./network/service.js";
@@ -56,7 +57,13 @@ async function main(): Promise<void> {
   await network.init();
   const metrics = new Metrics(() => sandboxes.liveCount());
   const sandbox = new SandboxService({ config, sandboxes, tenants, counters: metrics, network });
-  const vectorsArea = openVectors(config.dataDir, db, providers, logger);
+  const embeddings = new EmbeddingService(db, providers, {
+    config: config.embeddings,
+    counters: metrics,
+    onError: (msg, err) => logger.error({ err }, msg),
+  });
+  metrics.watchEmbeddings(embeddings);
+  const vectorsArea = openVectors(config.dataDir, embeddings, logger);
   const deploymentsArea = openDeployments(config, db, providers, logger);
   const files = await openFiles(config.files, db, tenants, (tenantId, id) => sandboxes.box(tenantId, id), logger);
   deploymentsArea.useFiles(files);
@@ -71,7 +78,7 @@ async function main(): Promise<void> {
       network,
       events: eventsArea,
       metrics,
-      inference: { db, providers, embeddings: vectorsArea.embeddings },
+      inference: { db, providers, embeddings },
       vectors: vectorsArea.vectors,
       deployments: deploymentsArea,
       files,
@@ -82,6 +89,8 @@ async function main(): Promise<void> {
   // SYNs of a thousand clients connecting at once, and each dropped one waits 1, 3, 7 s to retry.
   await app.listen({ host: config.host, port: config.port, backlog: 4096 });
   vectorsArea.warm();
+  // In its worker thread, after the service listens: the first embedding need not wait for it.
+  embeddings.preload();
 
   let stopping = false;
   const stop = async (signal: string) => {
@@ -110,6 +119,7 @@ async function main(): Promise<void> {
     await eventsArea.close();
     await providers.close();
     await vectorsArea.close();
+    await embeddings.close();
     keys.close();
     db.close();
     logger.info("stopped");

@@ -96,7 +96,7 @@ function startSse(reply: FastifyReply): ServerResponse {
 }
 
 /** An AbortController aborted when the client goes away before the answer is complete. */
-function clientAbort(reply: FastifyReply): AbortController {
+export function clientAbort(reply: FastifyReply): AbortController {
   const abort = new AbortController();
   reply.raw.once("close", () => {
     if (!reply.raw.writableFinished) abort.abort(new Error("the client closed the connection"));

@@ -16,7 +16,11 @@ const NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/;
 
 /** Turns texts into vectors for the text routes (the gateway's embeddings service). */
 export interface TextEmbedder {
-  embed(keyId: string, model: string | undefined, texts: string[]): Promise<{ vectors: Float32Array[]; model: string; tokens: number }>;
+  embed(
+    who: { tenantId: string; keyId: string },
+    model: string | undefined,
+    texts: string[],
+  ): Promise<{ vectors: Float32Array[]; model: string; tokens: number }>;
 }
 
 export interface IndexView {
@@ -250,7 +254,7 @@ export class VectorService {
       checkMetadata(v.metadata, `vectors[${i}]`);
     });
     const out = await this.embedder_().embed(
-      keyId,
+      { tenantId, keyId },
       model,
       vectors.map((v) => v.text as string),
     );
@@ -299,7 +303,7 @@ export class VectorService {
   async searchText(tenantId: string, keyId: string, ref: string, req: SearchIn & { query: string; model?: string }) {
     const row = this.row(tenantId, ref);
     compileFilter(req.filter); // a bad filter is refused before the embedding is paid for
-    const out = await this.embedder_().embed(keyId, req.model, [req.query]);
+    const out = await this.embedder_().embed({ tenantId, keyId }, req.model, [req.query]);
     const result = await this.searchWith(this.row(tenantId, row.id), out.vectors[0] as Float32Array, req);
     return { ...result, usage: { prompt_tokens: out.tokens, total_tokens: out.tokens } };
   }

@@ -5834,7 +5834,7 @@ export interface paths {
         put?: never;
         /**
          * Create embeddings
-         * @description OpenAI-compatible. Without `model`, the embedded default model (512 dimensions, runs offline).
+         * @description OpenAI-compatible. Without `model`, the embedded default model (512 dimensions, runs offline), shared fairly between tenants: 429 when the tenant already has too many inputs waiting, 503 when the request cannot be embedded within the deadline.
          */
         post: {
             parameters: {
@@ -5901,6 +5901,15 @@ export interface paths {
                 };
                 /** @description Every error response has this shape */
                 404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                429: {
                     headers: {
                         [name: string]: unknown;
                     };

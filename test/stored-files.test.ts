@@ -1,7 +1,8 @@
 // Stored files (/v1/files) end to end: a 200 MB upload and download with the service's memory
 // sampled and the checksum compared, a cut-off upload leaving nothing, ranges, expiry with the
-// reaper, tenant isolation, import/export with a real sandbox, bad input; and on a second service
-// with a small file limit and small quotas, the 413 and 429 refusals.
+// reaper, tenant isolation, import/export with a real sandbox, bad input; on a second service
+// with a small file limit and small quotas, the 413 and 429 refusals; on a third, parallel uploads
+// held midway, counted against each other as their bytes arrive.
 import assert from "node:assert/strict";
 import crypto from "node:crypto";
 import fs from "node:fs";

@@ -3,7 +3,7 @@
 import fs from "node:fs";
 import { pino } from "pino";
 import { buildApp } from "./api/app.js";
-import { openFiles } from "./files/setup.js";
+import { openFiles, openStorageQuota } from "./files/setup.js";
 import { Metrics } from "./api/metrics.js";
 import { loadConfig } from "./config.js";
 import { openDeployments } from "./deployments/setup.js";
@@ -45,7 +45,10 @@ async function main(): Promise<void> {
     logger.warn("admin key generated and printed once on stderr");
   }
   const tenants = new SqliteTenantStore(db);
-  const sandboxes = new SandboxManager(config, new SqliteSandboxStore(db), tenants, logger, new SqliteSnapshotStore(db));
+  const snapshots = new SqliteSnapshotStore(db);
+  // Stored files and snapshots share each tenant's storage quota.
+  const storage = openStorageQuota(config.files, db, tenants, snapshots);
+  const sandboxes = new SandboxManager(config, new SqliteSandboxStore(db), tenants, logger, snapshots, storage);
   // Before init(): the ends recorded while re-adopting (timed_out, host_restart) are events too.
   const eventsArea = openEvents(db, sandboxes.events, logger);
   await sandboxes.init();
@@ -65,7 +68,7 @@ async function main(): Promise<void> {
   metrics.watchEmbeddings(embeddings);
   const vectorsArea = openVectors(config.dataDir, embeddings, logger);
   const deploymentsArea = openDeployments(config, db, providers, logger);
-  const files = await openFiles(config.files, db, tenants, (tenantId, id) => sandboxes.box(tenantId, id), logger);
+  const files = await openFiles(config.files, db, storage, (tenantId, id) => sandboxes.box(tenantId, id), logger);
   deploymentsArea.useFiles(files);
   const app = await buildApp(
     {

@@ -56,7 +56,11 @@ async function main(): Promise<void> {
   await network.init();
   const metrics = new Metrics(() => sandboxes.liveCount());
   const sandbox = new SandboxService({ config, sandboxes, tenants, counters: metrics, network });
-  const vectorsArea = openVectors(config.dataDir, db, providers, logger);
+  const vectorsArea = openVectors(config.dataDir, db, providers, logger, {
+    // The tenant's quotas now (the operator's where set, the defaults elsewhere).
+    quotaOf: (tenantId) => sandboxes.tenantQuotas(tenantId),
+    memoryMb: config.vectorMemoryMb,
+  });
   const deploymentsArea = openDeployments(config, db, providers, logger);
   const files = await openFiles(config.files, db, tenants, (tenantId, id) => sandboxes.box(tenantId, id), logger);
   deploymentsArea.useFiles(files);

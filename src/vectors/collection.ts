@@ -77,7 +77,8 @@ export class Collection {
     /** Labels expected (sized once when loading, instead of doubling through a large index). */
     expected = 0,
   ) {
-    this.capacity = Math.max(1024, expected);
+    // Small to start: an empty index of 2,000 dimensions would otherwise take 8 MiB at once.
+    this.capacity = Math.max(64, expected);
     this.vecs = new Float32Array(this.capacity * dim);
     this.norms = new Float32Array(this.capacity);
     this.live = new Uint8Array(this.capacity);

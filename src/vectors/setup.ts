@@ -4,6 +4,7 @@ import type { Logger } from "pino";
 import { EmbeddingService } from "../inference/embeddings.js";
 import type { ProviderRegistry } from "../inference/providers.js";
 import { EmbeddedEngine } from "./embedded.js";
+import { VectorLimits, type VectorLimitsConfig } from "./limits.js";
 import { VectorService } from "./service.js";
 import { VectorDb } from "./store.js";
 
@@ -16,11 +17,17 @@ export interface VectorsArea {
   close(): Promise<void>;
 }
 
-export function openVectors(dataDir: string, db: Database, providers: ProviderRegistry, logger: Logger): VectorsArea {
+export function openVectors(
+  dataDir: string,
+  db: Database,
+  providers: ProviderRegistry,
+  logger: Logger,
+  limits: VectorLimitsConfig,
+): VectorsArea {
   const store = new VectorDb(dataDir);
   const engine = new EmbeddedEngine(store, dataDir, (msg, fields) => logger.info(fields ?? {}, msg));
   const embeddings = new EmbeddingService(db, providers);
-  const vectors = new VectorService(store, engine, embeddings);
+  const vectors = new VectorService(store, engine, new VectorLimits(store, limits), embeddings);
   return {
     embeddings,
     vectors,

@@ -91,7 +91,7 @@ export class EmbeddedEngine implements VectorEngine {
   /** Loads every record, and the saved graph when it is consistent with them. */
   private async load(spec: IndexSpec): Promise<Collection> {
     const started = performance.now();
-    const c = new Collection(spec.dimension, spec.metric, this.graphs, spec.id, this.log, this.store.nextLabel(spec.id));
+    const c = new Collection(spec.dimension, spec.metric, this.graphs, spec.id, this.log, this.store.count(spec.id));
     const { graph, state } = this.files(spec.id);
     let saved: GraphState | undefined;
     try {

@@ -66,7 +66,11 @@ async function main(): Promise<void> {
     onError: (msg, err) => logger.error({ err }, msg),
   });
   metrics.watchEmbeddings(embeddings);
-  const vectorsArea = openVectors(config.dataDir, embeddings, logger);
+  const vectorsArea = openVectors(config.dataDir, embeddings, logger, {
+    // The tenant's quotas now (the operator's where set, the defaults elsewhere).
+    quotaOf: (tenantId) => sandboxes.tenantQuotas(tenantId),
+    memoryMb: config.vectorMemoryMb,
+  });
   const deploymentsArea = openDeployments(config, db, providers, logger);
   const files = await openFiles(config.files, db, storage, (tenantId, id) => sandboxes.box(tenantId, id), logger);
   deploymentsArea.useFiles(files);

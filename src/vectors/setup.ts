@@ -1,6 +1,7 @@
 // Constructs the vectors area for the entry point (its text routes embed with the given service), and closes it.
 import type { Logger } from "pino";
 import { EmbeddedEngine } from "./embedded.js";
+import { VectorLimits, type VectorLimitsConfig } from "./limits.js";
 import { type TextEmbedder, VectorService } from "./service.js";
 import { VectorDb } from "./store.js";
 
@@ -12,10 +13,10 @@ export interface VectorsArea {
   close(): Promise<void>;
 }
 
-export function openVectors(dataDir: string, embeddings: TextEmbedder, logger: Logger): VectorsArea {
+export function openVectors(dataDir: string, embeddings: TextEmbedder, logger: Logger, limits: VectorLimitsConfig): VectorsArea {
   const store = new VectorDb(dataDir);
   const engine = new EmbeddedEngine(store, dataDir, (msg, fields) => logger.info(fields ?? {}, msg));
-  const vectors = new VectorService(store, engine, embeddings);
+  const vectors = new VectorService(store, engine, new VectorLimits(store, limits), embeddings);
   return {
     vectors,
     warm: () => {

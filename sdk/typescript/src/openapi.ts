@@ -4435,6 +4435,9 @@ export interface paths {
                                     memory_mb: number | null;
                                     max_processes: number | null;
                                     storage_mb: number | null;
+                                    max_vector_indexes: number | null;
+                                    max_vectors: number | null;
+                                    vector_storage_mb: number | null;
                                 };
                                 /** @description What applies: the set value, or the default where none is set */
                                 effective: {
@@ -4448,6 +4451,12 @@ export interface paths {
                                     max_processes: number;
                                     /** @description Stored bytes of all the tenant's sandboxes together, MiB */
                                     storage_mb: number;
+                                    /** @description Vector indexes at once */
+                                    max_vector_indexes: number;
+                                    /** @description Vectors in all the tenant's indexes together */
+                                    max_vectors: number;
+                                    /** @description Bytes of all the tenant's vectors together (embedding, metadata JSON and id of each), MiB */
+                                    vector_storage_mb: number;
                                 };
                                 /** @description API keys of this tenant that are not revoked */
                                 active_keys: number;
@@ -4519,6 +4528,9 @@ export interface paths {
                                 memory_mb: number | null;
                                 max_processes: number | null;
                                 storage_mb: number | null;
+                                max_vector_indexes: number | null;
+                                max_vectors: number | null;
+                                vector_storage_mb: number | null;
                             };
                             /** @description What applies: the set value, or the default where none is set */
                             effective: {
@@ -4532,6 +4544,12 @@ export interface paths {
                                 max_processes: number;
                                 /** @description Stored bytes of all the tenant's sandboxes together, MiB */
                                 storage_mb: number;
+                                /** @description Vector indexes at once */
+                                max_vector_indexes: number;
+                                /** @description Vectors in all the tenant's indexes together */
+                                max_vectors: number;
+                                /** @description Bytes of all the tenant's vectors together (embedding, metadata JSON and id of each), MiB */
+                                vector_storage_mb: number;
                             };
                             /** @description API keys of this tenant that are not revoked */
                             active_keys: number;
@@ -4592,6 +4610,12 @@ export interface paths {
                         max_processes?: number | null;
                         /** @description Stored bytes of all the tenant's sandboxes together, MiB */
                         storage_mb?: number | null;
+                        /** @description Vector indexes at once */
+                        max_vector_indexes?: number | null;
+                        /** @description Vectors in all the tenant's indexes together */
+                        max_vectors?: number | null;
+                        /** @description Bytes of all the tenant's vectors together (embedding, metadata JSON and id of each), MiB */
+                        vector_storage_mb?: number | null;
                     };
                 };
             };
@@ -4611,6 +4635,9 @@ export interface paths {
                                 memory_mb: number | null;
                                 max_processes: number | null;
                                 storage_mb: number | null;
+                                max_vector_indexes: number | null;
+                                max_vectors: number | null;
+                                vector_storage_mb: number | null;
                             };
                             /** @description What applies: the set value, or the default where none is set */
                             effective: {
@@ -4624,6 +4651,12 @@ export interface paths {
                                 max_processes: number;
                                 /** @description Stored bytes of all the tenant's sandboxes together, MiB */
                                 storage_mb: number;
+                                /** @description Vector indexes at once */
+                                max_vector_indexes: number;
+                                /** @description Vectors in all the tenant's indexes together */
+                                max_vectors: number;
+                                /** @description Bytes of all the tenant's vectors together (embedding, metadata JSON and id of each), MiB */
+                                vector_storage_mb: number;
                             };
                             /** @description API keys of this tenant that are not revoked */
                             active_keys: number;

@@ -37,6 +37,9 @@ const quotasJson = <T extends number | null>(q: { [K in keyof TenantQuotas]: T }
   memory_mb: q.memoryMb,
   max_processes: q.maxProcesses,
   storage_mb: q.storageMb,
+  max_vector_indexes: q.maxVectorIndexes,
+  max_vectors: q.maxVectors,
+  vector_storage_mb: q.vectorStorageMb,
 });
 
 export const adminRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (app, { services }) => {
@@ -183,6 +186,9 @@ export const adminRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = as
       if (b.memory_mb !== undefined) change.memoryMb = b.memory_mb;
       if (b.max_processes !== undefined) change.maxProcesses = b.max_processes;
       if (b.storage_mb !== undefined) change.storageMb = b.storage_mb;
+      if (b.max_vector_indexes !== undefined) change.maxVectorIndexes = b.max_vector_indexes;
+      if (b.max_vectors !== undefined) change.maxVectors = b.max_vectors;
+      if (b.vector_storage_mb !== undefined) change.vectorStorageMb = b.vector_storage_mb;
       const before = tenants.get(id).quotas;
       const record = tenants.put(id, change);
       try {

@@ -4449,7 +4449,7 @@ export interface paths {
                                     memory_mb: number;
                                     /** @description Processes and threads of all the tenant's sandboxes together */
                                     max_processes: number;
-                                    /** @description Stored bytes of all the tenant's sandboxes together, MiB */
+                                    /** @description Bytes of the tenant's stored files and snapshots together, writes in flight included, MiB */
                                     storage_mb: number;
                                     /** @description Vector indexes at once */
                                     max_vector_indexes: number;
@@ -4542,7 +4542,7 @@ export interface paths {
                                 memory_mb: number;
                                 /** @description Processes and threads of all the tenant's sandboxes together */
                                 max_processes: number;
-                                /** @description Stored bytes of all the tenant's sandboxes together, MiB */
+                                /** @description Bytes of the tenant's stored files and snapshots together, writes in flight included, MiB */
                                 storage_mb: number;
                                 /** @description Vector indexes at once */
                                 max_vector_indexes: number;
@@ -4608,7 +4608,7 @@ export interface paths {
                         memory_mb?: number | null;
                         /** @description Processes and threads of all the tenant's sandboxes together */
                         max_processes?: number | null;
-                        /** @description Stored bytes of all the tenant's sandboxes together, MiB */
+                        /** @description Bytes of the tenant's stored files and snapshots together, writes in flight included, MiB */
                         storage_mb?: number | null;
                         /** @description Vector indexes at once */
                         max_vector_indexes?: number | null;
@@ -4649,7 +4649,7 @@ export interface paths {
                                 memory_mb: number;
                                 /** @description Processes and threads of all the tenant's sandboxes together */
                                 max_processes: number;
-                                /** @description Stored bytes of all the tenant's sandboxes together, MiB */
+                                /** @description Bytes of the tenant's stored files and snapshots together, writes in flight included, MiB */
                                 storage_mb: number;
                                 /** @description Vector indexes at once */
                                 max_vector_indexes: number;

@@ -58,7 +58,7 @@ const quotaDescriptions = {
   max_concurrent_runs: "code/run and commands/run executing at once, over all the tenant's keys",
   memory_mb: "Memory of all the tenant's sandboxes together, MiB",
   max_processes: "Processes and threads of all the tenant's sandboxes together",
-  storage_mb: "Stored bytes of all the tenant's sandboxes together, MiB",
+  storage_mb: "Bytes of the tenant's stored files and snapshots together, writes in flight included, MiB",
   max_vector_indexes: "Vector indexes at once",
   max_vectors: "Vectors in all the tenant's indexes together",
   vector_storage_mb: "Bytes of all the tenant's vectors together (embedding, metadata JSON and id of each), MiB",

@@ -3,6 +3,7 @@
 import fs from "node:fs";
 import { pino } from "pino";
 import { buildApp } from "./api/app.js";
+import { OpenRequests } from "./api/open-requests.js";
 import { openFiles, openStorageQuota } from "./files/setup.js";
 import { Metrics } from "./api/metrics.js";
 import { loadConfig } from "./config.js";
@@ -78,6 +79,7 @@ async function main(): Promise<void> {
     {
       config,
       keys,
+      openRequests: new OpenRequests(),
       admin,
       tenants,
       sandboxes,

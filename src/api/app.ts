@@ -150,7 +150,7 @@ export async function buildApp(services: Services, logger: Logger): Promise<Fast
   app.addSchema(Sandbox);
   app.addSchema(CodeRunResult);
 
-  installAuth(app, services.keys, services.admin);
+  installAuth(app, services.keys, services.admin, services.openRequests);
   installErrorHandler(app);
   await installRateLimits(app, services);
 
@@ -175,10 +175,16 @@ export async function buildApp(services: Services, logger: Logger): Promise<Fast
     await app.register(metricsRoutes, { prefix, services });
     if (services.network) {
       await app.register(networkRoutes, { prefix, network: services.network });
-      await app.register(portRoutes, { prefix, network: services.network, publicUrl: config.network.publicUrl });
+      await app.register(portRoutes, {
+        prefix,
+        network: services.network,
+        keys: services.keys,
+        open: services.openRequests,
+        publicUrl: config.network.publicUrl,
+      });
     }
   }
-  if (services.network) installPortUpgrades(app.server, services.network, services.keys, config.mountRootAliases);
+  if (services.network) installPortUpgrades(app.server, services.network, services.keys, services.openRequests, config.mountRootAliases);
   await app.register(adminRoutes, { prefix: "/v1/admin", services });
   await app.register(adminSandboxRoutes, { prefix: "/v1/admin", sandboxes: services.sandboxes });
   if (services.metrics) await app.register(statsRoutes, { metrics: services.metrics, liveCount: () => services.sandboxes.liveCount() });

@@ -109,7 +109,10 @@ export const adminRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = as
       schema: {
         tags,
         summary: "Revoke an API key",
-        description: "The key is refused from the next request on. Revoking an unknown or already revoked key is a 404.",
+        description:
+          "The key is refused from the next request on, and what it has open ends at once: event streams (their last event is " +
+          "an `end` with a 401 error), file transfers, connections relayed to sandbox ports, and share links it made. " +
+          "Revoking an unknown or already revoked key is a 404.",
         params: KeyIdParams,
         response: { 200: RevokedKey, ...errors(400, 401, 404) },
       },
@@ -120,7 +123,9 @@ export const adminRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = as
       if (!record || record.revokedAt !== null || !keys.revoke(id)) {
         throw new ApiError("not_found", `No active API key with id '${id}'`);
       }
-      request.log.info({ key_id: id, tenant_id: record.tenantId }, "admin: API key revoked");
+      // Its open streams, transfers and port connections end now, not when they would have.
+      const ended = services.openRequests.endKey(id);
+      request.log.info({ key_id: id, tenant_id: record.tenantId, open_requests_ended: ended }, "admin: API key revoked");
       return { message: "API key revoked", id };
     },
   );

@@ -1,0 +1,173 @@
+// Revoking an API key ends what it has open, at once: an event stream of a background process and
+// of a streamed run (each ends with an `end` carrying 401 unauthorized), a WebSocket-style tunnel
+// to a sandbox port made with the key and one made through a share link of the key, and the share
+// link itself. Another key of the same tenant keeps its stream.
+import assert from "node:assert/strict";
+import net from "node:net";
+import { after, before, test } from "node:test";
+import { type Call, createSandbox } from "./helpers/api.js";
+import { client, startServer, type TestServer } from "./helpers/server.js";
+import { type SseAnswer, type SseEvent, sse } from "./helpers/sse.js";
+
+let server: TestServer;
+let admin: Call;
+
+/** Answers any request on port 8765 with a 101 and then echoes every byte (a tunnel, as after a WebSocket upgrade). */
+const ECHO = `
+import socket, threading
+srv = socket.socket(); srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+srv.bind(("127.0.0.1", 8765)); srv.listen(8)
+def serve(c):
+    head = b""
+    while b"\\r\\n\\r\\n" not in head:
+        part = c.recv(4096)
+        if not part: return c.close()
+        head += part
+    c.sendall(b"HTTP/1.1 101 Switching Protocols\\r\\nUpgrade: websocket\\r\\nConnection: Upgrade\\r\\n\\r\\n")
+    while True:
+        d = c.recv(4096)
+        if not d: break
+        c.sendall(d)
+    c.close()
+while True:
+    c, _ = srv.accept()
+    threading.Thread(target=serve, args=(c,), daemon=True).start()
+`;
+
+/** Generous: the revocation takes well under a second; this only bounds a test that would otherwise hang. */
+const BOUND_MS = 15_000;
+
+function within<T>(p: Promise<T>, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what} was still open ${BOUND_MS / 1000} s after the revocation`)), BOUND_MS);
+  });
+  return Promise.race([p, late]).finally(() => clearTimeout(timer));
+}
+
+/** Follows an event stream; resolves `started` at its first stdout event. */
+function follow(key: string, method: string, route: string, body?: unknown): { started: Promise<void>; done: Promise<SseAnswer> } {
+  let started!: () => void;
+  const startedP = new Promise<void>((r) => {
+    started = r;
+  });
+  const done = sse({ url: server.url, key }, method, route, body, {
+    stopWhen: (e: SseEvent) => {
+      if (e.event === "stdout") started();
+      return false;
+    },
+  });
+  done.then(
+    () => started(),
+    () => started(),
+  );
+  return { started: startedP, done };
+}
+
+/** An Upgrade request to the sandbox's echo port; resolves once the 101 and an echoed probe came back. */
+async function tunnel(path: string, key?: string): Promise<{ sock: net.Socket; closed: Promise<void> }> {
+  const sock = net.connect(server.port, "127.0.0.1");
+  const closed = new Promise<void>((r) => sock.once("close", () => r()));
+  sock.on("error", () => {});
+  await new Promise((r) => sock.once("connect", r));
+  const auth = key ? `Authorization: Bearer ${key}\r\n` : "";
+  sock.write(`GET ${path} HTTP/1.1\r\nHost: x\r\n${auth}Upgrade: websocket\r\nConnection: Upgrade\r\n\r\n`);
+  let got = "";
+  sock.on("data", (d) => {
+    got += d.toString("latin1");
+  });
+  for (let i = 0; i < 200 && !got.includes("\r\n\r\n"); i++) await new Promise((r) => setTimeout(r, 50));
+  assert.match(got, /^HTTP\/1\.1 101 /);
+  sock.write("probe-1");
+  for (let i = 0; i < 200 && !got.includes("probe-1"); i++) await new Promise((r) => setTimeout(r, 50));
+  assert.ok(got.includes("probe-1"), "the tunnel echoes");
+  return { sock, closed };
+}
+
+before(async () => {
+  server = await startServer();
+  admin = client({ url: server.url, key: server.adminKey });
+});
+
+after(async () => {
+  await server?.dispose();
+});
+
+const newKey = async (name: string, tenant: string) => {
+  const res = await admin<{ key: string; id: string }>("POST", "/v1/admin/keys", { name, tenant_id: tenant });
+  assert.equal(res.status, 201, JSON.stringify(res.body));
+  return res.body;
+};
+
+test("revoking a key ends its event streams, port tunnels and share links at once; another key's stream goes on", async () => {
+  const doomed = await newKey("doomed", "tenant-revoke");
+  const kept = await newKey("kept", "tenant-revoke");
+  const call = client({ url: server.url, key: doomed.key });
+  const id = await createSandbox(call);
+  const base = `/v1/agents/sandboxes/${id}`;
+  const write = await call<{ exit_code: number; stderr: string }>("POST", `${base}/commands/run`, {
+    command: `printf '%s' '${ECHO.replaceAll("'", "'\\''")}' > echo.py`,
+  });
+  assert.equal(write.body.exit_code, 0, write.body.stderr);
+  const started = await call<{ pid: number }>("POST", `${base}/commands/run`, {
+    command: "while true; do echo tick; sleep 0.2; done",
+    background: true,
+  });
+  const echo = await call("POST", `${base}/commands/run`, { command: "python3 echo.py", background: true });
+  assert.ok(started.status < 300 && echo.status < 300);
+  const listening = await call<{ exit_code: number }>("POST", `${base}/commands/run`, {
+    command:
+      "for i in $(seq 100); do python3 -c 'import socket; socket.create_connection((\"127.0.0.1\", 8765)).close()' 2>/dev/null && exit 0; sleep 0.1; done; exit 1",
+    timeout: 20_000,
+  });
+  assert.equal(listening.body.exit_code, 0);
+  const share = await call<{ url: string }>("POST", `${base}/ports/8765/share`, { expires_in: 3600 });
+  assert.equal(share.status, 200);
+  const sharePath = new URL(share.body.url).pathname;
+
+  const background = follow(doomed.key, "GET", `${base}/commands/${started.body.pid}/stream`);
+  const other = follow(kept.key, "GET", `${base}/commands/${started.body.pid}/stream`);
+  const run = follow(doomed.key, "POST", `${base}/code/run`, {
+    language: "python",
+    code: "import time\nwhile True:\n    print('run', flush=True)\n    time.sleep(0.2)",
+    stream: true,
+    timeout: 120,
+  });
+  await Promise.all([background.started, other.started, run.started]);
+  const byKey = await tunnel(`${base}/ports/8765/ws`, doomed.key);
+  const byLink = await tunnel(`${sharePath}ws`);
+
+  const revoked = await admin("DELETE", `/v1/admin/keys/${doomed.id}`);
+  assert.equal(revoked.status, 200);
+
+  for (const [name, stream] of [
+    ["the background process's stream", background],
+    ["the streamed run", run],
+  ] as const) {
+    const answer = await within(stream.done, name);
+    const last = answer.events.at(-1);
+    assert.equal(last?.event, "end", name);
+    assert.equal((last?.data as { error?: { code: string } } | undefined)?.error?.code, "unauthorized", name);
+  }
+  await within(byKey.closed, "the tunnel opened with the key");
+  await within(byLink.closed, "the tunnel opened through the key's share link");
+  // The link is refused from now on, and the key of course.
+  assert.equal((await fetch(share.body.url)).status, 401);
+  assert.equal((await call("GET", `${base}/commands`)).status, 401);
+
+  // The other key's stream of the same process still delivers.
+  const keptCall = client({ url: server.url, key: kept.key });
+  const before = await keptCall<{ stdout: string }>("GET", `${base}/commands/${started.body.pid}`);
+  assert.equal(before.status, 200);
+  let settled = false;
+  void other.done.finally(() => {
+    settled = true;
+  });
+  await new Promise((r) => setTimeout(r, 500));
+  assert.equal(settled, false, "the other key's stream is still open");
+  await keptCall("DELETE", `${base}/commands/${started.body.pid}`);
+  const end = (await within(other.done, "the other stream after its process was killed")).events.at(-1);
+  assert.equal(end?.event, "end");
+  assert.equal((end?.data as { pid?: number } | undefined)?.pid, started.body.pid);
+  await keptCall("DELETE", base);
+});

@@ -1,16 +1,24 @@
 // Revoking an API key ends what it has open, at once: an event stream of a background process and
-// of a streamed run (each ends with an `end` carrying 401 unauthorized), a WebSocket-style tunnel
-// to a sandbox port made with the key and one made through a share link of the key, and the share
-// link itself. Another key of the same tenant keeps its stream.
+// of a streamed run (each ends with an `end` carrying 401 unauthorized), a streamed chat answer
+// of the inference gateway (its upstream call is dropped too), a WebSocket-style tunnel to a
+// sandbox port made with the key and one made through a share link of the key, and the share link
+// itself. Another key of the same tenant keeps its stream.
 import assert from "node:assert/strict";
+import fs from "node:fs";
 import net from "node:net";
+import os from "node:os";
+import path from "node:path";
 import { after, before, test } from "node:test";
 import { type Call, createSandbox } from "./helpers/api.js";
+import { eventually } from "./helpers/leftovers.js";
 import { client, startServer, type TestServer } from "./helpers/server.js";
 import { type SseAnswer, type SseEvent, sse } from "./helpers/sse.js";
+import { startUpstream, type Upstream } from "./helpers/upstream.js";
 
 let server: TestServer;
 let admin: Call;
+let upstream: Upstream;
+let tmp: string;
 
 /** Answers any request on port 8765 with a 101 and then echoes every byte (a tunnel, as after a WebSocket upgrade). */
 const ECHO = `
@@ -84,13 +92,44 @@ async function tunnel(path: string, key?: string): Promise<{ sock: net.Socket; c
   return { sock, closed };
 }
 
+/** A streamed chat answer whose upstream sends one chunk and then nothing; `ended` when the connection ends. */
+async function hangingChat(key: string): Promise<{ ended: Promise<void> }> {
+  const res = await fetch(`${server.url}/v1/inference/chat/completions`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+    body: JSON.stringify({ model: "hang-stream", stream: true, messages: [{ role: "user", content: "hi" }] }),
+  });
+  assert.equal(res.status, 200);
+  const reader = (res.body as ReadableStream<Uint8Array>).getReader();
+  assert.equal((await reader.read()).done, false, "the first chunk arrives");
+  const ended = (async () => {
+    try {
+      while (!(await reader.read()).done) {}
+    } catch {
+      // cut off: ended all the same
+    }
+  })();
+  return { ended };
+}
+
 before(async () => {
-  server = await startServer();
+  upstream = await startUpstream();
+  tmp = fs.mkdtempSync(path.join(os.tmpdir(), "revocation-test-"));
+  const providers = path.join(tmp, "providers.json");
+  fs.writeFileSync(
+    providers,
+    JSON.stringify({
+      providers: [{ name: "local", type: "openai", base_url: upstream.baseUrl, models: ["hang-stream"], timeout_ms: 120_000, retries: 0 }],
+    }),
+  );
+  server = await startServer({ env: { AGENTBOX_PROVIDERS_FILE: providers } });
   admin = client({ url: server.url, key: server.adminKey });
 });
 
 after(async () => {
   await server?.dispose();
+  await upstream?.close();
+  if (tmp) fs.rmSync(tmp, { recursive: true, force: true });
 });
 
 const newKey = async (name: string, tenant: string) => {
@@ -134,6 +173,7 @@ test("revoking a key ends its event streams, port tunnels and share links at onc
     timeout: 120,
   });
   await Promise.all([background.started, other.started, run.started]);
+  const chat = await hangingChat(doomed.key);
   const byKey = await tunnel(`${base}/ports/8765/ws`, doomed.key);
   const byLink = await tunnel(`${sharePath}ws`);
 
@@ -149,6 +189,8 @@ test("revoking a key ends its event streams, port tunnels and share links at onc
     assert.equal(last?.event, "end", name);
     assert.equal((last?.data as { error?: { code: string } } | undefined)?.error?.code, "unauthorized", name);
   }
+  await within(chat.ended, "the streamed chat answer");
+  assert.ok(await eventually(() => upstream.aborted >= 1, BOUND_MS), "the gateway dropped its upstream call");
   await within(byKey.closed, "the tunnel opened with the key");
   await within(byLink.closed, "the tunnel opened through the key's share link");
   // The link is refused from now on, and the key of course.

@@ -39,7 +39,7 @@ const HOP = new Set([
  * allow-same-origin): its scripts cannot read this service's pages or storage (the dashboard's
  * key), though they share its host name. Popups it opens stay sandboxed too.
  */
-export const RELAYED_CSP = "sandbox allow-scripts allow-forms allow-popups allow-modals allow-downloads";
+const RELAYED_CSP = "sandbox allow-scripts allow-forms allow-popups allow-modals allow-downloads";
 
 interface Target {
   sandboxId: string;

@@ -1,8 +1,8 @@
 // Revoking an API key ends what it has open, at once: an event stream of a background process and
 // of a streamed run (each ends with an `end` carrying 401 unauthorized), a streamed chat answer
 // of the inference gateway (its upstream call is dropped too), a WebSocket-style tunnel to a
-// sandbox port made with the key and one made through a share link of the key, and the share link
-// itself. Another key of the same tenant keeps its stream.
+// sandbox port made with the key and one made through a share link of the key, a download the
+// client has stopped reading, and the share link itself. Another key of the same tenant keeps its stream.
 import assert from "node:assert/strict";
 import fs from "node:fs";
 import net from "node:net";
@@ -112,6 +112,31 @@ async function hangingChat(key: string): Promise<{ ended: Promise<void> }> {
   return { ended };
 }
 
+/**
+ * A download whose response head is read and then nothing more, until `drain()`: then it reads
+ * what arrives until the connection closes and tells how many bytes came in all.
+ */
+async function stalledDownload(path: string, key: string): Promise<{ drain(): Promise<number> }> {
+  const sock = net.connect(server.port, "127.0.0.1");
+  sock.on("error", () => {});
+  const closed = new Promise<void>((r) => sock.once("close", () => r()));
+  let bytes = 0;
+  sock.write(`GET ${path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\n\r\n`);
+  const head = await new Promise<string>((r) => sock.once("data", (d) => r(d.toString("latin1"))));
+  assert.match(head, /^HTTP\/1\.1 200 /);
+  sock.pause();
+  return {
+    drain: async () => {
+      sock.on("data", (d) => {
+        bytes += d.length;
+      });
+      sock.resume();
+      await closed;
+      return bytes + Buffer.byteLength(head, "latin1");
+    },
+  };
+}
+
 before(async () => {
   upstream = await startUpstream();
   tmp = fs.mkdtempSync(path.join(os.tmpdir(), "revocation-test-"));
@@ -145,7 +170,7 @@ test("revoking a key ends its event streams, port tunnels and share links at onc
   const id = await createSandbox(call);
   const base = `/v1/agents/sandboxes/${id}`;
   const write = await call<{ exit_code: number; stderr: string }>("POST", `${base}/commands/run`, {
-    command: `printf '%s' '${ECHO.replaceAll("'", "'\\''")}' > echo.py`,
+    command: `printf '%s' '${ECHO.replaceAll("'", "'\\''")}' > echo.py && head -c 33554432 /dev/zero > big.bin`,
   });
   assert.equal(write.body.exit_code, 0, write.body.stderr);
   const started = await call<{ pid: number }>("POST", `${base}/commands/run`, {
@@ -176,6 +201,7 @@ test("revoking a key ends its event streams, port tunnels and share links at onc
   const chat = await hangingChat(doomed.key);
   const byKey = await tunnel(`${base}/ports/8765/ws`, doomed.key);
   const byLink = await tunnel(`${sharePath}ws`);
+  const download = await stalledDownload(`${base}/download?path=big.bin`, doomed.key);
 
   const revoked = await admin("DELETE", `/v1/admin/keys/${doomed.id}`);
   assert.equal(revoked.status, 200);
@@ -191,6 +217,9 @@ test("revoking a key ends its event streams, port tunnels and share links at onc
   }
   await within(chat.ended, "the streamed chat answer");
   assert.ok(await eventually(() => upstream.aborted >= 1, BOUND_MS), "the gateway dropped its upstream call");
+  // A paused socket notices no close: read what was on its way, then the connection ends short of the file.
+  const got = await within(download.drain(), "the download its client stopped reading");
+  assert.ok(got < 32 * 2 ** 20, `the download was cut (${got} bytes arrived)`);
   await within(byKey.closed, "the tunnel opened with the key");
   await within(byLink.closed, "the tunnel opened through the key's share link");
   // The link is refused from now on, and the key of course.

@@ -35,7 +35,7 @@ export function installAuth(app: FastifyInstance, keys: KeyStore, admin: AdminKe
     const key = this.request.apiKey as ApiKeyRecord | undefined;
     if (!key) return;
     const raw = this.raw;
-    holdUntilClosed(open, { keyId: key.id, tenantId: key.tenantId }, raw, end ?? (() => raw.destroy()));
+    holdUntilClosed(open, { keyId: key.id, tenantId: key.tenantId }, raw, end ?? (() => raw.destroy()), (id) => keys.isActive(id));
   });
   app.addHook("onRequest", async (request: FastifyRequest) => {
     const path = request.url.split("?", 1)[0] as string;

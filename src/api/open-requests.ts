@@ -60,15 +60,21 @@ export class OpenRequests {
 
 /**
  * Holds a request open under `holder` until `closable` (its response or socket) closes; revoking
- * the key calls `end`.
+ * the key calls `end`. `isActive` is asked once after registering: a key revoked between the
+ * request's authentication and this call (a port connection may take seconds to open) ends it too.
  */
 export function holdUntilClosed(
   open: OpenRequests,
   holder: Holder,
   closable: { readonly closed: boolean; once(event: "close", listener: () => void): unknown },
   end: () => void,
+  isActive: (keyId: string) => boolean,
 ): void {
   if (closable.closed) return;
   const release = open.hold(holder, end);
   closable.once("close", release);
+  if (!isActive(holder.keyId)) {
+    release();
+    end();
+  }
 }

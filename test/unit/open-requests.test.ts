@@ -23,17 +23,34 @@ test("endKey ends every open request of that key and no other, and forgets them"
   assert.equal(open.endKey("unknown"), 0);
 });
 
+const active = () => true;
+
 test("holdUntilClosed releases when the response closes, and holds nothing for one already closed", () => {
   const open = new OpenRequests();
   const res = Object.assign(new EventEmitter(), { closed: false });
   let ended = 0;
-  holdUntilClosed(open, { keyId: "k", tenantId: "t" }, res, () => ended++);
+  holdUntilClosed(open, { keyId: "k", tenantId: "t" }, res, () => ended++, active);
   assert.equal(open.size, 1);
   res.closed = true;
   res.emit("close");
   assert.equal(open.size, 0);
-  holdUntilClosed(open, { keyId: "k", tenantId: "t" }, res, () => ended++);
+  holdUntilClosed(open, { keyId: "k", tenantId: "t" }, res, () => ended++, active);
   assert.equal(open.size, 0);
   assert.equal(open.endKey("k"), 0);
   assert.equal(ended, 0);
+});
+
+test("holdUntilClosed ends at once a request whose key was revoked before it was registered", () => {
+  const open = new OpenRequests();
+  const res = Object.assign(new EventEmitter(), { closed: false });
+  let ended = 0;
+  holdUntilClosed(
+    open,
+    { keyId: "gone", tenantId: "t" },
+    res,
+    () => ended++,
+    (id) => id !== "gone",
+  );
+  assert.equal(ended, 1);
+  assert.equal(open.size, 0);
 });

@@ -146,10 +146,16 @@ export const portRoutes: FastifyPluginAsyncTypebox<{
     const sock = await network.openPort(holder.tenantId, target.sandboxId, target.port);
     reply.hijack();
     const res = reply.raw;
-    holdUntilClosed(open, holder, res, () => {
-      res.destroy();
-      sock.destroy();
-    });
+    holdUntilClosed(
+      open,
+      holder,
+      res,
+      () => {
+        res.destroy();
+        sock.destroy();
+      },
+      (id) => keys.isActive(id),
+    );
     const upstream = http.request({
       method: request.method,
       path: target.path,
@@ -247,10 +253,16 @@ export function installPortUpgrades(
       const holder = holderFor(network, keys, target, key);
       const sock: net.Socket = await network.openPort(holder.tenantId, target.sandboxId, target.port);
       if (socket.destroyed) return void sock.destroy();
-      holdUntilClosed(open, holder, sock, () => {
-        socket.destroy();
-        sock.destroy();
-      });
+      holdUntilClosed(
+        open,
+        holder,
+        sock,
+        () => {
+          socket.destroy();
+          sock.destroy();
+        },
+        (id) => keys.isActive(id),
+      );
       const lines = [`${req.method} ${target.path} HTTP/1.1`, `host: localhost:${target.port}`];
       for (let i = 0; i < req.rawHeaders.length; i += 2) {
         const name = req.rawHeaders[i] as string;

@@ -4340,7 +4340,7 @@ export interface paths {
         post?: never;
         /**
          * Revoke an API key
-         * @description The key is refused from the next request on. Revoking an unknown or already revoked key is a 404.
+         * @description The key is refused from the next request on, and what it has open ends at once: event streams (their last event is an `end` with a 401 error), file transfers, connections relayed to sandbox ports, and share links it made. Revoking an unknown or already revoked key is a 404.
          */
         delete: {
             parameters: {

@@ -2,7 +2,7 @@
 // of a streamed run (each ends with an `end` carrying 401 unauthorized), a streamed chat answer
 // of the inference gateway (its upstream call is dropped too), a WebSocket-style tunnel to a
 // sandbox port made with the key and one made through a share link of the key, a download the
-// client has stopped reading, and the share link itself. Another key of the same tenant keeps its stream.
+// client has stopped reading, an upload still being sent (its partial file removed), and the share link itself. Another key of the same tenant keeps its stream.
 import assert from "node:assert/strict";
 import fs from "node:fs";
 import net from "node:net";
@@ -137,6 +137,21 @@ async function stalledDownload(path: string, key: string): Promise<{ drain(): Pr
   };
 }
 
+/** A multipart upload that announces 8 MiB, sends its first KiB and then waits; `closed` when the connection ends. */
+function halfUpload(path: string, key: string): { closed: Promise<void> } {
+  const sock = net.connect(server.port, "127.0.0.1");
+  sock.on("error", () => {});
+  const closed = new Promise<void>((r) => sock.once("close", () => r()));
+  const boundary = "revocationboundary";
+  sock.write(
+    `POST ${path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\n` +
+      `Content-Type: multipart/form-data; boundary=${boundary}\r\nContent-Length: ${8 * 2 ** 20}\r\n\r\n` +
+      `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="x.bin"\r\n` +
+      `Content-Type: application/octet-stream\r\n\r\n${"x".repeat(1024)}`,
+  );
+  return { closed };
+}
+
 before(async () => {
   upstream = await startUpstream();
   tmp = fs.mkdtempSync(path.join(os.tmpdir(), "revocation-test-"));
@@ -170,7 +185,7 @@ test("revoking a key ends its event streams, port tunnels and share links at onc
   const id = await createSandbox(call);
   const base = `/v1/agents/sandboxes/${id}`;
   const write = await call<{ exit_code: number; stderr: string }>("POST", `${base}/commands/run`, {
-    command: `printf '%s' '${ECHO.replaceAll("'", "'\\''")}' > echo.py && head -c 33554432 /dev/zero > big.bin`,
+    command: `printf '%s' '${ECHO.replaceAll("'", "'\\''")}' > echo.py && head -c 33554432 /dev/zero > big.bin && mkdir updir`,
   });
   assert.equal(write.body.exit_code, 0, write.body.stderr);
   const started = await call<{ pid: number }>("POST", `${base}/commands/run`, {
@@ -202,6 +217,12 @@ test("revoking a key ends its event streams, port tunnels and share links at onc
   const byKey = await tunnel(`${base}/ports/8765/ws`, doomed.key);
   const byLink = await tunnel(`${sharePath}ws`);
   const download = await stalledDownload(`${base}/download?path=big.bin`, doomed.key);
+  const upload = halfUpload(`${base}/files/upload?path=/home/user/updir/x.bin`, doomed.key);
+  // Its bytes are arriving in the sandbox (a temporary file next to the target): the upload is under way.
+  const keptCall = client({ url: server.url, key: kept.key });
+  const inUpdir = async () =>
+    (await keptCall<{ stdout: string }>("POST", `${base}/commands/run`, { command: "ls -A updir" })).body.stdout.trim();
+  assert.ok(await eventually(async () => (await inUpdir()) !== "", BOUND_MS), "the upload started");
 
   const revoked = await admin("DELETE", `/v1/admin/keys/${doomed.id}`);
   assert.equal(revoked.status, 200);
@@ -220,6 +241,8 @@ test("revoking a key ends its event streams, port tunnels and share links at onc
   // A paused socket notices no close: read what was on its way, then the connection ends short of the file.
   const got = await within(download.drain(), "the download its client stopped reading");
   assert.ok(got < 32 * 2 ** 20, `the download was cut (${got} bytes arrived)`);
+  await within(upload.closed, "the upload still being sent");
+  assert.ok(await eventually(async () => (await inUpdir()) === "", BOUND_MS), "the partial upload was removed");
   await within(byKey.closed, "the tunnel opened with the key");
   await within(byLink.closed, "the tunnel opened through the key's share link");
   // The link is refused from now on, and the key of course.
@@ -227,7 +250,6 @@ test("revoking a key ends its event streams, port tunnels and share links at onc
   assert.equal((await call("GET", `${base}/commands`)).status, 401);
 
   // The other key's stream of the same process still delivers.
-  const keptCall = client({ url: server.url, key: kept.key });
   const before = await keptCall<{ stdout: string }>("GET", `${base}/commands/${started.body.pid}`);
   assert.equal(before.status, 200);
   let settled = false;

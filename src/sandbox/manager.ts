@@ -20,6 +20,7 @@ import { DeadlineQueue } from "./deadlines.js";
 import { Lifecycle } from "./lifecycle.js";
 import { Limiter, PoolDemand } from "./pool.js";
 import { buildSeccompFilter } from "./seccomp.js";
+import { Spawner } from "./spawner.js";
 import { builtInTemplates, type Template } from "./templates.js";
 import { WorkspaceManager } from "./workspace.js";
 
@@ -139,6 +140,8 @@ export class SandboxManager {
   /** Pause, resume, snapshots, forks and what a sandbox does when its life runs out. */
   readonly lifecycle: Lifecycle;
   private readonly workspaces: WorkspaceManager;
+  /** Does every fork sandboxes need (launchers, mount, umount) in a small process of its own. */
+  private readonly spawner: Spawner;
   private readonly seccomp = buildSeccompFilter();
   private readonly teardownLimiter: Limiter;
   private readonly quotaDefaults: EffectiveQuotas;
@@ -167,7 +170,8 @@ export class SandboxManager {
   ) {
     this.log = log;
     this.templates = builtInTemplates(config.limits);
-    this.workspaces = new WorkspaceManager(config.workspaceDir);
+    this.spawner = new Spawner((err, what) => this.log.error({ err }, what));
+    this.workspaces = new WorkspaceManager(config.workspaceDir, (file, args) => this.spawner.exec(file, args));
     this.cgroups = new CgroupManager(
       serviceKey(config.workspaceDir),
       config.sandboxesMemoryMb,
@@ -217,6 +221,7 @@ export class SandboxManager {
     this.events.onListenerError((err, event) =>
       this.log.error({ err, sandbox_id: event.sandboxId, event: event.type }, "event listener failed"),
     );
+    await this.spawner.listening;
     const now = Date.now();
     const adopt: SandboxRecord[] = [];
     for (const record of this.store.listRunning()) {
@@ -304,7 +309,11 @@ export class SandboxManager {
       if (oom)
         void this.end(name, { reason: "oom", detail: { message: "the sandbox's processes were killed for exceeding its memory limit" } });
     };
-    return Box.start({ name, uid, limits: this.config.limits, seccomp: this.seccomp, onLog, onDied }, this.cgroups, this.workspaces);
+    return Box.start(
+      { name, uid, limits: this.config.limits, seccomp: this.seccomp, spawner: this.spawner, onLog, onDied },
+      this.cgroups,
+      this.workspaces,
+    );
   }
 
   /**
@@ -687,6 +696,7 @@ export class SandboxManager {
       await Promise.all([...this.live.keys()].map((id) => this.end(id, { reason: "killed", by: "operator", detail: { shutdown: true } })));
       await Promise.all([...this.teardowns]);
       await this.cgroups.removeEmpty().catch(() => {});
+      await this.spawner.close();
       return;
     }
     // Sandboxes that ended before the stop: finish cleaning up after them.
@@ -698,5 +708,6 @@ export class SandboxManager {
       }),
     );
     await this.cgroups.removeEmpty().catch(() => {});
+    await this.spawner.close();
   }
 }

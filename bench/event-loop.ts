@@ -66,7 +66,10 @@ async function main(): Promise<void> {
         `| burst | ${ms(burst.nodejs_eventloop_lag_max_seconds)} | ${ms(burst.nodejs_eventloop_lag_p99_seconds)} | ${ms(burst.nodejs_eventloop_lag_p50_seconds)} | ${ms(burst.nodejs_eventloop_lag_mean_seconds)} |\n\n` +
         `service RSS ${((burst.process_resident_memory_bytes ?? 0) / 2 ** 20).toFixed(0)} MiB` +
         (spawnerPid ? `, spawner RSS ${rssMb(spawnerPid).toFixed(0)} MiB` : ", no spawner process") +
-        `; load average ${(await import("node:os")).loadavg().map((l) => l.toFixed(2)).join(" ")}\n`,
+        `; load average ${(await import("node:os"))
+          .loadavg()
+          .map((l) => l.toFixed(2))
+          .join(" ")}\n`,
     );
   } finally {
     await server.dispose();

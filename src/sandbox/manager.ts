@@ -18,7 +18,7 @@ import { Box } from "./box.js";
 import { CgroupManager, type TenantLimits } from "./cgroup.js";
 import { DeadlineQueue } from "./deadlines.js";
 import { Lifecycle } from "./lifecycle.js";
-import { Limiter, PoolDemand } from "./pool.js";
+import { Limiter, PoolDemand, StartMeter } from "./pool.js";
 import { buildSeccompFilter } from "./seccomp.js";
 import { Spawner } from "./spawner.js";
 import { builtInTemplates, type Template } from "./templates.js";
@@ -91,12 +91,15 @@ interface Waiter {
   timer: NodeJS.Timeout;
 }
 
-const atCapacity = (what: string) => new ApiError("at_capacity", `No sandbox can be started right now (${what}); retry in a moment`, 1);
+const atCapacity = (what: string, retryAfterS = 1) =>
+  new ApiError("at_capacity", `No sandbox can be started right now (${what}); retry in a moment`, retryAfterS);
 /**
  * The refusal of a create when the start queue is full: the answer to a flood of creates, made
  * once (an error's stack trace costs ~50 us to capture, and nothing reads it for a 503).
  */
 const QUEUE_FULL = atCapacity("sandbox starts are queued");
+/** The same for a create that had a place in the queue and gave it to another tenant's. */
+const DISPLACED = atCapacity("another tenant's create took this place in the start queue");
 
 /** How a sandbox ended: the reason (kept in its events), who asked, and what else is worth knowing. */
 export interface EndCause {
@@ -131,6 +134,8 @@ export class SandboxManager {
   private readonly waiters: Waiter[] = [];
   /** Recent creates: the pool grows to what they ask for. */
   private readonly demand: PoolDemand;
+  /** How fast sandboxes start here and now: how many creates may wait for one (see takeBox()). */
+  private readonly starts: StartMeter;
   /** @internal host uids in use (a hibernated sandbox keeps its own until it ends). */
   readonly usedUids = new Set<number>();
   private readonly firstUid: number;
@@ -182,6 +187,7 @@ export class SandboxManager {
     this.nextUid = this.firstUid;
     this.teardownLimiter = new Limiter(Math.max(1, config.maxParallelTeardowns));
     this.demand = new PoolDemand(config.warmPool, config.warmPoolMax);
+    this.starts = new StartMeter(Math.max(1, config.maxParallelStarts));
     this.quotaDefaults = tenantQuotaDefaults(config);
     this.lifecycle = new Lifecycle(this, snapshots);
   }
@@ -327,9 +333,11 @@ export class SandboxManager {
     while (this.warm.length + this.warming < want && this.warming < this.config.maxParallelStarts) {
       this.warming += 1;
       const uid = this.allocateUid();
+      const t0 = performance.now();
       this.startBox(crypto.randomUUID(), uid)
         .then(
           (box) => {
+            this.starts.record(performance.now() - t0);
             if (this.closing) return void this.track(this.release(box));
             const waiter = this.waiters.shift();
             if (waiter) {
@@ -367,10 +375,12 @@ export class SandboxManager {
   }
 
   /**
-   * A started sandbox: from the pool now, or the next one to finish starting if fewer than
-   * AGENTBOX_START_QUEUE creates wait already and it comes within AGENTBOX_CREATE_WAIT_MS. Otherwise
-   * 503 at once: a client is better served by a quick "retry in a second" than by a request that
-   * hangs while starts pile up.
+   * A started sandbox: from the pool now, or the next one to finish starting if it is expected
+   * within AGENTBOX_CREATE_WAIT_MS: the queue holds as many creates as the measured start speed
+   * serves in that time (capped by AGENTBOX_START_QUEUE when set). Otherwise 503 at once: a client
+   * is better served by a quick "retry in a second" than by a request that hangs while starts pile
+   * up. A tenant alone may take the whole queue; when several want it, one below its equal part
+   * of the queue takes the place of the newest create of the tenant holding the most.
    */
   private takeBox(tenantId: string): Promise<Box> {
     const box = this.warm.shift();
@@ -378,29 +388,53 @@ export class SandboxManager {
       this.preImport();
       return Promise.resolve(box);
     }
-    if (this.waiters.length >= this.config.startQueue) return Promise.reject(QUEUE_FULL);
-    // One tenant may hold at most half the queue, so a burst of one tenant's creates leaves the
-    // others a place.
-    const share = Math.max(1, Math.floor(this.config.startQueue / 2));
-    if (this.waiters.filter((w) => w.tenantId === tenantId).length >= share) {
-      return Promise.reject(
-        new ApiError("rate_limited", `Your tenant already has ${share} creates waiting for a sandbox to start; retry in a moment`, 1),
-      );
+    const room = this.queueRoom();
+    if (this.waiters.length >= room && !this.displaceFor(tenantId, room)) {
+      const retryS = Math.ceil(this.starts.msPerStart() / 1000);
+      return Promise.reject(retryS <= 1 ? QUEUE_FULL : atCapacity("sandbox starts are queued", retryS));
     }
     return new Promise<Box>((resolve, reject) => {
       const waiter: Waiter = {
         tenantId,
         resolve,
         reject,
+        // A safety net: the queue is sized to be served within the wait, this ends one that is not.
         timer: setTimeout(() => {
           const i = this.waiters.indexOf(waiter);
           if (i >= 0) this.waiters.splice(i, 1);
           reject(atCapacity("sandboxes are starting as fast as this machine allows"));
-        }, this.config.createWaitMs),
+        }, this.config.createWaitMs * 2),
       };
       this.waiters.push(waiter);
       this.fillPool();
     });
+  }
+
+  /** Creates that may wait for a start now: what the measured start speed serves within the wait. */
+  private queueRoom(): number {
+    const byRate = this.starts.queueFor(this.config.createWaitMs);
+    return this.config.startQueue > 0 ? Math.min(byRate, this.config.startQueue) : byRate;
+  }
+
+  /**
+   * The queue is full: if `tenantId` holds less than its equal part of it, the newest create of
+   * the tenant holding the most is refused (503, as if it had come too late) and true is returned.
+   */
+  private displaceFor(tenantId: string, room: number): boolean {
+    const held = new Map<string, number>([[tenantId, 0]]);
+    for (const w of this.waiters) held.set(w.tenantId, (held.get(w.tenantId) ?? 0) + 1);
+    const part = Math.max(1, Math.floor(room / held.size));
+    if ((held.get(tenantId) ?? 0) >= part) return false;
+    let top = tenantId;
+    for (const [t, n] of held) if (n > (held.get(top) ?? 0)) top = t;
+    if ((held.get(top) ?? 0) <= part) return false;
+    let i = this.waiters.length - 1;
+    while (i >= 0 && this.waiters[i]?.tenantId !== top) i--;
+    const [out] = this.waiters.splice(i, 1);
+    if (!out) return false;
+    clearTimeout(out.timer);
+    out.reject(DISPLACED);
+    return true;
   }
 
   /**

@@ -60,3 +60,37 @@ export class Limiter {
     }
   }
 }
+
+/** How much one start counts in the running average of start times (the rest is the history). */
+const START_WEIGHT = 0.2;
+
+/**
+ * The measured speed of sandbox starts: a running average of how long one takes (start to the
+ * supervisor's `ready`), with up to `parallel` of them at once. On a crowded host starts take
+ * longer, and the average follows within a few starts.
+ */
+export class StartMeter {
+  private avgMs: number;
+
+  constructor(
+    private readonly parallel: number,
+    /** What a start is assumed to take before one has been measured. */
+    initialMs = 1000,
+  ) {
+    this.avgMs = initialMs;
+  }
+
+  record(ms: number): void {
+    this.avgMs = this.avgMs * (1 - START_WEIGHT) + ms * START_WEIGHT;
+  }
+
+  /** Milliseconds between two finished starts while they run back to back. */
+  msPerStart(): number {
+    return this.avgMs / Math.max(1, this.parallel);
+  }
+
+  /** How many creates may wait for a start so that the last one is served within `waitMs`. */
+  queueFor(waitMs: number): number {
+    return Math.floor(waitMs / this.msPerStart());
+  }
+}

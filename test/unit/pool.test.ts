@@ -1,7 +1,7 @@
 // Warm-pool sizing and the start/teardown limiter (src/sandbox/pool.ts): pure logic, no sandboxes.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { Limiter, PoolDemand } from "../../src/sandbox/pool.js";
+import { Limiter, PoolDemand, StartMeter } from "../../src/sandbox/pool.js";
 
 test("the pool target follows the creates of the last seconds, between its minimum and maximum", () => {
   const demand = new PoolDemand(4, 50);
@@ -56,4 +56,16 @@ test("a failing task frees its place", async () => {
     /boom/,
   );
   assert.equal(await limiter.run(async () => 7), 7);
+});
+
+test("the start queue is sized from the measured start speed: what starts serve within the wait", () => {
+  const meter = new StartMeter(4, 1000);
+  assert.equal(meter.queueFor(1000), 4, "unmeasured: a start is assumed to take a second, four at a time");
+  for (let i = 0; i < 50; i++) meter.record(200);
+  assert.ok(Math.abs(meter.msPerStart() - 50) < 0.1, "200 ms starts, four at a time: one every 50 ms");
+  assert.equal(meter.queueFor(1000), 20);
+  // The host gets crowded: starts take 2 s, and within a few of them the queue is small.
+  for (let i = 0; i < 20; i++) meter.record(2000);
+  assert.equal(meter.queueFor(1000), 2);
+  assert.equal(new StartMeter(1, 5000).queueFor(1000), 0, "a start slower than the wait: no create waits");
 });

@@ -92,6 +92,8 @@ process.on("message", (req: SpawnerRequest) => {
   }
 });
 
+send({ ev: "ready" });
+
 // The service is gone: so are its sandboxes (a launcher that has not exec'd bwrap yet has no
 // die-with-parent of its own, hence the kill).
 process.on("disconnect", () => {

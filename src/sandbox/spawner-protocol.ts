@@ -25,6 +25,8 @@ export type SpawnerRequest =
 
 /** Spawner → service. */
 export type SpawnerEvent =
+  /** The spawner listens for requests (sent once; requests before it wait in the service). */
+  | { ev: "ready" }
   /** The launcher runs (its pid), or could not be started (`error`: then no exit follows). */
   | { ev: "launched"; id: number; pid?: number; error?: string }
   /** A line the sandbox process wrote to its stderr (bwrap's and the supervisor's diagnostics). */

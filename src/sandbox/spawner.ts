@@ -75,6 +75,9 @@ export class Spawner {
   private readonly execs = new Map<number, { resolve(): void; reject(err: Error): void }>();
   private seq = 0;
   private closed = false;
+  /** The current spawner has said it listens; until then requests wait here. */
+  private ready = false;
+  private backlog: SpawnerRequest[] = [];
   readonly listening: Promise<void>;
 
   constructor(private readonly onError: (err: Error, what: string) => void = () => {}) {
@@ -94,10 +97,16 @@ export class Spawner {
   private start(): void {
     const child = fork(entry(), [], { execArgv: loaderArgs(), stdio: ["ignore", "inherit", "inherit", "ipc"], serialization: "json" });
     this.child = child;
-    child.on("message", (event: SpawnerEvent) => this.onEvent(event));
+    this.ready = false;
+    child.on("message", (event: SpawnerEvent) => {
+      if (event.ev !== "ready") return this.onEvent(event);
+      this.ready = true;
+      for (const req of this.backlog.splice(0)) child.send(req);
+    });
     child.on("error", (err) => this.onError(err, "spawner"));
     child.once("exit", (code, signal) => {
       if (this.child === child) this.child = undefined;
+      this.backlog = [];
       // Its sandboxes died with it (die-with-parent), and no answer to a pending exec will come.
       for (const id of [...this.launches.keys()]) this.finish(id, null, "SIGKILL", new Error("the spawner process ended"));
       for (const [id, e] of this.execs) {
@@ -114,7 +123,8 @@ export class Spawner {
   private send(req: SpawnerRequest): boolean {
     const child = this.child;
     if (!child?.connected) return false;
-    child.send(req);
+    if (this.ready) child.send(req);
+    else this.backlog.push(req);
     return true;
   }
 
@@ -152,7 +162,7 @@ export class Spawner {
     socket.on("data", onData);
   }
 
-  private onEvent(event: SpawnerEvent): void {
+  private onEvent(event: Exclude<SpawnerEvent, { ev: "ready" }>): void {
     if (event.ev === "done") {
       const e = this.execs.get(event.id);
       if (!e) return;

@@ -398,12 +398,13 @@ export class SandboxManager {
         tenantId,
         resolve,
         reject,
-        // A safety net: the queue is sized to be served within the wait, this ends one that is not.
+        // A safety net: the queue is sized to be served within the wait (or one start, when a
+        // start takes longer), this ends a wait that lasts twice that.
         timer: setTimeout(() => {
           const i = this.waiters.indexOf(waiter);
           if (i >= 0) this.waiters.splice(i, 1);
           reject(atCapacity("sandboxes are starting as fast as this machine allows"));
-        }, this.config.createWaitMs * 2),
+        }, 2 * Math.max(this.config.createWaitMs, this.starts.startMs())),
       };
       this.waiters.push(waiter);
       this.fillPool();

@@ -84,13 +84,22 @@ export class StartMeter {
     this.avgMs = this.avgMs * (1 - START_WEIGHT) + ms * START_WEIGHT;
   }
 
+  /** How long one start takes now, ms. */
+  startMs(): number {
+    return this.avgMs;
+  }
+
   /** Milliseconds between two finished starts while they run back to back. */
   msPerStart(): number {
     return this.avgMs / Math.max(1, this.parallel);
   }
 
-  /** How many creates may wait for a start so that the last one is served within `waitMs`. */
+  /**
+   * How many creates may wait for a start so that the last one is served within `waitMs`; at
+   * least one (the next start's), so that a host whose starts are slower than the wait still
+   * serves creates, one start's time later, rather than none.
+   */
   queueFor(waitMs: number): number {
-    return Math.floor(waitMs / this.msPerStart());
+    return Math.max(1, Math.floor(waitMs / this.msPerStart()));
   }
 }

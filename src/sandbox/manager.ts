@@ -333,11 +333,11 @@ export class SandboxManager {
     while (this.warm.length + this.warming < want && this.warming < this.config.maxParallelStarts) {
       this.warming += 1;
       const uid = this.allocateUid();
-      const t0 = performance.now();
+      const ended = this.starts.begin();
       this.startBox(crypto.randomUUID(), uid)
         .then(
           (box) => {
-            this.starts.record(performance.now() - t0);
+            ended(true);
             if (this.closing) return void this.track(this.release(box));
             const waiter = this.waiters.shift();
             if (waiter) {
@@ -349,6 +349,7 @@ export class SandboxManager {
             }
           },
           (err) => {
+            ended(false);
             this.usedUids.delete(uid);
             this.log.error({ err }, "warm pool: sandbox failed to start");
           },
@@ -376,11 +377,12 @@ export class SandboxManager {
 
   /**
    * A started sandbox: from the pool now, or the next one to finish starting if it is expected
-   * within AGENTBOX_CREATE_WAIT_MS: the queue holds as many creates as the measured start speed
-   * serves in that time (capped by AGENTBOX_START_QUEUE when set). Otherwise 503 at once: a client
-   * is better served by a quick "retry in a second" than by a request that hangs while starts pile
-   * up. A tenant alone may take the whole queue; when several want it, one below its equal part
-   * of the queue takes the place of the newest create of the tenant holding the most.
+   * within AGENTBOX_CREATE_WAIT_MS (from the measured start time and the starts running now; the
+   * first create waiting is let in however slow starts are, and waits one start). Otherwise 503
+   * at once: a client is better served by a quick "retry in a second" than by a request that
+   * hangs while starts pile up. AGENTBOX_START_QUEUE, when set, caps the queue too. A tenant alone
+   * may take the whole queue; when several want it, one below its equal part of the queue takes
+   * the place of the newest create of the tenant holding the most.
    */
   private takeBox(tenantId: string): Promise<Box> {
     const box = this.warm.shift();
@@ -388,8 +390,10 @@ export class SandboxManager {
       this.preImport();
       return Promise.resolve(box);
     }
-    const room = this.queueRoom();
-    if (this.waiters.length >= room && !this.displaceFor(tenantId, room)) {
+    const waitMs = this.starts.expectedWaitMs(this.waiters.length + 1);
+    const fits = this.waiters.length === 0 || waitMs <= this.config.createWaitMs;
+    const capped = this.config.startQueue > 0 && this.waiters.length >= this.config.startQueue;
+    if ((!fits || capped) && !this.displaceFor(tenantId)) {
       const retryS = Math.ceil(this.starts.msPerStart() / 1000);
       return Promise.reject(retryS <= 1 ? QUEUE_FULL : atCapacity("sandbox starts are queued", retryS));
     }
@@ -398,33 +402,26 @@ export class SandboxManager {
         tenantId,
         resolve,
         reject,
-        // A safety net: the queue is sized to be served within the wait (or one start, when a
-        // start takes longer), this ends a wait that lasts twice that.
+        // A safety net: a wait twice as long as expected (at least twice the bound) ends in a 503.
         timer: setTimeout(() => {
           const i = this.waiters.indexOf(waiter);
           if (i >= 0) this.waiters.splice(i, 1);
           reject(atCapacity("sandboxes are starting as fast as this machine allows"));
-        }, 2 * Math.max(this.config.createWaitMs, this.starts.startMs())),
+        }, 2 * Math.max(this.config.createWaitMs, waitMs)),
       };
       this.waiters.push(waiter);
       this.fillPool();
     });
   }
 
-  /** Creates that may wait for a start now: what the measured start speed serves within the wait. */
-  private queueRoom(): number {
-    const byRate = this.starts.queueFor(this.config.createWaitMs);
-    return this.config.startQueue > 0 ? Math.min(byRate, this.config.startQueue) : byRate;
-  }
-
   /**
    * The queue is full: if `tenantId` holds less than its equal part of it, the newest create of
    * the tenant holding the most is refused (503, as if it had come too late) and true is returned.
    */
-  private displaceFor(tenantId: string, room: number): boolean {
+  private displaceFor(tenantId: string): boolean {
     const held = new Map<string, number>([[tenantId, 0]]);
     for (const w of this.waiters) held.set(w.tenantId, (held.get(w.tenantId) ?? 0) + 1);
-    const part = Math.max(1, Math.floor(room / held.size));
+    const part = Math.max(1, Math.floor(this.waiters.length / held.size));
     if ((held.get(tenantId) ?? 0) >= part) return false;
     let top = tenantId;
     for (const [t, n] of held) if (n > (held.get(top) ?? 0)) top = t;

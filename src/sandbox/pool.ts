@@ -66,11 +66,13 @@ const START_WEIGHT = 0.2;
 
 /**
  * The measured speed of sandbox starts: a running average of how long one takes (start to the
- * supervisor's `ready`), with up to `parallel` of them at once. On a crowded host starts take
- * longer, and the average follows within a few starts.
+ * supervisor's `ready`), and the starts running now. On a crowded host starts take longer, and
+ * the average follows within a few starts.
  */
 export class StartMeter {
   private avgMs: number;
+  /** When each start running now began (performance.now()). */
+  private readonly running = new Set<number>();
 
   constructor(
     private readonly parallel: number,
@@ -78,6 +80,17 @@ export class StartMeter {
     initialMs = 1000,
   ) {
     this.avgMs = initialMs;
+  }
+
+  /** A start begins; the returned function ends it (`ok`: it succeeded, and its time is recorded). */
+  begin(now = performance.now()): (ok: boolean, end?: number) => void {
+    let at = now;
+    while (this.running.has(at)) at += 1e-6;
+    this.running.add(at);
+    return (ok, end = performance.now()) => {
+      if (!this.running.delete(at)) return;
+      if (ok) this.record(end - at);
+    };
   }
 
   record(ms: number): void {
@@ -95,11 +108,15 @@ export class StartMeter {
   }
 
   /**
-   * How many creates may wait for a start so that the last one is served within `waitMs`; at
-   * least one (the next start's), so that a host whose starts are slower than the wait still
-   * serves creates, one start's time later, rather than none.
+   * How long the `position`-th create waiting (1: the first) is expected to wait for its sandbox:
+   * the starts running now end one average start after they began, free start slots begin one
+   * now, and later places come one start-interval after the last of those.
    */
-  queueFor(waitMs: number): number {
-    return Math.max(1, Math.floor(waitMs / this.msPerStart()));
+  expectedWaitMs(position: number, now = performance.now()): number {
+    const ends = [...this.running].map((at) => Math.max(0, at + this.avgMs - now));
+    for (let free = this.parallel - this.running.size; free > 0; free--) ends.push(this.avgMs);
+    ends.sort((x, y) => x - y);
+    if (position <= ends.length) return ends[position - 1] as number;
+    return (ends[ends.length - 1] ?? 0) + (position - ends.length) * this.msPerStart();
   }
 }

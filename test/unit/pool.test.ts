@@ -58,14 +58,26 @@ test("a failing task frees its place", async () => {
   assert.equal(await limiter.run(async () => 7), 7);
 });
 
-test("the start queue is sized from the measured start speed: what starts serve within the wait", () => {
+test("a waiting create's expected wait: the starts running now, free start slots, then one start-interval a place", () => {
   const meter = new StartMeter(4, 1000);
-  assert.equal(meter.queueFor(1000), 4, "unmeasured: a start is assumed to take a second, four at a time");
-  for (let i = 0; i < 50; i++) meter.record(200);
-  assert.ok(Math.abs(meter.msPerStart() - 50) < 0.1, "200 ms starts, four at a time: one every 50 ms");
-  assert.equal(meter.queueFor(1001), 20);
-  // The host gets crowded: starts take 2 s, and within a few of them the queue is small.
-  for (let i = 0; i < 20; i++) meter.record(2000);
-  assert.equal(meter.queueFor(1000), 2);
-  assert.equal(new StartMeter(1, 5000).queueFor(1000), 1, "a start slower than the wait: one create waits for the next");
+  assert.equal(meter.expectedWaitMs(1, 0), 1000, "unmeasured and nothing running: one start, assumed a second");
+  for (let i = 0; i < 60; i++) meter.record(200);
+  assert.ok(Math.abs(meter.startMs() - 200) < 0.01);
+  // Two starts running, begun 150 ms and 50 ms ago; two free slots would begin now.
+  const now = 10_000;
+  const a = meter.begin(now - 150);
+  const b = meter.begin(now - 50);
+  assert.ok(Math.abs(meter.expectedWaitMs(1, now) - 50) < 0.01, "the older start ends in 50 ms");
+  assert.ok(Math.abs(meter.expectedWaitMs(2, now) - 150) < 0.01);
+  assert.ok(Math.abs(meter.expectedWaitMs(4, now) - 200) < 0.01, "the free slots' starts end in one start");
+  assert.ok(Math.abs(meter.expectedWaitMs(8, now) - 400) < 0.01, "then one every 50 ms (200 ms, four at a time)");
+  // A start that ends is recorded; a failed one is not.
+  a(true, now + 850);
+  assert.ok(meter.startMs() > 300, "a 1 s start raises the average");
+  const before = meter.startMs();
+  b(false, now);
+  assert.equal(meter.startMs(), before);
+  // The host gets crowded: starts take 5 s, and a create expects to wait longer than a second.
+  for (let i = 0; i < 30; i++) meter.record(5000);
+  assert.ok(meter.expectedWaitMs(1, now) > 4000);
 });

@@ -175,7 +175,7 @@ export class SandboxManager {
   ) {
     this.log = log;
     this.templates = builtInTemplates(config.limits);
-    this.spawner = new Spawner((err, what) => this.log.error({ err }, what));
+    this.spawner = new Spawner(config.dataDir, (err, what) => this.log.error({ err }, what));
     this.workspaces = new WorkspaceManager(config.workspaceDir, (file, args) => this.spawner.exec(file, args));
     this.cgroups = new CgroupManager(
       serviceKey(config.workspaceDir),
@@ -261,9 +261,10 @@ export class SandboxManager {
     this.reaper.unref();
     this.fillPool();
     // The first round of starts before the service takes requests, so that its first creates are
-    // served from the pool (bounded: a slow host still starts serving).
+    // served from the pool (bounded: a slow host starts serving within 5 s, and a create that
+    // comes before the pool is filled waits for a start).
     const first = Math.min(this.config.warmPool, this.config.maxParallelStarts);
-    for (const deadline = Date.now() + 10_000; this.warm.length < first && this.warming > 0 && Date.now() < deadline; ) {
+    for (const deadline = Date.now() + 5000; this.warm.length < first && this.warming > 0 && Date.now() < deadline; ) {
       await new Promise((r) => setTimeout(r, 10));
     }
   }

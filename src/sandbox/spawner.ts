@@ -16,6 +16,8 @@ import type { SpawnerEvent, SpawnerRequest } from "./spawner-protocol.js";
 const TOKEN_BYTES = 16;
 /** A connection that has not sent its token line by then is dropped. */
 const TOKEN_WAIT_MS = 10_000;
+/** A unix socket's path must fit in 108 bytes (sun_path). */
+const MAX_SOCKET_PATH = 100;
 
 export interface LaunchOptions {
   uid: number;
@@ -68,7 +70,8 @@ function loaderArgs(): string[] {
 export class Spawner {
   private child: ChildProcess | undefined;
   private readonly server: net.Server;
-  private readonly dir: string;
+  /** A temporary directory of the socket's own (removed at close), when the data dir's path is too long. */
+  private readonly dir: string | undefined;
   private readonly socketPath: string;
   private readonly launches = new Map<number, Pending>();
   private readonly byToken = new Map<string, number>();
@@ -80,15 +83,33 @@ export class Spawner {
   private backlog: SpawnerRequest[] = [];
   readonly listening: Promise<void>;
 
-  constructor(private readonly onError: (err: Error, what: string) => void = () => {}) {
-    // A private directory (root's, 0700): nothing but this service's own processes reaches the socket.
-    this.dir = fs.mkdtempSync(path.join(os.tmpdir(), "agentbox-spawn-"));
-    fs.chmodSync(this.dir, 0o700);
-    this.socketPath = path.join(this.dir, "s");
+  /**
+   * `dir`: the service's private data directory, where the socket is (the same path after a crash,
+   * so nothing is left behind); a private temporary directory if that path is too long for a socket.
+   */
+  constructor(
+    dir: string,
+    private readonly onError: (err: Error, what: string) => void = () => {},
+  ) {
+    const inData = path.join(dir, "spawner.sock");
+    if (Buffer.byteLength(inData) < MAX_SOCKET_PATH) {
+      this.dir = undefined;
+      this.socketPath = inData;
+      // A socket left by a crash of the service.
+      fs.rmSync(inData, { force: true });
+    } else {
+      this.dir = fs.mkdtempSync(path.join(os.tmpdir(), "agentbox-spawn-"));
+      fs.chmodSync(this.dir, 0o700);
+      this.socketPath = path.join(this.dir, "s");
+    }
     this.server = net.createServer((socket) => this.accept(socket));
     this.listening = new Promise((resolve, reject) => {
       this.server.once("error", reject);
-      this.server.listen(this.socketPath, () => resolve());
+      // Only root (the service and its spawner) may connect to it.
+      this.server.listen(this.socketPath, () => {
+        fs.chmodSync(this.socketPath, 0o600);
+        resolve();
+      });
     });
     this.listening.catch((err) => this.onError(err, "spawner socket"));
     this.start();
@@ -260,6 +281,7 @@ export class Spawner {
       await gone;
     }
     await new Promise<void>((resolve) => this.server.close(() => resolve()));
-    fs.rmSync(this.dir, { recursive: true, force: true });
+    fs.rmSync(this.socketPath, { force: true });
+    if (this.dir) fs.rmSync(this.dir, { recursive: true, force: true });
   }
 }

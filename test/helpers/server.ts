@@ -86,7 +86,8 @@ export async function startServer(
     output += d;
   });
   const url = `http://127.0.0.1:${port}`;
-  const deadline = Date.now() + 20_000;
+  // Generous: a service starts its spawner process first (seconds from source on a loaded host).
+  const deadline = Date.now() + 60_000;
   for (;;) {
     if (child.exitCode !== null) throw new Error(`service exited during start (${child.exitCode}):\n${output}`);
     try {

@@ -9,7 +9,7 @@ import type { Writable } from "node:stream";
 import { planBwrap } from "../src/sandbox/bwrap.js";
 import { buildSeccompFilter } from "../src/sandbox/seccomp.js";
 import { startServer } from "../test/helpers/server.js";
-import { keepAliveClient, printTable, type Row, sleep, timed } from "./lib.js";
+import { keepAliveClient, percentile, printTable, type Row, sleep, timed } from "./lib.js";
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 300);
 const BASELINE_RUNS = Number(process.env.BENCH_BASELINE_RUNS ?? 40);
@@ -47,6 +47,28 @@ export function freshRun(workspace: string, uid: number, seccomp: Buffer, argv: 
     });
     child.on("exit", (code) => (code === 0 && out.trim() === expect ? resolve() : reject(new Error(`fresh run failed: ${code} ${out}`))));
   });
+}
+
+/**
+ * This machine's own speed, for reading other figures beside it: p50 ms of a fresh sandboxed
+ * python (`print(1)`, same flags and seccomp as the service) over `runs` runs.
+ */
+export async function machineSpeed(runs = 20): Promise<number> {
+  const uid = 299998;
+  const workspace = fs.mkdtempSync(path.join(os.tmpdir(), "agentbox-bench-"));
+  try {
+    fs.chownSync(workspace, uid, uid);
+    const seccomp = buildSeccompFilter();
+    for (let i = 0; i < 3; i++) await freshRun(workspace, uid, seccomp, FRESH.python);
+    const samples: number[] = [];
+    for (let i = 0; i < runs; i++) samples.push((await timed(() => freshRun(workspace, uid, seccomp, FRESH.python)))[0]);
+    return percentile(
+      samples.sort((a, b) => a - b),
+      50,
+    );
+  } finally {
+    fs.rmSync(workspace, { recursive: true, force: true });
+  }
 }
 
 export async function benchCodeRun(): Promise<string> {

@@ -6,23 +6,29 @@
 //
 // Settings (environment): LOAD_CLIENTS (200; `--clients 1000` or `--many` for the 1,000-client
 // variant), LOAD_SECONDS (60), LOAD_KEYS (10: clients are spread over this many API keys, each its
-// own tenant), LOAD_URL + LOAD_KEY to aim at a running service instead of starting one (then
+// own tenant; `--one-key` (or LOAD_KEYS=1): one key, one tenant, and the service's default
+// settings, limits included: one team running all its agents, the common case), LOAD_URL + LOAD_KEY to aim at a running service instead of starting one (then
 // LOAD_KEYS is ignored: every client uses LOAD_KEY), LOAD_BURST (100: sequential creates after
 // idle, measured before the load; 0 skips them), LOAD_SETTLE_MS (20000: idle time after start and
 // after the burst, so that the load meets a settled service), LOAD_MAX_BACKOFF_MS (longest wait after a 429/503:
 // 250, or 1000 with 1,000 clients).
 //
-// The service is started with limits raised (rate limit, per-tenant quota) so that the run measures
-// capacity, not the per-key limits; the global caps (live sandboxes, executions, sandbox starts)
+// Beside the table it prints this machine's own speed (a fresh sandboxed python, started in the
+// same run, as bench/code-run.ts's baseline), to read the figures against another machine's.
+//
+// The 10-key variant starts the service with limits raised (rate limit, per-tenant quota) so that
+// the run measures capacity, not the per-key limits; the global caps (live sandboxes, executions, sandbox starts)
 // stay at their defaults, so 503 at_capacity is an expected answer under this load: it is counted
 // (and must carry Retry-After), not failed. Latency is reported over every answer, rejections
 // included, since that is what a client waits for.
 import http from "node:http";
+import os from "node:os";
 import { pathToFileURL } from "node:url";
 import { openDb } from "../src/store/db.js";
 import { SqliteKeyStore } from "../src/store/keys.js";
 import { startServer } from "../test/helpers/server.js";
-import { printTable, type Row, sleep } from "./lib.js";
+import { machineSpeed } from "./code-run.js";
+import { percentile, printTable, type Row, sleep } from "./lib.js";
 
 export type Op =
   | "create"
@@ -407,18 +413,43 @@ function clientsArg(): number {
   return Number(process.env.LOAD_CLIENTS ?? 200);
 }
 
+/** The one-key variant's targets (see the README): what a lone team of agents must get. */
+function checkTargets(report: LoadReport): string[] {
+  const sorted = (a: number[]) => [...a].sort((x, y) => x - y);
+  const answersPerS = (report.answers.length / report.wallMs) * 1000;
+  const ok = [...report.latencies.values()].reduce((n, l) => n + l.length, 0);
+  const p99All = percentile(sorted(report.answers), 99);
+  const p99Create = percentile(sorted(report.latencies.get("create") ?? []), 99);
+  const mark = (pass: boolean) => (pass ? "ok" : "MISSED");
+  return [
+    `${mark(p99All <= 1000)} p99 over all answers ${p99All.toFixed(0)} ms (target ≤ 1000)`,
+    `${mark(p99Create <= 2000)} p99 of accepted creates ${p99Create.toFixed(0)} ms (target ≤ 2000)`,
+    `${mark(answersPerS >= 500)} ${answersPerS.toFixed(0)} answers/s (target ≥ 500)`,
+    `${mark(ok * 2 >= report.answers.length)} ${((ok / Math.max(1, report.answers.length)) * 100).toFixed(0)} % successes (target ≥ 50 %)`,
+    `${mark(report.missingRetryAfter === 0)} ${report.missingRetryAfter} rejections without Retry-After`,
+  ];
+}
+
 async function main(): Promise<void> {
   const clients = clientsArg();
   const seconds = Number(process.env.LOAD_SECONDS ?? 60);
   const burst = Number(process.env.LOAD_BURST ?? 100);
+  const oneKey = process.argv.includes("--one-key") || process.env.LOAD_KEYS === "1";
   let url = process.env.LOAD_URL;
   let keys = process.env.LOAD_KEY ? [process.env.LOAD_KEY] : [];
   let dispose: (() => Promise<void>) | undefined;
+  const speed = await machineSpeed();
+  const machine =
+    `machine: a fresh sandboxed python (print(1)) takes ${speed.toFixed(1)} ms p50 here, now; ` +
+    `${os.availableParallelism()} cores, load average ${os
+      .loadavg()
+      .map((l) => l.toFixed(2))
+      .join(" ")}`;
+  process.stdout.write(`${machine}\n`);
   if (!url) {
     const server = await startServer({
       env: {
-        AGENTBOX_RATE_LIMIT_PER_MINUTE: "100000000",
-        AGENTBOX_MAX_SANDBOXES_PER_TENANT: "100000",
+        ...(oneKey ? {} : { AGENTBOX_RATE_LIMIT_PER_MINUTE: "100000000", AGENTBOX_MAX_SANDBOXES_PER_TENANT: "100000" }),
         // Clients here all come from one address; in production they come from many.
         AGENTBOX_MAX_CONNECTIONS_PER_ADDRESS: String(clients * 2 + 64),
         AGENTBOX_MAX_CONNECTIONS: String(clients * 2 + 128),
@@ -428,7 +459,7 @@ async function main(): Promise<void> {
       },
     });
     url = server.url;
-    keys = createKeys(server.dataDir, Number(process.env.LOAD_KEYS ?? 10) + 1);
+    keys = createKeys(server.dataDir, (oneKey ? 1 : Number(process.env.LOAD_KEYS ?? 10)) + 1);
     dispose = () => server.dispose();
   }
   // The burst uses a key of its own, so that its sandboxes are not counted in the load's consistency check.
@@ -445,13 +476,19 @@ async function main(): Promise<void> {
       ]);
     }
     await sleep(settleMs);
-    process.stdout.write(`load: ${clients} clients for ${seconds} s against ${url}\n`);
+    const variant = oneKey ? "one key, default settings" : `${keys.length} keys, per-key limits raised`;
+    process.stdout.write(`load: ${clients} clients for ${seconds} s against ${url} (${variant})\n`);
     // How long a refused client waits at most before retrying (it honours Retry-After up to this):
     // 250 ms by default, sooner than the service asks, to keep the pressure on; the 1,000-client
     // variant honours Retry-After (1 s), as a well-behaved client does.
     const maxBackoffMs = Number(process.env.LOAD_MAX_BACKOFF_MS ?? (clients >= 1000 ? 1000 : 250));
     const report = await runLoad({ url, keys, clients, durationMs: seconds * 1000, requestTimeoutMs: 60_000, maxBackoffMs });
-    printReport(`Load: ${clients} clients, ${seconds} s, mixed create / code/run (4 languages) / files / commands / list / kill`, report);
+    printReport(
+      `Load (${variant}): ${clients} clients, ${seconds} s, mixed create / code/run (4 languages) / files / commands / list / kill`,
+      report,
+    );
+    process.stdout.write(`${machine}\n`);
+    if (oneKey) for (const line of checkTargets(report)) process.stdout.write(`target: ${line}\n`);
     const check = await checkConsistency(url, keys, report);
     process.stdout.write(
       `consistency: lost ${check.lost.length}, duplicated ${check.duplicated.length + report.duplicateCreates.length}, ` +

@@ -108,9 +108,12 @@ export interface Config {
   poolPreImport: number;
   /** Sandbox starts (pool refills and cold creates) running at once. */
   maxParallelStarts: number;
-  /** Cold creates that may wait for a start slot; past it a create is 503 at once. */
+  /**
+   * A fixed cap on creates waiting for a start (0: none; the queue is sized from the measured
+   * start speed and createWaitMs). Past it a create is 503 at once.
+   */
   startQueue: number;
-  /** Longest a queued create waits for a sandbox to finish starting before it is 503, ms. */
+  /** The longest a create may be expected to wait for a sandbox start, ms: the queue holds what starts serve in it. */
   createWaitMs: number;
   /** Sandbox teardowns (kill leftovers, remove cgroups, unmount the workspace) running at once. */
   maxParallelTeardowns: number;
@@ -226,7 +229,11 @@ export function loadConfig(): Config {
     maxSandboxesPerTenant: num("AGENTBOX_MAX_SANDBOXES_PER_TENANT", 200),
     maxConcurrentRuns: num("AGENTBOX_MAX_CONCURRENT_RUNS", Math.max(8, cores * 32)),
     maxContextsPerSandbox: num("AGENTBOX_MAX_CONTEXTS_PER_SANDBOX", 16),
-    rateLimitPerMinute: num("AGENTBOX_RATE_LIMIT_PER_MINUTE", 6000),
+    // A guard against a runaway client, not the capacity limit (admission control is: the
+    // execution gates and the start queue answer 503/429 from what the machine can do). Above what
+    // this machine can answer (~400 answers/s per core), so one key used by a whole team is
+    // never throttled by it: 30,000 a minute per core.
+    rateLimitPerMinute: num("AGENTBOX_RATE_LIMIT_PER_MINUTE", cores * 30_000),
     maxConcurrentRunsPerKey: num("AGENTBOX_MAX_CONCURRENT_RUNS_PER_KEY", 64),
     maxJsonDepth: num("AGENTBOX_MAX_JSON_DEPTH", 64),
     maxHeaderBytes: num("AGENTBOX_MAX_HEADER_BYTES", 16 * 1024),
@@ -255,11 +262,11 @@ export function loadConfig(): Config {
     // A start is ~30 ms of CPU (fork, exec, bubblewrap, python start-up) spread over several
     // processes: two per core keeps the cores busy without starving request handling.
     maxParallelStarts: num("AGENTBOX_MAX_PARALLEL_STARTS", Math.max(2, cores * 2)),
-    // One waiting create per start in flight: each waits about one start, never behind a pile.
-    startQueue: num("AGENTBOX_START_QUEUE", Math.max(2, cores * 2)),
-    // A safety net, not the normal wait: a queued create waits for one start (~0.1 s on a quiet
-    // host), but a host crowded by other work can take seconds.
-    createWaitMs: num("AGENTBOX_CREATE_WAIT_MS", 10_000),
+    // No fixed count: the queue holds what the measured start speed serves within createWaitMs.
+    startQueue: num("AGENTBOX_START_QUEUE", 0),
+    // A create accepted into the start queue is served within about this (the queue is sized from
+    // the measured start speed; one still waiting at twice this is 503).
+    createWaitMs: num("AGENTBOX_CREATE_WAIT_MS", 1000),
     maxParallelTeardowns: num("AGENTBOX_MAX_PARALLEL_TEARDOWNS", Math.max(2, cores * 2)),
     // Sandboxes together never push the host into its own OOM killer: past this the kernel picks a
     // victim among sandbox processes, never the service or the rest of the host.

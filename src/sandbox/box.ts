@@ -10,6 +10,7 @@ import { type RequestOptions, SupervisorLink } from "./link.js";
 import { classifyRun, type RunOutcome } from "./outcome.js";
 import { onAbort, type OutputWatch } from "./observe.js";
 import type { DoneEvent, ExitEvent, Language, Reply, Request, RichResult } from "./protocol.js";
+import type { Spawner } from "./spawner.js";
 import type { WorkspaceManager } from "./workspace.js";
 
 export type { Language, RichResult };
@@ -82,6 +83,8 @@ export interface BoxSpec {
   uid: number;
   limits: Limits;
   seccomp: Buffer;
+  /** Starts the sandbox's processes (off the service's event loop). */
+  spawner: Spawner;
   /** Where the sandbox process's own diagnostics go (bwrap and supervisor errors, never user output). */
   onLog?: (line: string) => void;
   /**
@@ -194,6 +197,7 @@ export class Box {
       tmpMb: this.spec.limits.tmpMb,
       seccomp: this.spec.seccomp,
       cgroupProcs: this.cgroup.procsFiles,
+      spawner: this.spec.spawner,
       onLog: (line) => this.spec.onLog?.(line),
     });
     const link = this.link;

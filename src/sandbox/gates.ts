@@ -33,12 +33,16 @@ export function defaultShareFloor(global: number): number {
 
 /**
  * The most slots one tenant may hold once the gate is at least half full, with `activeTenants`
- * tenants (the asking one included) running: an equal split among them plus one more, so that
- * there is always room left for a tenant that has nothing running yet. Below half full a tenant
- * is limited only by its own quota, so a lone tenant can use half the machine at once.
+ * tenants (the asking one included) running: an equal split among them of all but a reserve (a
+ * quarter of the gate, at least the floor) kept for tenants that have nothing running yet. Runs
+ * cannot be taken back, so a newcomer's room must be kept, not made. A lone tenant may so hold
+ * three quarters of the slots (far more than it needs to keep every core busy: the CPU itself is
+ * shared by cgroup weights, which give an idle tenant's part to the busy ones), and its share
+ * shrinks only as other tenants run. Below half full a tenant is limited only by its own quota.
  */
 export function fairShare(global: number, activeTenants: number, floor: number): number {
-  return Math.max(floor, Math.floor(global / (activeTenants + 1)));
+  const reserve = Math.max(floor, Math.floor(global / 4));
+  return Math.max(floor, Math.floor((global - reserve) / Math.max(1, activeTenants)));
 }
 
 function bump(map: Map<string, number>, id: string, by: number): void {

@@ -1,14 +1,13 @@
-// The channel to one sandbox: spawns its bubblewrap process (via the cgroup-joining launcher) and
-// speaks the supervisor protocol (./protocol.ts) over the process's stdin/stdout. Nothing user code
-// prints travels here except inside `out` frames, which the supervisor tags by request id.
-// Every request has a deadline, writes wait for the pipe to drain past a bound, and frames from
-// the sandbox are size-checked before they are buffered.
-import { type ChildProcess, spawn } from "node:child_process";
+// The channel to one sandbox: has the spawner (./spawner.ts) start its bubblewrap process (via the
+// cgroup-joining launcher) and speaks the supervisor protocol (./protocol.ts) over the socket that
+// is the process's stdin/stdout. Nothing user code prints travels here except inside `out` frames,
+// which the supervisor tags by request id. Every request has a deadline, writes wait for the
+// socket to drain past a bound, and frames from the sandbox are size-checked before they are buffered.
 import { EventEmitter } from "node:events";
-import type { Readable, Writable } from "node:stream";
+import type net from "node:net";
 import { ApiError } from "../errors.js";
-import { LAUNCHER, planBwrap } from "./bwrap.js";
 import { type Event, encodeRequest, FrameDecoder, type Reply, type Request } from "./protocol.js";
+import type { Spawner } from "./spawner.js";
 
 /** Bytes queued towards the sandbox beyond which a writer waits for the pipe to drain. */
 const MAX_PENDING = 4 * 2 ** 20;
@@ -23,6 +22,7 @@ export interface LinkOptions {
   tmpMb: number;
   seccomp: Buffer;
   cgroupProcs: string[];
+  spawner: Spawner;
   onLog?: (line: string) => void;
 }
 
@@ -47,8 +47,13 @@ interface Queued {
 }
 
 export class SupervisorLink extends EventEmitter {
-  private readonly child: ChildProcess;
-  private readonly stdin: Writable;
+  private readonly spawner: Spawner;
+  /** The spawner's name for the sandbox process. */
+  private readonly launchId: number;
+  /** The supervisor's stream, once the spawner has handed it over (requests queue until then). */
+  private socket: net.Socket | undefined;
+  private processPid: number | undefined;
+  private readonly exit: Promise<void>;
   private readonly decoder = new FrameDecoder();
   private readonly waiters = new Map<string, (reply: Reply) => void>();
   private readonly streams = new Map<string, (reply: Reply) => void>();
@@ -64,34 +69,40 @@ export class SupervisorLink extends EventEmitter {
 
   constructor(opts: LinkOptions) {
     super();
-    const plan = planBwrap(opts.workspace, opts.tmpMb, opts.seccomp);
-    const maxFd = Math.max(...plan.fds.keys());
-    const stdio: ("pipe" | "ignore")[] = ["pipe", "pipe", "pipe"];
-    for (let fd = 3; fd <= maxFd; fd++) stdio.push(plan.fds.has(fd) ? "pipe" : "ignore");
-    this.child = spawn("/bin/sh", ["-c", LAUNCHER, "launch", ...opts.cgroupProcs, "--", ...plan.argv], {
-      uid: opts.uid,
-      gid: opts.uid,
-      env: {},
-      cwd: "/",
-      stdio,
+    this.spawner = opts.spawner;
+    let exited!: () => void;
+    this.exit = new Promise((resolve) => {
+      exited = resolve;
     });
-    for (const [fd, data] of plan.fds) {
-      const pipe = this.child.stdio[fd] as Writable;
-      pipe.on("error", () => {});
-      pipe.end(data);
-    }
-    this.stdin = this.child.stdin as Writable;
-    this.stdin.on("error", () => {});
-    const stdout = this.child.stdout as Readable;
-    const stderr = this.child.stderr as Readable;
-    // A pipe failing ends only this sandbox: the process is killed and its exit handler runs.
-    for (const pipe of [stdout, stderr]) pipe.on("error", () => this.kill());
-    stdout.on("data", (chunk: Buffer) => this.onData(chunk, opts.onLog));
-    stderr.on("data", (chunk: Buffer) => opts.onLog?.(chunk.toString().trimEnd()));
-    // A spawn or kill that fails is reported as 'error', at any time and more than once: it must never go unheard.
-    // (Logged only: a failed kill must not lead to another kill from here.)
-    this.child.on("error", (err) => opts.onLog?.(`sandbox process error: ${err.message}`));
-    this.ready = new Promise((resolve, reject) => {
+    let startFailed!: (err: Error) => void;
+    const failed = new Promise<never>((_, reject) => {
+      startFailed = reject;
+    });
+    const { id, started } = this.spawner.launch(opts, {
+      onLog: opts.onLog,
+      onExit: (code, signal) => {
+        startFailed(new Error(`sandbox process exited during start (${code ?? signal})`));
+        this.onExit();
+        exited();
+      },
+    });
+    this.launchId = id;
+    started.then(
+      ({ pid, socket }) => {
+        this.processPid = pid;
+        if (this.closed) {
+          socket.destroy();
+          return;
+        }
+        this.socket = socket;
+        socket.on("error", () => {});
+        socket.on("data", (chunk: Buffer) => this.onData(chunk, opts.onLog));
+        socket.resume();
+        this.flushQueue();
+      },
+      (err: Error) => startFailed(err),
+    );
+    const ready = new Promise<void>((resolve) => {
       const onReady = (event: Event) => {
         if (event.ev === "ready") {
           this.supervisorPid = event.pid;
@@ -100,25 +111,25 @@ export class SupervisorLink extends EventEmitter {
         }
       };
       this.on("event", onReady);
-      this.child.once("exit", (code, signal) => reject(new Error(`sandbox process exited during start (${code ?? signal})`)));
-      this.child.once("error", reject);
     });
+    this.ready = Promise.race([ready, failed]);
     this.ready.catch(() => {});
-    this.child.once("exit", () => {
-      this.closed = true;
-      for (const [, w] of this.waiters) w(GONE);
-      for (const [, s] of this.streams) s(GONE);
-      this.waiters.clear();
-      this.streams.clear();
-      // Whatever is still queued towards the dead process is dropped now, not when the object goes.
-      this.queue.length = 0;
-      this.stdin.destroy();
-      this.emit("exit");
-    });
+  }
+
+  private onExit(): void {
+    this.closed = true;
+    for (const [, w] of this.waiters) w(GONE);
+    for (const [, s] of this.streams) s(GONE);
+    this.waiters.clear();
+    this.streams.clear();
+    // Whatever is still queued towards the dead process is dropped now, not when the object goes.
+    this.queue.length = 0;
+    this.socket?.destroy();
+    this.emit("exit");
   }
 
   get pid(): number | undefined {
-    return this.child.pid;
+    return this.processPid;
   }
 
   private onData(chunk: Buffer, onLog?: (line: string) => void): void {
@@ -157,21 +168,24 @@ export class SupervisorLink extends EventEmitter {
    * writers wait (their deadlines run) instead of the service buffering without limit.
    */
   private send(id: string, req: Request, body?: Buffer): void {
-    if (this.queue.length === 0 && this.stdin.writableLength <= MAX_PENDING) {
-      this.write(id, req, body);
+    const socket = this.socket;
+    if (socket && this.queue.length === 0 && socket.writableLength <= MAX_PENDING) {
+      this.write(socket, id, req, body);
       return;
     }
     this.queue.push({ id, req, body });
-    if (this.queue.length === 1) this.stdin.once("drain", this.flushQueue);
+    if (socket && this.queue.length === 1) socket.once("drain", this.flushQueue);
   }
 
   private readonly flushQueue = (): void => {
-    while (this.queue.length && this.stdin.writableLength <= MAX_PENDING && !this.closed) {
+    const socket = this.socket;
+    if (!socket) return;
+    while (this.queue.length && socket.writableLength <= MAX_PENDING && !this.closed) {
       const next = this.queue.shift() as Queued;
       // A request whose deadline passed while queued is not sent at all.
-      if (this.waiters.has(next.id) || this.streams.has(next.id)) this.write(next.id, next.req, next.body);
+      if (this.waiters.has(next.id) || this.streams.has(next.id)) this.write(socket, next.id, next.req, next.body);
     }
-    if (this.queue.length && !this.closed) this.stdin.once("drain", this.flushQueue);
+    if (this.queue.length && !this.closed) socket.once("drain", this.flushQueue);
   };
 
   private unqueue(id: string): void {
@@ -179,15 +193,15 @@ export class SupervisorLink extends EventEmitter {
     if (i >= 0) this.queue.splice(i, 1);
   }
 
-  private write(id: string, req: Request, body?: Buffer): void {
+  private write(socket: net.Socket, id: string, req: Request, body?: Buffer): void {
     const parts = encodeRequest(id, req, body);
     if (parts.length === 1) {
-      this.stdin.write(parts[0]);
+      socket.write(parts[0] as Buffer);
       return;
     }
-    this.stdin.cork();
-    for (const p of parts) this.stdin.write(p);
-    this.stdin.uncork();
+    socket.cork();
+    for (const p of parts) socket.write(p);
+    socket.uncork();
   }
 
   nextId(): string {
@@ -261,15 +275,10 @@ export class SupervisorLink extends EventEmitter {
   }
 
   kill(): void {
-    try {
-      this.child.kill("SIGKILL");
-    } catch {
-      // already gone
-    }
+    this.spawner.kill(this.launchId);
   }
 
   exited(): Promise<void> {
-    if (this.child.exitCode !== null || this.child.signalCode !== null) return Promise.resolve();
-    return new Promise((resolve) => this.child.once("exit", () => resolve()));
+    return this.exit;
   }
 }

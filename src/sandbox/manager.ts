@@ -19,8 +19,9 @@ import { Box } from "./box.js";
 import { CgroupManager, type TenantLimits } from "./cgroup.js";
 import { DeadlineQueue } from "./deadlines.js";
 import { Lifecycle } from "./lifecycle.js";
-import { Limiter, PoolDemand } from "./pool.js";
+import { Limiter, PoolDemand, StartMeter } from "./pool.js";
 import { buildSeccompFilter } from "./seccomp.js";
+import { Spawner } from "./spawner.js";
 import { builtInTemplates, type Template } from "./templates.js";
 import { WorkspaceManager } from "./workspace.js";
 
@@ -91,12 +92,15 @@ interface Waiter {
   timer: NodeJS.Timeout;
 }
 
-const atCapacity = (what: string) => new ApiError("at_capacity", `No sandbox can be started right now (${what}); retry in a moment`, 1);
+const atCapacity = (what: string, retryAfterS = 1) =>
+  new ApiError("at_capacity", `No sandbox can be started right now (${what}); retry in a moment`, retryAfterS);
 /**
  * The refusal of a create when the start queue is full: the answer to a flood of creates, made
  * once (an error's stack trace costs ~50 us to capture, and nothing reads it for a 503).
  */
 const QUEUE_FULL = atCapacity("sandbox starts are queued");
+/** The same for a create that had a place in the queue and gave it to another tenant's. */
+const DISPLACED = atCapacity("another tenant's create took this place in the start queue");
 
 /** How a sandbox ended: the reason (kept in its events), who asked, and what else is worth knowing. */
 export interface EndCause {
@@ -131,6 +135,8 @@ export class SandboxManager {
   private readonly waiters: Waiter[] = [];
   /** Recent creates: the pool grows to what they ask for. */
   private readonly demand: PoolDemand;
+  /** How fast sandboxes start here and now: how many creates may wait for one (see takeBox()). */
+  private readonly starts: StartMeter;
   /** @internal host uids in use (a hibernated sandbox keeps its own until it ends). */
   readonly usedUids = new Set<number>();
   private readonly firstUid: number;
@@ -140,6 +146,8 @@ export class SandboxManager {
   /** Pause, resume, snapshots, forks and what a sandbox does when its life runs out. */
   readonly lifecycle: Lifecycle;
   private readonly workspaces: WorkspaceManager;
+  /** Does every fork sandboxes need (launchers, mount, umount) in a small process of its own. */
+  private readonly spawner: Spawner;
   private readonly seccomp = buildSeccompFilter();
   private readonly teardownLimiter: Limiter;
   private readonly quotaDefaults: EffectiveQuotas;
@@ -170,7 +178,8 @@ export class SandboxManager {
   ) {
     this.log = log;
     this.templates = builtInTemplates(config.limits);
-    this.workspaces = new WorkspaceManager(config.workspaceDir);
+    this.spawner = new Spawner(config.dataDir, (err, what) => this.log.error({ err }, what));
+    this.workspaces = new WorkspaceManager(config.workspaceDir, (file, args) => this.spawner.exec(file, args));
     this.cgroups = new CgroupManager(
       serviceKey(config.workspaceDir),
       config.sandboxesMemoryMb,
@@ -181,6 +190,7 @@ export class SandboxManager {
     this.nextUid = this.firstUid;
     this.teardownLimiter = new Limiter(Math.max(1, config.maxParallelTeardowns));
     this.demand = new PoolDemand(config.warmPool, config.warmPoolMax);
+    this.starts = new StartMeter(Math.max(1, config.maxParallelStarts));
     this.quotaDefaults = tenantQuotaDefaults(config);
     this.lifecycle = new Lifecycle(this, snapshots, storage);
   }
@@ -220,6 +230,7 @@ export class SandboxManager {
     this.events.onListenerError((err, event) =>
       this.log.error({ err, sandbox_id: event.sandboxId, event: event.type }, "event listener failed"),
     );
+    await this.spawner.listening;
     const now = Date.now();
     const adopt: SandboxRecord[] = [];
     for (const record of this.store.listRunning()) {
@@ -253,9 +264,10 @@ export class SandboxManager {
     this.reaper.unref();
     this.fillPool();
     // The first round of starts before the service takes requests, so that its first creates are
-    // served from the pool (bounded: a slow host still starts serving).
+    // served from the pool (bounded: a slow host starts serving within 5 s, and a create that
+    // comes before the pool is filled waits for a start).
     const first = Math.min(this.config.warmPool, this.config.maxParallelStarts);
-    for (const deadline = Date.now() + 10_000; this.warm.length < first && this.warming > 0 && Date.now() < deadline; ) {
+    for (const deadline = Date.now() + 5000; this.warm.length < first && this.warming > 0 && Date.now() < deadline; ) {
       await new Promise((r) => setTimeout(r, 10));
     }
   }
@@ -307,7 +319,11 @@ export class SandboxManager {
       if (oom)
         void this.end(name, { reason: "oom", detail: { message: "the sandbox's processes were killed for exceeding its memory limit" } });
     };
-    return Box.start({ name, uid, limits: this.config.limits, seccomp: this.seccomp, onLog, onDied }, this.cgroups, this.workspaces);
+    return Box.start(
+      { name, uid, limits: this.config.limits, seccomp: this.seccomp, spawner: this.spawner, onLog, onDied },
+      this.cgroups,
+      this.workspaces,
+    );
   }
 
   /**
@@ -321,9 +337,11 @@ export class SandboxManager {
     while (this.warm.length + this.warming < want && this.warming < this.config.maxParallelStarts) {
       this.warming += 1;
       const uid = this.allocateUid();
+      const ended = this.starts.begin();
       this.startBox(crypto.randomUUID(), uid)
         .then(
           (box) => {
+            ended(true);
             if (this.closing) return void this.track(this.release(box));
             const waiter = this.waiters.shift();
             if (waiter) {
@@ -335,6 +353,7 @@ export class SandboxManager {
             }
           },
           (err) => {
+            ended(false);
             this.usedUids.delete(uid);
             this.log.error({ err }, "warm pool: sandbox failed to start");
           },
@@ -361,10 +380,13 @@ export class SandboxManager {
   }
 
   /**
-   * A started sandbox: from the pool now, or the next one to finish starting if fewer than
-   * AGENTBOX_START_QUEUE creates wait already and it comes within AGENTBOX_CREATE_WAIT_MS. Otherwise
-   * 503 at once: a client is better served by a quick "retry in a second" than by a request that
-   * hangs while starts pile up.
+   * A started sandbox: from the pool now, or the next one to finish starting if it is expected
+   * within AGENTBOX_CREATE_WAIT_MS (from the measured start time and the starts running now; the
+   * first create waiting is let in however slow starts are, and waits one start). Otherwise 503
+   * at once: a client is better served by a quick "retry in a second" than by a request that
+   * hangs while starts pile up. AGENTBOX_START_QUEUE, when set, caps the queue too. A tenant alone
+   * may take the whole queue; when several want it, one below its equal part of the queue takes
+   * the place of the newest create of the tenant holding the most.
    */
   private takeBox(tenantId: string): Promise<Box> {
     const box = this.warm.shift();
@@ -372,29 +394,49 @@ export class SandboxManager {
       this.preImport();
       return Promise.resolve(box);
     }
-    if (this.waiters.length >= this.config.startQueue) return Promise.reject(QUEUE_FULL);
-    // One tenant may hold at most half the queue, so a burst of one tenant's creates leaves the
-    // others a place.
-    const share = Math.max(1, Math.floor(this.config.startQueue / 2));
-    if (this.waiters.filter((w) => w.tenantId === tenantId).length >= share) {
-      return Promise.reject(
-        new ApiError("rate_limited", `Your tenant already has ${share} creates waiting for a sandbox to start; retry in a moment`, 1),
-      );
+    const waitMs = this.starts.expectedWaitMs(this.waiters.length + 1);
+    const fits = this.waiters.length === 0 || waitMs <= this.config.createWaitMs;
+    const capped = this.config.startQueue > 0 && this.waiters.length >= this.config.startQueue;
+    if ((!fits || capped) && !this.displaceFor(tenantId)) {
+      const retryS = Math.ceil(this.starts.msPerStart() / 1000);
+      return Promise.reject(retryS <= 1 ? QUEUE_FULL : atCapacity("sandbox starts are queued", retryS));
     }
     return new Promise<Box>((resolve, reject) => {
       const waiter: Waiter = {
         tenantId,
         resolve,
         reject,
+        // A safety net: a wait twice as long as expected (at least twice the bound) ends in a 503.
         timer: setTimeout(() => {
           const i = this.waiters.indexOf(waiter);
           if (i >= 0) this.waiters.splice(i, 1);
           reject(atCapacity("sandboxes are starting as fast as this machine allows"));
-        }, this.config.createWaitMs),
+        }, 2 * Math.max(this.config.createWaitMs, waitMs)),
       };
       this.waiters.push(waiter);
       this.fillPool();
     });
+  }
+
+  /**
+   * The queue is full: if `tenantId` holds less than its equal part of it, the newest create of
+   * the tenant holding the most is refused (503, as if it had come too late) and true is returned.
+   */
+  private displaceFor(tenantId: string): boolean {
+    const held = new Map<string, number>([[tenantId, 0]]);
+    for (const w of this.waiters) held.set(w.tenantId, (held.get(w.tenantId) ?? 0) + 1);
+    const part = Math.max(1, Math.floor(this.waiters.length / held.size));
+    if ((held.get(tenantId) ?? 0) >= part) return false;
+    let top = tenantId;
+    for (const [t, n] of held) if (n > (held.get(top) ?? 0)) top = t;
+    if ((held.get(top) ?? 0) <= part) return false;
+    let i = this.waiters.length - 1;
+    while (i >= 0 && this.waiters[i]?.tenantId !== top) i--;
+    const [out] = this.waiters.splice(i, 1);
+    if (!out) return false;
+    clearTimeout(out.timer);
+    out.reject(DISPLACED);
+    return true;
   }
 
   /**
@@ -690,6 +732,7 @@ export class SandboxManager {
       await Promise.all([...this.live.keys()].map((id) => this.end(id, { reason: "killed", by: "operator", detail: { shutdown: true } })));
       await Promise.all([...this.teardowns]);
       await this.cgroups.removeEmpty().catch(() => {});
+      await this.spawner.close();
       return;
     }
     // Sandboxes that ended before the stop: finish cleaning up after them.
@@ -701,5 +744,6 @@ export class SandboxManager {
       }),
     );
     await this.cgroups.removeEmpty().catch(() => {});
+    await this.spawner.close();
   }
 }

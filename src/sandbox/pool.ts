@@ -60,3 +60,63 @@ export class Limiter {
     }
   }
 }
+
+/** How much one start counts in the running average of start times (the rest is the history). */
+const START_WEIGHT = 0.2;
+
+/**
+ * The measured speed of sandbox starts: a running average of how long one takes (start to the
+ * supervisor's `ready`), and the starts running now. On a crowded host starts take longer, and
+ * the average follows within a few starts.
+ */
+export class StartMeter {
+  private avgMs: number;
+  /** When each start running now began (performance.now()). */
+  private readonly running = new Set<number>();
+
+  constructor(
+    private readonly parallel: number,
+    /** What a start is assumed to take before one has been measured. */
+    initialMs = 1000,
+  ) {
+    this.avgMs = initialMs;
+  }
+
+  /** A start begins; the returned function ends it (`ok`: it succeeded, and its time is recorded). */
+  begin(now = performance.now()): (ok: boolean, end?: number) => void {
+    let at = now;
+    while (this.running.has(at)) at += 1e-6;
+    this.running.add(at);
+    return (ok, end = performance.now()) => {
+      if (!this.running.delete(at)) return;
+      if (ok) this.record(end - at);
+    };
+  }
+
+  record(ms: number): void {
+    this.avgMs = this.avgMs * (1 - START_WEIGHT) + ms * START_WEIGHT;
+  }
+
+  /** How long one start takes now, ms. */
+  startMs(): number {
+    return this.avgMs;
+  }
+
+  /** Milliseconds between two finished starts while they run back to back. */
+  msPerStart(): number {
+    return this.avgMs / Math.max(1, this.parallel);
+  }
+
+  /**
+   * How long the `position`-th create waiting (1: the first) is expected to wait for its sandbox:
+   * the starts running now end one average start after they began, free start slots begin one
+   * now, and later places come one start-interval after the last of those.
+   */
+  expectedWaitMs(position: number, now = performance.now()): number {
+    const ends = [...this.running].map((at) => Math.max(0, at + this.avgMs - now));
+    for (let free = this.parallel - this.running.size; free > 0; free--) ends.push(this.avgMs);
+    ends.sort((x, y) => x - y);
+    if (position <= ends.length) return ends[position - 1] as number;
+    return (ends[ends.length - 1] ?? 0) + (position - ends.length) * this.msPerStart();
+  }
+}

@@ -1,12 +1,12 @@
 // Workspaces: each sandbox's /home/user is its own size-capped tmpfs mounted on the host under the
 // data dir, owned by the sandbox's host uid. It outlives the sandbox's processes (so files survive
 // a kernel restart or a service restart) and is unmounted and removed when the sandbox ends.
-import { execFile } from "node:child_process";
+// mount and umount run in the spawner (./spawner.ts), never as a fork of the service itself.
 import fs from "node:fs";
 import path from "node:path";
-import { promisify } from "node:util";
 
-const run = promisify(execFile);
+/** Runs a program to its end (rejects when it fails). */
+export type Exec = (file: string, args: string[]) => Promise<void>;
 
 export class WorkspaceManager {
   readonly root: string;
@@ -15,7 +15,10 @@ export class WorkspaceManager {
    * `root` must be traversable by the sandboxes' host uids (bubblewrap opens the workspace as that
    * uid), so it lives outside the data dir, which holds the database and stays private.
    */
-  constructor(root: string) {
+  constructor(
+    root: string,
+    private readonly run: Exec,
+  ) {
     this.root = root;
     let dir = root;
     fs.mkdirSync(root, { recursive: true, mode: 0o711 });
@@ -35,7 +38,7 @@ export class WorkspaceManager {
     const dir = this.pathOf(name);
     await fs.promises.mkdir(dir, { recursive: true, mode: 0o700 });
     if (!(await this.isMounted(dir))) {
-      await run("mount", ["-t", "tmpfs", "-o", `size=${sizeMb}m,uid=${uid},gid=${uid},mode=700,nosuid,nodev`, "tmpfs", dir]);
+      await this.run("mount", ["-t", "tmpfs", "-o", `size=${sizeMb}m,uid=${uid},gid=${uid},mode=700,nosuid,nodev`, "tmpfs", dir]);
     }
     return dir;
   }
@@ -62,12 +65,12 @@ export class WorkspaceManager {
     }
     for (let attempt = 0; attempt < 20 && (await this.isMounted(dir)); attempt++) {
       try {
-        await run("umount", [dir]);
+        await this.run("umount", [dir]);
       } catch {
         await new Promise((r) => setTimeout(r, 50));
       }
     }
-    if (await this.isMounted(dir)) await run("umount", ["-l", dir]);
+    if (await this.isMounted(dir)) await this.run("umount", ["-l", dir]);
     await fs.promises.rm(dir, { recursive: true, force: true });
   }
 

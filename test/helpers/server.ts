@@ -86,7 +86,7 @@ export async function startServer(
     output += d;
   });
   const url = `http://127.0.0.1:${port}`;
-  // Generous: a service starting beside other busy work (tsx compiles its source first) can take 20 s.
+  // Generous: a service starts its spawner process first, and tsx compiles the source (seconds on a loaded host).
   const deadline = Date.now() + 60_000;
   for (;;) {
     if (child.exitCode !== null) throw new Error(`service exited during start (${child.exitCode}):\n${output}`);

@@ -30,15 +30,17 @@ function fill(gates: ExecutionGates, req: SlotRequest, max = 10_000): { held: ((
 test("the defect: with the default-sized gate, one tenant cannot take the slots another needs", () => {
   const gates = new ExecutionGates({ global: 64 });
   const a = fill(gates, slot("a", { keyMax: 64, tenantMax: 64 }));
-  assert.equal(a.held.length, 32, "a lone tenant gets half the machine");
+  assert.equal(a.held.length, 48, "a lone tenant gets all but the newcomers' reserve (a quarter)");
   assert.equal(a.refusal.code, "rate_limited");
   assert.equal(a.refusal.status, 429);
   assert.equal(a.refusal.retryAfterS, 1);
-  // Another tenant still gets slots at once, and more than one.
+  // Another tenant still gets slots at once, and more than one: the whole reserve.
   const b = fill(gates, slot("b", { keyMax: 64, tenantMax: 64 }));
-  assert.equal(b.held.length, fairShare(64, 2, defaultShareFloor(64)));
-  assert.ok(b.held.length >= 16);
-  // And a third tenant too: the shares always leave room for one more.
+  assert.equal(b.held.length, 16);
+  // a is over its share of two now: as its runs end it is not given their slots back...
+  for (const r of a.held.splice(0, 24)) r();
+  assert.throws(() => gates.acquire(slot("a", { keyMax: 64, tenantMax: 64 })), /fair share/);
+  // ...and a third tenant finds room.
   const c = gates.acquire(slot("c"));
   assert.equal(gates.tenantInFlight("c"), 1);
   c();
@@ -123,11 +125,12 @@ test("every refusal is reported with its reason", () => {
   assert.deepEqual(reasons, ["concurrent_runs", "tenant_concurrent_runs", "fair_share", "at_capacity"]);
 });
 
-test("fair share: an equal split among the running tenants plus one newcomer, never under the floor", () => {
-  assert.equal(fairShare(64, 1, 4), 32);
-  assert.equal(fairShare(64, 2, 4), 21);
+test("fair share: an equal split among the running tenants of all but a newcomers' quarter, never under the floor", () => {
+  assert.equal(fairShare(64, 1, 4), 48);
+  assert.equal(fairShare(64, 2, 4), 24);
   assert.equal(fairShare(64, 3, 4), 16);
   assert.equal(fairShare(64, 100, 4), 4);
+  assert.equal(fairShare(8, 1, 2), 6);
   assert.equal(defaultShareFloor(64), 4);
   assert.equal(defaultShareFloor(8), 2);
 });
@@ -135,16 +138,16 @@ test("fair share: an equal split among the running tenants plus one newcomer, ne
 test("the share shrinks as tenants arrive and grows back as they leave", () => {
   const gates = new ExecutionGates({ global: 64 });
   const a = fill(gates, slot("a"));
-  assert.equal(a.held.length, 32);
+  assert.equal(a.held.length, 48);
   const b = gates.acquire(slot("b"));
-  assert.equal(gates.shareOf("a"), 21);
+  assert.equal(gates.shareOf("a"), 24);
   // a holds more than its share now: refused until it is back under it.
   assert.throws(() => gates.acquire(slot("a")), /fair share/);
   b();
   for (const r of a.held.slice(0, 2)) r();
-  // Alone again at 30 of 64 (under half): a may take slots again.
+  // Alone again (46 of 64): its share is the lone one again, and it may take slots.
   const more = gates.acquire(slot("a"));
-  assert.equal(gates.tenantInFlight("a"), 31);
+  assert.equal(gates.tenantInFlight("a"), 47);
   more();
 });
 

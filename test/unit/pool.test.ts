@@ -1,7 +1,7 @@
 // Warm-pool sizing and the start/teardown limiter (src/sandbox/pool.ts): pure logic, no sandboxes.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { Limiter, PoolDemand } from "../../src/sandbox/pool.js";
+import { Limiter, PoolDemand, StartMeter } from "../../src/sandbox/pool.js";
 
 test("the pool target follows the creates of the last seconds, between its minimum and maximum", () => {
   const demand = new PoolDemand(4, 50);
@@ -56,4 +56,28 @@ test("a failing task frees its place", async () => {
     /boom/,
   );
   assert.equal(await limiter.run(async () => 7), 7);
+});
+
+test("a waiting create's expected wait: the starts running now, free start slots, then one start-interval a place", () => {
+  const meter = new StartMeter(4, 1000);
+  assert.equal(meter.expectedWaitMs(1, 0), 1000, "unmeasured and nothing running: one start, assumed a second");
+  for (let i = 0; i < 60; i++) meter.record(200);
+  assert.ok(Math.abs(meter.startMs() - 200) < 0.01);
+  // Two starts running, begun 150 ms and 50 ms ago; two free slots would begin now.
+  const now = 10_000;
+  const a = meter.begin(now - 150);
+  const b = meter.begin(now - 50);
+  assert.ok(Math.abs(meter.expectedWaitMs(1, now) - 50) < 0.01, "the older start ends in 50 ms");
+  assert.ok(Math.abs(meter.expectedWaitMs(2, now) - 150) < 0.01);
+  assert.ok(Math.abs(meter.expectedWaitMs(4, now) - 200) < 0.01, "the free slots' starts end in one start");
+  assert.ok(Math.abs(meter.expectedWaitMs(8, now) - 400) < 0.01, "then one every 50 ms (200 ms, four at a time)");
+  // A start that ends is recorded; a failed one is not.
+  a(true, now + 850);
+  assert.ok(meter.startMs() > 300, "a 1 s start raises the average");
+  const before = meter.startMs();
+  b(false, now);
+  assert.equal(meter.startMs(), before);
+  // The host gets crowded: starts take 5 s, and a create expects to wait longer than a second.
+  for (let i = 0; i < 30; i++) meter.record(5000);
+  assert.ok(meter.expectedWaitMs(1, now) > 4000);
 });

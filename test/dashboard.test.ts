@@ -288,7 +288,15 @@ describe("dashboard", () => {
     // The key works on the API, and the list shows it with its last use once it has been used.
     const call = client({ url: server.url, key: secret });
     assert.equal((await call("GET", "/v1/agents/sandboxes")).status, 200);
+    // The operator's overview has a row per tenant: this tenant's sandbox is counted in its own row.
+    const made = await call<{ sandbox_id: string }>("POST", "/v1/agents/sandboxes", {});
+    assert.equal(made.status, 201, JSON.stringify(made.body));
     await page.getByRole("link", { name: "Overview" }).click();
+    await page.getByRole("heading", { name: "Per tenant" }).waitFor();
+    const tenantRow = page.locator("table.tenants-activity tr").filter({ hasText: "dash-tenant" });
+    await tenantRow.waitFor();
+    assert.equal(await tenantRow.locator("td").nth(1).textContent(), "1");
+    assert.equal((await call("DELETE", `/v1/agents/sandboxes/${made.body.sandbox_id}`)).status, 200);
     await page.getByRole("link", { name: "Keys" }).click();
     const row = page.getByRole("row").filter({ hasText: "dashboard-made" });
     await row.waitFor();

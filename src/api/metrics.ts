@@ -23,6 +23,12 @@ export class Metrics {
     labelNames: ["language", "outcome"],
     registers: [this.registry],
   });
+  readonly tenantExecutions = new Counter({
+    name: "agentbox_tenant_executions_total",
+    help: "Code runs by tenant, language and outcome (the dashboard's per-tenant activity)",
+    labelNames: ["tenant", "language", "outcome"],
+    registers: [this.registry],
+  });
   readonly rateLimited = new Counter({
     name: "agentbox_rate_limited_total",
     help: "Requests rejected with 429: reason requests_per_minute, concurrent_runs (per key), tenant_concurrent_runs, fair_share or tenant_quota",

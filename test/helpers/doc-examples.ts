@@ -196,7 +196,7 @@ function valueEnd(s: string, pos: number): number {
 
 /** Fields whose value is whatever this run produced: ids, times, durations, pids, sizes on disk, scores. */
 const VARYING =
-  /^(id|\w+_id|pid|created|\w+_at|timestamp|time|\w+_ms|key|prefix|sha256|size_bytes|address|bytes_in|bytes_out|score|url|embedding|usage|png|hw_model|hw_memory|memory_total|cpu_usage|memory_usage|disk_read|disk_write|network_rx|network_tx|runs_per_second|error_rate|live_sandboxes|series|runs_by_language|files|first_id|last_id|context_id|replica_id|restarts|in_flight|size|effective)$/;
+  /^(id|\w+_id|pid|created|\w+_at|timestamp|time|\w+_ms|key|prefix|sha256|size_bytes|address|bytes_in|bytes_out|score|url|embedding|usage|png|hw_model|hw_memory|memory_total|cpu_usage|memory_usage|disk_read|disk_write|network_rx|network_tx|runs_per_second|error_rate|live_sandboxes|series|runs_by_language|files|first_id|last_id|context_id|replica_id|restarts|in_flight|size|effective|tenants)$/;
 
 /** Differences between a documented value and the real one (empty: they agree), with their paths. */
 export function compare(expected: Loose, actual: unknown, path = "$", key = "", numbers = new Map<string, string>()): string[] {

@@ -4731,8 +4731,8 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Service activity over the last hour
-         * @description Live sandboxes, runs per second and error rate over the last minute, the last hour in 10 s steps, runs per language.
+         * Your activity over the last hour
+         * @description The key's tenant only: its live sandboxes, runs per second and error rate over the last minute, the last hour in 10 s steps, runs per language.
          */
         get: {
             parameters: {
@@ -4752,7 +4752,7 @@ export interface paths {
                         "application/json": {
                             /** Format: date-time */
                             timestamp: string;
-                            /** @description Sandboxes running now on this service */
+                            /** @description Sandboxes running now (the key's tenant's; the service's under /v1/admin) */
                             live_sandboxes: number;
                             /** @description Code runs per second over the last minute */
                             runs_per_second: number;
@@ -4774,6 +4774,15 @@ export interface paths {
                             runs_by_language: {
                                 language: string;
                                 runs: number;
+                                errors: number;
+                            }[];
+                            /** @description Only under /v1/admin/stats: each tenant with a live sandbox or a run since the service started, busiest first */
+                            tenants?: {
+                                tenant_id: string;
+                                live_sandboxes: number;
+                                /** @description Code runs since the service started */
+                                runs: number;
+                                /** @description Failed runs since the service started */
                                 errors: number;
                             }[];
                         };
@@ -4806,8 +4815,8 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Service activity over the last hour
-         * @description Live sandboxes, runs per second and error rate over the last minute, the last hour in 10 s steps, runs per language.
+         * The service's activity over the last hour, per tenant
+         * @description The whole service, as /v1/agents/stats shows a tenant, plus `tenants`: each tenant's live sandboxes and runs.
          */
         get: {
             parameters: {
@@ -4827,7 +4836,7 @@ export interface paths {
                         "application/json": {
                             /** Format: date-time */
                             timestamp: string;
-                            /** @description Sandboxes running now on this service */
+                            /** @description Sandboxes running now (the key's tenant's; the service's under /v1/admin) */
                             live_sandboxes: number;
                             /** @description Code runs per second over the last minute */
                             runs_per_second: number;
@@ -4849,6 +4858,15 @@ export interface paths {
                             runs_by_language: {
                                 language: string;
                                 runs: number;
+                                errors: number;
+                            }[];
+                            /** @description Only under /v1/admin/stats: each tenant with a live sandbox or a run since the service started, busiest first */
+                            tenants?: {
+                                tenant_id: string;
+                                live_sandboxes: number;
+                                /** @description Code runs since the service started */
+                                runs: number;
+                                /** @description Failed runs since the service started */
                                 errors: number;
                             }[];
                         };

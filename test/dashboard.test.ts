@@ -264,6 +264,17 @@ describe("dashboard", () => {
     const context = await browser.newContext({ viewport: { width: 390, height: 844 } });
     const page = await context.newPage();
     await signIn(page, server.url, server.key);
+    // Every page's link is in view (none cut off at the right edge, out of sight in a scrolling bar).
+    const clipped = await page.evaluate(() =>
+      [...document.querySelectorAll("header nav a")]
+        .filter((a) => {
+          const r = a.getBoundingClientRect();
+          const bar = (a.parentElement as HTMLElement).getBoundingClientRect();
+          return r.right > Math.min(window.innerWidth, bar.right) + 1 || r.width === 0;
+        })
+        .map((a) => a.textContent),
+    );
+    assert.deepEqual(clipped, [], "navigation links out of view at a phone's width");
     for (const name of ["Overview", "Sandboxes", "Playground", "Usage", "Models", "Vectors", "Files", "Deployments"]) {
       await page.getByRole("link", { name, exact: true }).click();
       await page.getByRole("heading", { name, level: 1 }).waitFor();

@@ -9,6 +9,7 @@ import path from "node:path";
 import { after, before, describe, it } from "node:test";
 import type { Browser, Page } from "playwright-core";
 import { ensureDashboardBuilt, launchBrowser, signIn } from "./helpers/dashboard.js";
+import { writeTinyLlama } from "./helpers/gguf.js";
 import { client, startServer, type TestServer } from "./helpers/server.js";
 import { startUpstream, type Upstream } from "./helpers/upstream.js";
 
@@ -283,6 +284,43 @@ describe("dashboard", () => {
       assert.ok(overflow <= 1, `${name} is ${overflow}px wider than the phone`);
     }
     await context.close();
+  });
+
+  it("vectors and deployments are made from their pages: an index, a text added and found, a model deployed", async () => {
+    const { page } = await openPage();
+    await signIn(page, server.url, server.key);
+    await page.getByRole("link", { name: "Vectors", exact: true }).click();
+    await page.getByLabel("Index name").fill("dash-index");
+    await page.getByRole("button", { name: "Create index" }).click();
+    await page.getByRole("cell", { name: "dash-index", exact: true }).waitFor();
+    await page.getByLabel("Vector id").fill("kb-1");
+    await page.getByLabel("Text", { exact: true }).fill("I forgot my login and need to change my password");
+    await page.getByRole("button", { name: "Add text" }).click();
+    await page.getByText("Added 'kb-1' to dash-index.").waitFor({ timeout: 60_000 });
+    await page.getByLabel("Query text").fill("How do I reset my password?");
+    await page.getByRole("button", { name: "Search" }).click();
+    await page.locator("ol.hits li").filter({ hasText: "kb-1" }).waitFor();
+
+    // A GGUF file put in the models directory is deployable at once; the page offers it.
+    fs.mkdirSync(path.join(server.dataDir, "models"), { recursive: true });
+    writeTinyLlama(path.join(server.dataDir, "models", "tiny.gguf"));
+    await page.getByRole("link", { name: "Deployments", exact: true }).click();
+    await page.getByLabel("Deployment name").fill("dash-deploy");
+    // A model the service cannot deploy is refused with the API's message; the local file is deployed.
+    await page.getByLabel("Model").fill("llama-70b");
+    await page.getByRole("button", { name: "Deploy" }).click();
+    await page
+      .getByRole("alert")
+      .getByText(/The model 'llama-70b' is not here/)
+      .waitFor();
+    await page.getByLabel("Model").fill("tiny");
+    await page.getByRole("button", { name: "Deploy" }).click();
+    await page.getByRole("cell", { name: "dash-deploy", exact: true }).waitFor();
+    const list = await client(server)<{ deployments: { deployment_id: string; deployment_name: string }[] }>("GET", "/v1/deployments/list");
+    const made = list.body.deployments.find((d) => d.deployment_name === "dash-deploy");
+    assert.ok(made, JSON.stringify(list.body));
+    await client(server)("DELETE", `/v1/deployments/delete/${made.deployment_id}`);
+    await page.context().close();
   });
 
   it("an operator: creates a key (shown once), sees it used, revokes it", async () => {

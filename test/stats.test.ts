@@ -64,6 +64,8 @@ describe("activity numbers per tenant", () => {
     ]);
     const rows = new Map(all.body.tenants?.map((t) => [t.tenant_id, t]));
     assert.deepEqual(rows.get("tenant-b"), { tenant_id: "tenant-b", live_sandboxes: 2, runs: 3, errors: 0 });
+    // /metrics needs no key: the per-tenant counts are not there.
+    assert.doesNotMatch(await (await fetch(`${server.url}/metrics`)).text(), /tenant-b/);
     const defaultTenant = [...rows.values()].find((t) => t.tenant_id !== "tenant-b");
     assert.deepEqual(
       { live: defaultTenant?.live_sandboxes, runs: defaultTenant?.runs, errors: defaultTenant?.errors },

@@ -182,6 +182,9 @@ describe("tenants", () => {
       memory_mb: null,
       max_processes: null,
       storage_mb: null,
+      max_vector_indexes: null,
+      max_vectors: null,
+      vector_storage_mb: null,
     });
     assert.equal(res.body.effective.max_sandboxes, 7, "the configured default");
     for (const v of Object.values(res.body.effective)) assert.ok(Number.isInteger(v) && v > 0);

@@ -80,17 +80,56 @@ describe("dashboard", () => {
     const index = await fetch(`${server.url}/`);
     assert.equal(index.status, 200);
     assert.match(index.headers.get("content-type") ?? "", /text\/html/);
-    assert.match(index.headers.get("content-security-policy") ?? "", /script-src 'self'/);
+    // Scripts by this load's nonce only, not by origin: a sandbox port relayed on this origin cannot serve the page a script.
+    const policy = index.headers.get("content-security-policy") ?? "";
+    const nonce = /script-src 'nonce-([A-Za-z0-9+/=]{16,})'(;|$)/.exec(policy)?.[1];
+    assert.ok(nonce, policy);
     const html = await index.text();
-    const script = /src="(\/assets\/[^"]+\.js)"/.exec(html)?.[1];
-    assert.ok(script, html);
-    const asset = await fetch(`${server.url}${script}`);
+    const script = /<script nonce="([^"]+)"[^>]* src="(\/assets\/[^"]+\.js)"/.exec(html);
+    assert.equal(script?.[1], nonce, html);
+    assert.notEqual(/nonce-([^']+)/.exec((await fetch(`${server.url}/`)).headers.get("content-security-policy") ?? "")?.[1], nonce);
+    const asset = await fetch(`${server.url}${script?.[2]}`);
     assert.equal(asset.status, 200);
     assert.match(asset.headers.get("cache-control") ?? "", /immutable/);
     assert.equal((await fetch(`${server.url}/assets/nope.js`)).status, 404);
     assert.equal((await fetch(`${server.url}/docs/`)).status, 200);
     // The API itself still wants a key.
     assert.equal((await fetch(`${server.url}/v1/agents/sandboxes`)).status, 401);
+  });
+
+  it("/docs renders under its own CSP; the dashboard refuses a same-origin script its index did not name", async () => {
+    const docs = await fetch(`${server.url}/docs/`);
+    const policy = docs.headers.get("content-security-policy") ?? "";
+    assert.match(policy, /default-src 'none'/);
+    assert.match(policy, /script-src 'self'/);
+    assert.match(policy, /frame-ancestors 'none'/);
+    const { page } = await openPage();
+    const refused: string[] = [];
+    page.on("console", (m) => {
+      if (/Content Security Policy/i.test(m.text())) refused.push(m.text());
+    });
+    await page.goto(`${server.url}/docs/`);
+    // Swagger UI's scripts ran: the title comes from the OpenAPI document they fetched.
+    await page.locator(".swagger-ui .info .title", { hasText: "AgentBox" }).waitFor({ timeout: 30_000 });
+    assert.deepEqual(refused, []);
+
+    // The dashboard: its own bundle, injected again without the nonce (as a relayed port's script
+    // would be), is refused; with 'self' it would load.
+    await page.goto(`${server.url}/`);
+    await page.getByLabel("API key").waitFor();
+    const outcome = await page.evaluate(async () => {
+      const src = document.querySelector("script[src]")?.getAttribute("src") ?? "";
+      return new Promise<string>((resolve) => {
+        document.addEventListener("securitypolicyviolation", (e) => resolve(`refused ${e.violatedDirective}`), { once: true });
+        const s = document.createElement("script");
+        s.type = "module";
+        s.src = `${src}?again`;
+        s.onload = () => resolve("loaded");
+        document.head.append(s);
+      });
+    });
+    assert.match(outcome, /^refused script-src/);
+    await page.context().close();
   });
 
   it("refuses a wrong key with the API's message", async () => {

@@ -21,7 +21,8 @@ ${AGENT_USAGE}
   agentbox tenants list [--json]
   agentbox tenants get TENANT_ID [--json]
   agentbox tenants set TENANT_ID [--max-sandboxes N] [--max-concurrent-runs N] [--memory-mb N]
-                                 [--max-processes N] [--storage-mb N] [--json]     (N or "default")
+                                 [--max-processes N] [--storage-mb N] [--max-vector-indexes N]
+                                 [--max-vectors N] [--vector-storage-mb N] [--json]     (N or "default")
     these talk to the service: --url URL (or AGENTBOX_URL; default http://127.0.0.1:8080) and
     the admin key in AGENTBOX_ADMIN_KEY (or --admin-key KEY, visible to other local users)
   agentbox keys bootstrap --name NAME [--tenant TENANT_ID] [--rate-limit N] [--max-concurrent N] [--json]
@@ -40,6 +41,9 @@ const QUOTA_FLAGS = {
   "memory-mb": "memory_mb",
   "max-processes": "max_processes",
   "storage-mb": "storage_mb",
+  "max-vector-indexes": "max_vector_indexes",
+  "max-vectors": "max_vectors",
+  "vector-storage-mb": "vector_storage_mb",
 } as const;
 
 function positiveInt(v: string | undefined, flag: string): number | undefined {

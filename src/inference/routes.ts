@@ -87,6 +87,8 @@ function write(res: ServerResponse, text: string): Promise<void> | undefined {
 
 /** Takes the response over for server-sent events, keeping the headers hooks already set (request id, rate limits). */
 function startSse(reply: FastifyReply): ServerResponse {
+  // Revoking the key drops the connection; the client abort below then stops the upstream call.
+  reply.holdOpen();
   reply.hijack();
   const res = reply.raw;
   for (const [name, value] of Object.entries(reply.getHeaders())) if (value !== undefined) res.setHeader(name, value);
@@ -96,7 +98,7 @@ function startSse(reply: FastifyReply): ServerResponse {
 }
 
 /** An AbortController aborted when the client goes away before the answer is complete. */
-function clientAbort(reply: FastifyReply): AbortController {
+export function clientAbort(reply: FastifyReply): AbortController {
   const abort = new AbortController();
   reply.raw.once("close", () => {
     if (!reply.raw.writableFinished) abort.abort(new Error("the client closed the connection"));

@@ -37,6 +37,9 @@ const quotasJson = <T extends number | null>(q: { [K in keyof TenantQuotas]: T }
   memory_mb: q.memoryMb,
   max_processes: q.maxProcesses,
   storage_mb: q.storageMb,
+  max_vector_indexes: q.maxVectorIndexes,
+  max_vectors: q.maxVectors,
+  vector_storage_mb: q.vectorStorageMb,
 });
 
 export const adminRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (app, { services }) => {
@@ -106,7 +109,10 @@ export const adminRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = as
       schema: {
         tags,
         summary: "Revoke an API key",
-        description: "The key is refused from the next request on. Revoking an unknown or already revoked key is a 404.",
+        description:
+          "The key is refused from the next request on, and what it has open ends at once: event streams (their last event is " +
+          "an `end` with a 401 error), file transfers, connections relayed to sandbox ports, and share links it made. " +
+          "Revoking an unknown or already revoked key is a 404.",
         params: KeyIdParams,
         response: { 200: RevokedKey, ...errors(400, 401, 404) },
       },
@@ -117,7 +123,9 @@ export const adminRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = as
       if (!record || record.revokedAt !== null || !keys.revoke(id)) {
         throw new ApiError("not_found", `No active API key with id '${id}'`);
       }
-      request.log.info({ key_id: id, tenant_id: record.tenantId }, "admin: API key revoked");
+      // Its open streams, transfers and port connections end now, not when they would have.
+      const ended = services.openRequests.endKey(id);
+      request.log.info({ key_id: id, tenant_id: record.tenantId, open_requests_ended: ended }, "admin: API key revoked");
       return { message: "API key revoked", id };
     },
   );
@@ -183,6 +191,9 @@ export const adminRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = as
       if (b.memory_mb !== undefined) change.memoryMb = b.memory_mb;
       if (b.max_processes !== undefined) change.maxProcesses = b.max_processes;
       if (b.storage_mb !== undefined) change.storageMb = b.storage_mb;
+      if (b.max_vector_indexes !== undefined) change.maxVectorIndexes = b.max_vector_indexes;
+      if (b.max_vectors !== undefined) change.maxVectors = b.max_vectors;
+      if (b.vector_storage_mb !== undefined) change.vectorStorageMb = b.vector_storage_mb;
       const before = tenants.get(id).quotas;
       const record = tenants.put(id, change);
       try {

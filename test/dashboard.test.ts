@@ -9,6 +9,7 @@ import path from "node:path";
 import { after, before, describe, it } from "node:test";
 import type { Browser, Page } from "playwright-core";
 import { ensureDashboardBuilt, launchBrowser, signIn } from "./helpers/dashboard.js";
+import { writeTinyLlama } from "./helpers/gguf.js";
 import { client, startServer, type TestServer } from "./helpers/server.js";
 import { startUpstream, type Upstream } from "./helpers/upstream.js";
 
@@ -303,6 +304,17 @@ describe("dashboard", () => {
     const context = await browser.newContext({ viewport: { width: 390, height: 844 } });
     const page = await context.newPage();
     await signIn(page, server.url, server.key);
+    // Every page's link is in view (none cut off at the right edge, out of sight in a scrolling bar).
+    const clipped = await page.evaluate(() =>
+      [...document.querySelectorAll("header nav a")]
+        .filter((a) => {
+          const r = a.getBoundingClientRect();
+          const bar = (a.parentElement as HTMLElement).getBoundingClientRect();
+          return r.right > Math.min(window.innerWidth, bar.right) + 1 || r.width === 0;
+        })
+        .map((a) => a.textContent),
+    );
+    assert.deepEqual(clipped, [], "navigation links out of view at a phone's width");
     for (const name of ["Overview", "Sandboxes", "Playground", "Usage", "Models", "Vectors", "Files", "Deployments"]) {
       await page.getByRole("link", { name, exact: true }).click();
       await page.getByRole("heading", { name, level: 1 }).waitFor();
@@ -311,6 +323,43 @@ describe("dashboard", () => {
       assert.ok(overflow <= 1, `${name} is ${overflow}px wider than the phone`);
     }
     await context.close();
+  });
+
+  it("vectors and deployments are made from their pages: an index, a text added and found, a model deployed", async () => {
+    const { page } = await openPage();
+    await signIn(page, server.url, server.key);
+    await page.getByRole("link", { name: "Vectors", exact: true }).click();
+    await page.getByLabel("Index name").fill("dash-index");
+    await page.getByRole("button", { name: "Create index" }).click();
+    await page.getByRole("cell", { name: "dash-index", exact: true }).waitFor();
+    await page.getByLabel("Vector id").fill("kb-1");
+    await page.getByLabel("Text", { exact: true }).fill("I forgot my login and need to change my password");
+    await page.getByRole("button", { name: "Add text" }).click();
+    await page.getByText("Added 'kb-1' to dash-index.").waitFor({ timeout: 60_000 });
+    await page.getByLabel("Query text").fill("How do I reset my password?");
+    await page.getByRole("button", { name: "Search" }).click();
+    await page.locator("ol.hits li").filter({ hasText: "kb-1" }).waitFor();
+
+    // A GGUF file put in the models directory is deployable at once; the page offers it.
+    fs.mkdirSync(path.join(server.dataDir, "models"), { recursive: true });
+    writeTinyLlama(path.join(server.dataDir, "models", "tiny.gguf"));
+    await page.getByRole("link", { name: "Deployments", exact: true }).click();
+    await page.getByLabel("Deployment name").fill("dash-deploy");
+    // A model the service cannot deploy is refused with the API's message; the local file is deployed.
+    await page.getByLabel("Model").fill("llama-70b");
+    await page.getByRole("button", { name: "Deploy" }).click();
+    await page
+      .getByRole("alert")
+      .getByText(/The model 'llama-70b' is not here/)
+      .waitFor();
+    await page.getByLabel("Model").fill("tiny");
+    await page.getByRole("button", { name: "Deploy" }).click();
+    await page.getByRole("cell", { name: "dash-deploy", exact: true }).waitFor();
+    const list = await client(server)<{ deployments: { deployment_id: string; deployment_name: string }[] }>("GET", "/v1/deployments/list");
+    const made = list.body.deployments.find((d) => d.deployment_name === "dash-deploy");
+    assert.ok(made, JSON.stringify(list.body));
+    await client(server)("DELETE", `/v1/deployments/delete/${made.deployment_id}`);
+    await page.context().close();
   });
 
   it("an operator: creates a key (shown once), sees it used, revokes it", async () => {
@@ -327,7 +376,15 @@ describe("dashboard", () => {
     // The key works on the API, and the list shows it with its last use once it has been used.
     const call = client({ url: server.url, key: secret });
     assert.equal((await call("GET", "/v1/agents/sandboxes")).status, 200);
+    // The operator's overview has a row per tenant: this tenant's sandbox is counted in its own row.
+    const made = await call<{ sandbox_id: string }>("POST", "/v1/agents/sandboxes", {});
+    assert.equal(made.status, 201, JSON.stringify(made.body));
     await page.getByRole("link", { name: "Overview" }).click();
+    await page.getByRole("heading", { name: "Per tenant" }).waitFor();
+    const tenantRow = page.locator("table.tenants-activity tr").filter({ hasText: "dash-tenant" });
+    await tenantRow.waitFor();
+    assert.equal(await tenantRow.locator("td").nth(1).textContent(), "1");
+    assert.equal((await call("DELETE", `/v1/agents/sandboxes/${made.body.sandbox_id}`)).status, 200);
     await page.getByRole("link", { name: "Keys" }).click();
     const row = page.getByRole("row").filter({ hasText: "dashboard-made" });
     await row.waitFor();

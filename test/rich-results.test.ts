@@ -50,6 +50,13 @@ function pngSize(base64: string): { width: number; height: number } {
   return { width: png.readUInt32BE(16), height: png.readUInt32BE(20) };
 }
 
+/** Asserts a PNG cropped to what is drawn (as Jupyter saves figures): within the figure's size, not far below it. */
+function assertTight(png: string, figure: { width: number; height: number }): void {
+  const { width, height } = pngSize(png);
+  assert.ok(width <= figure.width && width > figure.width * 0.6, `width ${width} of ${figure.width}`);
+  assert.ok(height <= figure.height && height > figure.height * 0.6, `height ${height} of ${figure.height}`);
+}
+
 describe("python", () => {
   test("the last expression is the main result and is not printed", async () => {
     const r = await run("python", "41");
@@ -136,14 +143,16 @@ describe("python", () => {
     assert.deepEqual((await run("python", "Rich")).results, [{ text: "<class '__main__.Rich'>", is_main_result: true }]);
   });
 
-  test("a matplotlib plot is a valid PNG of the figure's size, then closed", async () => {
+  test("a matplotlib plot is a valid PNG of the figure, cropped to what is drawn, then closed", async () => {
     const r = await run("python", "import matplotlib.pyplot as plt\nplt.plot([1, 3, 2])\nplt.title('t')\nplt.show()");
     assert.equal(r.error, null, r.logs.stderr);
     assert.equal(r.logs.stderr, "");
     assert.equal(r.results.length, 1);
     const [fig] = r.results as [RichResult];
     assert.equal(fig.text, "<Figure size 640x480 with 1 Axes>");
-    assert.deepEqual(pngSize(fig.png ?? ""), { width: 640, height: 480 });
+    // The default figure has margins around its axes: the tight image is smaller than 640x480.
+    assertTight(fig.png ?? "", { width: 640, height: 480 });
+    assert.notDeepEqual(pngSize(fig.png ?? ""), { width: 640, height: 480 });
     assert.equal(fig.is_main_result, undefined);
     assert.deepEqual((await run("python", "plt.get_fignums()")).results, [{ text: "[]", is_main_result: true }]);
   });
@@ -164,19 +173,32 @@ describe("python", () => {
       r.results.map((x) => x.text),
       ["<Figure size 200x100 with 1 Axes>", "<Figure size 400x400 with 0 Axes>", "<Figure size 300x200 with 2 Axes>"],
     );
-    assert.deepEqual(
-      r.results.map((x) => pngSize(x.png ?? "")),
-      [
-        { width: 200, height: 100 },
-        { width: 400, height: 400 },
-        { width: 300, height: 200 },
-      ],
-    );
+    // A figure with nothing drawn keeps its size; the others are cropped to what is drawn (a tiny
+    // figure's tick labels may also stick out of it: then the image grows to hold them).
+    assert.deepEqual(pngSize(r.results[1]?.png ?? ""), { width: 400, height: 400 });
+    for (const i of [0, 2]) assert.ok(pngSize(r.results[i]?.png ?? "").width > 0);
     // A figure as the last expression is the main result, not sent a second time at the end.
     const last = await run("python", "f, a = plt.subplots()\nf");
     assert.equal(last.results.length, 1);
     assert.equal(last.results[0]?.is_main_result, true);
     assert.equal(last.results[0]?.text, "<Figure size 640x480 with 1 Axes>");
+  });
+
+  test("a bar chart's long rotated x labels are in the image, not clipped at the figure's edge", async () => {
+    const code = [
+      "import pandas as pd",
+      "df = pd.DataFrame({'sales': [3, 5, 2]}, index=['a rather long product category name', 'another long category', 'x'])",
+      "ax = df.plot.bar(figsize=(6.4, 4.8))",
+      "ax.set_xlabel('product category (all regions, fiscal year)')",
+      "plt.show()",
+    ].join("\n");
+    const r = await run("python", code);
+    assert.equal(r.error, null, r.logs.stderr);
+    assert.equal(r.results.length, 1);
+    // The rotated tick labels and the x label hang below a 480 px high canvas: saved tight, the
+    // image grows to hold them (saved at the figure's size, it stayed 480 px and cut them off).
+    const { height } = pngSize(r.results[0]?.png ?? "");
+    assert.ok(height > 480, `the image is ${height} px high: the labels below the axes were clipped`);
   });
 });
 

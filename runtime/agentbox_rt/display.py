@@ -55,7 +55,11 @@ def figure_bundle(fig):
     import io
 
     buf = io.BytesIO()
-    fig.savefig(buf, format="png")
+    # Saved as Jupyter's inline backend saves it: cropped to what is drawn, so tick labels, titles
+    # and legends outside the axes (a long rotated x label) are in the image, not cut at its edge.
+    # A figure with nothing drawn has no tight box: it is saved at its size.
+    drawn = fig.axes or fig.texts or fig.images or fig.lines or fig.legends
+    fig.savefig(buf, format="png", **({"bbox_inches": "tight"} if drawn else {}))
     return {"text": repr(fig), "png": base64.b64encode(buf.getvalue()).decode("ascii")}
 
 

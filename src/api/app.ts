@@ -198,7 +198,8 @@ export async function buildApp(services: Services, logger: Logger): Promise<Fast
   if (services.network) installPortUpgrades(app.server, services.network, services.keys, services.openRequests, config.mountRootAliases);
   await app.register(adminRoutes, { prefix: "/v1/admin", services });
   await app.register(adminSandboxRoutes, { prefix: "/v1/admin", sandboxes: services.sandboxes });
-  if (services.metrics) await app.register(statsRoutes, { metrics: services.metrics, liveCount: () => services.sandboxes.liveCount() });
+  if (services.metrics)
+    await app.register(statsRoutes, { metrics: services.metrics, liveByTenant: () => services.sandboxes.liveByTenantCounts() });
   await app.register(dashboardRoutes);
   if (services.files)
     await app.register(storedFileRoutes, { prefix: "/v1", files: services.files, maxFileBytes: config.files.maxFileBytes });

@@ -23,6 +23,14 @@ export class Metrics {
     labelNames: ["language", "outcome"],
     registers: [this.registry],
   });
+  /** Code runs by tenant, for the stats routes only: not in the registry, since /metrics needs no
+   *  key and must not list the tenants. */
+  readonly tenantExecutions = new Counter({
+    name: "agentbox_tenant_executions_total",
+    help: "Code runs by tenant, language and outcome (the dashboard's per-tenant activity)",
+    labelNames: ["tenant", "language", "outcome"],
+    registers: [],
+  });
   readonly rateLimited = new Counter({
     name: "agentbox_rate_limited_total",
     help: "Requests rejected with 429: reason requests_per_minute, concurrent_runs (per key), tenant_concurrent_runs, fair_share, tenant_quota or embedding_tenant_inputs",

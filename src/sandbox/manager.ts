@@ -456,6 +456,11 @@ export class SandboxManager {
     return this.live.size;
   }
 
+  /** Live sandboxes per tenant (tenants with none are absent). */
+  liveByTenantCounts(): ReadonlyMap<string, number> {
+    return this.liveByTenant;
+  }
+
   /** @internal */
   addLive(record: SandboxRecord, box: Box, lifeS: number, onTimeout: OnTimeout): void {
     this.live.set(record.id, { record, box, lifeS, onTimeout });

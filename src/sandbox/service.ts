@@ -70,6 +70,7 @@ export interface SandboxUsage extends BoxMetrics {
 /** The counters the service feeds (the Prometheus metrics have this shape). */
 export interface ServiceCounters {
   executions: { inc(labels: { language: string; outcome: string }): void };
+  tenantExecutions: { inc(labels: { tenant: string; language: string; outcome: string }): void };
   kernelRestarts: { inc(labels: { language: string }): void };
   rateLimited: { inc(labels: { reason: string }): void };
 }
@@ -209,6 +210,7 @@ export class SandboxService {
     const counters = this.deps.counters;
     if (counters) {
       counters.executions.inc({ language, outcome: result.outcome });
+      counters.tenantExecutions.inc({ tenant: caller.tenantId, language, outcome: result.outcome });
       if (result.stateLost) counters.kernelRestarts.inc({ language });
     }
     return {

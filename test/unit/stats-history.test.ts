@@ -13,14 +13,21 @@ test("rates: runs per second and the failed fraction between two readings", () =
   assert.equal(rates(from, { at: 10, runs: 12, errors: 1, live: 0 }).runsPerSecond, 2);
 });
 
-test("a reading sums the executions counter: every outcome but ok is a failure, per language", async () => {
+test("a reading sums the executions counter: every outcome but ok is a failure, per language and per tenant", async () => {
   let live = 2;
   const metrics = new Metrics(() => live);
-  metrics.executions.inc({ language: "python", outcome: "ok" }, 3);
-  metrics.executions.inc({ language: "python", outcome: "timeout" });
-  metrics.executions.inc({ language: "bash", outcome: "error" }, 2);
-  metrics.executions.inc({ language: "javascript", outcome: "ok" });
-  const history = new StatsHistory(metrics, () => live);
+  metrics.tenantExecutions.inc({ tenant: "a", language: "python", outcome: "ok" }, 3);
+  metrics.tenantExecutions.inc({ tenant: "a", language: "python", outcome: "timeout" });
+  metrics.tenantExecutions.inc({ tenant: "b", language: "bash", outcome: "error" }, 2);
+  metrics.tenantExecutions.inc({ tenant: "a", language: "javascript", outcome: "ok" });
+  const history = new StatsHistory(
+    metrics,
+    () =>
+      new Map([
+        ["a", live - 1],
+        ["c", 1],
+      ]),
+  );
   try {
     const { sample, languages } = await history.read();
     assert.equal(sample.runs, 7);
@@ -31,6 +38,13 @@ test("a reading sums the executions counter: every outcome but ok is a failure, 
       { language: "bash", runs: 2, errors: 2 },
       { language: "javascript", runs: 1, errors: 0 },
     ]);
+    assert.deepEqual(Object.fromEntries(sample.tenants), {
+      a: { runs: 5, errors: 1, live: 1 },
+      b: { runs: 2, errors: 2, live: 0 },
+      c: { runs: 0, errors: 0, live: 1 },
+    });
+    // One tenant's languages are its own runs only.
+    assert.deepEqual((await history.read("b")).languages, [{ language: "bash", runs: 2, errors: 2 }]);
     live = 5;
     assert.equal((await history.read()).sample.live, 5);
     // The first sample is taken at construction.

@@ -4764,8 +4764,8 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Service activity over the last hour
-         * @description Live sandboxes, runs per second and error rate over the last minute, the last hour in 10 s steps, runs per language.
+         * Your activity over the last hour
+         * @description The key's tenant only: its live sandboxes, runs per second and error rate over the last minute, the last hour in 10 s steps, runs per language.
          */
         get: {
             parameters: {
@@ -4785,7 +4785,7 @@ export interface paths {
                         "application/json": {
                             /** Format: date-time */
                             timestamp: string;
-                            /** @description Sandboxes running now on this service */
+                            /** @description Sandboxes running now (the key's tenant's; the service's under /v1/admin) */
                             live_sandboxes: number;
                             /** @description Code runs per second over the last minute */
                             runs_per_second: number;
@@ -4807,6 +4807,15 @@ export interface paths {
                             runs_by_language: {
                                 language: string;
                                 runs: number;
+                                errors: number;
+                            }[];
+                            /** @description Only under /v1/admin/stats: each tenant with a live sandbox or a run since the service started, busiest first */
+                            tenants?: {
+                                tenant_id: string;
+                                live_sandboxes: number;
+                                /** @description Code runs since the service started */
+                                runs: number;
+                                /** @description Failed runs since the service started */
                                 errors: number;
                             }[];
                         };
@@ -4839,8 +4848,8 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Service activity over the last hour
-         * @description Live sandboxes, runs per second and error rate over the last minute, the last hour in 10 s steps, runs per language.
+         * The service's activity over the last hour, per tenant
+         * @description The whole service, as /v1/agents/stats shows a tenant, plus `tenants`: each tenant's live sandboxes and runs.
          */
         get: {
             parameters: {
@@ -4860,7 +4869,7 @@ export interface paths {
                         "application/json": {
                             /** Format: date-time */
                             timestamp: string;
-                            /** @description Sandboxes running now on this service */
+                            /** @description Sandboxes running now (the key's tenant's; the service's under /v1/admin) */
                             live_sandboxes: number;
                             /** @description Code runs per second over the last minute */
                             runs_per_second: number;
@@ -4882,6 +4891,15 @@ export interface paths {
                             runs_by_language: {
                                 language: string;
                                 runs: number;
+                                errors: number;
+                            }[];
+                            /** @description Only under /v1/admin/stats: each tenant with a live sandbox or a run since the service started, busiest first */
+                            tenants?: {
+                                tenant_id: string;
+                                live_sandboxes: number;
+                                /** @description Code runs since the service started */
+                                runs: number;
+                                /** @description Failed runs since the service started */
                                 errors: number;
                             }[];
                         };

@@ -1,5 +1,6 @@
-// Overview: live sandboxes, runs per second and error rate now, and the last hour as a chart
-// (GET /v1/agents/stats, or /v1/admin/stats for the operator).
+// Overview: live sandboxes, runs per second and error rate now, and the last hour as a chart: a
+// tenant's own (GET /v1/agents/stats), or the whole service with a row per tenant for the operator
+// (GET /v1/admin/stats).
 import { useMemo } from "preact/hooks";
 import { api } from "../api";
 import { Empty, TimeChart, useLoad, View } from "../ui";
@@ -19,6 +20,42 @@ function Charts({ stats }: { stats: Stats }) {
   }, [stats]);
   if (times.length < 2) return <Empty>The chart fills in as the service runs (a point every {stats.interval_seconds} s).</Empty>;
   return <TimeChart title="Runs, errors and live sandboxes over the last hour" times={times} series={series} />;
+}
+
+/** The operator's breakdown: each tenant's live sandboxes and runs since the service started. */
+function Tenants({ stats }: { stats: Stats }) {
+  const rows = stats.tenants ?? [];
+  return (
+    <>
+      <h2>Per tenant</h2>
+      {rows.length === 0 ? (
+        <Empty>No tenant has a live sandbox or a run since the service started.</Empty>
+      ) : (
+        <div class="scroll">
+          <table class="tenants-activity">
+            <thead>
+              <tr>
+                <th>Tenant</th>
+                <th>Live sandboxes</th>
+                <th>Runs</th>
+                <th>Failed runs</th>
+              </tr>
+            </thead>
+            <tbody>
+              {rows.map((t) => (
+                <tr key={t.tenant_id}>
+                  <td>{t.tenant_id}</td>
+                  <td>{t.live_sandboxes}</td>
+                  <td>{t.runs}</td>
+                  <td>{t.errors}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      )}
+    </>
+  );
 }
 
 export function OverviewPage({ operator }: { operator: boolean }) {
@@ -45,7 +82,11 @@ export function OverviewPage({ operator }: { operator: boolean }) {
             </div>
             <h2>Last hour</h2>
             <Charts stats={s} />
-            <p class="muted">Service-wide, one point every {s.interval_seconds} s, kept since the service started.</p>
+            <p class="muted">
+              {operator ? "The whole service" : "Your tenant's sandboxes and runs only"}, one point every {s.interval_seconds} s, kept since
+              the service started.
+            </p>
+            {operator ? <Tenants stats={s} /> : null}
           </>
         )}
       </View>

@@ -167,7 +167,9 @@ function MetricsChart({ id }: { id: string }) {
       ) : null}
       {samples.length >= 2 ? (
         <TimeChart title="CPU and memory of this sandbox" times={data.times} series={data.series} height={180} />
-      ) : null}
+      ) : (
+        <Empty>The chart starts now: a point every 3 s while this page is open.</Empty>
+      )}
     </div>
   );
 }

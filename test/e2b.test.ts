@@ -68,3 +68,80 @@ describe("control API", () => {
     await assert.rejects(Sandbox.list({ apiKey: "wrong_key_123" }).nextItems(), AuthenticationError);
   });
 });
+
+describe("code interpreter", () => {
+  let sbx: CodeSandbox;
+  before(async () => {
+    sbx = await codeSandbox();
+  });
+
+  test("runCode keeps state across runs and answers the last expression as text", async () => {
+    await sbx.runCode("x = 40");
+    const exec = await sbx.runCode("x + 2");
+    assert.equal(exec.text, "42");
+    assert.equal(exec.error, undefined);
+    assert.ok(typeof exec.executionCount === "number" && exec.executionCount >= 2);
+  });
+
+  test("an exception is the execution's error: name, value, traceback", async () => {
+    const exec = await sbx.runCode("print('before')\nraise ValueError('bad value')");
+    assert.deepEqual(exec.logs.stdout, ["before\n"]);
+    assert.equal(exec.error?.name, "ValueError");
+    assert.equal(exec.error?.value, "bad value");
+    assert.match(exec.error?.traceback ?? "", /ValueError/);
+  });
+
+  test("streaming callbacks see stdout, stderr and results as they come", async () => {
+    const seen: string[] = [];
+    const exec = await sbx.runCode("import sys\nprint('out')\nprint('err', file=sys.stderr)\n7 * 6", {
+      onStdout: (m) => {
+        seen.push(`stdout:${m.line}`);
+      },
+      onStderr: (m) => {
+        seen.push(`stderr:${m.line}`);
+      },
+      onResult: (r) => {
+        seen.push(`result:${r.text}`);
+      },
+    });
+    assert.deepEqual(seen, ["stdout:out\n", "stderr:err\n", "result:42"]);
+    assert.equal(exec.text, "42");
+  });
+
+  test("a matplotlib chart is a PNG result, a DataFrame an HTML one", async () => {
+    const chart = await sbx.runCode("import matplotlib.pyplot as plt\nplt.plot([1, 2, 3], [1, 4, 9])\nplt.show()");
+    const png = chart.results.find((r) => r.png);
+    assert.ok(png?.png, `a PNG result (got ${JSON.stringify(chart.results.map((r) => r.formats()))}, error ${chart.error?.value})`);
+    assert.equal(Buffer.from(png.png, "base64").subarray(1, 4).toString(), "PNG");
+
+    const frame = await sbx.runCode("import pandas as pd\npd.DataFrame({'a': [1, 2], 'b': [3, 4]})");
+    assert.match(frame.results[0]?.html ?? "", /<table/);
+    assert.equal(frame.results[0]?.isMainResult, true);
+  });
+
+  test("JavaScript runs, with its own state", async () => {
+    await sbx.runCode("const greeting = 'hi'", { language: "js" });
+    const exec = await sbx.runCode("greeting + ' there'", { language: "javascript" });
+    assert.equal(exec.text, "'hi there'");
+    const failed = await sbx.runCode("notDefined + 1", { language: "js" });
+    assert.equal(failed.error?.name, "ReferenceError");
+  });
+
+  test("contexts: create, run in, list, restart, remove", async () => {
+    const ctx = await sbx.createCodeContext({ cwd: "/tmp" });
+    assert.equal(ctx.language, "python");
+    assert.equal(ctx.cwd, "/tmp");
+    const cwd = await sbx.runCode("import os\nos.getcwd()", { context: ctx });
+    assert.equal(cwd.text, "'/tmp'");
+    await sbx.runCode("y = 1", { context: ctx });
+    const outside = await sbx.runCode("y");
+    assert.equal(outside.error?.name, "NameError", "a context's globals are its own");
+    assert.ok((await sbx.listCodeContexts()).some((c) => c.id === ctx.id));
+    await sbx.restartCodeContext(ctx);
+    const after = await sbx.runCode("y", { context: ctx });
+    assert.equal(after.error?.name, "NameError", "a restarted context starts afresh");
+    await sbx.removeCodeContext(ctx);
+    assert.ok(!(await sbx.listCodeContexts()).some((c) => c.id === ctx.id));
+    await assert.rejects(sbx.runCode("1", { context: ctx }), NotFoundError);
+  });
+});

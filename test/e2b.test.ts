@@ -145,3 +145,113 @@ describe("code interpreter", () => {
     await assert.rejects(sbx.runCode("1", { context: ctx }), NotFoundError);
   });
 });
+
+describe("files", () => {
+  let sbx: Sandbox;
+  before(async () => {
+    sbx = await Sandbox.create();
+    sandboxes.push(sbx.sandboxId);
+  });
+
+  test("write, read, list, exists, getInfo", async () => {
+    const info = await sbx.files.write("notes/hello.txt", "hello, e2b");
+    assert.equal(info.path, "/home/user/notes/hello.txt");
+    assert.equal(await sbx.files.read("/home/user/notes/hello.txt"), "hello, e2b");
+    const bytes = await sbx.files.read("notes/hello.txt", { format: "bytes" });
+    assert.equal(Buffer.from(bytes).toString(), "hello, e2b");
+    const listed = await sbx.files.list("notes");
+    assert.deepEqual(
+      listed.map((e) => [e.name, e.type, e.size]),
+      [["hello.txt", "file", 10]],
+    );
+    assert.equal(await sbx.files.exists("notes/hello.txt"), true);
+    assert.equal(await sbx.files.exists("notes/nope.txt"), false);
+    const stat = await sbx.files.getInfo("notes");
+    assert.equal(stat.type, "dir");
+    await assert.rejects(sbx.files.read("notes/nope.txt"), NotFoundError);
+  });
+
+  test("write several files at once, binary content intact", async () => {
+    const data = new Uint8Array([0, 1, 2, 250, 255]);
+    await sbx.files.write([
+      { path: "multi/a.bin", data: data.buffer },
+      { path: "multi/b.txt", data: "bee" },
+    ]);
+    assert.deepEqual([...(await sbx.files.read("multi/a.bin", { format: "bytes" }))], [...data]);
+    assert.equal(await sbx.files.read("multi/b.txt"), "bee");
+  });
+
+  test("makeDir, rename, remove", async () => {
+    assert.equal(await sbx.files.makeDir("work/deep"), true);
+    assert.equal(await sbx.files.makeDir("work/deep"), false, "an existing directory is not made again");
+    await sbx.files.write("work/deep/f.txt", "x");
+    const moved = await sbx.files.rename("work/deep/f.txt", "work/g.txt");
+    assert.equal(moved.path, "/home/user/work/g.txt");
+    assert.equal(await sbx.files.exists("work/deep/f.txt"), false);
+    assert.equal(await sbx.files.read("work/g.txt"), "x");
+    await sbx.files.remove("work");
+    assert.equal(await sbx.files.exists("work"), false);
+    await assert.rejects(sbx.files.rename("work/none", "work/other"), NotFoundError);
+  });
+});
+
+describe("commands", () => {
+  let sbx: Sandbox;
+  before(async () => {
+    sbx = await Sandbox.create();
+    sandboxes.push(sbx.sandboxId);
+  });
+
+  test("run: output, exit code, environment, working directory", async () => {
+    const r = await sbx.commands.run("echo $GREETING from $(pwd)", { envs: { GREETING: "hi" }, cwd: "/tmp" });
+    assert.equal(r.exitCode, 0);
+    assert.equal(r.stdout, "hi from /tmp\n");
+    assert.equal(r.stderr, "");
+  });
+
+  test("a non-zero exit is CommandExitError with the exit code and output", async () => {
+    await assert.rejects(sbx.commands.run("echo oops >&2; exit 3"), (err: unknown) => {
+      assert.ok(err instanceof CommandExitError);
+      assert.equal(err.exitCode, 3);
+      assert.equal(err.stderr, "oops\n");
+      return true;
+    });
+  });
+
+  test("streaming callbacks see each line as it comes", async () => {
+    const lines: string[] = [];
+    await sbx.commands.run("for i in 1 2 3; do echo line$i; sleep 0.1; done; echo done >&2", {
+      onStdout: (d) => {
+        lines.push(`out:${d}`);
+      },
+      onStderr: (d) => {
+        lines.push(`err:${d}`);
+      },
+    });
+    assert.deepEqual(lines.join(""), "out:line1\nout:line2\nout:line3\nerr:done\n");
+  });
+
+  test("background: runs on, listed, takes stdin, is killed", async () => {
+    const handle = await sbx.commands.run("read line; echo got $line; sleep 600", { background: true, stdin: true });
+    assert.ok(handle.pid > 0);
+    const listed = await sbx.commands.list();
+    assert.ok(listed.some((p) => p.pid === handle.pid));
+    await sbx.commands.sendStdin(handle.pid, "hello\n");
+    for (let i = 0; i < 100 && !handle.stdout.includes("got hello"); i++) await new Promise((r) => setTimeout(r, 100));
+    assert.equal(handle.stdout, "got hello\n");
+    assert.equal(await handle.kill(), true);
+    await assert.rejects(handle.wait(), CommandExitError);
+    assert.ok(!(await sbx.commands.list()).some((p) => p.pid === handle.pid));
+    assert.equal(await sbx.commands.kill(999_999), false, "an unknown pid is not killed");
+  });
+
+  test("a command past its timeout is the SDK's TimeoutError", async () => {
+    await assert.rejects(sbx.commands.run("sleep 30", { timeoutMs: 1000 }), TimeoutError);
+  });
+
+  test("a sandbox that is gone is NotFoundError for commands", async () => {
+    const gone = await Sandbox.create();
+    await gone.kill();
+    await assert.rejects(gone.commands.run("true"), (err: unknown) => err instanceof NotFoundError || err instanceof TimeoutError);
+  });
+});

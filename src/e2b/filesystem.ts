@@ -9,7 +9,7 @@ import { download, type FileEntry, listDir, makeDir, removePath, statPath, Uploa
 import { sandboxPath } from "../sandbox/service.js";
 import { installConnect, unary } from "./connect.js";
 import { ConnectError, installControlErrors } from "./errors.js";
-import { sandboxIdOf } from "./target.js";
+import { sandboxIdOf as namedSandbox, targetResolver } from "./target.js";
 
 const HOME = "/home/user";
 
@@ -41,6 +41,7 @@ function entryInfo(e: FileEntry) {
 
 export async function filesystemRoutes(app: FastifyInstance, { services }: { services: Services }): Promise<void> {
   const { sandboxes, sandbox, config } = services;
+  const sandboxIdOf = targetResolver(services.sandboxes);
   const boxOf = (request: FastifyRequest) => sandboxes.box(request.apiKey.tenantId, sandboxIdOf(request));
 
   /** The entry at `path` (its parent's listing has the details), or not_found. */
@@ -97,11 +98,14 @@ export async function filesystemRoutes(app: FastifyInstance, { services }: { ser
 
   await app.register(async (rest) => {
     installControlErrors(rest);
-    await rest.register(multipart, { limits: { fileSize: config.maxUploadBytes, fields: 16, fieldSize: 64 * 1024, parts: 64 } });
+    await rest.register(multipart, {
+      preservePath: true,
+      limits: { fileSize: config.maxUploadBytes, fields: 16, fieldSize: 64 * 1024, parts: 64 },
+    });
 
     // The sandbox's health as envd tells it: 204 while it runs, 502 (what the SDKs read as "not running") otherwise.
     rest.get("/health", async (request, reply) => {
-      const id = sandboxIdOf(request);
+      const id = namedSandbox(request);
       let running = false;
       try {
         running = sandbox.getSandbox(request.apiKey, id).status === "running";

@@ -11,7 +11,7 @@ import { isLanguage, type Language } from "../sandbox/languages.js";
 import type { CodeContext } from "../sandbox/contexts.js";
 import type { RichResult } from "../sandbox/protocol.js";
 import { installTextErrors } from "./errors.js";
-import { sandboxIdOf } from "./target.js";
+import { targetResolver } from "./target.js";
 
 /** E2B's language names (and this service's own) as this service's languages. */
 const ALIASES: Record<string, Language> = { js: "javascript", ts: "typescript", sh: "bash", python3: "python" };
@@ -40,6 +40,7 @@ const contextJson = (c: CodeContext) => ({ id: c.id, language: c.language, cwd: 
 export async function interpreterRoutes(app: FastifyInstance, { services }: { services: Services }): Promise<void> {
   installTextErrors(app);
   const { sandbox, sandboxes, config } = services;
+  const sandboxIdOf = targetResolver(services.sandboxes);
   /** Executions so far per sandbox and context (E2B's execution_count); forgotten with the sandbox. */
   const counts = new Map<string, Map<string, number>>();
   sandboxes.onEnded((id) => counts.delete(id));

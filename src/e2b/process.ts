@@ -8,7 +8,7 @@ import { invalid } from "../errors.js";
 import type { BgSignal } from "../sandbox/background.js";
 import { installConnect, type ServerStream, serverStreaming, unary } from "./connect.js";
 import { ConnectError } from "./errors.js";
-import { sandboxIdOf } from "./target.js";
+import { targetResolver } from "./target.js";
 
 const SIGNALS: Record<string, BgSignal> = { SIGNAL_SIGKILL: "KILL", SIGNAL_SIGTERM: "TERM", "9": "KILL", "15": "TERM" };
 
@@ -32,6 +32,7 @@ const bytes = (text: string) => Buffer.from(text, "utf8").toString("base64");
 export async function processRoutes(app: FastifyInstance, { services }: { services: Services }): Promise<void> {
   installConnect(app);
   const { sandbox } = services;
+  const sandboxIdOf = targetResolver(services.sandboxes);
 
   /** Streams a process's output, then its end; at the call's deadline the process is killed. */
   const follow = async (request: FastifyRequest, pid: number, stream: ServerStream) => {
@@ -66,7 +67,9 @@ export async function processRoutes(app: FastifyInstance, { services }: { servic
       environment: stringRecord(config.envs, "process.envs"),
     });
     // Without `stdin: true` the process reads an empty stdin, as under envd (a `cat` ends at once).
-    if (message.stdin !== true) await sandbox.writeStdin(request.apiKey, sandboxIdOf(request), proc.pid, Buffer.alloc(0), true);
+    // (One that has exited already has no stdin to close.)
+    if (message.stdin !== true)
+      await sandbox.writeStdin(request.apiKey, sandboxIdOf(request), proc.pid, Buffer.alloc(0), true).catch(() => {});
     await follow(request, proc.pid, stream);
   });
 

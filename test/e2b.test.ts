@@ -255,3 +255,18 @@ describe("commands", () => {
     await assert.rejects(gone.commands.run("true"), (err: unknown) => err instanceof NotFoundError || err instanceof TimeoutError);
   });
 });
+
+describe("pause and resume", () => {
+  test("pause keeps the kernel's state; connect resumes the sandbox", async () => {
+    const sbx = await codeSandbox();
+    await sbx.runCode("kept = 'still here'");
+    assert.equal(await sbx.pause(), true);
+    assert.equal((await sbx.getInfo()).state, "paused");
+    assert.equal(await sbx.pause(), false, "a paused sandbox is not paused again");
+    const listed = await Sandbox.list({ query: { state: ["paused"] } }).nextItems();
+    assert.ok(listed.some((s) => s.sandboxId === sbx.sandboxId));
+    const resumed = await CodeSandbox.connect(sbx.sandboxId);
+    assert.equal((await resumed.getInfo()).state, "running");
+    assert.equal((await resumed.runCode("kept")).text, "'still here'");
+  });
+});

@@ -63,6 +63,16 @@ describe("control API", () => {
     await assert.rejects(Sandbox.connect("nosuchsandbox"), NotFoundError);
   });
 
+  test("the key in E2B's own format (e2b_ + hex of the key, as E2B's Python SDK requires) works too", async () => {
+    const apiKey = `e2b_${Buffer.from(server.key).toString("hex")}`;
+    const sbx = await CodeSandbox.create({ apiKey });
+    sandboxes.push(sbx.sandboxId);
+    assert.equal((await sbx.runCode("1 + 1")).text, "2");
+    assert.equal(await sbx.files.exists("/home/user"), true);
+    await sbx.kill();
+    await assert.rejects(Sandbox.create({ apiKey: "e2b_0123456789abcdef" }), AuthenticationError);
+  });
+
   test("a wrong API key is the SDK's AuthenticationError", async () => {
     await assert.rejects(Sandbox.create({ apiKey: "wrong_key_123" }), AuthenticationError);
     await assert.rejects(Sandbox.list({ apiKey: "wrong_key_123" }).nextItems(), AuthenticationError);

@@ -18,12 +18,25 @@ function header(headers: IncomingHttpHeaders, name: string): string | undefined 
   return t && TOKEN.test(t) ? t : undefined;
 }
 
+const HEX_FORM = /^e2b_((?:[0-9a-f]{2})+)$/i;
+
+/**
+ * A key in E2B's own format, `e2b_<hex>`, is this service's key hex-encoded: E2B's Python SDK
+ * refuses a key of any other shape, so `e2b_` + hex(key) lets it carry one (docs/e2b.md).
+ */
+export function fromE2bKeyFormat(token: string): string {
+  const hex = HEX_FORM.exec(token)?.[1];
+  if (!hex) return token;
+  const decoded = Buffer.from(hex, "hex").toString("utf8");
+  return TOKEN.test(decoded) ? decoded : token;
+}
+
 /** The API key an E2B request carries, if any (envd's `Authorization: Basic <user>:` names a user, not a key). */
 export function e2bToken(headers: IncomingHttpHeaders): string | undefined {
-  return (
+  const token =
     header(headers, "x-api-key") ??
     header(headers, "x-access-token") ??
     header(headers, "e2b-traffic-access-token") ??
-    BEARER.exec(headers.authorization?.trim() ?? "")?.[1]
-  );
+    BEARER.exec(headers.authorization?.trim() ?? "")?.[1];
+  return token === undefined ? undefined : fromE2bKeyFormat(token);
 }

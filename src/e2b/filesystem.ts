@@ -11,8 +11,6 @@ import { installConnect, unary } from "./connect.js";
 import { ConnectError, installControlErrors } from "./errors.js";
 import { sandboxIdOf as namedSandbox, targetResolver } from "./target.js";
 
-const HOME = "/home/user";
-
 function pathOf(message: Record<string, unknown>, name = "path"): string {
   const p = message[name];
   if (typeof p !== "string" || p === "") throw invalid(`'${name}' is required`);

@@ -48,6 +48,9 @@ describe("control API", () => {
       [sbx.sandboxId],
     );
 
+    const [metrics] = await sbx.getMetrics();
+    assert.ok(metrics && metrics.memTotal > 0 && metrics.memUsed >= 0 && metrics.cpuCount > 0, JSON.stringify(metrics));
+
     await sbx.setTimeout(600_000);
     const extended = await sbx.getInfo();
     assert.ok(extended.endAt.getTime() - Date.now() > 500_000, "the new timeout is in force");

@@ -184,6 +184,16 @@ export const controlRoutes: FastifyPluginAsync<{ services: Services }> = async (
     return reply.status(204).send();
   });
 
+  // No history is kept: one sample, now (CPU since the previous sample, memory in use; disk figures unknown).
+  app.get<{ Params: IdParams }>("/sandboxes/:sandboxID/metrics", async (request) => {
+    const r = live(request.apiKey, request.params.sandboxID);
+    if (r.status !== "running") return [];
+    const u = await sandbox.usage(request.apiKey, r.id);
+    const now = new Date().toISOString();
+    const point = { timestamp: now, timestampUnix: Math.floor(Date.now() / 1000), cpuCount: r.cpuCount, cpuUsedPct: u.cpuPercent };
+    return [{ ...point, memUsed: u.memoryBytes, memTotal: u.memoryTotalMb * 2 ** 20, diskUsed: 0, diskTotal: 0 }];
+  });
+
   app.post<{ Params: IdParams }>("/sandboxes/:sandboxID/pause", async (request, reply) => {
     const r = live(request.apiKey, request.params.sandboxID);
     if (r.status === "paused") throw new ApiError("conflict", `Sandbox '${r.id}' is already paused`);

@@ -77,6 +77,17 @@ describe("control API", () => {
     await assert.rejects(Sandbox.create({ apiKey: "e2b_0123456789abcdef" }), AuthenticationError);
   });
 
+  test("what is not mapped says so (not a missing sandbox)", async () => {
+    const sbx = await Sandbox.create();
+    sandboxes.push(sbx.sandboxId);
+    await assert.rejects(sbx.createSnapshot(), (err: unknown) => {
+      assert.ok(!(err instanceof NotFoundError), String(err));
+      assert.match(String(err), /501.*not supported/);
+      return true;
+    });
+    await sbx.kill();
+  });
+
   test("a wrong API key is the SDK's AuthenticationError", async () => {
     await assert.rejects(Sandbox.create({ apiKey: "wrong_key_123" }), AuthenticationError);
     await assert.rejects(Sandbox.list({ apiKey: "wrong_key_123" }).nextItems(), AuthenticationError);

@@ -107,6 +107,12 @@ const MAX_PAGE = 100;
 
 export const controlRoutes: FastifyPluginAsync<{ services: Services }> = async (app, { services }) => {
   installControlErrors(app);
+  // What E2B has and this service does not map (templates, snapshots, volumes, ...): said so, not a
+  // bare 404, which the SDKs would report as a missing sandbox.
+  app.setNotFoundHandler((request, reply) => {
+    const path = request.url.split("?", 1)[0] ?? "";
+    reply.status(501).send({ code: 501, message: `${request.method} ${path} is not supported by this E2B-compatible API (docs/e2b.md)` });
+  });
   const { sandbox } = services;
   const lifecycle = services.sandboxes.lifecycle;
 

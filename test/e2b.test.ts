@@ -341,3 +341,49 @@ describe("tenant isolation", () => {
     assert.equal((await sbx.runCode("secret")).text, "'mine'", "the owner's sandbox is untouched");
   });
 });
+
+describe("Connect wire format", () => {
+  /** The enveloped JSON messages of a Connect streaming response: [flags, message]. */
+  function envelopes(buf: Buffer): [number, Record<string, unknown>][] {
+    const out: [number, Record<string, unknown>][] = [];
+    for (let off = 0; off + 5 <= buf.length; ) {
+      const len = buf.readUInt32BE(off + 1);
+      out.push([buf.readUInt8(off), JSON.parse(buf.subarray(off + 5, off + 5 + len).toString())]);
+      off += 5 + len;
+    }
+    return out;
+  }
+
+  function envelope(message: unknown): Buffer {
+    const json = Buffer.from(JSON.stringify(message));
+    const head = Buffer.alloc(5);
+    head.writeUInt32BE(json.length, 1);
+    return Buffer.concat([head, json]);
+  }
+
+  test("a quiet process stream gets keepalives at the asked interval, then its end", async () => {
+    const sbx = await Sandbox.create();
+    sandboxes.push(sbx.sandboxId);
+    const res = await fetch(`${server.url}/e2b/process.Process/Start`, {
+      method: "POST",
+      headers: {
+        "content-type": "application/connect+json",
+        "connect-protocol-version": "1",
+        "keepalive-ping-interval": "1",
+        "x-access-token": server.key,
+        "e2b-sandbox-id": sbx.sandboxId,
+      },
+      body: new Uint8Array(envelope({ process: { cmd: "/bin/bash", args: ["-c", "sleep 2.5; echo hi"] } })),
+    });
+    assert.equal(res.status, 200);
+    assert.equal(res.headers.get("content-type"), "application/connect+json");
+    const msgs = envelopes(Buffer.from(await res.arrayBuffer()));
+    const kinds = msgs.map(([flags, m]) => (flags === 2 ? "eos" : Object.keys((m.event ?? {}) as object)[0]));
+    assert.equal(kinds[0], "start");
+    assert.ok(kinds.filter((k) => k === "keepalive").length >= 1, kinds.join(","));
+    assert.deepEqual(kinds.slice(-3), ["data", "end", "eos"]);
+    const data = msgs.find(([, m]) => (m.event as { data?: unknown })?.data)?.[1].event as { data: { stdout: string } };
+    assert.equal(Buffer.from(data.data.stdout, "base64").toString(), "hi\n");
+    assert.deepEqual(msgs.at(-1), [2, {}]);
+  });
+});

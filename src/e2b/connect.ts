@@ -42,10 +42,18 @@ export class ServerStream {
   readonly signal: AbortSignal;
   /** Set once the deadline has passed. */
   deadlinePassed = false;
+  private readonly stopPings: () => void;
 
-  constructor(request: FastifyRequest, reply: FastifyReply) {
+  constructor(request: FastifyRequest, reply: FastifyReply, keepalive?: unknown) {
     const controller = new AbortController();
     this.signal = controller.signal;
+    // A quiet stream (a command that prints nothing for minutes) gets a keepalive message every
+    // Keepalive-Ping-Interval seconds (the SDKs ask for 50), so that no idle timeout on the way cuts it.
+    const every = Number(request.headers["keepalive-ping-interval"]);
+    const pings =
+      keepalive !== undefined && Number.isFinite(every) && every > 0
+        ? setInterval(() => this.send(keepalive), Math.max(1, every) * 1000)
+        : undefined;
     const ms = Number(request.headers["connect-timeout-ms"]);
     const timer =
       Number.isFinite(ms) && ms > 0
@@ -54,8 +62,10 @@ export class ServerStream {
             controller.abort();
           }, ms)
         : undefined;
+    this.stopPings = () => clearInterval(pings);
     reply.raw.once("close", () => {
       clearTimeout(timer);
+      clearInterval(pings);
       controller.abort();
     });
     reply.status(200).header("content-type", STREAM_TYPE).send(this.out);
@@ -68,6 +78,7 @@ export class ServerStream {
   end(error?: { code: string; message: string }): void {
     if (this.ended) return;
     this.ended = true;
+    this.stopPings();
     this.out.end(envelope(END_STREAM, error ? { error } : {}));
   }
 }
@@ -85,11 +96,11 @@ export function unary(app: FastifyInstance, path: string, handler: Unary): void 
   app.post(path, async (request) => (await handler(asMessage(request.body), request)) ?? {});
 }
 
-/** A server-streaming method; an error before or during the stream ends it with that error. */
-export function serverStreaming(app: FastifyInstance, path: string, handler: Streaming): void {
+/** A server-streaming method (`keepalive`: its keepalive message); an error before or during the stream ends it with that error. */
+export function serverStreaming(app: FastifyInstance, path: string, handler: Streaming, keepalive?: unknown): void {
   app.post(path, async (request, reply) => {
     const message = firstMessage(request.body);
-    const stream = new ServerStream(request, reply);
+    const stream = new ServerStream(request, reply, keepalive);
     try {
       await handler(message, request, stream);
       stream.end();

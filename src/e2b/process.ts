@@ -27,6 +27,8 @@ function stringRecord(value: unknown, name: string): Record<string, string> | un
   return value as Record<string, string>;
 }
 
+const KEEPALIVE = { event: { keepalive: {} } };
+
 const bytes = (text: string) => Buffer.from(text, "utf8").toString("base64");
 
 export async function processRoutes(app: FastifyInstance, { services }: { services: Services }): Promise<void> {
@@ -53,29 +55,39 @@ export async function processRoutes(app: FastifyInstance, { services }: { servic
     }
   };
 
-  serverStreaming(app, "/process.Process/Start", async (message, request, stream) => {
-    const config = (message.process ?? {}) as { cmd?: unknown; args?: unknown; envs?: unknown; cwd?: unknown };
-    if (message.pty !== undefined && message.pty !== null) throw new ConnectError("unimplemented", "PTYs are not supported");
-    if (typeof config.cmd !== "string" || config.cmd === "") throw invalid("'process.cmd' is required");
-    const args = config.args ?? [];
-    if (!Array.isArray(args) || args.some((a) => typeof a !== "string")) throw invalid("'process.args' must be strings");
-    if (config.cwd !== undefined && typeof config.cwd !== "string") throw invalid("'process.cwd' must be a string");
-    const proc = await sandbox.startBackground(request.apiKey, sandboxIdOf(request), {
-      command: config.cmd,
-      args: args as string[],
-      workingDir: config.cwd || undefined,
-      environment: stringRecord(config.envs, "process.envs"),
-    });
-    // Without `stdin: true` the process reads an empty stdin, as under envd (a `cat` ends at once).
-    // (One that has exited already has no stdin to close.)
-    if (message.stdin !== true)
-      await sandbox.writeStdin(request.apiKey, sandboxIdOf(request), proc.pid, Buffer.alloc(0), true).catch(() => {});
-    await follow(request, proc.pid, stream);
-  });
+  serverStreaming(
+    app,
+    "/process.Process/Start",
+    async (message, request, stream) => {
+      const config = (message.process ?? {}) as { cmd?: unknown; args?: unknown; envs?: unknown; cwd?: unknown };
+      if (message.pty !== undefined && message.pty !== null) throw new ConnectError("unimplemented", "PTYs are not supported");
+      if (typeof config.cmd !== "string" || config.cmd === "") throw invalid("'process.cmd' is required");
+      const args = config.args ?? [];
+      if (!Array.isArray(args) || args.some((a) => typeof a !== "string")) throw invalid("'process.args' must be strings");
+      if (config.cwd !== undefined && typeof config.cwd !== "string") throw invalid("'process.cwd' must be a string");
+      const proc = await sandbox.startBackground(request.apiKey, sandboxIdOf(request), {
+        command: config.cmd,
+        args: args as string[],
+        workingDir: config.cwd || undefined,
+        environment: stringRecord(config.envs, "process.envs"),
+      });
+      // Without `stdin: true` the process reads an empty stdin, as under envd (a `cat` ends at once).
+      // (One that has exited already has no stdin to close.)
+      if (message.stdin !== true)
+        await sandbox.writeStdin(request.apiKey, sandboxIdOf(request), proc.pid, Buffer.alloc(0), true).catch(() => {});
+      await follow(request, proc.pid, stream);
+    },
+    KEEPALIVE,
+  );
 
-  serverStreaming(app, "/process.Process/Connect", async (message, request, stream) => {
-    await follow(request, pidOf(message), stream);
-  });
+  serverStreaming(
+    app,
+    "/process.Process/Connect",
+    async (message, request, stream) => {
+      await follow(request, pidOf(message), stream);
+    },
+    KEEPALIVE,
+  );
 
   unary(app, "/process.Process/List", async (_message, request) => {
     const procs = await sandbox.listBackground(request.apiKey, sandboxIdOf(request));

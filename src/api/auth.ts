@@ -1,7 +1,8 @@
 // Authentication: every request except health, metrics, the API documents and share links of ports needs
-// `Authorization: Bearer <key>` (the E2B-compatible routes: E2B's own key headers, src/e2b/auth.ts). Under /v1/admin only the operator's admin key is accepted (a
-// tenant key there is 401, and is not even looked up); everywhere else only a tenant's API key is,
-// whose record (and so its tenant) is attached to the request. The admin key is no tenant's key.
+// `Authorization: Bearer <key>` (under /e2b, the E2B-compatible routes: the key in E2B's own headers,
+// src/e2b/auth.ts). Under /v1/admin only the operator's admin key is accepted (a tenant key there is
+// 401, and is not even looked up); everywhere else only a tenant's API key is, whose record (and so
+// its tenant) is attached to the request. The admin key is no tenant's key.
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { ApiError } from "../errors.js";
 import { E2B_PATH, e2bToken } from "../e2b/auth.js";

@@ -6,6 +6,7 @@ import path from "node:path";
 import { type DeploymentsConfig, loadDeploymentsConfig } from "./deployments/config.js";
 import { openFileLimit } from "./fd-limit.js";
 import { type FilesConfig, loadFilesConfig } from "./files/config.js";
+import { type EmbeddingsConfig, loadEmbeddingsConfig } from "./inference/embeddings-config.js";
 import { type NetworkSettings, networkSettings } from "./network/settings.js";
 import type { EffectiveQuotas } from "./store/tenants.js";
 
@@ -82,6 +83,8 @@ export interface Config {
   providersFile: string | undefined;
   /** AGENTBOX_MODEL: one GGUF file served as a local model (no providers file needed). */
   model: string | undefined;
+  /** The built-in embedding model: preload, deadline, per-tenant bound, job size (src/inference/embeddings-config.ts). */
+  embeddings: EmbeddingsConfig;
   /** How local models without a providers entry (pulled ones, AGENTBOX_MODEL) are run. */
   localModel: { contextSize: number; parallel: number; gpu: boolean };
   reaperIntervalMs: number;
@@ -91,6 +94,14 @@ export interface Config {
   tenantProcesses: number;
   /** Default tenant quota: stored bytes of one tenant, MiB. */
   tenantStorageMb: number;
+  /** Default tenant quota: vector indexes of one tenant. */
+  tenantVectorIndexes: number;
+  /** Default tenant quota: vectors in all of one tenant's indexes. */
+  tenantVectors: number;
+  /** Default tenant quota: bytes of one tenant's vectors (embedding + metadata JSON + id), MiB. */
+  tenantVectorStorageMb: number;
+  /** Bytes of all tenants' vectors together that this node holds in memory, MiB; past it upserts are 503. */
+  vectorMemoryMb: number;
   /** Most warm sandboxes the pool grows to under a burst of creates (it starts at `warmPool`). */
   warmPoolMax: number;
   /** Pool sandboxes (the next to be handed out) that pre-import the data stack while they wait. */
@@ -149,6 +160,9 @@ export function tenantQuotaDefaults(config: Config): EffectiveQuotas {
     memoryMb: config.tenantMemoryMb,
     maxProcesses: config.tenantProcesses,
     storageMb: config.tenantStorageMb,
+    maxVectorIndexes: config.tenantVectorIndexes,
+    maxVectors: config.tenantVectors,
+    vectorStorageMb: config.tenantVectorStorageMb,
   };
 }
 
@@ -222,6 +236,7 @@ export function loadConfig(): Config {
     mountRootAliases: bool("AGENTBOX_ROOT_ALIASES", false),
     providersFile: process.env.AGENTBOX_PROVIDERS_FILE || undefined,
     model: process.env.AGENTBOX_MODEL || undefined,
+    embeddings: loadEmbeddingsConfig(num, bool),
     localModel: {
       contextSize: num("AGENTBOX_MODEL_CONTEXT_SIZE", 4096),
       parallel: Math.max(1, num("AGENTBOX_MODEL_PARALLEL", 1)),
@@ -234,6 +249,7 @@ export function loadConfig(): Config {
     tenantProcesses: num("AGENTBOX_TENANT_PROCESSES", Math.floor(hostPids() / 4)),
     // Workspaces are tmpfs: their files are memory, so the same share as memory.
     tenantStorageMb: num("AGENTBOX_TENANT_STORAGE_MB", Math.floor(memMb / 2)),
+    ...vectorLimits(memMb),
     poolPreImport: num("AGENTBOX_POOL_PREIMPORT", 4),
     warmPoolMax: num("AGENTBOX_WARM_POOL_MAX", Math.min(256, Math.max(16, Math.floor(sandboxCap(memMb) / 10)))),
     // A start is ~30 ms of CPU (fork, exec, bubblewrap, python start-up) spread over several
@@ -265,6 +281,23 @@ export function loadConfig(): Config {
     snapshotsPerTenant: num("AGENTBOX_SNAPSHOTS_PER_TENANT", 100),
     maxForkCount: num("AGENTBOX_MAX_FORK_COUNT", 10),
     pausedMaxS: num("AGENTBOX_PAUSED_MAX_S", 3600),
+  };
+}
+
+/**
+ * Vector memory: every vector of every index is held in memory (its exact copy, its metadata for
+ * filters, its graph node; docs/design.md, Vectors). The vectors' accounted bytes together may take
+ * an eighth of RAM: what the process holds is up to ~3x that (parsed metadata objects, the graph).
+ * One tenant may take half of it; the vector count caps the fixed cost per vector (~0.5 KB of graph
+ * links and bookkeeping) that the byte count does not see, at a 32nd of RAM.
+ */
+function vectorLimits(memMb: number) {
+  const vectorMemoryMb = num("AGENTBOX_VECTOR_MEMORY_MB", Math.max(64, Math.floor(memMb / 8)));
+  return {
+    vectorMemoryMb,
+    tenantVectorIndexes: num("AGENTBOX_TENANT_VECTOR_INDEXES", 100),
+    tenantVectors: num("AGENTBOX_TENANT_VECTORS", Math.max(10_000, Math.floor(memMb * 64))),
+    tenantVectorStorageMb: num("AGENTBOX_TENANT_VECTOR_STORAGE_MB", Math.max(16, Math.floor(vectorMemoryMb / 2))),
   };
 }
 

@@ -3,10 +3,12 @@
 import fs from "node:fs";
 import { pino } from "pino";
 import { buildApp } from "./api/app.js";
-import { openFiles } from "./files/setup.js";
+import { OpenRequests } from "./api/open-requests.js";
+import { openFiles, openStorageQuota } from "./files/setup.js";
 import { Metrics } from "./api/metrics.js";
 import { loadConfig } from "./config.js";
 import { openDeployments } from "./deployments/setup.js";
+import { EmbeddingService } from "./inference/embeddings.js";
 import { loadProviders } from "./inference/providers.js";
 import type { NetworkPolicy } from "./network/policy.js";
 import { NetworkService } from "./network/service.js";
@@ -44,7 +46,10 @@ async function main(): Promise<void> {
     logger.warn("admin key generated and printed once on stderr");
   }
   const tenants = new SqliteTenantStore(db);
-  const sandboxes = new SandboxManager(config, new SqliteSandboxStore(db), tenants, logger, new SqliteSnapshotStore(db));
+  const snapshots = new SqliteSnapshotStore(db);
+  // Stored files and snapshots share each tenant's storage quota.
+  const storage = openStorageQuota(config.files, db, tenants, snapshots);
+  const sandboxes = new SandboxManager(config, new SqliteSandboxStore(db), tenants, logger, snapshots, storage);
   // Before init(): the ends recorded while re-adopting (timed_out, host_restart) are events too.
   const eventsArea = openEvents(db, sandboxes.events, logger);
   await sandboxes.init();
@@ -56,14 +61,25 @@ async function main(): Promise<void> {
   await network.init();
   const metrics = new Metrics(() => sandboxes.liveCount());
   const sandbox = new SandboxService({ config, sandboxes, tenants, counters: metrics, network });
-  const vectorsArea = openVectors(config.dataDir, db, providers, logger);
+  const embeddings = new EmbeddingService(db, providers, {
+    config: config.embeddings,
+    counters: metrics,
+    onError: (msg, err) => logger.error({ err }, msg),
+  });
+  metrics.watchEmbeddings(embeddings);
+  const vectorsArea = openVectors(config.dataDir, embeddings, logger, {
+    // The tenant's quotas now (the operator's where set, the defaults elsewhere).
+    quotaOf: (tenantId) => sandboxes.tenantQuotas(tenantId),
+    memoryMb: config.vectorMemoryMb,
+  });
   const deploymentsArea = openDeployments(config, db, providers, logger);
-  const files = await openFiles(config.files, db, tenants, (tenantId, id) => sandboxes.box(tenantId, id), logger);
+  const files = await openFiles(config.files, db, storage, (tenantId, id) => sandboxes.box(tenantId, id), logger);
   deploymentsArea.useFiles(files);
   const app = await buildApp(
     {
       config,
       keys,
+      openRequests: new OpenRequests(),
       admin,
       tenants,
       sandboxes,
@@ -71,7 +87,7 @@ async function main(): Promise<void> {
       network,
       events: eventsArea,
       metrics,
-      inference: { db, providers, embeddings: vectorsArea.embeddings },
+      inference: { db, providers, embeddings },
       vectors: vectorsArea.vectors,
       deployments: deploymentsArea,
       files,
@@ -82,6 +98,8 @@ async function main(): Promise<void> {
   // SYNs of a thousand clients connecting at once, and each dropped one waits 1, 3, 7 s to retry.
   await app.listen({ host: config.host, port: config.port, backlog: 4096 });
   vectorsArea.warm();
+  // In its worker thread, after the service listens: the first embedding need not wait for it.
+  embeddings.preload();
 
   let stopping = false;
   const stop = async (signal: string) => {
@@ -110,6 +128,7 @@ async function main(): Promise<void> {
     await eventsArea.close();
     await providers.close();
     await vectorsArea.close();
+    await embeddings.close();
     keys.close();
     db.close();
     logger.info("stopped");

@@ -163,6 +163,15 @@ describe("keys", () => {
 });
 
 describe("tenants", () => {
+  test("the bootstrap key's tenant is listed, its key counted, although the key is never stored", async () => {
+    const list = await admin<{ tenants: TenantJson[] }>("GET", "/v1/admin/tenants");
+    const tenant = list.body.tenants.find((t) => t.tenant_id === "default");
+    assert.ok(tenant, JSON.stringify(list.body.tenants.map((t) => t.tenant_id)));
+    const stored = (await admin<{ keys: KeyJson[] }>("GET", "/v1/admin/keys?tenant_id=default")).body.keys;
+    assert.equal(tenant.active_keys, stored.filter((k) => !k.revoked_at).length + 1);
+    assert.equal((await admin<TenantJson>("GET", "/v1/admin/tenants/default")).body.active_keys, tenant.active_keys);
+  });
+
   test("a tenant never configured: every quota unset, the defaults in effect", async () => {
     const res = await admin<TenantJson>("GET", "/v1/admin/tenants/never-seen");
     assert.equal(res.status, 200);
@@ -173,6 +182,9 @@ describe("tenants", () => {
       memory_mb: null,
       max_processes: null,
       storage_mb: null,
+      max_vector_indexes: null,
+      max_vectors: null,
+      vector_storage_mb: null,
     });
     assert.equal(res.body.effective.max_sandboxes, 7, "the configured default");
     for (const v of Object.values(res.body.effective)) assert.ok(Number.isInteger(v) && v > 0);

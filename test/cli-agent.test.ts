@@ -61,6 +61,31 @@ describe("agentbox CLI", () => {
     assert.equal((JSON.parse(js.stdout.slice(js.stdout.indexOf("{"))) as { logs: { stdout: string } }).logs.stdout, "2\n");
   });
 
+  test("relative paths are the caller's directory under npm run (INIT_CWD), not the package's", () => {
+    // The helper runs the CLI in the repository, as `npm run cli` does; npm says where it was typed in INIT_CWD.
+    fs.writeFileSync(path.join(dir, "rel.py"), "print('relative ok')\n");
+    const ran = run(["run", "rel.py"], undefined, { INIT_CWD: dir });
+    assert.equal(ran.status, 0, ran.stderr);
+    assert.equal(ran.stdout, "relative ok\n");
+    const sbx = JSON.parse(run(["sandbox", "create", "--json"]).stdout) as { sandbox_id: string };
+    const down = run(["cp", `${sbx.sandbox_id}:/etc/hostname`, "copied.txt"], undefined, { INIT_CWD: dir });
+    assert.equal(down.status, 0, down.stderr);
+    assert.ok(fs.existsSync(path.join(dir, "copied.txt")), "the download landed in the caller's directory");
+    run(["sandbox", "kill", sbx.sandbox_id]);
+  });
+
+  test("--help, -h and help print the usage and exit 0; a command's own -h after -- is its own", () => {
+    for (const args of [["--help"], ["-h"], ["help"], ["sandbox", "list", "--help"], ["run", "-h"]]) {
+      const r = run(args);
+      assert.equal(r.status, 0, `${args.join(" ")}: ${r.stderr}`);
+      assert.match(r.stdout, /^usage:/, args.join(" "));
+      assert.match(r.stdout, /agentbox exec/);
+    }
+    const own = run(["exec", "--", "sh", "-c", 'echo "$1"', "sh", "-h"]);
+    assert.equal(own.status, 0, own.stderr);
+    assert.equal(own.stdout, "-h\n");
+  });
+
   test("exec: the command's output and exit status", () => {
     const r = run(["exec", "--", "sh", "-c", "echo out; echo err >&2; exit 3"]);
     assert.equal(r.status, 3);

@@ -137,6 +137,23 @@ describe("keys revoke", () => {
     assert.equal((await client({ url: server.url, key: keep.key })("GET", "/v1/agents/sandboxes")).status, 200);
   });
 
+  test("revoke by a unique beginning of the id; an ambiguous beginning is refused and revokes nothing", async () => {
+    const one = created(["--name", "by-id-prefix"]);
+    const other = created(["--name", "bystander"]);
+    const ambiguous = run(["keys", "revoke", "abx_"]); // every key's prefix starts so
+    assert.equal(ambiguous.status, 1);
+    assert.match(ambiguous.stderr, /'abx_' matches \d+ active keys: .*by-id-prefix.*give more of the id, nothing was revoked/);
+    assert.equal((await client({ url: server.url, key: one.key })("GET", "/v1/agents/sandboxes")).status, 200);
+
+    const res = run(["keys", "revoke", one.id.slice(0, 8)]);
+    assert.equal(res.status, 0, res.stderr);
+    assert.equal((await client({ url: server.url, key: one.key })("GET", "/v1/agents/sandboxes")).status, 401);
+    assert.equal((await client({ url: server.url, key: other.key })("GET", "/v1/agents/sandboxes")).status, 200);
+    // The prefix as `keys list` prints it (with its ellipsis) works too.
+    assert.equal(run(["keys", "revoke", `${other.prefix}…`]).status, 0);
+    assert.equal((await client({ url: server.url, key: other.key })("GET", "/v1/agents/sandboxes")).status, 401);
+  });
+
   test("revoking a key that does not exist fails", () => {
     const res = run(["keys", "revoke", "no-such-key"]);
     assert.equal(res.status, 1);

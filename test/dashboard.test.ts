@@ -1,6 +1,7 @@
 // The dashboard in a real browser (Debian's chromium): signing in, a sandbox with hostile metadata,
-// its files (upload and download), the playground (streamed text, a plot, HTML results, state kept
-// across runs), an operator's key created and revoked, and no user string ever becoming markup.
+// its files (upload and download), extending it, the playground (streamed text, a plot, HTML results,
+// state kept across runs, a short-lived sandbox), the chat offering chat models only (and how to get
+// one when there is none), an operator's key created and revoked, and no user string ever becoming markup.
 import assert from "node:assert/strict";
 import fs from "node:fs";
 import os from "node:os";
@@ -78,17 +79,56 @@ describe("dashboard", () => {
     const index = await fetch(`${server.url}/`);
     assert.equal(index.status, 200);
     assert.match(index.headers.get("content-type") ?? "", /text\/html/);
-    assert.match(index.headers.get("content-security-policy") ?? "", /script-src 'self'/);
+    // Scripts by this load's nonce only, not by origin: a sandbox port relayed on this origin cannot serve the page a script.
+    const policy = index.headers.get("content-security-policy") ?? "";
+    const nonce = /script-src 'nonce-([A-Za-z0-9+/=]{16,})'(;|$)/.exec(policy)?.[1];
+    assert.ok(nonce, policy);
     const html = await index.text();
-    const script = /src="(\/assets\/[^"]+\.js)"/.exec(html)?.[1];
-    assert.ok(script, html);
-    const asset = await fetch(`${server.url}${script}`);
+    const script = /<script nonce="([^"]+)"[^>]* src="(\/assets\/[^"]+\.js)"/.exec(html);
+    assert.equal(script?.[1], nonce, html);
+    assert.notEqual(/nonce-([^']+)/.exec((await fetch(`${server.url}/`)).headers.get("content-security-policy") ?? "")?.[1], nonce);
+    const asset = await fetch(`${server.url}${script?.[2]}`);
     assert.equal(asset.status, 200);
     assert.match(asset.headers.get("cache-control") ?? "", /immutable/);
     assert.equal((await fetch(`${server.url}/assets/nope.js`)).status, 404);
     assert.equal((await fetch(`${server.url}/docs/`)).status, 200);
     // The API itself still wants a key.
     assert.equal((await fetch(`${server.url}/v1/agents/sandboxes`)).status, 401);
+  });
+
+  it("/docs renders under its own CSP; the dashboard refuses a same-origin script its index did not name", async () => {
+    const docs = await fetch(`${server.url}/docs/`);
+    const policy = docs.headers.get("content-security-policy") ?? "";
+    assert.match(policy, /default-src 'none'/);
+    assert.match(policy, /script-src 'self'/);
+    assert.match(policy, /frame-ancestors 'none'/);
+    const { page } = await openPage();
+    const refused: string[] = [];
+    page.on("console", (m) => {
+      if (/Content Security Policy/i.test(m.text())) refused.push(m.text());
+    });
+    await page.goto(`${server.url}/docs/`);
+    // Swagger UI's scripts ran: the title comes from the OpenAPI document they fetched.
+    await page.locator(".swagger-ui .info .title", { hasText: "AgentBox" }).waitFor({ timeout: 30_000 });
+    assert.deepEqual(refused, []);
+
+    // The dashboard: its own bundle, injected again without the nonce (as a relayed port's script
+    // would be), is refused; with 'self' it would load.
+    await page.goto(`${server.url}/`);
+    await page.getByLabel("API key").waitFor();
+    const outcome = await page.evaluate(async () => {
+      const src = document.querySelector("script[src]")?.getAttribute("src") ?? "";
+      return new Promise<string>((resolve) => {
+        document.addEventListener("securitypolicyviolation", (e) => resolve(`refused ${e.violatedDirective}`), { once: true });
+        const s = document.createElement("script");
+        s.type = "module";
+        s.src = `${src}?again`;
+        s.onload = () => resolve("loaded");
+        document.head.append(s);
+      });
+    });
+    assert.match(outcome, /^refused script-src/);
+    await page.context().close();
   });
 
   it("refuses a wrong key with the API's message", async () => {
@@ -167,13 +207,31 @@ describe("dashboard", () => {
     await clickRun(page);
     await output.getByRole("alert").getByText("ZeroDivisionError").waitFor();
 
-    // Extend, then kill the sandbox from its page.
+    // The playground's sandbox is short-lived: 5 minutes after its last run, not half an hour.
+    const call = client(server);
+    const played = await call<{ sandboxes: Array<{ timeout_at: string }> }>(
+      "GET",
+      "/v1/agents/sandboxes?state=running&metadata.source=playground",
+    );
+    assert.equal(played.body.sandboxes.length, 1, JSON.stringify(played.body));
+    const left = Date.parse(played.body.sandboxes[0]?.timeout_at ?? "") - Date.now();
+    assert.ok(left > 0 && left <= 300_000 + 5_000, `the playground's sandbox has ${left} ms left`);
+
+    // Extend (adding to the life left, not replacing it), then kill the sandbox from its page.
     await page.goto(`${server.url}/#/sandboxes/${encodeURIComponent(sandboxId)}`);
     const ends = page.locator("dd").nth(4);
     const before = (await ends.textContent()) ?? "";
+    const endsAt = async () => Date.parse((await call<{ timeout_at: string }>("GET", `/v1/agents/sandboxes/${sandboxId}`)).body.timeout_at);
+    const endedBefore = await endsAt();
+    // Event details read as text (the created event's end time), not as JSON.
+    const createdEvent = page.locator("ul.events li", { hasText: "created" });
+    await createdEvent.getByText(/timeout at: /).waitFor();
+    assert.doesNotMatch((await createdEvent.textContent()) ?? "", /[{}"]/);
     await page.getByLabel("Extend by (s)").fill("3600");
     await page.getByRole("button", { name: "Extend" }).click();
     await page.waitForFunction((old) => document.querySelectorAll("dd")[4]?.textContent !== old, before);
+    const added = (await endsAt()) - endedBefore;
+    assert.ok(added >= 3_595_000 && added <= 3_605_000, `Extend by 3600 s added ${added} ms`);
     await page.getByRole("button", { name: "Kill" }).click();
     await page.locator(".badge", { hasText: "terminated" }).waitFor();
 
@@ -189,6 +247,13 @@ describe("dashboard", () => {
     await signIn(page, server.url, server.key);
     await page.getByRole("link", { name: "Models" }).click();
     await page.getByRole("listitem").filter({ hasText: "echo" }).waitFor();
+    // The embedding model is listed with what it does, and not offered for chat.
+    await page.getByRole("listitem").filter({ hasText: "universal-sentence-encoder-lite" }).getByText("embeddings").waitFor();
+    const offered = await page
+      .getByRole("combobox", { name: /^Model/ })
+      .locator("option")
+      .allTextContents();
+    assert.deepEqual(offered, ["echo"]);
     await page.getByRole("combobox", { name: /^Model/ }).selectOption("echo");
     await page.getByLabel("Message").fill("hello dashboard");
     await page.getByRole("button", { name: "Send" }).click();
@@ -206,6 +271,32 @@ describe("dashboard", () => {
     const [download] = await Promise.all([page.waitForEvent("download"), page.getByRole("button", { name: "Download" }).first().click()]);
     assert.equal(fs.readFileSync((await download.path()) as string, "utf8"), "a,b\n1,2\n");
     await page.context().close();
+  });
+
+  it("a gateway without a chat model: the Models page says so and shows the three ways to get one, at a phone's width too", async () => {
+    const bare = await startServer({ env: { AGENTBOX_WARM_POOL: "0" } });
+    const context = await browser.newContext({ viewport: { width: 390, height: 844 } });
+    try {
+      const page = await context.newPage();
+      await signIn(page, bare.url, bare.key);
+      await page.getByRole("link", { name: "Models", exact: true }).click();
+      const setup = page.getByTestId("no-chat-model");
+      await setup.waitFor();
+      const text = (await setup.textContent()) ?? "";
+      for (const way of ["AGENTBOX_PROVIDERS_FILE", "models pull", "AGENTBOX_MODEL"]) assert.ok(text.includes(way), way);
+      // The embedding model is listed for what it is, and there is no chat form to send it a message.
+      await page
+        .getByRole("listitem")
+        .filter({ hasText: "universal-sentence-encoder-lite" })
+        .getByText(/embeddings/)
+        .waitFor();
+      assert.equal(await page.getByRole("button", { name: "Send" }).count(), 0);
+      const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+      assert.ok(overflow <= 1, `the page is ${overflow}px wider than the phone`);
+    } finally {
+      await context.close();
+      await bare.dispose();
+    }
   });
 
   it("every page fits a phone's width (wide tables scroll inside their box)", async () => {
@@ -242,6 +333,8 @@ describe("dashboard", () => {
     await row.waitFor();
     assert.doesNotMatch((await row.textContent()) ?? "", /never/);
     await page.getByRole("heading", { name: /dash-tenant/ }).waitFor();
+    // The bootstrap key is never stored, but its tenant is listed, its key counted.
+    await page.getByRole("heading", { name: /^default\b.*1 active keys/ }).waitFor();
 
     await page.getByRole("button", { name: "Revoke dashboard-made" }).click();
     await row.getByText("revoked").waitFor();

@@ -111,13 +111,13 @@ describe("local engine (tiny GGUF model)", () => {
   });
 
   test("the model is listed", async () => {
-    const res = await call<{ data: Array<{ id: string; owned_by: string }> }>("GET", "/v1/inference/models");
+    const res = await call<{ data: Array<{ id: string; owned_by: string; capabilities: string[] }> }>("GET", "/v1/inference/models");
     // After the providers' models, the embedded default embedding model.
     assert.deepEqual(
-      res.body.data.map((m) => [m.id, m.owned_by]),
+      res.body.data.map((m) => [m.id, m.owned_by, m.capabilities]),
       [
-        [MODEL, "local"],
-        ["universal-sentence-encoder-lite", "agentbox"],
+        [MODEL, "local", ["chat", "completions"]],
+        ["universal-sentence-encoder-lite", "agentbox", ["embeddings"]],
       ],
     );
   });

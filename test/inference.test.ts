@@ -37,6 +37,8 @@ interface SseEvent {
 }
 
 const SLOW_CHUNK_MS = 150;
+/** The embedded default embedding model every gateway lists. */
+const EMBEDDING_MODEL = "universal-sentence-encoder-lite";
 const UPSTREAM_KEY = "sk-upstream-secret-123";
 
 /** Posts a streamed request and collects its events with their arrival times. */
@@ -137,21 +139,43 @@ describe("inference gateway", () => {
     if (dir) fs.rmSync(dir, { recursive: true, force: true });
   });
 
-  test("GET /models lists the routable models in OpenAI's list shape", async () => {
-    const res = await call<{ object: string; data: Array<{ id: string; object: string; created: number; owned_by: string }> }>(
-      "GET",
-      "/v1/inference/models",
-    );
+  test("GET /models lists the routable models in OpenAI's list shape, each with what it can do", async () => {
+    const res = await call<{
+      object: string;
+      data: Array<{ id: string; object: string; created: number; owned_by: string; capabilities: string[] }>;
+    }>("GET", "/v1/inference/models");
     assert.equal(res.status, 200);
     assert.equal(res.body.object, "list");
     const ids = res.body.data.map((m) => m.id);
     assert.ok(ids.includes("echo") && ids.includes("down-model"));
     for (const m of res.body.data) {
-      assert.deepEqual(Object.keys(m).sort(), ["created", "id", "object", "owned_by"]);
+      assert.deepEqual(Object.keys(m).sort(), ["capabilities", "created", "id", "object", "owned_by"]);
       assert.equal(m.object, "model");
       assert.equal(typeof m.created, "number");
     }
-    assert.equal(res.body.data.find((m) => m.id === "echo")?.owned_by, "scripted");
+    const echo = res.body.data.find((m) => m.id === "echo");
+    assert.equal(echo?.owned_by, "scripted");
+    // An OpenAI-compatible upstream gets chat, text completions and embeddings.
+    assert.deepEqual(echo?.capabilities, ["chat", "completions", "embeddings"]);
+    // The embedded embedding model is listed too, and only for embeddings.
+    assert.deepEqual(res.body.data.find((m) => m.id === EMBEDDING_MODEL)?.capabilities, ["embeddings"]);
+  });
+
+  test("a listed model that cannot chat: 400 saying so, not model_not_found", async () => {
+    const chat = await call<{ error: { code: string; message: string } }>("POST", "/v1/inference/chat/completions", {
+      model: EMBEDDING_MODEL,
+      messages: [{ role: "user", content: "hi" }],
+    });
+    assert.equal(chat.status, 400, JSON.stringify(chat.body));
+    assert.equal(chat.body.error.code, "invalid_request");
+    assert.match(chat.body.error.message, /is an embedding model/);
+    assert.match(chat.body.error.message, /capabilities/);
+    const text = await call<{ error: { code: string; message: string } }>("POST", "/v1/inference/completions", {
+      model: EMBEDDING_MODEL,
+      prompt: "hi",
+    });
+    assert.equal(text.status, 400, JSON.stringify(text.body));
+    assert.match(text.body.error.message, /not text completions/);
   });
 
   test("a completion is the upstream's chat.completion; unknown fields and the upstream key reach the upstream", async () => {
@@ -292,6 +316,8 @@ describe("inference gateway", () => {
     assert.equal(res.status, 404);
     assert.equal(res.body.error.code, "model_not_found");
     assert.match(res.body.error.message, /no-such-model/);
+    // There are chat models here: no setup advice.
+    assert.doesNotMatch(res.body.error.message, /no chat model/);
   });
 
   test("upstream connection refused (after its retry): 503 upstream_unavailable with Retry-After", async () => {
@@ -676,6 +702,35 @@ describe("inference gateway", () => {
       const finishAt = events.findIndex((e) => e.data.includes('"finish_reason":"tool_calls"'));
       assert.ok(finishAt >= 0 && finishAt < stepAt);
     });
+  });
+});
+
+describe("a gateway without a chat model (a fresh install)", () => {
+  let server: TestServer;
+  let call: ReturnType<typeof client>;
+
+  before(async () => {
+    server = await startServer({ env: { AGENTBOX_WARM_POOL: "0" } });
+    call = client(server);
+  });
+  after(async () => {
+    await server?.dispose();
+  });
+
+  test("the list has only the embedding model, and a chat's 404 says the three ways to get a chat model", async () => {
+    const list = await call<{ data: Array<{ id: string; capabilities: string[] }> }>("GET", "/v1/inference/models");
+    assert.deepEqual(
+      list.body.data.map((m) => [m.id, m.capabilities]),
+      [[EMBEDDING_MODEL, ["embeddings"]]],
+    );
+    const res = await call<{ error: { code: string; message: string } }>("POST", "/v1/inference/chat/completions", {
+      model: "qwen2.5-1.5b-instruct",
+      messages: [{ role: "user", content: "hi" }],
+    });
+    assert.equal(res.status, 404);
+    assert.equal(res.body.error.code, "model_not_found");
+    assert.match(res.body.error.message, /no chat model/);
+    for (const way of ["AGENTBOX_PROVIDERS_FILE", "models pull", "AGENTBOX_MODEL"]) assert.ok(res.body.error.message.includes(way), way);
   });
 });
 

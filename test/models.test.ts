@@ -190,11 +190,12 @@ describe("models pull", () => {
   });
 
   test("the pulled model is listed by the running service and answers a chat completion (no restart)", async () => {
-    const models = await call<{ data: Array<{ id: string; owned_by: string }> }>("GET", "/v1/inference/models");
+    const models = await call<{ data: Array<{ id: string; owned_by: string; capabilities: string[] }> }>("GET", "/v1/inference/models");
     assert.ok(
       models.body.data.some((m) => m.id === "tiny-chat" && m.owned_by === "local"),
       JSON.stringify(models.body),
     );
+    assert.deepEqual(models.body.data.find((m) => m.id === "tiny-chat")?.capabilities, ["chat", "completions"]);
     const res = await call<{ choices: Array<{ message: { content: string } }>; usage: { completion_tokens: number } }>(
       "POST",
       "/v1/inference/chat/completions",

@@ -3,7 +3,9 @@
 // must never be read on the host); the settings come along; kernel state is said to be lost;
 // another tenant's snapshot is a 404; fork makes copies within its limit; a snapshot that fails
 // (too large, the snapshot disk full) leaves no record and no file; on_timeout "snapshot" and a
-// sandbox paused past the operator's limit end up in snapshots a resume or create starts from.
+// sandbox paused past the operator's limit end up in snapshots a resume or create starts from; and
+// snapshots count against the tenant's storage quota with its stored files (a manual one past it is
+// a 429 leaving nothing, an on_timeout one ends the sandbox without it, a long pause stays a pause).
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import crypto from "node:crypto";
@@ -11,8 +13,9 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
-import { assertError, createSandbox } from "./helpers/api.js";
+import { assertError, createSandbox, sandboxEvents } from "./helpers/api.js";
 import { createKey, eventually, processesInCgroups } from "./helpers/leftovers.js";
+import { multipartUpload, patternChunks } from "./helpers/multipart.js";
 import { client, startServer, type TestServer } from "./helpers/server.js";
 
 interface SnapshotBody {
@@ -358,5 +361,121 @@ EOF`,
       "on_timeout snapshot survived the restart",
     );
     await call("DELETE", `/v1/agents/sandboxes/${sleeper}`);
+  });
+});
+
+describe("snapshots and the tenant's storage quota", () => {
+  /** tenant-storage: storage_mb 1 (1 MiB), set by the operator through the admin API. */
+  let t: ReturnType<typeof client>;
+  let tKey: string;
+  /** A snapshot of ~600 KB the tenant keeps for the tests after the first: over half its quota. */
+  let kept: SnapshotBody;
+  const FILL = "head -c 600000 /dev/urandom > fill.bin";
+
+  before(async () => {
+    tKey = createKey(server.dataDir, "storage", "tenant-storage").key;
+    t = client({ url: server.url, key: tKey });
+    const admin = client({ url: server.url, key: server.adminKey });
+    assert.equal((await admin("PUT", "/v1/admin/tenants/tenant-storage", { storage_mb: 1 })).status, 200);
+  });
+
+  test("a snapshot past storage_mb is a 429 that keeps nothing; stored files share the quota; deleting frees it", async () => {
+    const id = await createSandbox(t);
+    await sh(id, FILL, t);
+    const first = await snapshotOf(id, t);
+    assert.equal(first.status, 201, JSON.stringify(first.body));
+    assert.ok(first.body.size_bytes > 600_000);
+    const before = hostFiles();
+    const over = await snapshotOf(id, t);
+    assert.match(assertError(over, 429, "quota_exceeded").error.message, /Storage quota exceeded.*1 MiB/);
+    assert.ok(Number(over.headers.get("retry-after")) > 0, "a Retry-After comes with the refusal");
+    assert.deepEqual(hostFiles(), before, "no archive and no partial file is left");
+    assert.equal((await listSnapshots(t)).body.total, 1);
+    // Stored files and snapshots are one quota: 600 KB more does not fit next to the snapshot.
+    const file = await multipartUpload({
+      port: server.port,
+      path: "/v1/files",
+      key: tKey,
+      before: { purpose: "batch" },
+      file: { filename: "more.bin", size: 600_000, chunks: patternChunks(600_000) },
+    });
+    assertError(file, 429, "quota_exceeded");
+    // Deleting the snapshot frees its room: the same snapshot fits again.
+    assert.equal((await t("DELETE", `/v1/agents/snapshots/${first.body.snapshot_id}`)).status, 200);
+    const again = await snapshotOf(id, t);
+    assert.equal(again.status, 201, JSON.stringify(again.body));
+    kept = again.body;
+    await t("DELETE", `/v1/agents/sandboxes/${id}`);
+  });
+
+  test("snapshots written at the same time are counted against each other", async () => {
+    assert.equal((await t("DELETE", `/v1/agents/snapshots/${kept.snapshot_id}`)).status, 200);
+    const ids = [await createSandbox(t), await createSandbox(t)];
+    for (const id of ids) await sh(id, FILL, t);
+    const before = hostFiles();
+    const both = await Promise.all(ids.map((id) => snapshotOf(id, t)));
+    const made = both.filter((r) => r.status === 201);
+    assert.equal(made.length, 1, JSON.stringify(both.map((r) => r.status)));
+    assertError(both.find((r) => r.status !== 201) ?? { status: 0, body: {} }, 429, "quota_exceeded");
+    kept = made[0]?.body as SnapshotBody;
+    assert.deepEqual(hostFiles(), [...before, `${kept.snapshot_id}.tar`].sort(), "only the snapshot that fit is on disk");
+    for (const id of ids) await t("DELETE", `/v1/agents/sandboxes/${id}`);
+  });
+
+  test("on_timeout snapshot past the quota: the sandbox ends without one and its ended event says why", async () => {
+    const before = hostFiles();
+    const id = await createSandbox(t, { timeout: 2, lifecycle: { on_timeout: "snapshot" } });
+    await sh(id, FILL, t);
+    assert.ok(
+      await eventually(
+        async () => (await t<{ status: string }>("GET", `/v1/agents/sandboxes/${id}`)).body.status === "timed_out",
+        15_000,
+        200,
+      ),
+      "the sandbox timed out",
+    );
+    assert.ok(!(await listSnapshots(t)).body.snapshots.some((s) => s.sandbox_id === id), "no snapshot of it");
+    const ended = (await sandboxEvents(t, id)).body.find((e) => e.type === "ended");
+    assert.equal(ended?.reason, "timed_out");
+    const why = ended?.detail.snapshot_error as { code: string; message: string } | undefined;
+    assert.equal(why?.code, "quota_exceeded", JSON.stringify(ended));
+    assert.match(why?.message ?? "", /Storage quota exceeded/);
+    assert.deepEqual(hostFiles(), before, "nothing of the refused archive is left");
+  });
+
+  test("paused past the limit over the quota: it stays paused with its kernel, an event says why; room freed, it hibernates", async () => {
+    const id = await createSandbox(t);
+    await sh(id, FILL, t);
+    assert.equal((await t("POST", `/v1/agents/sandboxes/${id}/code/run`, { code: "z = 41", language: "python" })).status, 200);
+    assert.equal((await t("POST", `/v1/agents/sandboxes/${id}/pause`)).status, 200);
+    const refusal = async () =>
+      (await sandboxEvents(t, id)).body.find((e) => e.type === "paused" && e.detail.reason === "hibernate_failed");
+    assert.ok(await eventually(async () => (await refusal()) !== undefined, 15_000, 200), "a paused event says the snapshot failed");
+    const error = (await refusal())?.detail.error as { code: string } | undefined;
+    assert.equal(error?.code, "quota_exceeded");
+    assert.ok(!(await listSnapshots(t)).body.snapshots.some((s) => s.sandbox_id === id), "no hibernation snapshot");
+    assert.ok(processesInCgroups(id).length > 0, "its processes are kept (frozen)");
+    assert.equal((await t<{ status: string }>("GET", `/v1/agents/sandboxes/${id}`)).body.status, "paused");
+    const resumed = await t<{ kernel_state: string }>("POST", `/v1/agents/sandboxes/${id}/resume`);
+    assert.equal(resumed.status, 200, JSON.stringify(resumed.body));
+    assert.equal(resumed.body.kernel_state, "preserved");
+    const run = await t<{ error: string | null; results: { text?: string }[] }>("POST", `/v1/agents/sandboxes/${id}/code/run`, {
+      code: "z + 1",
+      language: "python",
+    });
+    assert.equal(run.body.error, null, JSON.stringify(run.body));
+    assert.equal(run.body.results[0]?.text, "42", "the kernel kept its state");
+    // Once the tenant deletes its snapshot, the next attempt hibernates it.
+    assert.equal((await t("POST", `/v1/agents/sandboxes/${id}/pause`)).status, 200);
+    assert.equal((await t("DELETE", `/v1/agents/snapshots/${kept.snapshot_id}`)).status, 200);
+    assert.ok(
+      await eventually(
+        async () => (await listSnapshots(t)).body.snapshots.some((s) => s.sandbox_id === id && s.kind === "hibernate"),
+        15_000,
+        200,
+      ),
+      "hibernated once there is room",
+    );
+    assert.equal((await t("DELETE", `/v1/agents/sandboxes/${id}`)).status, 200);
   });
 });

@@ -1,7 +1,8 @@
 // Stored files (/v1/files) end to end: a 200 MB upload and download with the service's memory
 // sampled and the checksum compared, a cut-off upload leaving nothing, ranges, expiry with the
-// reaper, tenant isolation, import/export with a real sandbox, bad input; and on a second service
-// with a small file limit and small quotas, the 413 and 429 refusals.
+// reaper, tenant isolation, import/export with a real sandbox, bad input; on a second service
+// with a small file limit and small quotas, the 413 and 429 refusals; on a third, parallel uploads
+// held midway, counted against each other as their bytes arrive.
 import assert from "node:assert/strict";
 import crypto from "node:crypto";
 import fs from "node:fs";
@@ -477,5 +478,80 @@ describe("stored files: size limit and quotas", () => {
     const again = await fetchBytes(server, keys[0], `/v1/files/${kept.id}/content`);
     assert.equal(again.status, 200);
     assert.equal(again.sha256, kept.sha256);
+  });
+});
+
+describe("stored files: uploads in flight share the quota", () => {
+  let server: TestServer;
+  let keys: [string, string];
+
+  before(async () => {
+    const s = await serviceWithTenants({});
+    server = s.server;
+    keys = s.keys;
+    // The operator sets alpha's storage quota through the admin API: 4 MiB.
+    const admin = client({ url: server.url, key: server.adminKey });
+    assert.equal((await admin("PUT", "/v1/admin/tenants/alpha", { storage_mb: 4 })).status, 200);
+  });
+
+  after(async () => {
+    await server?.dispose();
+  });
+
+  test("parallel uploads that together pass the quota: the one that does not fit is refused while they stream", async () => {
+    // Three 2 MiB uploads at once, each held after 1.5 MiB: 4.5 MiB received would pass 4 MiB.
+    // Counted only against stored bytes, none would be refused until they end (and all three
+    // would be on disk at once); counted against each other, one is refused while they are held.
+    let letGo = () => {};
+    const until = new Promise<void>((r) => {
+      letGo = r;
+    });
+    const answers: ({ status: number; body: unknown; headers: http.IncomingHttpHeaders } | undefined)[] = [];
+    const uploads = [0, 1, 2].map((i) =>
+      multipartUpload({
+        port: server.port,
+        path: "/v1/files",
+        key: keys[0],
+        before: { purpose: "batch" },
+        file: { filename: `part-${i}.bin`, size: 2 * MiB, chunks: patternChunks(2 * MiB) },
+        hold: { after: 1.5 * MiB, until },
+      }).then((res) => {
+        answers[i] = res;
+        return res;
+      }),
+    );
+    try {
+      // A refused upload whose client still sends is answered within 10 s (the rest of its body is read first).
+      await eventually(() => answers.filter(Boolean).length > 0, "one held upload is refused", 60_000);
+      await new Promise((r) => setTimeout(r, 500));
+      const early = answers.filter((a) => a !== undefined);
+      assert.equal(early.length, 1, "exactly one is refused; the others still fit");
+      const refused = early[0] as { status: number; body: unknown; headers: http.IncomingHttpHeaders };
+      assert.match(assertError(refused, 429, "quota_exceeded").error.message, /Storage quota exceeded.*4 MiB/);
+      assert.ok(Number(refused.headers["retry-after"]) > 0, "a Retry-After comes with the refusal");
+      const staged = fs.readdirSync(path.join(server.dataDir, "files", "tmp"));
+      const stagedBytes = staged.reduce((n, f) => n + fs.statSync(path.join(server.dataDir, "files", "tmp", f)).size, 0);
+      assert.ok(stagedBytes <= 4 * MiB, `the held uploads stage at most the quota: ${stagedBytes} bytes in ${staged.length} files`);
+    } finally {
+      letGo();
+    }
+    const settled = await Promise.allSettled(uploads);
+    const statuses = settled.map((r) => (r.status === "fulfilled" ? r.value.status : 0));
+    assert.deepEqual(
+      statuses.filter((s) => s === 200).length,
+      2,
+      `the two held uploads finish and fit exactly: ${JSON.stringify(statuses)}`,
+    );
+    const alpha = client({ url: server.url, key: keys[0] });
+    const list = await alpha<{ data: FileJson[] }>("GET", "/v1/files");
+    assert.equal(
+      list.body.data.reduce((n, f) => n + f.bytes, 0),
+      4 * MiB,
+    );
+    assert.deepEqual(fs.readdirSync(path.join(server.dataDir, "files", "tmp")), [], "nothing of the refused upload is kept");
+    // Full: one byte more is refused; deleting a file frees its room.
+    assertError(await upload(server, keys[0], 1), 429, "quota_exceeded");
+    assert.equal((await alpha("DELETE", `/v1/files/${list.body.data[0]?.id}`)).status, 200);
+    assert.equal((await upload(server, keys[0], 2 * MiB)).status, 200);
   });
 });

@@ -68,7 +68,17 @@ async function receiver(answer: (path: string, n: number) => number | null = () 
 }
 
 const SECRET = "s3cret-for-the-webhook-tests";
-const verify = (raw: string, header: unknown) => header === `sha256=${crypto.createHmac("sha256", SECRET).update(raw).digest("hex")}`;
+/**
+ * The receiver's check as docs/api.md gives it: HMAC over "<delivery id>.<timestamp>.<body>", and
+ * the timestamp no older than five minutes. `change` alters what arrived, as a replay or tampering would.
+ */
+const verify = (r: Received, change: { raw?: string; timestamp?: string } = {}) => {
+  const raw = change.raw ?? r.raw;
+  const timestamp = change.timestamp ?? String(r.headers["x-agentbox-timestamp"]);
+  const signed = `${r.headers["x-agentbox-delivery"]}.${timestamp}.${raw}`;
+  const fresh = Math.abs(Date.now() / 1000 - Number(timestamp)) <= 300;
+  return fresh && r.headers["x-agentbox-signature"] === `v1=${crypto.createHmac("sha256", SECRET).update(signed).digest("hex")}`;
+};
 
 describe("webhooks (private destinations allowed)", () => {
   let server: TestServer;
@@ -120,7 +130,7 @@ describe("webhooks (private destinations allowed)", () => {
       ["created", "ended"],
     );
     for (const { r, body } of got) {
-      assert.ok(verify(r.raw, r.headers["x-agentbox-signature"]), "signature verifies");
+      assert.ok(verify(r), "signature verifies");
       assert.equal(r.headers["content-type"], "application/json");
       assert.equal(r.headers["x-agentbox-delivery"], body.id);
       assert.equal(r.headers["x-agentbox-event"], body.type);
@@ -131,8 +141,11 @@ describe("webhooks (private destinations allowed)", () => {
     const ended = got[1]?.body as { reason: string; detail: { by: string } };
     assert.equal(ended.reason, "killed");
     assert.equal(ended.detail.by, "api");
-    // A tampered body does not verify.
-    assert.ok(!verify(`${got[0]?.r.raw} `, got[0]?.r.headers["x-agentbox-signature"]));
+    // A tampered body does not verify, nor does the same request with a newer timestamp (a replay
+    // made to look fresh): the signature covers the timestamp.
+    const first = got[0]?.r as Received;
+    assert.ok(!verify(first, { raw: `${first.raw} ` }));
+    assert.ok(!verify(first, { timestamp: String(Number(first.headers["x-agentbox-timestamp"]) + 60) }));
 
     const ds = await deliveries(created.body.id);
     assert.equal(ds.length, 2);
@@ -165,7 +178,7 @@ describe("webhooks (private destinations allowed)", () => {
     // The same delivery each time: same id, same signed body.
     const sent = rx.on("/flaky");
     assert.equal(new Set(sent.map((r) => r.headers["x-agentbox-delivery"])).size, 1);
-    assert.ok(sent.every((r) => r.raw === sent[0]?.raw && verify(r.raw, r.headers["x-agentbox-signature"])));
+    assert.ok(sent.every((r) => r.raw === sent[0]?.raw && verify(r)));
     await call("DELETE", `/v1/agents/webhooks/${hook.body.id}`);
     await call("DELETE", `/v1/agents/sandboxes/${id}`);
   });
@@ -250,7 +263,7 @@ describe("webhooks (private destinations allowed)", () => {
     );
     const last = rx.on("/later").at(-1) as Received;
     assert.equal((JSON.parse(last.raw) as { sandbox_id: string }).sandbox_id, id);
-    assert.ok(verify(last.raw, last.headers["x-agentbox-signature"]));
+    assert.ok(verify(last));
   });
 });
 

@@ -39,6 +39,11 @@ import { Sandbox } from "./schemas/sandbox.js";
 import type { Services } from "./services.js";
 import { documentEventStreams } from "./sse.js";
 
+/** Swagger UI sets inline styles from its scripts, hence 'unsafe-inline' for styles only; its logo is a data: URL. */
+const DOCS_CSP =
+  "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; font-src 'self' data:; " +
+  "connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'; object-src 'none'";
+
 export async function buildApp(services: Services, logger: Logger): Promise<FastifyInstance> {
   const { config } = services;
   const app = Fastify({
@@ -146,12 +151,18 @@ export async function buildApp(services: Services, logger: Logger): Promise<Fast
     refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => String(json.$id ?? `def-${i}`) },
     transformObject: (doc) => ("openapiObject" in doc ? documentEventStreams(doc.openapiObject) : doc.swaggerObject),
   });
-  await app.register(swaggerUi, { routePrefix: "/docs" });
+  // The API's own page: its scripts, styles and images from /docs/static only, its fetches to this
+  // origin (the document and "Try it out"); no framing, no forms elsewhere, no external validator.
+  await app.register(swaggerUi, {
+    routePrefix: "/docs",
+    staticCSP: DOCS_CSP,
+    uiConfig: { validatorUrl: null },
+  });
   app.addSchema(ErrorEnvelope);
   app.addSchema(Sandbox);
   app.addSchema(CodeRunResult);
 
-  installAuth(app, services.keys, services.admin);
+  installAuth(app, services.keys, services.admin, services.openRequests);
   installErrorHandler(app);
   await installRateLimits(app, services);
 
@@ -176,10 +187,16 @@ export async function buildApp(services: Services, logger: Logger): Promise<Fast
     await app.register(metricsRoutes, { prefix, services });
     if (services.network) {
       await app.register(networkRoutes, { prefix, network: services.network });
-      await app.register(portRoutes, { prefix, network: services.network, publicUrl: config.network.publicUrl });
+      await app.register(portRoutes, {
+        prefix,
+        network: services.network,
+        keys: services.keys,
+        open: services.openRequests,
+        publicUrl: config.network.publicUrl,
+      });
     }
   }
-  if (services.network) installPortUpgrades(app.server, services.network, services.keys, config.mountRootAliases);
+  if (services.network) installPortUpgrades(app.server, services.network, services.keys, services.openRequests, config.mountRootAliases);
   await app.register(adminRoutes, { prefix: "/v1/admin", services });
   await app.register(adminSandboxRoutes, { prefix: "/v1/admin", sandboxes: services.sandboxes });
   if (services.metrics) await app.register(statsRoutes, { metrics: services.metrics, liveCount: () => services.sandboxes.liveCount() });

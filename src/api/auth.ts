@@ -3,14 +3,24 @@
 // src/e2b/auth.ts). Under /v1/admin only the operator's admin key is accepted (a tenant key there is
 // 401, and is not even looked up); everywhere else only a tenant's API key is, whose record (and so
 // its tenant) is attached to the request. The admin key is no tenant's key.
-import type { FastifyInstance, FastifyRequest } from "fastify";
+// A request that stays open (a stream, a transfer) is held under its key (`reply.holdOpen`), so
+// that revoking the key ends it too.
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { ApiError } from "../errors.js";
 import { E2B_PATH, e2bToken } from "../e2b/auth.js";
 import type { AdminKeys, ApiKeyRecord, KeyStore } from "../store/keys.js";
+import { holdUntilClosed, type OpenRequests } from "./open-requests.js";
 
 declare module "fastify" {
   interface FastifyRequest {
     apiKey: ApiKeyRecord;
+  }
+  interface FastifyReply {
+    /**
+     * Keeps the request under its API key until the response closes: revoking the key calls `end`
+     * (by default the connection is dropped). Call it in handlers of requests that may last.
+     */
+    holdOpen(end?: () => void): void;
   }
 }
 
@@ -21,8 +31,14 @@ const ADMIN = /^\/v1\/admin(\/|$)/;
 const SHARED_PORT = /^(\/v1\/agents)?\/sandboxes\/[^/]+\/ports\/\d+\/_share\//;
 const BEARER = /^Bearer +([\x21-\x7e]{1,512})$/;
 
-export function installAuth(app: FastifyInstance, keys: KeyStore, admin: AdminKeys): void {
+export function installAuth(app: FastifyInstance, keys: KeyStore, admin: AdminKeys, open: OpenRequests): void {
   app.decorateRequest("apiKey", undefined as unknown as ApiKeyRecord);
+  app.decorateReply("holdOpen", function (this: FastifyReply, end?: () => void) {
+    const key = this.request.apiKey as ApiKeyRecord | undefined;
+    if (!key) return;
+    const raw = this.raw;
+    holdUntilClosed(open, { keyId: key.id, tenantId: key.tenantId }, raw, end ?? (() => raw.destroy()), (id) => keys.isActive(id));
+  });
   app.addHook("onRequest", async (request: FastifyRequest) => {
     const path = request.url.split("?", 1)[0] as string;
     if (PUBLIC.some((re) => re.test(path))) return;

@@ -25,7 +25,7 @@ export class Metrics {
   });
   readonly rateLimited = new Counter({
     name: "agentbox_rate_limited_total",
-    help: "Requests rejected with 429: reason requests_per_minute, concurrent_runs (per key), tenant_concurrent_runs, fair_share or tenant_quota",
+    help: "Requests rejected with 429: reason requests_per_minute, concurrent_runs (per key), tenant_concurrent_runs, fair_share, tenant_quota or embedding_tenant_inputs",
     labelNames: ["reason"],
     registers: [this.registry],
   });
@@ -52,6 +52,12 @@ export class Metrics {
     help: "Client connections open now",
     registers: [this.registry],
   });
+  readonly embeddingJobs = new Counter({
+    name: "agentbox_embedding_jobs_total",
+    help: "Jobs of the built-in embedding model (up to 32 inputs each) by outcome: done, failed, cancelled (the client went away) or expired (the request's deadline passed)",
+    labelNames: ["outcome"],
+    registers: [this.registry],
+  });
   readonly liveSandboxes: Gauge;
 
   constructor(liveCount: () => number) {
@@ -62,6 +68,26 @@ export class Metrics {
       registers: [this.registry],
       collect() {
         this.set(liveCount());
+      },
+    });
+  }
+
+  /** The built-in embedding model's queue and state, read at each scrape. */
+  watchEmbeddings(source: { queuedJobs(): number; modelLoaded(): boolean }): void {
+    new Gauge({
+      name: "agentbox_embedding_jobs_queued",
+      help: "Jobs waiting for the built-in embedding model, over all tenants",
+      registers: [this.registry],
+      collect() {
+        this.set(source.queuedJobs());
+      },
+    });
+    new Gauge({
+      name: "agentbox_embedding_model_loaded",
+      help: "1 once the built-in embedding model is loaded (at start unless AGENTBOX_EMBEDDING_PRELOAD is off), else 0",
+      registers: [this.registry],
+      collect() {
+        this.set(source.modelLoaded() ? 1 : 0);
       },
     });
   }

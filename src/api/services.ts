@@ -13,10 +13,13 @@ import type { AdminKeys, KeyStore } from "../store/keys.js";
 import type { TenantStore } from "../store/tenants.js";
 import type { VectorService } from "../vectors/service.js";
 import type { Metrics } from "./metrics.js";
+import type { OpenRequests } from "./open-requests.js";
 
 export interface Services {
   config: Config;
   keys: KeyStore;
+  /** Streams, transfers and port connections open now, by API key: revoking a key ends its own. */
+  openRequests: OpenRequests;
   /** The operator's admin key (the /v1/admin routes). */
   admin: AdminKeys;
   /** Tenants and their quotas. */

@@ -25,7 +25,7 @@ export class EventStream {
   private opened = false;
   private closed = false;
   private readonly abort = new AbortController();
-  /** Aborted when the client goes away before the stream's end. */
+  /** Aborted when the client goes away before the stream's end, or the API key is revoked. */
   readonly signal = this.abort.signal;
 
   constructor(
@@ -36,6 +36,15 @@ export class EventStream {
       this.closed = true;
       if (!reply.raw.writableFinished) this.abort.abort();
     });
+    reply.holdOpen(() => this.revoked());
+  }
+
+  /** The key was revoked: the stream ends now with an error `end`, and the work is told to stop. */
+  private revoked(): void {
+    const e = new ApiError("unauthorized", "The API key was revoked; this stream has ended");
+    this.end({ error: { code: e.code, message: e.message } });
+    this.closed = true;
+    this.abort.abort();
   }
 
   get isOpen(): boolean {

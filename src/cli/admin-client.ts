@@ -4,7 +4,16 @@ import type { KeyRow } from "../store/keys.js";
 /** A key as the admin API shows it: its stored fields (last_used_at only in listings). */
 export type KeyJson = Omit<KeyRow, "last_used_at"> & { last_used_at?: string | null };
 
-type Quotas<T> = { max_sandboxes: T; max_concurrent_runs: T; memory_mb: T; max_processes: T; storage_mb: T };
+type Quotas<T> = {
+  max_sandboxes: T;
+  max_concurrent_runs: T;
+  memory_mb: T;
+  max_processes: T;
+  storage_mb: T;
+  max_vector_indexes: T;
+  max_vectors: T;
+  vector_storage_mb: T;
+};
 
 export interface TenantJson {
   tenant_id: string;

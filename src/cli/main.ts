@@ -4,6 +4,7 @@
 // Operator commands: `keys` and `tenants` talk to a running service's admin API over HTTP (--url, the
 // admin key from AGENTBOX_ADMIN_KEY or --admin-key); `keys bootstrap` and `admin rotate-key` work on
 // the service's machine directly on its database, for first setup and a lost admin key.
+import path from "node:path";
 import { parseArgs } from "node:util";
 import { loadConfig } from "../config.js";
 import { openDb } from "../store/db.js";
@@ -16,17 +17,20 @@ const USAGE = `usage:
 ${AGENT_USAGE}
   agentbox keys create --name NAME [--tenant TENANT_ID] [--rate-limit PER_MINUTE] [--max-concurrent N] [--json]
   agentbox keys list [--tenant TENANT_ID] [--json]
-  agentbox keys revoke ID_OR_PREFIX
+  agentbox keys revoke ID_OR_PREFIX      the key's id, its key prefix, or a unique beginning of either
   agentbox tenants list [--json]
   agentbox tenants get TENANT_ID [--json]
   agentbox tenants set TENANT_ID [--max-sandboxes N] [--max-concurrent-runs N] [--memory-mb N]
-                                 [--max-processes N] [--storage-mb N] [--json]     (N or "default")
+                                 [--max-processes N] [--storage-mb N] [--max-vector-indexes N]
+                                 [--max-vectors N] [--vector-storage-mb N] [--json]     (N or "default")
     these talk to the service: --url URL (or AGENTBOX_URL; default http://127.0.0.1:8080) and
     the admin key in AGENTBOX_ADMIN_KEY (or --admin-key KEY, visible to other local users)
   agentbox keys bootstrap --name NAME [--tenant TENANT_ID] [--rate-limit N] [--max-concurrent N] [--json]
   agentbox admin rotate-key
     these work on this machine's database directly (AGENTBOX_DATA_DIR), service running or not
-${MODELS_USAGE}`;
+${MODELS_USAGE}
+  agentbox help | --help | -h
+relative paths are the caller's: under \`npm run cli\`, the directory it was run from (INIT_CWD)`;
 
 /** A usage error: exit status 2. */
 class UsageError extends Error {}
@@ -37,6 +41,9 @@ const QUOTA_FLAGS = {
   "memory-mb": "memory_mb",
   "max-processes": "max_processes",
   "storage-mb": "storage_mb",
+  "max-vector-indexes": "max_vector_indexes",
+  "max-vectors": "max_vectors",
+  "vector-storage-mb": "vector_storage_mb",
 } as const;
 
 function positiveInt(v: string | undefined, flag: string): number | undefined {
@@ -68,7 +75,36 @@ function printTenant(t: TenantJson): void {
   }
 }
 
+/** Characters a beginning of an id or key prefix needs before `keys revoke` takes it. */
+const MIN_PREFIX = 4;
+
+/**
+ * The active key `target` names: its id or key prefix exactly, else the one key whose id or key
+ * prefix starts with it. Several such keys: an Error listing them. None: undefined.
+ */
+function findKey(keys: KeyJson[], target: string): KeyJson | undefined {
+  const t = target.replace(/…$/, ""); // as `keys list` prints a prefix
+  const active = keys.filter((k) => k.revoked_at === null);
+  const exact = active.filter((k) => k.id === t || k.prefix === t);
+  const hits = exact.length > 0 || t.length < MIN_PREFIX ? exact : active.filter((k) => k.id.startsWith(t) || k.prefix.startsWith(t));
+  if (hits.length > 1) {
+    const list = hits.map((k) => `${k.id} (${k.name}, ${k.prefix}…)`).join(", ");
+    throw new Error(`'${target}' matches ${hits.length} active keys: ${list}; give more of the id, nothing was revoked`);
+  }
+  return hits[0];
+}
+
+/** Whether the arguments ask for help (before a `--`, after which they are a command's own). */
+function wantsHelp(argv: string[]): boolean {
+  const own = argv.includes("--") ? argv.slice(0, argv.indexOf("--")) : argv;
+  return argv[0] === "help" || own.includes("--help") || own.includes("-h");
+}
+
 async function main(argv: string[]): Promise<number> {
+  if (wantsHelp(argv)) {
+    out(`${USAGE}\n`);
+    return 0;
+  }
   if (AGENT_AREAS.has(argv[0] ?? "")) return agentCommand(argv, (msg) => new UsageError(msg));
   if (argv[0] === "models") return modelsCommand(argv.slice(1), (msg) => new UsageError(msg));
   const { positionals, values } = parseArgs({
@@ -163,10 +199,7 @@ async function main(argv: string[]): Promise<number> {
     }
     case "keys revoke": {
       const target = arg as string;
-      // A key prefix (what a key starts with) is looked up among the active keys; anything else is an id.
-      const byPrefix = (await api.listKeys()).filter((k) => k.revoked_at === null && k.prefix === target);
-      if (byPrefix.length > 1) throw new Error(`${byPrefix.length} active keys start with '${target}'; revoke by id`);
-      const id = byPrefix[0]?.id ?? target;
+      const id = findKey(await api.listKeys(), target)?.id ?? target;
       if (!(await api.revokeKey(id))) {
         process.stderr.write(`no active key matches '${target}'\n`);
         return 1;
@@ -199,6 +232,14 @@ async function main(argv: string[]): Promise<number> {
     default:
       throw new UsageError("");
   }
+}
+
+// `npm run cli` runs in the package's directory; paths the caller gives are relative to where they
+// typed it (INIT_CWD). The data dir setting keeps meaning what it means to `npm start`, run from here.
+if (process.env.INIT_CWD) {
+  const dataDir = process.env.AGENTBOX_DATA_DIR;
+  if (dataDir && !path.isAbsolute(dataDir)) process.env.AGENTBOX_DATA_DIR = path.resolve(dataDir);
+  process.chdir(process.env.INIT_CWD);
 }
 
 main(process.argv.slice(2)).then(

@@ -68,6 +68,8 @@ export class ServerStream {
       clearInterval(pings);
       controller.abort();
     });
+    // Held under its key: revoking the key ends the stream (and so the follow, as a disconnect does).
+    reply.holdOpen();
     reply.status(200).header("content-type", STREAM_TYPE).send(this.out);
   }
 

@@ -119,12 +119,14 @@ export async function filesystemRoutes(app: FastifyInstance, { services }: { ser
       const file = await download(boxOf(request), path, config.maxDownloadBytes);
       reply.header("content-type", "application/octet-stream").header("content-length", String(file.size));
       reply.raw.once("close", () => file.stream.destroy());
+      reply.holdOpen();
       return reply.send(file.stream);
     });
 
     // Multipart: one `file` part per file, named by ?path= or else by the part's filename (a path).
-    rest.post<{ Querystring: { path?: string } }>("/files", { bodyLimit: config.maxUploadBytes + 2 ** 20 }, async (request) => {
+    rest.post<{ Querystring: { path?: string } }>("/files", { bodyLimit: config.maxUploadBytes + 2 ** 20 }, async (request, reply) => {
       if (!request.isMultipart()) throw invalid("Send the files as multipart/form-data");
+      reply.holdOpen();
       const box = boxOf(request);
       const written: { name: string; type: "file"; path: string }[] = [];
       for await (const part of request.parts()) {

@@ -74,6 +74,7 @@ export async function interpreterRoutes(app: FastifyInstance, { services }: { se
         // The stream opens once the run is accepted: a refusal before that is a plain HTTP error.
         started: () => {
           out = new PassThrough();
+          reply.holdOpen(); // revoking the key ends the stream, and the run with it
           reply.status(200).header("content-type", "application/x-ndjson").send(out);
         },
         output: (stream: "stdout" | "stderr", text: string) => line({ type: stream, text }),

@@ -18,9 +18,13 @@ export const MAX_SECRET = 256;
 /** Bytes of a receiver's answer read before the connection is dropped. */
 const MAX_ANSWER_BYTES = 64 * 1024;
 
-/** `sha256=<hex HMAC-SHA256 of the exact request body, keyed with the webhook's secret>`. */
-export function signature(secret: string, body: string): string {
-  return `sha256=${crypto.createHmac("sha256", secret).update(body).digest("hex")}`;
+/**
+ * `v1=<hex HMAC-SHA256 of "<delivery id>.<timestamp>.<exact body>", keyed with the webhook's secret>`:
+ * the attempt's timestamp is signed, so a receiver can refuse old (replayed) requests by age, and
+ * the delivery id, which receivers drop duplicates by (the Standard Webhooks construction).
+ */
+export function signature(secret: string, deliveryId: string, timestamp: number, body: string): string {
+  return `v1=${crypto.createHmac("sha256", secret).update(`${deliveryId}.${timestamp}.${body}`).digest("hex")}`;
 }
 
 /**
@@ -273,6 +277,7 @@ export class WebhookService {
     try {
       return await new Promise<number>((resolve, reject) => {
         const body = Buffer.from(d.payload);
+        const timestamp = Math.floor(Date.now() / 1000);
         const req = (url.protocol === "https:" ? https : http).request(
           url,
           {
@@ -290,8 +295,8 @@ export class WebhookService {
               "user-agent": "AgentBox-Webhooks/1",
               "x-agentbox-event": d.event,
               "x-agentbox-delivery": d.id,
-              "x-agentbox-timestamp": String(Math.floor(Date.now() / 1000)),
-              [SIGNATURE_HEADER.toLowerCase()]: signature(hook.secret, d.payload),
+              "x-agentbox-timestamp": String(timestamp),
+              [SIGNATURE_HEADER.toLowerCase()]: signature(hook.secret, d.id, timestamp, d.payload),
             },
           },
           (res) => {

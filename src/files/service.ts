@@ -1,5 +1,5 @@
-// Stored files (/v1/files): receiving uploads as streams (checksummed, size- and quota-checked as
-// the bytes arrive), the records, reads with ranges, deletion, the expiry reaper, and copying
+// Stored files (/v1/files): receiving uploads as streams (checksummed, size-checked and reserved
+// against the tenant's storage quota as the bytes arrive), the records, reads with ranges, deletion, the expiry reaper, and copying
 // files into and out of sandboxes. Knows nothing of HTTP; the storage backend is behind FileStorage.
 import crypto from "node:crypto";
 import { type Readable, Transform, type TransformCallback } from "node:stream";
@@ -8,15 +8,14 @@ import { ApiError, invalid } from "../errors.js";
 import type { Box } from "../sandbox/box.js";
 import { download, Upload } from "../sandbox/files.js";
 import type { FileListQuery, FileRecord, SqliteFileStore } from "../store/files.js";
-import type { TenantStore } from "../store/tenants.js";
 import type { FilesConfig } from "./config.js";
+import type { Reservation, StorageQuota } from "./quota.js";
 import type { ByteRange, FileStorage } from "./storage.js";
 
 export const PURPOSES = ["assistants", "batch", "batch_output", "fine-tune", "vision", "user_data", "evals"] as const;
 export type Purpose = (typeof PURPOSES)[number];
 
 const HOME = "/home/user";
-const MiB = 2 ** 20;
 
 export interface FileMeta {
   filename: string;
@@ -30,13 +29,16 @@ export interface Staged {
   key: string;
   bytes: number;
   sha256: string;
+  /** The bytes, held against the tenant's storage quota until commit() or discard(). */
+  reservation: Reservation;
 }
 
 export interface FileServiceDeps {
   config: FilesConfig;
   store: SqliteFileStore;
   storage: FileStorage;
-  tenants: TenantStore;
+  /** The tenant's stored bytes (files and snapshots together) against its storage quota. */
+  quota: StorageQuota;
   /** A live sandbox of the tenant (sandbox_not_found / invalid_state otherwise). */
   box(tenantId: string, sandboxId: string): Box;
   log: Logger;
@@ -127,11 +129,6 @@ export class FileService {
     return n;
   }
 
-  /** The tenant's storage quota in bytes: its storage_mb quota if the operator set one, else the files default. */
-  quotaBytes(tenantId: string): number {
-    return (this.deps.tenants.get(tenantId).quotas.storageMb ?? this.config.tenantQuotaMb) * MiB;
-  }
-
   checkPurpose(purpose: string | undefined): Purpose {
     if (purpose === undefined || purpose === "") throw invalid(`'purpose' is required; one of ${PURPOSES.join(", ")}`);
     if (!(PURPOSES as readonly string[]).includes(purpose))
@@ -158,22 +155,12 @@ export class FileService {
     }
     if (knownBytes !== undefined) {
       if (knownBytes > this.config.maxFileBytes) throw this.tooLarge();
-      this.checkQuota(tenantId, usage.bytes + knownBytes);
+      this.deps.quota.check(tenantId, knownBytes);
     }
   }
 
   private tooLarge(): ApiError {
     return new ApiError("payload_too_large", `The file is larger than the limit of ${this.config.maxFileBytes} bytes per file`);
-  }
-
-  private checkQuota(tenantId: string, total: number): void {
-    const quota = this.quotaBytes(tenantId);
-    if (total > quota) {
-      throw new ApiError(
-        "quota_exceeded",
-        `Storage quota exceeded: this tenant may store ${quota} bytes of files (${Math.floor(quota / MiB)} MiB); delete files or ask the operator for a larger storage_mb`,
-      );
-    }
   }
 
   /**
@@ -184,13 +171,13 @@ export class FileService {
   async receive(tenantId: string, source: Readable, signal?: AbortSignal): Promise<Staged> {
     this.precheck(tenantId);
     const key = `file-${crypto.randomBytes(12).toString("hex")}`;
-    // A file that cannot fit next to what the tenant holds is refused as soon as it passes the
-    // quota. Uploads of one tenant streaming at the same time are not counted against each other
-    // (each would refuse the other, and neither be stored): the check at commit settles who fits.
-    const committed = this.deps.store.usage(tenantId).bytes;
+    // Every byte received is reserved against the quota as it arrives, next to what the tenant
+    // holds and what its other writes in flight have received: uploads streaming at the same time
+    // cannot together pass it (the one whose byte does not fit is refused, the others go on).
+    const reservation = this.deps.quota.reserve(tenantId);
     const meter = new Meter((bytes) => {
       if (bytes > this.config.maxFileBytes) throw this.tooLarge();
-      this.checkQuota(tenantId, committed + bytes);
+      reservation.grow(bytes);
     });
     const onAbort = () => meter.destroy(new ApiError("invalid_request", "The upload was cut off before it ended"));
     signal?.addEventListener("abort", onAbort, { once: true });
@@ -202,7 +189,10 @@ export class FileService {
     try {
       if (signal?.aborted) onAbort();
       await this.deps.storage.put(key, meter);
-      return { key, bytes: meter.bytes, sha256: meter.digest() };
+      return { key, bytes: meter.bytes, sha256: meter.digest(), reservation };
+    } catch (err) {
+      reservation.release();
+      throw err;
     } finally {
       source.off("error", onSourceError);
       source.unpipe(meter);
@@ -210,12 +200,10 @@ export class FileService {
     }
   }
 
-  /** Records staged bytes as a file object (after a last quota check); the bytes are removed if it fails. */
+  /** Records staged bytes as a file object (their reservation becomes stored bytes); the bytes are removed if it fails. */
   async commit(tenantId: string, staged: Staged, meta: FileMeta): Promise<FileRecord> {
     try {
       const purpose = this.checkPurpose(meta.purpose);
-      // The final check and the insert run without an await between them: no other commit interleaves.
-      this.checkQuota(tenantId, this.deps.store.usage(tenantId).bytes + staged.bytes);
       const now = Date.now();
       const record: FileRecord = {
         id: staged.key,
@@ -228,7 +216,7 @@ export class FileService {
         createdAt: now,
         expiresAt: meta.expiresAfterS === undefined ? null : now + meta.expiresAfterS * 1000,
       };
-      this.deps.store.insert(record);
+      staged.reservation.commit(() => this.deps.store.insert(record));
       return record;
     } catch (err) {
       await this.discard(staged);
@@ -237,6 +225,7 @@ export class FileService {
   }
 
   async discard(staged: Staged): Promise<void> {
+    staged.reservation.release();
     await this.deps.storage
       .remove(staged.key)
       .catch((err) => this.deps.log.error({ err, key: staged.key }, "could not remove a discarded upload"));

@@ -1,17 +1,34 @@
-// Wiring of the stored-files area: the configured storage backend, the record store and the service.
+// Wiring of the stored-files area: the configured storage backend, the record store, the service,
+// and the tenants' storage quota it shares with snapshots.
 import type { Logger } from "pino";
 import type { Box } from "../sandbox/box.js";
 import type { Db } from "../store/db.js";
 import { SqliteFileStore } from "../store/files.js";
+import type { SnapshotStore } from "../store/snapshots.js";
 import type { TenantStore } from "../store/tenants.js";
 import type { FilesConfig } from "./config.js";
+import { StorageQuota } from "./quota.js";
 import { FileService } from "./service.js";
 import { type FileStorage, LocalStorage } from "./storage.js";
+
+const MiB = 2 ** 20;
+
+/**
+ * The stored bytes of each tenant (its files and its snapshots) against its storage_mb quota, or
+ * AGENTBOX_TENANT_FILES_MB when the operator set none.
+ */
+export function openStorageQuota(config: FilesConfig, db: Db, tenants: TenantStore, snapshots: SnapshotStore): StorageQuota {
+  const files = new SqliteFileStore(db);
+  return new StorageQuota({
+    limit: (tenantId) => (tenants.get(tenantId).quotas.storageMb ?? config.tenantQuotaMb) * MiB,
+    committed: (tenantId) => files.usage(tenantId).bytes + snapshots.bytesByTenant(tenantId),
+  });
+}
 
 export async function openFiles(
   config: FilesConfig,
   db: Db,
-  tenants: TenantStore,
+  quota: StorageQuota,
   box: (tenantId: string, sandboxId: string) => Box,
   log: Logger,
 ): Promise<FileService> {
@@ -23,7 +40,7 @@ export async function openFiles(
   } else {
     storage = new LocalStorage(config.dir);
   }
-  const files = new FileService({ config, store: new SqliteFileStore(db), storage, tenants, box, log });
+  const files = new FileService({ config, store: new SqliteFileStore(db), storage, quota, box, log });
   await files.init();
   return files;
 }

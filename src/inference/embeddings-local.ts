@@ -1,25 +1,28 @@
 // The embedded default embedding model: Universal Sentence Encoder lite (512 dimensions), shipped
 // inside an npm package and run with TensorFlow.js on WASM, so it works offline with no
-// configuration. It runs in a worker thread (the event loop keeps serving sandboxes), is loaded
-// on first use, and requests that arrive while it is busy are embedded together in one batch.
+// configuration. It runs in a worker thread (the event loop keeps serving sandboxes), which loads
+// the model as soon as it starts; batches sent meanwhile wait there for the load. Which texts go in
+// a batch, and when, is decided by embeddings-builtin.ts: this class runs the batches it is sent.
 import { createRequire } from "node:module";
 import { Worker } from "node:worker_threads";
 import { ApiError } from "../errors.js";
 
 export const DEFAULT_EMBEDDING_MODEL = "universal-sentence-encoder-lite";
 export const DEFAULT_EMBEDDING_DIMENSIONS = 512;
-/** Texts per model call: larger batches amortize the call, smaller ones keep latency low. */
-const MAX_BATCH = 64;
 
 // Plain CommonJS so it runs the same from source and from the build (no loader in the worker).
 const WORKER = `
 const { parentPort, workerData } = require("node:worker_threads");
 const { initModel } = require(workerData.embeddings);
 const { modelSource } = require(workerData.model);
-let model;
+const ready = initModel(modelSource);
+ready.then(
+  () => parentPort.postMessage({ ready: true }),
+  (err) => parentPort.postMessage({ loadError: String((err && err.message) || err) }),
+);
 parentPort.on("message", async (msg) => {
   try {
-    model ??= await initModel(modelSource);
+    const model = await ready;
     const rows = await model.embed(msg.texts);
     const out = new Float32Array(rows.length * ${DEFAULT_EMBEDDING_DIMENSIONS});
     rows.forEach((r, i) => out.set(r, i * ${DEFAULT_EMBEDDING_DIMENSIONS}));
@@ -30,20 +33,30 @@ parentPort.on("message", async (msg) => {
 });
 `;
 
-interface Waiting {
-  texts: string[];
+interface Reply {
+  id?: number;
+  data?: Float32Array;
+  error?: string;
+  ready?: boolean;
+  loadError?: string;
+}
+
+interface Pending {
+  count: number;
   resolve: (v: Float32Array[]) => void;
   reject: (e: Error) => void;
 }
 
 export class LocalEmbedder {
   private worker: Worker | undefined;
-  private queue: Waiting[] = [];
-  private busy = false;
+  private loading: Promise<void> | undefined;
+  private isLoaded = false;
   private nextId = 0;
-  private inflight = new Map<number, { parts: Waiting[]; counts: number[] }>();
+  private readonly pending = new Map<number, Pending>();
 
-  private start(): Worker {
+  /** Starts the worker, which loads the model; resolves once it is loaded (the same promise until the worker stops). */
+  load(): Promise<void> {
+    if (this.loading) return this.loading;
     const require = createRequire(import.meta.url);
     const w = new Worker(WORKER, {
       eval: true,
@@ -53,72 +66,84 @@ export class LocalEmbedder {
       },
     });
     w.unref();
-    w.on("message", (msg: { id: number; data?: Float32Array; error?: string }) => this.done(msg));
-    w.on("error", (err) => this.fail(new ApiError("internal_error", `The embedding model failed: ${err.message}`)));
-    w.on("exit", () => {
-      this.worker = undefined;
-      this.fail(new ApiError("upstream_unavailable", "The embedding model stopped; retry", 1));
+    this.worker = w;
+    const loading = new Promise<void>((resolve, reject) => {
+      w.on("message", (msg: Reply) => {
+        if (msg.ready) {
+          if (this.worker === w) this.isLoaded = true;
+          resolve();
+        } else if (msg.loadError !== undefined) {
+          const err = new ApiError("internal_error", `The embedding model could not be loaded: ${msg.loadError}`);
+          reject(err);
+          this.stop(w, err);
+        } else this.done(msg);
+      });
+      w.on("error", (err) => {
+        const e = new ApiError("internal_error", `The embedding model failed: ${err.message}`);
+        reject(e);
+        this.stop(w, e);
+      });
+      w.on("exit", () => {
+        const e = new ApiError("upstream_unavailable", "The embedding model stopped; retry", 1);
+        reject(e);
+        this.stop(w, e);
+      });
     });
-    return w;
+    // Not every caller waits for the load (a preload at start logs its own failure).
+    loading.catch(() => {});
+    this.loading = loading;
+    return loading;
   }
 
-  /** Embeds texts; resolves with one 512-dimension vector per text. */
-  embed(texts: string[]): Promise<Float32Array[]> {
+  /** Whether the model is loaded and ready. */
+  loaded(): boolean {
+    return this.isLoaded;
+  }
+
+  /** Embeds one batch; resolves with one 512-dimension vector per text. */
+  async embed(texts: string[]): Promise<Float32Array[]> {
+    const loading = this.load();
+    const w = this.worker as Worker;
+    await loading;
+    if (this.worker !== w) throw new ApiError("upstream_unavailable", "The embedding model stopped; retry", 1);
     return new Promise((resolve, reject) => {
-      this.queue.push({ texts, resolve, reject });
-      this.pump();
+      const id = this.nextId++;
+      this.pending.set(id, { count: texts.length, resolve, reject });
+      w.postMessage({ id, texts });
     });
   }
 
-  private pump(): void {
-    if (this.busy || this.queue.length === 0) return;
-    this.worker ??= this.start();
-    // Whole requests, up to MAX_BATCH texts (one larger request goes alone).
-    const parts: Waiting[] = [];
-    let n = 0;
-    while (this.queue.length > 0) {
-      const next = this.queue[0] as Waiting;
-      if (parts.length > 0 && n + next.texts.length > MAX_BATCH) break;
-      parts.push(next);
-      n += next.texts.length;
-      this.queue.shift();
+  private done(msg: Reply): void {
+    const p = this.pending.get(msg.id as number);
+    if (!p) return;
+    this.pending.delete(msg.id as number);
+    if (msg.error !== undefined || !msg.data) {
+      p.reject(new ApiError("internal_error", `The embedding model failed: ${msg.error}`));
+      return;
     }
-    const id = this.nextId++;
-    this.inflight.set(id, { parts, counts: parts.map((p) => p.texts.length) });
-    this.busy = true;
-    this.worker.postMessage({ id, texts: parts.flatMap((p) => p.texts) });
+    const d = DEFAULT_EMBEDDING_DIMENSIONS;
+    const rows: Float32Array[] = [];
+    for (let i = 0; i < p.count; i++) rows.push(msg.data.slice(i * d, (i + 1) * d));
+    p.resolve(rows);
   }
 
-  private done(msg: { id: number; data?: Float32Array; error?: string }): void {
-    const job = this.inflight.get(msg.id);
-    this.inflight.delete(msg.id);
-    this.busy = false;
-    if (job) {
-      if (msg.error !== undefined || !msg.data) {
-        for (const p of job.parts) p.reject(new ApiError("internal_error", `The embedding model failed: ${msg.error}`));
-      } else {
-        const d = DEFAULT_EMBEDDING_DIMENSIONS;
-        let at = 0;
-        job.parts.forEach((p, i) => {
-          const rows: Float32Array[] = [];
-          for (let j = 0; j < (job.counts[i] as number); j++, at++) rows.push(msg.data?.slice(at * d, (at + 1) * d) as Float32Array);
-          p.resolve(rows);
-        });
-      }
-    }
-    this.pump();
-  }
-
-  private fail(err: Error): void {
-    for (const job of this.inflight.values()) for (const p of job.parts) p.reject(err);
-    this.inflight.clear();
-    this.busy = false;
-    this.pump();
+  /** Forgets a failed worker (the next batch starts a new one) and fails what it had. */
+  private stop(w: Worker, err: Error): void {
+    if (this.worker !== w) return;
+    this.worker = undefined;
+    this.loading = undefined;
+    this.isLoaded = false;
+    for (const p of this.pending.values()) p.reject(err);
+    this.pending.clear();
+    w.removeAllListeners("exit");
+    void w.terminate();
   }
 
   async close(): Promise<void> {
     const w = this.worker;
     this.worker = undefined;
+    this.loading = undefined;
+    this.isLoaded = false;
     if (w) {
       w.removeAllListeners("exit");
       await w.terminate();

@@ -1,10 +1,12 @@
 // POST /v1/inference/embeddings: OpenAI-compatible embeddings (the embedded default model when no
-// `model` is given, else an upstream that serves the model).
+// `model` is given, else an upstream that serves the model). A client that goes away cancels the
+// work still queued for it.
 import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import { Type } from "@sinclair/typebox";
 import type { FastifyInstance } from "fastify";
 import { errors } from "../api/schemas/common.js";
 import type { EmbeddingService } from "./embeddings.js";
+import { clientAbort } from "./routes.js";
 
 const Input = Type.Union([Type.String(), Type.Array(Type.String(), { minItems: 1, maxItems: 2048 })]);
 
@@ -39,11 +41,13 @@ export async function embeddingRoutes(app: FastifyInstance, opts: { embeddings: 
       schema: {
         tags: ["inference"],
         summary: "Create embeddings",
-        description: "OpenAI-compatible. Without `model`, the embedded default model (512 dimensions, runs offline).",
+        description:
+          "OpenAI-compatible. Without `model`, the embedded default model (512 dimensions, runs offline), shared fairly between tenants: 429 when the tenant already has too many inputs waiting, 503 when the request cannot be embedded within the deadline.",
         body: EmbeddingBody,
-        response: { 200: EmbeddingList, ...errors(400, 401, 404, 502, 503, 504) },
+        response: { 200: EmbeddingList, ...errors(400, 401, 404, 429, 502, 503, 504) },
       },
     },
-    async (request) => opts.embeddings.create(request.apiKey.id, request.body),
+    async (request, reply) =>
+      opts.embeddings.create({ tenantId: request.apiKey.tenantId, keyId: request.apiKey.id }, request.body, clientAbort(reply).signal),
   );
 }

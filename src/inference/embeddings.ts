@@ -3,7 +3,9 @@
 // chat completions. Also what the vectors text routes embed with.
 import type { Database } from "better-sqlite3";
 import { ApiError, invalid } from "../errors.js";
-import { DEFAULT_EMBEDDING_DIMENSIONS, DEFAULT_EMBEDDING_MODEL, LocalEmbedder } from "./embeddings-local.js";
+import { BuiltinEmbedder, type EmbeddingCounters } from "./embeddings-builtin.js";
+import type { EmbeddingsConfig } from "./embeddings-config.js";
+import { DEFAULT_EMBEDDING_DIMENSIONS, DEFAULT_EMBEDDING_MODEL } from "./embeddings-local.js";
 import type { ProviderRegistry } from "./providers.js";
 import type { ModelInfo } from "./types.js";
 import { UsageLog } from "./usage.js";
@@ -35,6 +37,21 @@ interface UpstreamAnswer {
 
 const MAX_INPUTS = 2048;
 const MAX_CHARS = 100_000;
+/** Longest an upstream may take to answer embeddings. */
+const UPSTREAM_TIMEOUT_MS = 120_000;
+
+/** Who asks: the tenant shares the built-in model with other tenants, usage is recorded per key. */
+export interface Caller {
+  tenantId: string;
+  keyId: string;
+}
+
+export interface EmbeddingServiceOptions {
+  config: EmbeddingsConfig;
+  counters?: EmbeddingCounters;
+  /** Where a failed preload is reported. */
+  onError?: (msg: string, err: Error) => void;
+}
 
 /** Token count for usage: whitespace-separated words (the default model has no public tokenizer count). */
 function countTokens(texts: string[]): number {
@@ -48,15 +65,33 @@ function toBase64(v: Float32Array): string {
 }
 
 export class EmbeddingService {
-  private readonly local = new LocalEmbedder();
+  private readonly builtin: BuiltinEmbedder;
   private readonly usage: UsageLog;
   private readonly created = Math.floor(Date.now() / 1000);
 
   constructor(
     db: Database,
     private readonly providers: ProviderRegistry,
+    private readonly opts: EmbeddingServiceOptions,
   ) {
     this.usage = new UsageLog(db);
+    this.builtin = new BuiltinEmbedder(opts.config, opts.counters);
+  }
+
+  /** Starts loading the built-in model in the background when the settings ask for it. */
+  preload(): void {
+    if (!this.opts.config.preload) return;
+    this.builtin.load().catch((err: Error) => this.opts.onError?.("loading the embedding model failed", err));
+  }
+
+  /** Jobs waiting for the built-in model, over all tenants (for the metrics). */
+  queuedJobs(): number {
+    return this.builtin.queuedJobs();
+  }
+
+  /** Whether the built-in model is loaded (for the metrics). */
+  modelLoaded(): boolean {
+    return this.builtin.loaded();
   }
 
   /** The default model, for GET /models. */
@@ -64,7 +99,13 @@ export class EmbeddingService {
     return [{ id: DEFAULT_EMBEDDING_MODEL, object: "model", created: this.created, owned_by: "agentbox" }];
   }
 
-  private async run(model: string, texts: string[], dimensions: number | undefined): Promise<{ vectors: Float32Array[]; tokens: number }> {
+  private async run(
+    who: Caller,
+    model: string,
+    texts: string[],
+    dimensions: number | undefined,
+    signal: AbortSignal | undefined,
+  ): Promise<{ vectors: Float32Array[]; tokens: number }> {
     if (texts.length === 0) throw invalid("input must not be empty");
     if (texts.length > MAX_INPUTS) throw invalid(`input has more than ${MAX_INPUTS} items`);
     for (const t of texts) if (t.length > MAX_CHARS) throw invalid(`an input is longer than ${MAX_CHARS} characters`);
@@ -72,14 +113,15 @@ export class EmbeddingService {
       if (dimensions !== undefined && dimensions !== DEFAULT_EMBEDDING_DIMENSIONS)
         throw invalid(`the model '${model}' has ${DEFAULT_EMBEDDING_DIMENSIONS} dimensions; 'dimensions' cannot change it`);
       for (const t of texts) if (t === "") throw invalid("input must not contain empty strings");
-      return { vectors: await this.local.embed(texts), tokens: countTokens(texts) };
+      return { vectors: await this.builtin.embed(who.tenantId, texts, signal), tokens: countTokens(texts) };
     }
     const provider = this.providers.resolve(model) as unknown as Partial<EmbeddingUpstream> & { name: string };
     if (typeof provider.embeddings !== "function")
       throw invalid(`The model '${model}' (provider '${provider.name}') does not serve embeddings`);
     const body: { model: string; [k: string]: unknown } = { model, input: texts, encoding_format: "float" };
     if (dimensions !== undefined) body.dimensions = dimensions;
-    const json = ((await provider.embeddings(body, AbortSignal.timeout(120_000))) ?? {}) as UpstreamAnswer;
+    const timeout = AbortSignal.timeout(UPSTREAM_TIMEOUT_MS);
+    const json = ((await provider.embeddings(body, signal ? AbortSignal.any([signal, timeout]) : timeout)) ?? {}) as UpstreamAnswer;
     const data = Array.isArray(json.data) ? json.data : [];
     const vectors: Float32Array[] = new Array(texts.length);
     data.forEach((d, i) => {
@@ -96,22 +138,23 @@ export class EmbeddingService {
 
   /** For the vectors text routes. */
   async embed(
-    keyId: string,
+    who: Caller,
     model: string | undefined,
     texts: string[],
+    signal?: AbortSignal,
   ): Promise<{ vectors: Float32Array[]; model: string; tokens: number }> {
     const name = model ?? DEFAULT_EMBEDDING_MODEL;
-    const out = await this.run(name, texts, undefined);
-    this.usage.record(keyId, name, out.tokens, 0);
+    const out = await this.run(who, name, texts, undefined, signal);
+    this.usage.record(who.keyId, name, out.tokens, 0);
     return { ...out, model: name };
   }
 
-  /** POST /embeddings. */
-  async create(keyId: string, req: EmbeddingRequest): Promise<EmbeddingResponse> {
+  /** POST /embeddings; `signal` aborts when the client goes away (its queued work is dropped). */
+  async create(who: Caller, req: EmbeddingRequest, signal?: AbortSignal): Promise<EmbeddingResponse> {
     const model = req.model ?? DEFAULT_EMBEDDING_MODEL;
     const texts = typeof req.input === "string" ? [req.input] : req.input;
-    const out = await this.run(model, texts, req.dimensions);
-    this.usage.record(keyId, model, out.tokens, 0);
+    const out = await this.run(who, model, texts, req.dimensions, signal);
+    this.usage.record(who.keyId, model, out.tokens, 0);
     const b64 = req.encoding_format === "base64";
     return {
       object: "list",
@@ -123,6 +166,6 @@ export class EmbeddingService {
 
   async close(): Promise<void> {
     this.usage.flush();
-    await this.local.close();
+    await this.builtin.close();
   }
 }

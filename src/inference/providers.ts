@@ -6,7 +6,7 @@ import path from "node:path";
 import { ApiError } from "../errors.js";
 import { LocalProvider, type LocalProviderConfig } from "./local.js";
 import { OpenAIProvider, type OpenAIProviderConfig } from "./openai.js";
-import type { ModelInfo, Provider } from "./types.js";
+import type { Capability, ListedModel, ModelInfo, Provider } from "./types.js";
 
 const NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
@@ -146,6 +146,21 @@ function parseProvider(raw: unknown, where: string, env: NodeJS.ProcessEnv, base
 }
 
 /**
+ * What the gateway routes to a provider's models: chat always, text completions and embeddings when
+ * the provider implements them. (For an OpenAI-compatible upstream this is what the gateway forwards;
+ * whether the upstream's model answers is the upstream's business.)
+ */
+export function capabilitiesOf(p: Provider): Capability[] {
+  const out: Capability[] = ["chat"];
+  if (p.completeText && p.streamText) out.push("completions");
+  if (typeof (p as { embeddings?: unknown }).embeddings === "function") out.push("embeddings");
+  return out;
+}
+
+/** Models of a source that does not say: every source serves GGUF models, which chat and complete text. */
+const SOURCE_CAPABILITIES: Capability[] = ["chat", "completions"];
+
+/**
  * A source of models other than the providers file (a deployment, the pulled models of the data
  * dir): it lists its models and hands out the Provider that serves one. The registry asks sources
  * added "first" before the providers file and sources added "last" after it, each in the order added.
@@ -214,19 +229,20 @@ export class ProviderRegistry {
     );
   }
 
-  models(scope?: ModelScope): ModelInfo[] {
+  /** Every model a request can name (all of them chat models), each with its capabilities. */
+  models(scope?: ModelScope): ListedModel[] {
     const seen = new Set<string>();
-    const out: ModelInfo[] = [];
-    const add = (list: ModelInfo[]) => {
+    const out: ListedModel[] = [];
+    const add = (list: ModelInfo[], capabilities: Capability[]) => {
       for (const m of list) {
         if (seen.has(m.id)) continue;
         seen.add(m.id);
-        out.push(m);
+        out.push({ ...m, capabilities: m.capabilities ?? capabilities });
       }
     };
-    for (const s of this.first) add(s.models(scope));
-    for (const p of this.providers) add(p.models());
-    for (const s of this.last) add(s.models(scope));
+    for (const s of this.first) add(s.models(scope), SOURCE_CAPABILITIES);
+    for (const p of this.providers) add(p.models(), capabilitiesOf(p));
+    for (const s of this.last) add(s.models(scope), SOURCE_CAPABILITIES);
     return out;
   }
 

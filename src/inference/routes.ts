@@ -31,11 +31,13 @@ import {
   UsageReport,
 } from "./schemas.js";
 import {
+  type Capability,
   type ChatCompletion,
   type ChatCompletionChunk,
   type ChatRequest,
   type EventBatches,
   type InferenceDeps,
+  type ModelInfo,
   type OutgoingRequest,
   type OutgoingTextRequest,
   type Provider,
@@ -49,6 +51,11 @@ import { UsageLog } from "./usage.js";
 const rawBodies = new WeakMap<object, Buffer>();
 
 const CODE_CALL = "code_interpreter";
+const EMBEDDING_ONLY: Capability[] = ["embeddings"];
+/** What a 404 says when the gateway has no chat model at all (a fresh install): the three ways to get one. */
+export const NO_CHAT_MODEL =
+  "this gateway has no chat model yet. Add one in any of three ways: an OpenAI-compatible server in the providers file (AGENTBOX_PROVIDERS_FILE), " +
+  "a GGUF model pulled into the data dir (agentbox models pull hf:OWNER/REPO/FILE.gguf), or a GGUF file named by AGENTBOX_MODEL at start; see docs/inference.md";
 const TOOL_STEP_CHOICES = [{ index: 0, delta: {}, finish_reason: null }];
 
 /** Whether an SSE payload carries a usage object (not `"usage": null`), without parsing it. */
@@ -80,6 +87,8 @@ function write(res: ServerResponse, text: string): Promise<void> | undefined {
 
 /** Takes the response over for server-sent events, keeping the headers hooks already set (request id, rate limits). */
 function startSse(reply: FastifyReply): ServerResponse {
+  // Revoking the key drops the connection; the client abort below then stops the upstream call.
+  reply.holdOpen();
   reply.hijack();
   const res = reply.raw;
   for (const [name, value] of Object.entries(reply.getHeaders())) if (value !== undefined) res.setHeader(name, value);
@@ -89,7 +98,7 @@ function startSse(reply: FastifyReply): ServerResponse {
 }
 
 /** An AbortController aborted when the client goes away before the answer is complete. */
-function clientAbort(reply: FastifyReply): AbortController {
+export function clientAbort(reply: FastifyReply): AbortController {
   const abort = new AbortController();
   reply.raw.once("close", () => {
     if (!reply.raw.writableFinished) abort.abort(new Error("the client closed the connection"));
@@ -159,7 +168,10 @@ export async function inferenceRoutes(app: FastifyInstance, opts: { deps: Infere
     },
     async (request) => ({
       object: "list" as const,
-      data: [...deps.providers.models({ tenantId: request.apiKey.tenantId }), ...(deps.embeddings?.models() ?? [])],
+      data: [
+        ...deps.providers.models({ tenantId: request.apiKey.tenantId }),
+        ...embeddingModels().map((m) => ({ ...m, capabilities: m.capabilities ?? EMBEDDING_ONLY })),
+      ],
     }),
   );
 
@@ -194,7 +206,7 @@ export async function inferenceRoutes(app: FastifyInstance, opts: { deps: Infere
     },
     async (request, reply) => {
       const body = request.body as ChatRequest;
-      const provider = deps.providers.resolve(body.model, { tenantId: request.apiKey.tenantId });
+      const provider = servingProvider(body.model, request.apiKey.tenantId, "chat");
       const codeTool = findCodeTool(body.tools);
       if (codeTool && !provider.supportsTools)
         throw new ApiError("invalid_request", `The model '${body.model}' (provider '${provider.name}') does not support tools`);
@@ -250,7 +262,7 @@ export async function inferenceRoutes(app: FastifyInstance, opts: { deps: Infere
     },
     async (request, reply) => {
       const body = request.body as TextCompletionRequest;
-      const provider = deps.providers.resolve(body.model, { tenantId: request.apiKey.tenantId });
+      const provider = servingProvider(body.model, request.apiKey.tenantId, "completions");
       const { completeText, streamText } = provider;
       if (!completeText || !streamText)
         throw new ApiError("invalid_request", `The model '${body.model}' (provider '${provider.name}') does not support text completions`);
@@ -277,6 +289,29 @@ export async function inferenceRoutes(app: FastifyInstance, opts: { deps: Infere
       }
     },
   );
+
+  function embeddingModels(): ModelInfo[] {
+    return deps.embeddings?.models() ?? [];
+  }
+
+  /**
+   * The provider for a chat or text completion. The errors agree with GET /models: a listed model
+   * that cannot do this is a 400 saying so, an unknown one a 404 that, when the gateway has no chat
+   * model at all, says how to get one.
+   */
+  function servingProvider(model: string, tenantId: string, want: "chat" | "completions"): Provider {
+    const scope = { tenantId };
+    const provider = deps.providers.find(model, scope);
+    if (provider) return provider;
+    if (embeddingModels().some((m) => m.id === model))
+      throw new ApiError(
+        "invalid_request",
+        `The model '${model}' is an embedding model: it serves POST /v1/inference/embeddings, not ${want === "chat" ? "chat completions" : "text completions"}. GET /v1/inference/models gives each model's capabilities; use one with "${want}"`,
+      );
+    if (deps.providers.models(scope).length === 0)
+      throw new ApiError("model_not_found", `The model '${model}' is not served here: ${NO_CHAT_MODEL}`);
+    return deps.providers.resolve(model, scope);
+  }
 
   /**
    * A whole (not streamed) completion: its usage recorded (the count the provider reported while

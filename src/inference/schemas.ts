@@ -122,7 +122,18 @@ export const TextCompletionSchema = Type.Object(
 
 export const ModelList = Type.Object({
   object: Type.Literal("list"),
-  data: Type.Array(Type.Object({ id: Type.String(), object: Type.Literal("model"), created: Type.Integer(), owned_by: Type.String() })),
+  data: Type.Array(
+    Type.Object({
+      id: Type.String(),
+      object: Type.Literal("model"),
+      created: Type.Integer(),
+      owned_by: Type.String(),
+      capabilities: Type.Array(Type.Union([Type.Literal("chat"), Type.Literal("completions"), Type.Literal("embeddings")]), {
+        description:
+          "What the gateway serves this model for: `chat` (POST /chat/completions), `completions` (POST /completions), `embeddings` (POST /embeddings). An AgentBox field; OpenAI clients ignore it.",
+      }),
+    }),
+  ),
 });
 
 export const UsageQuery = Type.Object({

@@ -129,12 +129,20 @@ export interface OutgoingTextRequest {
 
 // --- Providers ---
 
+/** What a listed model can be asked for: chat completions, legacy text completions, embeddings. */
+export type Capability = "chat" | "completions" | "embeddings";
+
 export interface ModelInfo {
   id: string;
   object: "model";
   created: number;
   owned_by: string;
+  /** Set by the registry (from the serving provider) or by the gateway for its embedding models; sources may set it themselves. */
+  capabilities?: Capability[];
 }
+
+/** A model as GET /models lists it: its capabilities always said. */
+export type ListedModel = ModelInfo & { capabilities: Capability[] };
 
 /** A request on its way to a provider: the parsed body and, when it can go out unchanged, its original bytes. */
 export interface OutgoingRequest {

@@ -169,18 +169,21 @@ export class NetworkService {
     }
   }
 
-  /** A share link's token for one port of the caller's running sandbox, valid `expiresInS` seconds. */
-  share(tenantId: string, sandboxId: string, port: number, expiresInS: number): { token: string; expiresAt: Date } {
+  /**
+   * A share link's token for one port of the caller's running sandbox, valid `expiresInS` seconds
+   * and only while the API key `keyId` that asks for it is (the caller checks that on use).
+   */
+  share(tenantId: string, keyId: string, sandboxId: string, port: number, expiresInS: number): { token: string; expiresAt: Date } {
     this.sandboxes.box(tenantId, sandboxId);
     const max = this.config.network.shareMaxS;
     if (expiresInS > max) throw invalid(`'expires_in' must be at most ${max} seconds`);
     const expiresAt = Math.floor(Date.now() / 1000) + expiresInS;
-    return { token: this.tokens.make({ tenantId, sandboxId, port, expiresAt }), expiresAt: new Date(expiresAt * 1000) };
+    return { token: this.tokens.make({ tenantId, keyId, sandboxId, port, expiresAt }), expiresAt: new Date(expiresAt * 1000) };
   }
 
-  /** The tenant a share token speaks for, if it is valid now for exactly this sandbox and port. */
-  shareTenant(token: string, sandboxId: string, port: number): string | undefined {
-    return this.tokens.verify(token, sandboxId, port)?.tenantId;
+  /** The tenant and key a share token speaks for, if it is valid now for exactly this sandbox and port. */
+  shareClaim(token: string, sandboxId: string, port: number): { tenantId: string; keyId: string } | undefined {
+    return this.tokens.verify(token, sandboxId, port);
   }
 
   private state(tenantId: string, sandboxId: string, policy?: NetworkPolicy): SandboxNet {

@@ -1,11 +1,14 @@
 // Share links of sandbox ports: a token that names one port of one sandbox of one tenant until an
-// expiry, signed with HMAC-SHA256 under a key only the service holds. Nothing is stored per token.
+// expiry, and the API key that made it (the link works only while that key does), signed with
+// HMAC-SHA256 under a key only the service holds. Nothing is stored per token.
 import crypto from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
 
 export interface ShareClaim {
   tenantId: string;
+  /** The id of the API key that made the link. */
+  keyId: string;
   sandboxId: string;
   port: number;
   /** Unix seconds. */
@@ -33,7 +36,9 @@ export class ShareTokens {
   }
 
   make(claim: ShareClaim): string {
-    const payload = Buffer.from(JSON.stringify([claim.tenantId, claim.sandboxId, claim.port, claim.expiresAt])).toString("base64url");
+    const payload = Buffer.from(JSON.stringify([claim.tenantId, claim.sandboxId, claim.port, claim.expiresAt, claim.keyId])).toString(
+      "base64url",
+    );
     return `${payload}.${this.sign(payload)}`;
   }
 
@@ -50,9 +55,11 @@ export class ShareTokens {
     } catch {
       return undefined;
     }
-    if (!Array.isArray(parts) || parts.length !== 4) return undefined;
-    const [tenantId, sid, p, exp] = parts as [string, string, number, number];
+    // Links of the earlier four-field form name no key, so could outlive a revoked one: refused.
+    if (!Array.isArray(parts) || parts.length !== 5) return undefined;
+    const [tenantId, sid, p, exp, keyId] = parts as [string, string, number, number, string];
     if (sid !== sandboxId || p !== port || typeof exp !== "number" || exp <= now || typeof tenantId !== "string") return undefined;
-    return { tenantId, sandboxId: sid, port: p, expiresAt: exp };
+    if (typeof keyId !== "string") return undefined;
+    return { tenantId, keyId, sandboxId: sid, port: p, expiresAt: exp };
   }
 }

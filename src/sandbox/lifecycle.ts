@@ -1,6 +1,7 @@
 // Pause, resume, snapshots and forks of live sandboxes, and what a sandbox does when its life runs
 // out (on_timeout) or when it stays paused past the operator's limit (its files go into a snapshot,
-// its processes end, and a resume starts it again from that snapshot: "hibernated").
+// its processes end, and a resume starts it again from that snapshot: "hibernated"). Every archive
+// written counts against the tenant's storage quota as its bytes arrive, as stored files do.
 //
 // Kernel state: a pause freezes every process with the cgroup freezer, so a resume continues with
 // memory and kernels as they were ("preserved"); anything started from a snapshot (a create with
@@ -8,6 +9,7 @@
 import crypto from "node:crypto";
 import { ApiError, invalid } from "../errors.js";
 import type { EndedBy } from "../events/bus.js";
+import type { StorageQuota } from "../files/quota.js";
 import type { SandboxRecord } from "../store/sandboxes.js";
 import type { SnapshotKind, SnapshotRecord, SnapshotStore } from "../store/snapshots.js";
 import type { Box } from "./box.js";
@@ -38,6 +40,10 @@ export interface NetworkSettings {
 
 const message = (err: unknown) => (err instanceof Error ? err.message : String(err));
 
+/** What an event tells the tenant of a failed automatic snapshot: an API error as it is, anything else only as failed. */
+const failure = (err: unknown) =>
+  err instanceof ApiError ? { code: err.code, message: err.message } : { code: "internal_error", message: "The snapshot failed" };
+
 export class Lifecycle {
   readonly files: SnapshotFiles;
   private readonly hibernated = new Map<string, Hibernated>();
@@ -48,6 +54,7 @@ export class Lifecycle {
   constructor(
     private readonly m: SandboxManager,
     private readonly snapshots: SnapshotStore,
+    private readonly storage: StorageQuota,
   ) {
     this.files = new SnapshotFiles(m.config.snapshotDir, m.config.snapshotMaxBytes);
     // Archives no record points to (a crash between writing one and recording it, or between
@@ -184,15 +191,22 @@ export class Lifecycle {
       );
       return;
     }
+    // Its life is over either way: a snapshot that fails (e.g. over the tenant's storage quota)
+    // ends it without one, and its `ended` event says why.
+    let snapshotError: ReturnType<typeof failure> | undefined;
     this.serial(live, async () => {
       try {
         await this.write(live, "timeout");
       } catch (err) {
-        this.m.log.error({ err, sandbox_id: live.record.id }, "on_timeout snapshot failed; the sandbox ends without one");
+        snapshotError = failure(err);
+        const log = err instanceof ApiError && err.code === "quota_exceeded" ? "warn" : "error";
+        this.m.log[log]({ err, sandbox_id: live.record.id }, "on_timeout snapshot failed; the sandbox ends without one");
       }
     })
       .catch(() => {})
-      .finally(() => this.m.end(live.record.id, "timed_out"));
+      .finally(() =>
+        this.m.end(live.record.id, { reason: "timed_out", detail: snapshotError ? { snapshot_error: snapshotError } : undefined }),
+      );
   }
 
   /**
@@ -205,13 +219,19 @@ export class Lifecycle {
       if (live.record.status !== "paused") return;
       let snapshot: SnapshotRecord;
       try {
+        // A tenant already at its storage quota: refused before the sandbox is thawed for nothing.
+        this.storage.check(live.record.tenantId, 1);
         await live.box.resume(); // the copy is made by the sandbox's own processes
         snapshot = await this.write(live, "hibernate");
       } catch (err) {
-        this.m.log.error({ err, sandbox_id: live.record.id }, "could not snapshot a long-paused sandbox; it stays paused");
+        // It stays paused, frozen with its memory (held to the tenant's memory quota), and
+        // resumable as it was; nothing of its files is lost. Its events say why.
+        const log = err instanceof ApiError && err.code === "quota_exceeded" ? "warn" : "error";
+        this.m.log[log]({ err, sandbox_id: live.record.id }, "could not snapshot a long-paused sandbox; it stays paused");
         await live.box.pause().catch(() => {});
         // Tried again after another full period, not every tick.
         live.hibernateAt = Date.now() + this.m.config.pausedMaxS * 1000;
+        this.emit("paused", live.record, "hibernate_failed", { error: failure(err), retry_at: new Date(live.hibernateAt).toISOString() });
         return;
       }
       const id = live.record.id;
@@ -329,8 +349,8 @@ export class Lifecycle {
     return { template: r.template, envVars: r.envVars, metadata: r.metadata, extra };
   }
 
-  /** Refuses a snapshot past the tenant's cap (counting the ones being written); returns the release. */
-  private reserve(tenantId: string): () => void {
+  /** Refuses a snapshot past the tenant's cap on their number (counting the ones being written); returns the release. */
+  private reserveSlot(tenantId: string): () => void {
     const writing = this.writing.get(tenantId) ?? 0;
     const cap = this.m.config.snapshotsPerTenant;
     if (this.snapshots.countByTenant(tenantId) + writing >= cap) {
@@ -344,13 +364,18 @@ export class Lifecycle {
     };
   }
 
-  /** Writes a snapshot of a live sandbox (running, or thawed for the copy) and records it. */
+  /**
+   * Writes a snapshot of a live sandbox (running, or thawed for the copy) and records it. Its bytes
+   * are reserved against the tenant's storage quota as they arrive (429 quota_exceeded, and nothing
+   * kept, past it) and become the tenant's stored bytes with the record.
+   */
   private async write(live: Live, kind: SnapshotKind): Promise<SnapshotRecord> {
     const { record } = live;
-    const release = kind === "hibernate" ? () => {} : this.reserve(record.tenantId);
+    const release = kind === "hibernate" ? () => {} : this.reserveSlot(record.tenantId);
+    const bytes = this.storage.reserve(record.tenantId);
     try {
       const id = `snap_${crypto.randomUUID()}`;
-      const info = await this.files.write(live.box, id);
+      const info = await this.files.write(live.box, id, (size) => bytes.grow(size));
       const snapshot: SnapshotRecord = {
         id,
         tenantId: record.tenantId,
@@ -361,7 +386,7 @@ export class Lifecycle {
         settings: this.settingsOf(live),
       };
       try {
-        this.snapshots.insert(snapshot);
+        bytes.commit(() => this.snapshots.insert(snapshot));
       } catch (err) {
         await this.files.remove(id);
         throw err;
@@ -369,6 +394,7 @@ export class Lifecycle {
       this.emit("snapshotted", record, kind === "manual" ? "api" : kind, { snapshot_id: id, size_bytes: info.sizeBytes });
       return snapshot;
     } finally {
+      bytes.release();
       release();
     }
   }
@@ -391,15 +417,20 @@ export class Lifecycle {
     });
   }
 
-  /** A hibernated sandbox's files are already an archive: a snapshot of it is a second name for that file. */
+  /**
+   * A hibernated sandbox's files are already an archive: a snapshot of it is a second name for that
+   * file. It counts against the storage quota like any snapshot (the hibernated one may go first).
+   */
   private async copyHibernated(h: Hibernated): Promise<SnapshotRecord> {
-    const release = this.reserve(h.record.tenantId);
+    const release = this.reserveSlot(h.record.tenantId);
+    const bytes = this.storage.reserve(h.record.tenantId);
     try {
+      bytes.grow(h.snapshot.sizeBytes);
       const id = `snap_${crypto.randomUUID()}`;
       await this.files.link(h.snapshot.id, id);
       const snapshot: SnapshotRecord = { ...h.snapshot, id, kind: "manual", createdAt: new Date().toISOString() };
       try {
-        this.snapshots.insert(snapshot);
+        bytes.commit(() => this.snapshots.insert(snapshot));
       } catch (err) {
         await this.files.remove(id);
         throw err;
@@ -407,6 +438,7 @@ export class Lifecycle {
       this.emit("snapshotted", h.record, "api", { snapshot_id: id, size_bytes: snapshot.sizeBytes });
       return snapshot;
     } finally {
+      bytes.release();
       release();
     }
   }
@@ -468,52 +500,61 @@ export class Lifecycle {
     const h = this.hibernatedOf(tenantId, id);
     const live = h ? undefined : this.liveOf(tenantId, id);
     this.m.checkRoom(tenantId, count);
-    let source: { file: string; sha256: string; temp?: string };
-    let base: { record: SandboxRecord; lifeS: number; onTimeout: OnTimeout };
-    let policy: unknown;
-    if (h) {
-      source = { file: this.files.pathOf(h.snapshot.id), sha256: h.snapshot.sha256 };
-      base = h;
-      policy = h.snapshot.settings.extra?.network;
-    } else {
+    // The copies' archive is on disk while they are made: it takes room in the storage quota until then.
+    const bytes = this.storage.reserve(tenantId);
+    let source: { file: string; sha256: string; temp?: string } | undefined;
+    try {
+      if (h) {
+        source = { file: this.files.pathOf(h.snapshot.id), sha256: h.snapshot.sha256 };
+        return await this.copies(tenantId, count, h, source, h.snapshot.settings.extra?.network);
+      }
       const l = live as Live;
-      base = l;
-      policy = this.network?.capture(tenantId, id);
+      const policy = this.network?.capture(tenantId, id);
       source = await this.serial(l, async () => {
         const paused = l.record.status === "paused";
         if (paused) await l.box.resume();
         try {
           const temp = `fork_${crypto.randomUUID()}`;
-          const info = await this.files.write(l.box, temp);
+          const info = await this.files.write(l.box, temp, (size) => bytes.grow(size));
           return { file: this.files.pathOf(temp), sha256: info.sha256, temp };
         } finally {
           if (paused) await l.box.pause().catch(() => {});
         }
       });
-    }
-    try {
-      // Copies made at once: as many creates as one tenant may have waiting for a sandbox start
-      // (more would be refused while the pool refills), at least two.
-      const limiter = new Limiter(Math.max(2, Math.floor(this.m.config.startQueue / 2)));
-      const input: CreateInput = {
-        template: base.record.template,
-        envVars: base.record.envVars,
-        metadata: base.record.metadata,
-        timeoutS: base.lifeS,
-        onTimeout: base.onTimeout,
-        restore: (box: Box) => this.files.restore(box, source.file, source.sha256),
-        afterCreate: (record) => this.applyNetwork(record, policy),
-      };
-      const settled = await Promise.allSettled(Array.from({ length: count }, () => limiter.run(() => this.m.create(tenantId, input))));
-      const made = settled.flatMap((r) => (r.status === "fulfilled" ? [r.value] : []));
-      const failed = settled.find((r): r is PromiseRejectedResult => r.status === "rejected");
-      if (failed) {
-        await Promise.all(made.map((r) => this.m.kill(tenantId, r.id).catch(() => {})));
-        throw failed.reason;
-      }
-      return made;
+      return await this.copies(tenantId, count, l, source, policy);
     } finally {
-      if (source.temp) await this.files.remove(source.temp);
+      if (source?.temp) await this.files.remove(source.temp);
+      bytes.release();
     }
+  }
+
+  /** `count` sandboxes started from the archive `source`, with `base`'s settings; all or nothing. */
+  private async copies(
+    tenantId: string,
+    count: number,
+    base: { record: SandboxRecord; lifeS: number; onTimeout: OnTimeout },
+    source: { file: string; sha256: string },
+    policy: unknown,
+  ): Promise<SandboxRecord[]> {
+    // Copies made at once: as many creates as one tenant may have waiting for a sandbox start
+    // (more would be refused while the pool refills), at least two.
+    const limiter = new Limiter(Math.max(2, Math.floor(this.m.config.startQueue / 2)));
+    const input: CreateInput = {
+      template: base.record.template,
+      envVars: base.record.envVars,
+      metadata: base.record.metadata,
+      timeoutS: base.lifeS,
+      onTimeout: base.onTimeout,
+      restore: (box: Box) => this.files.restore(box, source.file, source.sha256),
+      afterCreate: (record) => this.applyNetwork(record, policy),
+    };
+    const settled = await Promise.allSettled(Array.from({ length: count }, () => limiter.run(() => this.m.create(tenantId, input))));
+    const made = settled.flatMap((r) => (r.status === "fulfilled" ? [r.value] : []));
+    const failed = settled.find((r): r is PromiseRejectedResult => r.status === "rejected");
+    if (failed) {
+      await Promise.all(made.map((r) => this.m.kill(tenantId, r.id).catch(() => {})));
+      throw failed.reason;
+    }
+    return made;
   }
 }

@@ -11,6 +11,7 @@ import type { Logger } from "pino";
 import { type Config, tenantQuotaDefaults } from "../config.js";
 import { ApiError, sandboxNotFound, sandboxPaused } from "../errors.js";
 import { type EndedBy, type EndReason, type EventDetail, LifecycleBus } from "../events/bus.js";
+import type { StorageQuota } from "../files/quota.js";
 import { endStatus, type ListFilter, type SandboxRecord, type SandboxStore } from "../store/sandboxes.js";
 import type { SnapshotStore } from "../store/snapshots.js";
 import { type EffectiveQuotas, effectiveQuotas, type TenantStore } from "../store/tenants.js";
@@ -164,6 +165,8 @@ export class SandboxManager {
     private readonly tenants: TenantStore,
     log: Logger,
     snapshots: SnapshotStore,
+    /** Tenants' stored bytes (stored files and snapshots together): snapshots are held to it. */
+    storage: StorageQuota,
   ) {
     this.log = log;
     this.templates = builtInTemplates(config.limits);
@@ -179,7 +182,7 @@ export class SandboxManager {
     this.teardownLimiter = new Limiter(Math.max(1, config.maxParallelTeardowns));
     this.demand = new PoolDemand(config.warmPool, config.warmPoolMax);
     this.quotaDefaults = tenantQuotaDefaults(config);
-    this.lifecycle = new Lifecycle(this, snapshots);
+    this.lifecycle = new Lifecycle(this, snapshots, storage);
   }
 
   /** The tenant's quotas now: its own where the operator set them, the configured defaults elsewhere. */

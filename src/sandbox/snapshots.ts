@@ -85,9 +85,11 @@ export class SnapshotFiles {
 
   /**
    * Archives the sandbox's /home/user into the snapshot file `id`: complete, on disk (fsynced) and
-   * verified when this returns; nothing at all (no file, no temporary) when it throws.
+   * verified when this returns; nothing at all (no file, no temporary) when it throws. `received`
+   * is told the archive's size so far before each chunk is written, and may refuse it by throwing
+   * (the tenant's storage quota).
    */
-  async write(box: Box, id: string): Promise<ArchiveInfo> {
+  async write(box: Box, id: string, received: (bytes: number) => void = () => {}): Promise<ArchiveInfo> {
     const tmp = path.join(this.dir, `.${id}.tar.tmp`);
     const final = this.pathOf(id);
     const hash = crypto.createHash("sha256");
@@ -113,6 +115,7 @@ export class SnapshotFiles {
           if (size > this.maxBytes) {
             throw new ApiError("payload_too_large", `The snapshot failed: it is larger than the limit of ${this.maxBytes} bytes`);
           }
+          received(size);
           for (const part of reply.parts) {
             hash.update(part);
             await writeAll(fh, part);

@@ -29,6 +29,10 @@ export interface KeyStore {
   list(): ApiKeyRecord[];
   get(id: string): ApiKeyRecord | undefined;
   revoke(idOrPrefix: string): boolean;
+  /** The tenant of the bootstrap key (AGENTBOX_API_KEY), which is never stored, when one is set. */
+  readonly bootstrapTenant: string | undefined;
+  /** The key with this id works now (it exists and is not revoked). */
+  isActive(id: string): boolean;
   /** Writes the pending last-used times now (they are otherwise written once a minute). */
   flush(): void;
 }
@@ -64,12 +68,14 @@ const sameHash = (a: string, b: string) => a.length === b.length && crypto.timin
 
 /** The bootstrap key from AGENTBOX_API_KEY: valid for the default tenant, never stored. */
 export const BOOTSTRAP_TENANT = "default";
+const BOOTSTRAP_ID = "bootstrap";
 
 /** How often last-used times reach the database: a key used all the time costs one write a minute. */
 const LAST_USED_FLUSH_MS = 60_000;
 
 export class SqliteKeyStore implements KeyStore {
   private readonly byHash;
+  private readonly activeById;
   private readonly bootstrapHash: string | undefined;
   /** Last use per key id (ms), kept in memory on the request path and written by the timer. */
   private readonly lastUsed = new Map<string, number>();
@@ -81,8 +87,13 @@ export class SqliteKeyStore implements KeyStore {
     bootstrapKey?: string,
   ) {
     this.byHash = db.prepare<[string], KeyRow>("SELECT * FROM api_keys WHERE hash = ? AND revoked_at IS NULL");
+    this.activeById = db.prepare<[string], { ok: number }>("SELECT 1 AS ok FROM api_keys WHERE id = ? AND revoked_at IS NULL");
     this.bootstrapHash = bootstrapKey ? hashKey(bootstrapKey) : undefined;
     this.timer = setInterval(() => this.flush(), LAST_USED_FLUSH_MS).unref();
+  }
+
+  get bootstrapTenant(): string | undefined {
+    return this.bootstrapHash === undefined ? undefined : BOOTSTRAP_TENANT;
   }
 
   create(input: NewKey) {
@@ -111,7 +122,7 @@ export class SqliteKeyStore implements KeyStore {
     const hash = hashKey(key);
     if (this.bootstrapHash !== undefined && sameHash(hash, this.bootstrapHash)) {
       return {
-        id: "bootstrap",
+        id: BOOTSTRAP_ID,
         tenantId: BOOTSTRAP_TENANT,
         name: "bootstrap",
         prefix: key.slice(0, 10),
@@ -144,6 +155,11 @@ export class SqliteKeyStore implements KeyStore {
   get(id: string): ApiKeyRecord | undefined {
     const row = this.db.prepare<[string], KeyRow>("SELECT * FROM api_keys WHERE id = ?").get(id);
     return row ? this.withLastUse(toRecord(row)) : undefined;
+  }
+
+  isActive(id: string): boolean {
+    if (id === BOOTSTRAP_ID) return this.bootstrapHash !== undefined;
+    return this.activeById.get(id) !== undefined;
   }
 
   revoke(idOrPrefix: string): boolean {

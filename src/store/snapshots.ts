@@ -32,6 +32,8 @@ export interface SnapshotStore {
   get(id: string): SnapshotRecord | undefined;
   listByTenant(tenantId: string, limit: number, offset: number): { snapshots: SnapshotRecord[]; total: number };
   countByTenant(tenantId: string): number;
+  /** Bytes of all the tenant's snapshot archives (every kind: they all take disk). */
+  bytesByTenant(tenantId: string): number;
   /** The snapshot a sandbox was hibernated into (paused too long), if any. */
   hibernated(sandboxId: string): SnapshotRecord | undefined;
   delete(id: string): void;
@@ -95,6 +97,7 @@ export class SqliteSnapshotStore implements SnapshotStore {
         "SELECT * FROM snapshots WHERE tenant_id = ? ORDER BY created_at DESC, id LIMIT ? OFFSET ?",
       ),
       count: db.prepare<[string], { n: number }>("SELECT COUNT(*) AS n FROM snapshots WHERE tenant_id = ?"),
+      bytes: db.prepare<[string], { n: number | null }>("SELECT SUM(size_bytes) AS n FROM snapshots WHERE tenant_id = ?"),
       hibernated: db.prepare<[string], Row>(
         "SELECT * FROM snapshots WHERE sandbox_id = ? AND kind = 'hibernate' ORDER BY created_at DESC LIMIT 1",
       ),
@@ -133,6 +136,10 @@ export class SqliteSnapshotStore implements SnapshotStore {
 
   countByTenant(tenantId: string): number {
     return this.stmts.count.get(tenantId)?.n ?? 0;
+  }
+
+  bytesByTenant(tenantId: string): number {
+    return this.stmts.bytes.get(tenantId)?.n ?? 0;
   }
 
   hibernated(sandboxId: string): SnapshotRecord | undefined {

@@ -1,7 +1,9 @@
 // Tenants and their quotas: what one tenant (all of its API keys together) may hold at once. An
 // operator sets them (admin API); a quota left unset (null) takes the service-wide default from
 // the configuration, so a tenant that was never configured needs no row at all.
-import type { Db } from "./db.js";
+import { addColumnIfMissing, type Db } from "./db.js";
+
+const VECTOR_COLUMNS = ["max_vector_indexes", "max_vectors", "vector_storage_mb"];
 
 /** Quotas as stored: null means "the configured default". */
 export interface TenantQuotas {
@@ -15,6 +17,12 @@ export interface TenantQuotas {
   maxProcesses: number | null;
   /** Stored bytes (sandbox workspaces, files), MiB. */
   storageMb: number | null;
+  /** Vector indexes at once. */
+  maxVectorIndexes: number | null;
+  /** Vectors in all the tenant's indexes together. */
+  maxVectors: number | null;
+  /** Bytes of all the tenant's vectors together (embedding + metadata JSON + id of each), MiB. */
+  vectorStorageMb: number | null;
 }
 
 export type EffectiveQuotas = { [K in keyof TenantQuotas]: number };
@@ -40,6 +48,9 @@ export const NO_QUOTAS: TenantQuotas = {
   memoryMb: null,
   maxProcesses: null,
   storageMb: null,
+  maxVectorIndexes: null,
+  maxVectors: null,
+  vectorStorageMb: null,
 };
 
 /** The tenant's quotas with every unset one replaced by its default. */
@@ -50,6 +61,9 @@ export function effectiveQuotas(quotas: TenantQuotas, defaults: EffectiveQuotas)
     memoryMb: quotas.memoryMb ?? defaults.memoryMb,
     maxProcesses: quotas.maxProcesses ?? defaults.maxProcesses,
     storageMb: quotas.storageMb ?? defaults.storageMb,
+    maxVectorIndexes: quotas.maxVectorIndexes ?? defaults.maxVectorIndexes,
+    maxVectors: quotas.maxVectors ?? defaults.maxVectors,
+    vectorStorageMb: quotas.vectorStorageMb ?? defaults.vectorStorageMb,
   };
 }
 
@@ -60,6 +74,9 @@ interface Row {
   memory_mb: number | null;
   max_processes: number | null;
   storage_mb: number | null;
+  max_vector_indexes: number | null;
+  max_vectors: number | null;
+  vector_storage_mb: number | null;
   created_at: string;
   updated_at: string;
 }
@@ -72,6 +89,9 @@ const toRecord = (r: Row): TenantRecord => ({
     memoryMb: r.memory_mb,
     maxProcesses: r.max_processes,
     storageMb: r.storage_mb,
+    maxVectorIndexes: r.max_vector_indexes,
+    maxVectors: r.max_vectors,
+    vectorStorageMb: r.vector_storage_mb,
   },
   createdAt: r.created_at,
   updatedAt: r.updated_at,
@@ -82,6 +102,8 @@ export class SqliteTenantStore implements TenantStore {
   private readonly cache = new Map<string, TenantRecord>();
 
   constructor(private readonly db: Db) {
+    // Columns of quotas added after the table (databases from before them get them here, unset).
+    for (const column of VECTOR_COLUMNS) addColumnIfMissing(db, "tenants", column, "INTEGER");
     for (const row of db.prepare<[], Row>("SELECT * FROM tenants").all()) this.cache.set(row.id, toRecord(row));
   }
 
@@ -104,13 +126,27 @@ export class SqliteTenantStore implements TenantStore {
     const q = record.quotas;
     this.db
       .prepare(
-        `INSERT INTO tenants (id, max_sandboxes, max_concurrent_runs, memory_mb, max_processes, storage_mb, created_at, updated_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+        `INSERT INTO tenants (id, max_sandboxes, max_concurrent_runs, memory_mb, max_processes, storage_mb,
+           max_vector_indexes, max_vectors, vector_storage_mb, created_at, updated_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
          ON CONFLICT (id) DO UPDATE SET max_sandboxes = excluded.max_sandboxes, max_concurrent_runs = excluded.max_concurrent_runs,
            memory_mb = excluded.memory_mb, max_processes = excluded.max_processes, storage_mb = excluded.storage_mb,
-           updated_at = excluded.updated_at`,
+           max_vector_indexes = excluded.max_vector_indexes, max_vectors = excluded.max_vectors,
+           vector_storage_mb = excluded.vector_storage_mb, updated_at = excluded.updated_at`,
       )
-      .run(id, q.maxSandboxes, q.maxConcurrentRuns, q.memoryMb, q.maxProcesses, q.storageMb, record.createdAt, now);
+      .run(
+        id,
+        q.maxSandboxes,
+        q.maxConcurrentRuns,
+        q.memoryMb,
+        q.maxProcesses,
+        q.storageMb,
+        q.maxVectorIndexes,
+        q.maxVectors,
+        q.vectorStorageMb,
+        record.createdAt,
+        now,
+      );
     this.cache.set(id, record);
     return record;
   }

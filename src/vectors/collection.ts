@@ -1,5 +1,7 @@
-// One index's in-memory side on the main thread: a copy of every vector by label (for exact
-// scoring of small filtered sets and of vectors not yet in the graph) and metadata for filters.
+// One index's in-memory side on the main thread: a copy of every live vector (for exact scoring of
+// small filtered sets and of vectors not yet in the graph) and its metadata for filters, each in a
+// slot that is reused once its vector is deleted or replaced (labels never are: a label-indexed
+// copy would grow with every replacement, however few vectors are live).
 // The HNSW graph itself lives in the graph worker (graph-worker.ts). Writes land here at once;
 // vectors join the graph from a queue, a chunk at a time, so a large upsert never stalls other
 // requests. Until then they are scored exactly, so the next search sees every acknowledged write.
@@ -37,19 +39,28 @@ const BUSY_PAUSE_MS = 10;
  * (measured: recall@10 0.43 on 20k vectors when thin one-thread chunks came first). */
 const ADD_THREADS = 2;
 
-type Candidate = { label: number; dist: number };
+/** A scored vector: its slot here and the label it had when scored (the slot may be reused meanwhile). */
+type Candidate = { slot: number; label: number; dist: number };
 
 export class Collection {
+  // By slot:
   private vecs: Float32Array;
   private norms: Float32Array;
+  private labels: Float64Array;
   private ids: Array<string | undefined> = [];
   private metas: Array<Metadata | undefined> = [];
   private live: Uint8Array;
   /** 1 once the vector was sent to the graph (the worker applies messages in order). */
   private inAnn: Uint8Array;
   private capacity: number;
-  /** Labels waiting to join the graph, oldest first, with their write sequence numbers. */
+  /** The slot of each live label, slots freed by drops, and the slots ever used. */
+  private readonly slotOf = new Map<number, number>();
+  private free: number[] = [];
+  private used = 0;
+  /** Slots waiting to join the graph, oldest first, with their labels (a slot reused since is
+   * skipped) and their write sequence numbers. */
   private pending: number[] = [];
+  private pendingLabel: number[] = [];
   private pendingSeq: number[] = [];
   private pendingHead = 0;
   private inFlight = 0;
@@ -74,12 +85,14 @@ export class Collection {
     /** The graph's name in the worker (the index id). */
     readonly graphId: string,
     private readonly log: (msg: string, fields?: Record<string, unknown>) => void = () => {},
-    /** Labels expected (sized once when loading, instead of doubling through a large index). */
+    /** Vectors expected (sized once when loading, instead of doubling through a large index). */
     expected = 0,
   ) {
-    this.capacity = Math.max(1024, expected);
+    // Small to start: an empty index of 2,000 dimensions would otherwise take 8 MiB at once.
+    this.capacity = Math.max(64, expected);
     this.vecs = new Float32Array(this.capacity * dim);
     this.norms = new Float32Array(this.capacity);
+    this.labels = new Float64Array(this.capacity);
     this.live = new Uint8Array(this.capacity);
     this.inAnn = new Uint8Array(this.capacity);
   }
@@ -100,62 +113,86 @@ export class Collection {
     return this.graphs.open(this.graphId, this.params(), file);
   }
 
-  private grow(label: number): void {
-    if (label < this.capacity) return;
+  private grow(slot: number): void {
+    if (slot < this.capacity) return;
     let cap = this.capacity;
-    while (cap <= label) cap *= 2;
+    while (cap <= slot) cap *= 2;
     const vecs = new Float32Array(cap * this.dim);
     vecs.set(this.vecs);
     const norms = new Float32Array(cap);
     norms.set(this.norms);
+    const labels = new Float64Array(cap);
+    labels.set(this.labels);
     const live = new Uint8Array(cap);
     live.set(this.live);
     const inAnn = new Uint8Array(cap);
     inAnn.set(this.inAnn);
     this.vecs = vecs;
     this.norms = norms;
+    this.labels = labels;
     this.live = live;
     this.inAnn = inAnn;
     this.capacity = cap;
   }
 
+  /** Slots in use or freed (the range every scan walks). */
+  slotsUsed(): number {
+    return this.used;
+  }
+
   /** Records a vector under its label; `inGraph` when a loaded graph already holds it. */
   put(label: number, id: string, embedding: Float32Array, metadata: Metadata, seq: number, inGraph: boolean): void {
-    this.grow(label);
-    this.vecs.set(embedding, label * this.dim);
+    let slot = this.slotOf.get(label);
+    if (slot === undefined) {
+      slot = this.free.pop() ?? this.used++;
+      this.grow(slot);
+      this.slotOf.set(label, slot);
+      this.labels[slot] = label;
+      this.liveCount++;
+    }
+    this.vecs.set(embedding, slot * this.dim);
     let n = 0;
     for (let i = 0; i < embedding.length; i++) n += (embedding[i] as number) * (embedding[i] as number);
-    this.norms[label] = Math.sqrt(n);
-    this.ids[label] = id;
-    this.metas[label] = metadata;
-    if (!this.live[label]) this.liveCount++;
-    this.live[label] = 1;
+    this.norms[slot] = Math.sqrt(n);
+    this.ids[slot] = id;
+    this.metas[slot] = metadata;
+    this.live[slot] = 1;
     if (seq > this.seq) this.seq = seq;
     if (inGraph) {
-      this.inAnn[label] = 1;
+      this.inAnn[slot] = 1;
       this.annCount++;
     } else {
       this.lastWrite = performance.now();
-      this.pending.push(label);
+      this.pending.push(slot);
+      this.pendingLabel.push(label);
       this.pendingSeq.push(seq);
       this.scheduleDrain();
     }
   }
 
-  /** Removes a label (a deleted vector or a replaced version). */
+  /** Removes a label (a deleted vector or a replaced version); its slot is free for the next put. */
   drop(label: number, seq: number): void {
     if (seq > this.seq) this.seq = seq;
-    if (label >= this.capacity || !this.live[label]) return;
-    this.live[label] = 0;
+    const slot = this.slotOf.get(label);
+    if (slot === undefined) return;
+    this.slotOf.delete(label);
+    this.live[slot] = 0;
     this.liveCount--;
-    this.ids[label] = undefined;
-    this.metas[label] = undefined;
-    if (this.inAnn[label]) {
-      this.inAnn[label] = 0;
+    this.ids[slot] = undefined;
+    this.metas[slot] = undefined;
+    if (this.inAnn[slot]) {
+      this.inAnn[slot] = 0;
       this.annCount--;
       this.dirty = true;
       this.graphs.remove(this.graphId, new BigUint64Array([BigInt(label)])).catch((err) => this.failed(err));
     }
+    this.free.push(slot);
+  }
+
+  /** Whether a pending entry still stands for a vector waiting for the graph (its slot was not reused). */
+  private waiting(i: number): boolean {
+    const s = this.pending[i] as number;
+    return this.live[s] === 1 && this.inAnn[s] === 0 && this.labels[s] === this.pendingLabel[i];
   }
 
   /** Removes labels only a loaded graph holds (replayed tombstones); resolves to the graph's size. */
@@ -168,7 +205,8 @@ export class Collection {
   }
 
   setMetadata(label: number, metadata: Metadata): void {
-    if (label < this.capacity && this.live[label]) this.metas[label] = metadata;
+    const slot = this.slotOf.get(label);
+    if (slot !== undefined) this.metas[slot] = metadata;
   }
 
   /** The write sequence up to which every vector has been sent to the graph (for saving). */
@@ -184,16 +222,17 @@ export class Collection {
   async rebuildGraph(): Promise<void> {
     await this.graphs.drop(this.graphId);
     await this.openGraph();
-    const labels: number[] = [];
-    for (let l = 0; l < this.ids.length; l++) {
-      if (this.live[l]) {
-        this.inAnn[l] = 0;
-        labels.push(l);
+    const slots: number[] = [];
+    for (let s = 0; s < this.used; s++) {
+      if (this.live[s]) {
+        this.inAnn[s] = 0;
+        slots.push(s);
       }
     }
     this.annCount = 0;
-    this.pending = labels;
-    this.pendingSeq = labels.map(() => 0);
+    this.pending = slots;
+    this.pendingLabel = slots.map((s) => this.labels[s] as number);
+    this.pendingSeq = slots.map(() => 0);
     this.pendingHead = 0;
     this.dirty = true;
     this.scheduleDrain();
@@ -243,15 +282,17 @@ export class Collection {
   private sendChunk(max: number, threads: number): Promise<number> {
     const take: number[] = [];
     while (take.length < max && this.pendingHead < this.pending.length) {
-      const l = this.pending[this.pendingHead++] as number;
-      if (this.live[l] && !this.inAnn[l]) take.push(l);
+      if (this.waiting(this.pendingHead)) take.push(this.pending[this.pendingHead] as number);
+      this.pendingHead++;
     }
     if (this.pendingHead >= this.pending.length) {
       this.pending = [];
+      this.pendingLabel = [];
       this.pendingSeq = [];
       this.pendingHead = 0;
     } else if (this.pendingHead > 65_536) {
       this.pending = this.pending.slice(this.pendingHead);
+      this.pendingLabel = this.pendingLabel.slice(this.pendingHead);
       this.pendingSeq = this.pendingSeq.slice(this.pendingHead);
       this.pendingHead = 0;
     }
@@ -259,14 +300,14 @@ export class Collection {
     const keys = new BigUint64Array(take.length);
     const data = new Float32Array(take.length * this.dim);
     const cosine = this.metric === "cosine";
-    take.forEach((l, i) => {
-      keys[i] = BigInt(l);
-      const v = this.vecs.subarray(l * this.dim, (l + 1) * this.dim);
+    take.forEach((s, i) => {
+      keys[i] = BigInt(this.labels[s] as number);
+      const v = this.vecs.subarray(s * this.dim, (s + 1) * this.dim);
       // Cosine ignores length: the graph holds unit vectors (and unit queries, see annSearch).
-      const n = this.norms[l] as number;
+      const n = this.norms[s] as number;
       if (cosine && n > 0) for (let j = 0; j < this.dim; j++) data[i * this.dim + j] = (v[j] as number) / n;
       else data.set(v, i * this.dim);
-      this.inAnn[l] = 1;
+      this.inAnn[s] = 1;
     });
     this.annCount += take.length;
     this.dirty = true;
@@ -274,8 +315,8 @@ export class Collection {
   }
 
   /** The metric's distance (lower is nearer), the same as the graph computes. */
-  private distance(q: Float32Array, qNorm: number, label: number): number {
-    const off = label * this.dim;
+  private distance(q: Float32Array, qNorm: number, slot: number): number {
+    const off = slot * this.dim;
     const v = this.vecs;
     if (this.metric === "euclidean") {
       let s = 0;
@@ -288,7 +329,7 @@ export class Collection {
     let dot = 0;
     for (let i = 0; i < q.length; i++) dot += (q[i] as number) * (v[off + i] as number);
     if (this.metric === "dotproduct") return 1 - dot;
-    const denom = qNorm * (this.norms[label] as number);
+    const denom = qNorm * (this.norms[slot] as number);
     return denom === 0 ? 1 : 1 - dot / denom;
   }
 
@@ -297,8 +338,8 @@ export class Collection {
     return this.metric === "euclidean" ? Math.sqrt(Math.max(0, dist)) : 1 - dist;
   }
 
-  private exact(q: Float32Array, qNorm: number, labels: Iterable<number>, out: Candidate[]): void {
-    for (const l of labels) out.push({ label: l, dist: this.distance(q, qNorm, l) });
+  private exact(q: Float32Array, qNorm: number, slots: Iterable<number>, out: Candidate[]): void {
+    for (const s of slots) out.push({ slot: s, label: this.labels[s] as number, dist: this.distance(q, qNorm, s) });
   }
 
   private async annSearch(q: Float32Array, qNorm: number, k: number): Promise<Candidate[]> {
@@ -309,24 +350,25 @@ export class Collection {
     for (let i = 0; i < m.keys.length; i++) {
       const l = Number(m.keys[i]);
       // A vector deleted while the search was in the worker is left out.
-      if (this.live[l]) out.push({ label: l, dist: this.distance(q, qNorm, l) });
+      const s = this.slotOf.get(l);
+      if (s !== undefined) out.push({ slot: s, label: l, dist: this.distance(q, qNorm, s) });
     }
     return out;
   }
 
   /** The share of the graph's vectors that match, estimated from a sample. */
   private matchShare(pred: Predicate): number {
-    const n = this.ids.length;
+    const n = this.used;
     const tries = 512;
     let seen = 0;
     let hit = 0;
     let x = (n * 2654435761) >>> 0;
     for (let i = 0; i < tries * 4 && seen < tries; i++) {
       x = (Math.imul(x, 1664525) + 1013904223) >>> 0;
-      const l = x % n;
-      if (!this.inAnn[l]) continue;
+      const s = x % n;
+      if (!this.inAnn[s]) continue;
       seen++;
-      if (pred(this.metas[l])) hit++;
+      if (pred(this.metas[s])) hit++;
     }
     return seen >= 64 ? hit / seen : 1;
   }
@@ -335,9 +377,9 @@ export class Collection {
   private smallMatchSet(pred: Predicate, share: number): number[] | undefined {
     if (this.annCount > EXACT_MAX && share * this.annCount > EXACT_MAX * 2) return undefined;
     const out: number[] = [];
-    for (let l = 0; l < this.ids.length; l++) {
-      if (this.inAnn[l] && this.live[l] && pred(this.metas[l])) {
-        out.push(l);
+    for (let s = 0; s < this.used; s++) {
+      if (this.inAnn[s] && this.live[s] && pred(this.metas[s])) {
+        out.push(s);
         if (out.length > EXACT_MAX) return undefined;
       }
     }
@@ -351,8 +393,9 @@ export class Collection {
     const cands: Candidate[] = [];
     // Vectors not yet in the graph: scored exactly.
     for (let i = this.pendingHead; i < this.pending.length; i++) {
-      const l = this.pending[i] as number;
-      if (this.live[l] && !this.inAnn[l] && (!pred || pred(this.metas[l]))) cands.push({ label: l, dist: this.distance(query, qNorm, l) });
+      const s = this.pending[i] as number;
+      if (this.waiting(i) && (!pred || pred(this.metas[s])))
+        cands.push({ slot: s, label: this.labels[s] as number, dist: this.distance(query, qNorm, s) });
     }
     const graphSize = this.annCount;
     if (graphSize > 0) {
@@ -370,7 +413,7 @@ export class Collection {
           // candidates before cutting to top_k.
           let k = Math.min(graphSize, Math.max(SEARCH_EF, Math.ceil((topK / Math.max(share, 1e-3)) * 3) + 64));
           for (;;) {
-            const found = (await this.annSearch(query, qNorm, k)).filter((c) => pred(this.metas[c.label]));
+            const found = (await this.annSearch(query, qNorm, k)).filter((c) => pred(this.metas[c.slot]));
             if (found.length >= topK || k >= graphSize) {
               for (const c of found) cands.push(c);
               break;
@@ -378,7 +421,7 @@ export class Collection {
             if (k >= 16_384) {
               // Still too few: score every match exactly.
               const all: number[] = [];
-              for (let l = 0; l < this.ids.length; l++) if (this.inAnn[l] && this.live[l] && pred(this.metas[l])) all.push(l);
+              for (let s = 0; s < this.used; s++) if (this.inAnn[s] && this.live[s] && pred(this.metas[s])) all.push(s);
               this.exact(query, qNorm, all, cands);
               break;
             }
@@ -392,12 +435,13 @@ export class Collection {
     const seen = new Set<number>();
     for (const c of cands) {
       if (hits.length >= topK) break;
-      // A vector sent to the graph while the search was under way can be found both ways.
-      if (seen.has(c.label) || !this.live[c.label]) continue;
+      // A vector sent to the graph while the search was under way can be found both ways; one
+      // deleted meanwhile is left out (its slot may hold another vector by now).
+      if (seen.has(c.label) || this.slotOf.get(c.label) !== c.slot) continue;
       seen.add(c.label);
-      const hit: Hit = { id: this.ids[c.label] as string, score: this.score(c.dist) };
-      if (values) hit.values = Array.from(this.vecs.subarray(c.label * this.dim, (c.label + 1) * this.dim));
-      if (metadata) hit.metadata = this.metas[c.label] ?? {};
+      const hit: Hit = { id: this.ids[c.slot] as string, score: this.score(c.dist) };
+      if (values) hit.values = Array.from(this.vecs.subarray(c.slot * this.dim, (c.slot + 1) * this.dim));
+      if (metadata) hit.metadata = this.metas[c.slot] ?? {};
       hits.push(hit);
     }
     return hits;

@@ -8,7 +8,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import { Collection, QUANTIZATION } from "./collection.js";
-import type { Hit, IndexSpec, NewVector, SearchOptions, VectorEngine, VectorRecord } from "./engine.js";
+import type { Admit, Hit, IndexSpec, NewVector, SearchOptions, VectorEngine, VectorRecord } from "./engine.js";
 import type { Metadata } from "./filter.js";
 import { GraphWorker } from "./graph-worker.js";
 import { readRecords } from "./record-loader.js";
@@ -91,7 +91,7 @@ export class EmbeddedEngine implements VectorEngine {
   /** Loads every record, and the saved graph when it is consistent with them. */
   private async load(spec: IndexSpec): Promise<Collection> {
     const started = performance.now();
-    const c = new Collection(spec.dimension, spec.metric, this.graphs, spec.id, this.log, this.store.nextLabel(spec.id));
+    const c = new Collection(spec.dimension, spec.metric, this.graphs, spec.id, this.log, this.store.count(spec.id));
     const { graph, state } = this.files(spec.id);
     let saved: GraphState | undefined;
     try {
@@ -173,9 +173,9 @@ export class EmbeddedEngine implements VectorEngine {
     fs.rmSync(graph, { force: true });
   }
 
-  async upsert(spec: IndexSpec, vectors: NewVector[]): Promise<void> {
+  async upsert(spec: IndexSpec, vectors: NewVector[], admit?: Admit): Promise<void> {
     const c = await this.coll(spec);
-    const written = this.store.upsert(spec.id, vectors);
+    const written = this.store.upsert(spec.id, vectors, admit);
     written.forEach((w, i) => {
       const v = vectors[i] as NewVector;
       if (w.replaced !== undefined) c.drop(w.replaced, w.seq);
@@ -207,13 +207,14 @@ export class EmbeddedEngine implements VectorEngine {
     spec: IndexSpec,
     id: string,
     change: { metadata?: Metadata; delete_protection?: boolean },
+    admit?: Admit,
   ): Promise<VectorRecord | undefined> {
     const c = await this.coll(spec);
     const row = this.store.get(spec.id, id);
     if (!row) return undefined;
     const metadata = change.metadata ?? (JSON.parse(row.metadata) as Metadata);
     const protect = change.delete_protection ?? row.delete_protection === 1;
-    this.store.updateVector(spec.id, id, JSON.stringify(metadata), protect, new Date().toISOString());
+    if (!this.store.updateVector(spec.id, id, JSON.stringify(metadata), protect, new Date().toISOString(), admit)) return undefined;
     c.setMetadata(row.label, metadata);
     const after = this.store.get(spec.id, id);
     return after ? toRecord(after) : undefined;

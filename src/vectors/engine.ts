@@ -49,19 +49,28 @@ export interface SearchOptions {
   includeMetadata: boolean;
 }
 
+/** Called inside a write before it commits, with what it adds to the index (negative when it
+ * shrinks it); throwing refuses the whole write and nothing of it is kept. */
+export type Admit = (added: { vectors: number; bytes: number }) => void;
+
 export interface VectorEngine {
   /** Prepares the engine's storage for a new index. */
   createIndex(spec: IndexSpec): void;
   /** Removes every vector of the index. */
   dropIndex(spec: IndexSpec): Promise<void>;
   /** Inserts or replaces vectors, all or none; visible to the next search once it resolves. */
-  upsert(spec: IndexSpec, vectors: NewVector[]): Promise<void>;
+  upsert(spec: IndexSpec, vectors: NewVector[], admit?: Admit): Promise<void>;
   /** Deletes by id; returns how many existed. */
   delete(spec: IndexSpec, ids: string[]): Promise<number>;
   fetch(spec: IndexSpec, ids: string[]): VectorRecord[];
   list(spec: IndexSpec, offset: number, limit: number): { vectors: VectorRecord[]; total: number };
   /** Replaces metadata and/or delete protection of one vector; undefined when it does not exist. */
-  update(spec: IndexSpec, id: string, change: { metadata?: Metadata; delete_protection?: boolean }): Promise<VectorRecord | undefined>;
+  update(
+    spec: IndexSpec,
+    id: string,
+    change: { metadata?: Metadata; delete_protection?: boolean },
+    admit?: Admit,
+  ): Promise<VectorRecord | undefined>;
   /** Nearest vectors first; with a filter, the best `topK` among the vectors that match it. */
   search(spec: IndexSpec, query: Float32Array, opts: SearchOptions): Promise<Hit[]>;
   count(spec: IndexSpec): number;

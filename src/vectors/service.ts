@@ -1,10 +1,11 @@
 // The vectors service: indexes per tenant (the catalog in store.ts) and the vectors in them (through
-// the VectorEngine). Every input is checked before anything is written, so a refused request
-// changes nothing. Knows nothing of HTTP.
+// the VectorEngine). Every input is checked before anything is written, and the quotas inside the
+// write (limits.ts), so a refused request changes nothing. Knows nothing of HTTP.
 import crypto from "node:crypto";
 import { ApiError, invalid } from "../errors.js";
 import type { Filter, Hit, IndexSpec, Metric, NewVector, VectorEngine, VectorRecord } from "./engine.js";
 import { compileFilter, type Metadata } from "./filter.js";
+import type { VectorLimits } from "./limits.js";
 import type { IndexRow, VectorDb } from "./store.js";
 
 export const MAX_DIMENSION = 2000;
@@ -16,7 +17,11 @@ const NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/;
 
 /** Turns texts into vectors for the text routes (the gateway's embeddings service). */
 export interface TextEmbedder {
-  embed(keyId: string, model: string | undefined, texts: string[]): Promise<{ vectors: Float32Array[]; model: string; tokens: number }>;
+  embed(
+    who: { tenantId: string; keyId: string },
+    model: string | undefined,
+    texts: string[],
+  ): Promise<{ vectors: Float32Array[]; model: string; tokens: number }>;
 }
 
 export interface IndexView {
@@ -84,7 +89,9 @@ function metricOf(m: string | undefined): Metric {
 function checkMetadata(m: unknown, where: string): Metadata {
   if (m === undefined || m === null) return {};
   if (typeof m !== "object" || Array.isArray(m)) throw invalid(`${where}: metadata must be an object`);
-  if (JSON.stringify(m).length > MAX_METADATA_BYTES) throw invalid(`${where}: metadata is larger than ${MAX_METADATA_BYTES} bytes`);
+  // Bytes, not characters: what is stored (and held in memory) is the UTF-8 JSON.
+  if (Buffer.byteLength(JSON.stringify(m)) > MAX_METADATA_BYTES)
+    throw invalid(`${where}: metadata is larger than ${MAX_METADATA_BYTES} bytes (as JSON)`);
   return m as Metadata;
 }
 
@@ -92,6 +99,7 @@ export class VectorService {
   constructor(
     private readonly store: VectorDb,
     readonly engine: VectorEngine,
+    private readonly limits: VectorLimits,
     private readonly embedder?: TextEmbedder,
   ) {}
 
@@ -155,7 +163,7 @@ export class VectorService {
       updated_at: now,
     };
     try {
-      this.store.insertIndex(row);
+      this.store.insertIndex(row, this.limits.admitIndex(tenantId));
     } catch (err) {
       if (String(err).includes("UNIQUE")) throw new ApiError("conflict", `A vector index named '${req.name}' already exists`);
       throw err;
@@ -230,7 +238,7 @@ export class VectorService {
       if (!Array.isArray(v.embedding)) throw invalid(`vectors[${i}]: embedding is required (or use the text routes)`);
       return this.checkVector(row, v, i, v.embedding);
     });
-    await this.engine.upsert(this.spec(row), items);
+    await this.engine.upsert(this.spec(row), items, this.limits.admit(tenantId));
     const ids = items.map((v) => v.id);
     return { ids, count: ids.length, upserted_count: ids.length, failed_count: 0, errors: [] };
   }
@@ -250,14 +258,14 @@ export class VectorService {
       checkMetadata(v.metadata, `vectors[${i}]`);
     });
     const out = await this.embedder_().embed(
-      keyId,
+      { tenantId, keyId },
       model,
       vectors.map((v) => v.text as string),
     );
     const items = vectors.map((v, i) => this.checkVector(row, v, i, out.vectors[i] as Float32Array));
     // The index may have been deleted while the texts were being embedded.
     const now = this.row(tenantId, row.id);
-    await this.engine.upsert(this.spec(now), items);
+    await this.engine.upsert(this.spec(now), items, this.limits.admit(tenantId));
     const ids = items.map((v) => v.id);
     return {
       ids,
@@ -299,7 +307,7 @@ export class VectorService {
   async searchText(tenantId: string, keyId: string, ref: string, req: SearchIn & { query: string; model?: string }) {
     const row = this.row(tenantId, ref);
     compileFilter(req.filter); // a bad filter is refused before the embedding is paid for
-    const out = await this.embedder_().embed(keyId, req.model, [req.query]);
+    const out = await this.embedder_().embed({ tenantId, keyId }, req.model, [req.query]);
     const result = await this.searchWith(this.row(tenantId, row.id), out.vectors[0] as Float32Array, req);
     return { ...result, usage: { prompt_tokens: out.tokens, total_tokens: out.tokens } };
   }
@@ -328,7 +336,12 @@ export class VectorService {
   ): Promise<VectorRecord> {
     const row = this.row(tenantId, ref);
     const metadata = change.metadata === undefined ? undefined : checkMetadata(change.metadata, "vector");
-    const v = await this.engine.update(this.spec(row), id, { metadata, delete_protection: change.delete_protection });
+    const v = await this.engine.update(
+      this.spec(row),
+      id,
+      { metadata, delete_protection: change.delete_protection },
+      this.limits.admit(tenantId),
+    );
     if (!v) throw new ApiError("vector_not_found", `Vector '${id}' was not found`);
     return v;
   }

@@ -1,28 +1,23 @@
-// Constructs the vectors area and the embeddings service for the entry point, and closes them.
-import type { Database } from "better-sqlite3";
+// Constructs the vectors area for the entry point (its text routes embed with the given service), and closes it.
 import type { Logger } from "pino";
-import { EmbeddingService } from "../inference/embeddings.js";
-import type { ProviderRegistry } from "../inference/providers.js";
 import { EmbeddedEngine } from "./embedded.js";
-import { VectorService } from "./service.js";
+import { VectorLimits, type VectorLimitsConfig } from "./limits.js";
+import { type TextEmbedder, VectorService } from "./service.js";
 import { VectorDb } from "./store.js";
 
 export interface VectorsArea {
-  embeddings: EmbeddingService;
   vectors: VectorService;
   /** Loads every index into memory in the background (the first search need not pay for it). */
   warm(): void;
-  /** Saves the graphs and closes the vectors database and the embedding model. */
+  /** Saves the graphs and closes the vectors database. */
   close(): Promise<void>;
 }
 
-export function openVectors(dataDir: string, db: Database, providers: ProviderRegistry, logger: Logger): VectorsArea {
+export function openVectors(dataDir: string, embeddings: TextEmbedder, logger: Logger, limits: VectorLimitsConfig): VectorsArea {
   const store = new VectorDb(dataDir);
   const engine = new EmbeddedEngine(store, dataDir, (msg, fields) => logger.info(fields ?? {}, msg));
-  const embeddings = new EmbeddingService(db, providers);
-  const vectors = new VectorService(store, engine, embeddings);
+  const vectors = new VectorService(store, engine, new VectorLimits(store, limits), embeddings);
   return {
-    embeddings,
     vectors,
     warm: () => {
       engine.warm(vectors.allSpecs()).catch((err) => logger.error({ err }, "loading vector indexes failed"));
@@ -30,7 +25,6 @@ export function openVectors(dataDir: string, db: Database, providers: ProviderRe
     close: async () => {
       await engine.close();
       store.close();
-      await embeddings.close();
     },
   };
 }

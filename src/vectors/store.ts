@@ -2,12 +2,13 @@
 // behind sandbox bookkeeping): the index catalog and every vector record. It is the source of truth:
 // the ANN graph is rebuilt or replayed from it on start. Each write bumps the index's `seq`, and a
 // replaced or deleted vector leaves a tombstone with its graph label, so a saved graph can be
-// brought up to date by replaying what came after it.
+// brought up to date by replaying what came after it. Each index row keeps its vector count and
+// bytes with every write, and this process keeps their sums per tenant, for the quotas.
 import fs from "node:fs";
 import path from "node:path";
 import Database from "better-sqlite3";
 import { addColumnIfMissing } from "../store/db.js";
-import type { Metric } from "./engine.js";
+import type { Admit, Metric } from "./engine.js";
 import type { Metadata } from "./filter.js";
 
 export interface IndexRow {
@@ -55,6 +56,7 @@ CREATE TABLE IF NOT EXISTS vector_indexes (
   next_label INTEGER NOT NULL DEFAULT 0,
   seq INTEGER NOT NULL DEFAULT 0,
   vector_count INTEGER NOT NULL DEFAULT 0,
+  bytes INTEGER NOT NULL DEFAULT 0,
   UNIQUE (tenant_id, name)
 );
 CREATE TABLE IF NOT EXISTS vectors (
@@ -77,6 +79,20 @@ CREATE TABLE IF NOT EXISTS vector_tombstones (
 CREATE INDEX IF NOT EXISTS vector_tombstones_seq ON vector_tombstones (index_id, seq);
 `;
 
+/** A record's bytes as the quotas count them: what is kept for it in memory and on disk (the
+ * embedding, the metadata as JSON, the id). RECORD_BYTES_SQL is the same for a stored row. */
+export function recordBytes(id: string, embeddingBytes: number, metadataJson: string): number {
+  return embeddingBytes + Buffer.byteLength(metadataJson) + Buffer.byteLength(id);
+}
+const RECORD_BYTES_SQL = "length(embedding) + length(CAST(metadata AS BLOB)) + length(CAST(id AS BLOB))";
+
+/** What a tenant holds: its indexes, and the vectors and their bytes in all of them. */
+export interface VectorUsage {
+  indexes: number;
+  vectors: number;
+  bytes: number;
+}
+
 /** One stored write: the label the vector got in the graph and the write's sequence number. */
 export interface Written {
   id: string;
@@ -88,6 +104,14 @@ export interface Written {
   updated_at: string;
 }
 
+interface Counters {
+  tenant_id: string;
+  next_label: number;
+  seq: number;
+  vector_count: number;
+  bytes: number;
+}
+
 export class VectorDb {
   readonly db: Database.Database;
   private readonly st;
@@ -95,6 +119,9 @@ export class VectorDb {
    * only this process writes the catalog, so it is read from SQLite once. */
   private readonly rows = new Map<string, IndexRow>();
   private readonly names = new Map<string, string>();
+  /** Sums per tenant and over all of them, kept by each write (never counted over the records). */
+  private readonly usage = new Map<string, VectorUsage>();
+  private bytes = 0;
 
   /** The database file (loading reads it from a worker thread with a connection of its own). */
   readonly file: string;
@@ -114,6 +141,11 @@ export class VectorDb {
     // Databases from before the count was kept: counted once.
     if (addColumnIfMissing(this.db, "vector_indexes", "vector_count", "INTEGER NOT NULL DEFAULT 0"))
       this.db.exec("UPDATE vector_indexes SET vector_count = (SELECT COUNT(*) FROM vectors WHERE index_id = vector_indexes.id)");
+    // And from before the bytes were: summed once.
+    if (addColumnIfMissing(this.db, "vector_indexes", "bytes", "INTEGER NOT NULL DEFAULT 0"))
+      this.db.exec(
+        `UPDATE vector_indexes SET bytes = (SELECT COALESCE(SUM(${RECORD_BYTES_SQL}), 0) FROM vectors WHERE index_id = vector_indexes.id)`,
+      );
     const db = this.db;
     this.st = {
       insertIndex: db.prepare(
@@ -135,14 +167,15 @@ export class VectorDb {
       deleteIndex: db.prepare<[string]>("DELETE FROM vector_indexes WHERE id = ?"),
       deleteAllVectors: db.prepare<[string]>("DELETE FROM vectors WHERE index_id = ?"),
       deleteAllTombstones: db.prepare<[string]>("DELETE FROM vector_tombstones WHERE index_id = ?"),
-      counters: db.prepare<[string], { next_label: number; seq: number; vector_count: number }>(
-        "SELECT next_label, seq, vector_count FROM vector_indexes WHERE id = ?",
+      counters: db.prepare<[string], Counters>("SELECT tenant_id, next_label, seq, vector_count, bytes FROM vector_indexes WHERE id = ?"),
+      setCounters: db.prepare<[number, number, number, number, string]>(
+        "UPDATE vector_indexes SET next_label = ?, seq = ?, vector_count = ?, bytes = ? WHERE id = ?",
       ),
-      setCounters: db.prepare<[number, number, number, string]>(
-        "UPDATE vector_indexes SET next_label = ?, seq = ?, vector_count = ? WHERE id = ?",
+      existing: db.prepare<[string, string], { label: number; created_at: string; bytes: number; embedding_bytes: number }>(
+        `SELECT label, created_at, ${RECORD_BYTES_SQL} AS bytes, length(embedding) AS embedding_bytes FROM vectors WHERE index_id = ? AND id = ?`,
       ),
-      existing: db.prepare<[string, string], { label: number; created_at: string }>(
-        "SELECT label, created_at FROM vectors WHERE index_id = ? AND id = ?",
+      usageByTenant: db.prepare<[], VectorUsage & { tenant_id: string }>(
+        "SELECT tenant_id, COUNT(*) AS indexes, SUM(vector_count) AS vectors, SUM(bytes) AS bytes FROM vector_indexes GROUP BY tenant_id",
       ),
       putVector: db.prepare(
         `INSERT OR REPLACE INTO vectors (index_id, id, label, embedding, metadata, delete_protection, created_at, updated_at, seq)
@@ -162,7 +195,34 @@ export class VectorDb {
       updateVector: db.prepare<[string, number, string, string, string]>(
         "UPDATE vectors SET metadata = ?, delete_protection = ?, updated_at = ? WHERE index_id = ? AND id = ?",
       ),
+      setBytes: db.prepare<[number, string]>("UPDATE vector_indexes SET bytes = ? WHERE id = ?"),
     };
+    // The catalog is small (one row per index): summed once here, then kept by each write.
+    for (const u of this.st.usageByTenant.all()) {
+      this.usage.set(u.tenant_id, { indexes: u.indexes, vectors: u.vectors, bytes: u.bytes });
+      this.bytes += u.bytes;
+    }
+  }
+
+  /** What the tenant holds now (every committed write counted). */
+  usageOf(tenantId: string): VectorUsage {
+    return { ...(this.usage.get(tenantId) ?? { indexes: 0, vectors: 0, bytes: 0 }) };
+  }
+
+  /** The bytes of every tenant's vectors together. */
+  totalBytes(): number {
+    return this.bytes;
+  }
+
+  /** Adds a committed change to the tenant's sums. */
+  private tally(tenantId: string, change: VectorUsage): void {
+    const u = this.usage.get(tenantId) ?? { indexes: 0, vectors: 0, bytes: 0 };
+    u.indexes += change.indexes;
+    u.vectors += change.vectors;
+    u.bytes += change.bytes;
+    this.bytes += change.bytes;
+    if (u.indexes === 0 && u.vectors === 0 && u.bytes === 0) this.usage.delete(tenantId);
+    else this.usage.set(tenantId, u);
   }
 
   private remember(row: IndexRow | undefined): IndexRow | undefined {
@@ -178,9 +238,12 @@ export class VectorDb {
     this.rows.delete(id);
   }
 
-  insertIndex(row: IndexRow): void {
+  /** Adds an index; `admit` is called first with the tenant's usage, and throwing refuses it. */
+  insertIndex(row: IndexRow, admit?: (usage: VectorUsage) => void): void {
+    admit?.(this.usageOf(row.tenant_id));
     this.st.insertIndex.run(row);
     this.forget(row.id);
+    this.tally(row.tenant_id, { indexes: 1, vectors: 0, bytes: 0 });
   }
   indexById(tenantId: string, id: string): IndexRow | undefined {
     const cached = this.rows.get(id);
@@ -204,59 +267,81 @@ export class VectorDb {
   }
   /** Removes the index and all its vectors in one transaction. */
   deleteIndex(id: string): void {
-    this.db.transaction(() => {
+    const c = this.db.transaction(() => {
+      const c = this.st.counters.get(id);
       this.st.deleteAllVectors.run(id);
       this.st.deleteAllTombstones.run(id);
       this.st.deleteIndex.run(id);
+      return c;
     })();
     this.forget(id);
+    if (c) this.tally(c.tenant_id, { indexes: -1, vectors: -c.vector_count, bytes: -c.bytes });
   }
 
-  /** Writes a batch in one transaction (all or nothing). */
+  /** Writes a batch in one transaction (all or nothing). `admit` is called before it commits with
+   * what the batch adds (replaced vectors count as their difference); throwing refuses it all. */
   upsert(
     indexId: string,
     items: Array<{ id: string; embedding: Float32Array; metadata: Metadata; delete_protection: boolean }>,
+    admit?: Admit,
   ): Written[] {
-    return this.db.transaction(() => {
+    let tenantId = "";
+    let added = { vectors: 0, bytes: 0 };
+    const written = this.db.transaction(() => {
       const c = this.st.counters.get(indexId);
       if (!c) throw new Error(`index ${indexId} vanished`);
-      let { next_label: label, seq, vector_count: count } = c;
+      tenantId = c.tenant_id;
+      let { next_label: label, seq, vector_count: count, bytes } = c;
       const now = new Date().toISOString();
       const out: Written[] = [];
       for (const v of items) {
         seq++;
         const prev = this.st.existing.get(indexId, v.id);
-        if (prev) this.st.tombstone.run(indexId, prev.label, seq);
-        else count++;
+        if (prev) {
+          this.st.tombstone.run(indexId, prev.label, seq);
+          bytes -= prev.bytes;
+        } else count++;
         const created = prev?.created_at ?? now;
         const blob = Buffer.from(v.embedding.buffer, v.embedding.byteOffset, v.embedding.byteLength);
-        this.st.putVector.run(indexId, v.id, label, blob, JSON.stringify(v.metadata), v.delete_protection ? 1 : 0, created, now, seq);
+        const metadata = JSON.stringify(v.metadata);
+        bytes += recordBytes(v.id, blob.length, metadata);
+        this.st.putVector.run(indexId, v.id, label, blob, metadata, v.delete_protection ? 1 : 0, created, now, seq);
         out.push({ id: v.id, label, seq, replaced: prev?.label, created_at: created, updated_at: now });
         label++;
       }
-      this.st.setCounters.run(label, seq, count, indexId);
+      added = { vectors: count - c.vector_count, bytes: bytes - c.bytes };
+      admit?.(added);
+      this.st.setCounters.run(label, seq, count, bytes, indexId);
       return out;
     })();
+    this.tally(tenantId, { indexes: 0, ...added });
+    return written;
   }
 
   /** Deletes by id in one transaction; returns the labels that were removed. */
   delete(indexId: string, ids: string[]): Array<{ id: string; label: number; seq: number }> {
-    return this.db.transaction(() => {
+    let tenantId = "";
+    let freed = 0;
+    const gone = this.db.transaction(() => {
       const c = this.st.counters.get(indexId);
       if (!c) throw new Error(`index ${indexId} vanished`);
+      tenantId = c.tenant_id;
       let seq = c.seq;
       const out: Array<{ id: string; label: number; seq: number }> = [];
       for (const id of ids) {
         const prev = this.st.existing.get(indexId, id);
         if (!prev) continue;
         seq++;
+        freed += prev.bytes;
         this.st.deleteVector.run(indexId, id);
         this.st.tombstone.run(indexId, prev.label, seq);
         out.push({ id, label: prev.label, seq });
       }
-      this.st.setCounters.run(c.next_label, seq, c.vector_count - out.length, indexId);
+      this.st.setCounters.run(c.next_label, seq, c.vector_count - out.length, c.bytes - freed, indexId);
       return out;
     })();
+    this.tally(tenantId, { indexes: 0, vectors: -gone.length, bytes: -freed });
+    return gone;
   }
 
   get(indexId: string, id: string): RecordRow | undefined {
@@ -272,6 +357,10 @@ export class VectorDb {
   count(indexId: string): number {
     return this.st.counters.get(indexId)?.vector_count ?? 0;
   }
+  /** Bytes of the index's vectors (kept with each write, as recordBytes counts them). */
+  byteCount(indexId: string): number {
+    return this.st.counters.get(indexId)?.bytes ?? 0;
+  }
   /** One more than the highest label given out in the index. */
   nextLabel(indexId: string): number {
     return this.st.counters.get(indexId)?.next_label ?? 0;
@@ -286,8 +375,24 @@ export class VectorDb {
   pruneTombstones(indexId: string, seq: number): void {
     this.st.pruneTombstones.run(indexId, seq);
   }
-  updateVector(indexId: string, id: string, metadata: string, deleteProtection: boolean, at: string): void {
-    this.st.updateVector.run(metadata, deleteProtection ? 1 : 0, at, indexId, id);
+  /** Replaces a vector's metadata and protection in one transaction; `admit` gets the bytes it adds
+   * (throwing refuses it). False when the vector does not exist. */
+  updateVector(indexId: string, id: string, metadata: string, deleteProtection: boolean, at: string, admit?: Admit): boolean {
+    let tenantId = "";
+    let added = 0;
+    const done = this.db.transaction(() => {
+      const c = this.st.counters.get(indexId);
+      const prev = this.st.existing.get(indexId, id);
+      if (!c || !prev) return false;
+      tenantId = c.tenant_id;
+      added = recordBytes(id, prev.embedding_bytes, metadata) - prev.bytes;
+      admit?.({ vectors: 0, bytes: added });
+      this.st.updateVector.run(metadata, deleteProtection ? 1 : 0, at, indexId, id);
+      this.st.setBytes.run(c.bytes + added, indexId);
+      return true;
+    })();
+    if (done) this.tally(tenantId, { indexes: 0, vectors: 0, bytes: added });
+    return done;
   }
 
   close(): void {

@@ -1,6 +1,7 @@
 // A streaming multipart/form-data client (node:http): text fields and one file part whose bytes
 // come from a generator, written as the socket takes them, so that uploads of any size hold
-// little memory on the client; optionally cut off after some bytes (the socket is destroyed).
+// little memory on the client; optionally cut off after some bytes (the socket is destroyed), or
+// held after some bytes until the test lets it go on.
 import crypto from "node:crypto";
 import http from "node:http";
 
@@ -16,6 +17,8 @@ export interface MultipartUpload {
   file?: { field?: string; filename: string; size: number; chunks: Iterable<Buffer> };
   /** Destroy the socket once this many bytes of the file have been written. */
   cutAfter?: number;
+  /** Stop sending once `after` bytes of the file have been written, until `until` settles (then send the rest). */
+  hold?: { after: number; until: Promise<unknown> };
 }
 
 const BOUNDARY = "----agentbox-multipart-boundary";
@@ -42,7 +45,7 @@ export function patternSha256(size: number, seed: Buffer): string {
   return h.digest("hex");
 }
 
-export function multipartUpload(up: MultipartUpload): Promise<{ status: number; body: unknown }> {
+export function multipartUpload(up: MultipartUpload): Promise<{ status: number; body: unknown; headers: http.IncomingHttpHeaders }> {
   const head = Object.entries(up.before ?? {})
     .map(([k, v]) => field(k, v))
     .join("");
@@ -79,7 +82,7 @@ export function multipartUpload(up: MultipartUpload): Promise<{ status: number; 
           } catch {
             // not JSON
           }
-          resolve({ status: res.statusCode ?? 0, body });
+          resolve({ status: res.statusCode ?? 0, body, headers: res.headers });
         });
         res.on("error", reject);
       },
@@ -88,6 +91,7 @@ export function multipartUpload(up: MultipartUpload): Promise<{ status: number; 
     req.write(headBuf);
     const chunks = up.file?.chunks[Symbol.iterator]();
     let sent = 0;
+    let held = false;
     const pump = () => {
       for (;;) {
         const next = chunks?.next();
@@ -103,6 +107,13 @@ export function multipartUpload(up: MultipartUpload): Promise<{ status: number; 
             req.destroy();
             reject(new Error("cut off"));
           }, 50);
+          return;
+        }
+        if (up.hold && !held && sent >= up.hold.after) {
+          held = true;
+          // The socket's buffer may have drained while held: wait for "drain" only if it still needs one.
+          const resume = () => (req.writableNeedDrain ? req.once("drain", pump) : pump());
+          up.hold.until.then(resume, resume);
           return;
         }
         if (!more) return void req.once("drain", pump);

@@ -77,10 +77,14 @@ test("backoff doubles up to its cap, with bounded jitter", () => {
   assert.ok(n <= 9, String(n));
 });
 
-test("signature: sha256=<hex HMAC-SHA256 of the body>", () => {
+test("signature: v1=<hex HMAC-SHA256 of id.timestamp.body>; the timestamp and the id are covered", () => {
   const body = '{"id":"dlv_1","type":"ended"}';
-  assert.equal(signature("k".repeat(16), body), `sha256=${crypto.createHmac("sha256", "k".repeat(16)).update(body).digest("hex")}`);
-  assert.notEqual(signature("k".repeat(16), body), signature("k".repeat(16), `${body} `));
+  const secret = "k".repeat(16);
+  const sig = signature(secret, "dlv_1", 1_800_000_000, body);
+  assert.equal(sig, `v1=${crypto.createHmac("sha256", secret).update(`dlv_1.1800000000.${body}`).digest("hex")}`);
+  assert.notEqual(sig, signature(secret, "dlv_1", 1_800_000_000, `${body} `), "body");
+  assert.notEqual(sig, signature(secret, "dlv_1", 1_800_000_001, body), "timestamp");
+  assert.notEqual(sig, signature(secret, "dlv_2", 1_800_000_000, body), "delivery id");
 });
 
 test("private destinations", () => {

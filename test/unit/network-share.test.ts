@@ -1,5 +1,6 @@
 // Share-link tokens (HMAC, expiry, exactly one sandbox and port) and the resolver override's syntax.
 import assert from "node:assert/strict";
+import crypto from "node:crypto";
 import { test } from "node:test";
 import { parseHosts, Resolver } from "../../src/network/resolver.js";
 import { ShareTokens } from "../../src/network/share.js";
@@ -7,8 +8,14 @@ import { ShareTokens } from "../../src/network/share.js";
 test("a share token is valid for its sandbox and port until it expires, and not when altered", () => {
   const tokens = new ShareTokens(Buffer.from("k".repeat(32)));
   const now = 1_800_000_000;
-  const token = tokens.make({ tenantId: "t1", sandboxId: "sbx", port: 8000, expiresAt: now + 60 });
-  assert.deepEqual(tokens.verify(token, "sbx", 8000, now), { tenantId: "t1", sandboxId: "sbx", port: 8000, expiresAt: now + 60 });
+  const token = tokens.make({ tenantId: "t1", keyId: "k1", sandboxId: "sbx", port: 8000, expiresAt: now + 60 });
+  assert.deepEqual(tokens.verify(token, "sbx", 8000, now), {
+    tenantId: "t1",
+    keyId: "k1",
+    sandboxId: "sbx",
+    port: 8000,
+    expiresAt: now + 60,
+  });
   assert.equal(tokens.verify(token, "sbx", 8000, now + 60), undefined, "expired");
   assert.equal(tokens.verify(token, "sbx", 8001, now), undefined, "other port");
   assert.equal(tokens.verify(token, "other", 8000, now), undefined, "other sandbox");
@@ -18,6 +25,13 @@ test("a share token is valid for its sandbox and port until it expires, and not 
   assert.equal(tokens.verify(`${forged}.${sig}`, "sbx", 8000, now), undefined, "payload swapped");
   assert.equal(tokens.verify(`${payload}.${sig.slice(0, -1)}A`, "sbx", 8000, now), undefined);
   for (const junk of ["", ".", "a.b", `${payload}.`, "x".repeat(5000)]) assert.equal(tokens.verify(junk, "sbx", 8000, now), undefined);
+});
+
+test("a correctly signed token that names no API key (the earlier form) is refused", () => {
+  const key = Buffer.from("k".repeat(32));
+  const payload = Buffer.from(JSON.stringify(["t1", "sbx", 8000, 1_800_000_060])).toString("base64url");
+  const sig = crypto.createHmac("sha256", key).update(payload).digest("base64url");
+  assert.equal(new ShareTokens(key).verify(`${payload}.${sig}`, "sbx", 8000, 1_800_000_000), undefined);
 });
 
 test("the resolver override maps names (and optionally ports); its addresses are the trusted ones", async () => {

@@ -1,5 +1,6 @@
 // The stored-files service on a real SQLite database and local storage (no HTTP, no sandboxes):
-// concurrent uploads of one tenant cannot together pass its quota (the first to finish is kept),
+// concurrent uploads of one tenant cannot together pass its quota, not even with the bytes they are
+// still receiving (what they stage on disk at once stays within it; snapshots count too),
 // a failed source leaves nothing, the reaper removes expired files, start-up sweeps leftovers.
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
@@ -11,10 +12,12 @@ import { after, test } from "node:test";
 import { pino } from "pino";
 import { ApiError } from "../../src/errors.js";
 import type { FilesConfig } from "../../src/files/config.js";
+import { openStorageQuota } from "../../src/files/setup.js";
 import { FileService } from "../../src/files/service.js";
 import { LocalStorage } from "../../src/files/storage.js";
 import { openDb } from "../../src/store/db.js";
 import { SqliteFileStore } from "../../src/store/files.js";
+import { SqliteSnapshotStore } from "../../src/store/snapshots.js";
 import { SqliteTenantStore } from "../../src/store/tenants.js";
 
 const MiB = 2 ** 20;
@@ -30,7 +33,7 @@ function fileService(config: FilesConfig, store: SqliteFileStore, db: ReturnType
     config,
     store,
     storage: new LocalStorage(config.dir),
-    tenants: new SqliteTenantStore(db),
+    quota: openStorageQuota(config, db, new SqliteTenantStore(db), new SqliteSnapshotStore(db)),
     box: () => {
       throw new Error("no sandboxes here");
     },
@@ -67,21 +70,31 @@ async function service(overrides: Partial<FilesConfig> = {}) {
   return { files, store, config, db };
 }
 
-/** `size` bytes in 64 KiB pieces, yielding to the event loop between pieces (so uploads interleave). */
-function slowSource(size: number): Readable {
+/**
+ * `size` bytes in 64 KiB pieces, yielding to the event loop between pieces (so uploads interleave);
+ * `beforePiece` runs before each piece is handed over.
+ */
+function slowSource(size: number, beforePiece: () => void = () => {}): Readable {
   return Readable.from(
     (async function* () {
       for (let sent = 0; sent < size; sent += 64 * 1024) {
         await new Promise((r) => setImmediate(r));
+        beforePiece();
         yield Buffer.alloc(Math.min(64 * 1024, size - sent), 7);
       }
     })(),
   );
 }
 
-async function upload(files: FileService, tenant: string, size: number) {
-  const staged = await files.receive(tenant, slowSource(size));
+async function upload(files: FileService, tenant: string, size: number, beforePiece?: () => void) {
+  const staged = await files.receive(tenant, slowSource(size, beforePiece));
   return files.commit(tenant, staged, { filename: "f.bin", purpose: "batch" });
+}
+
+/** Bytes of the uploads in progress on disk (the local backend's tmp/). */
+function stagedBytes(dir: string): number {
+  const tmp = path.join(dir, "tmp");
+  return fs.readdirSync(tmp).reduce((n, f) => n + (fs.statSync(path.join(tmp, f), { throwIfNoEntry: false })?.size ?? 0), 0);
 }
 
 test("two concurrent uploads cannot together pass the tenant's quota; the refused one leaves nothing", async () => {
@@ -100,6 +113,30 @@ test("two concurrent uploads cannot together pass the tenant's quota; the refuse
   // 1 MiB more still fits; another tenant is unaffected.
   await upload(files, "t", MiB);
   await upload(files, "other", 4 * MiB);
+});
+
+test("uploads in flight are counted against each other: together they never stage more than the quota", async () => {
+  const { files, store, config } = await service({ maxFilesPerTenant: 10 });
+  let peak = 0;
+  const sample = () => {
+    peak = Math.max(peak, stagedBytes(config.dir));
+  };
+  // Four 3 MiB uploads at once into 4 MiB: each would fit alone.
+  const results = await Promise.allSettled(Array.from({ length: 4 }, () => upload(files, "t", 3 * MiB, sample)));
+  const ok = results.filter((r) => r.status === "fulfilled");
+  const refused = results.filter((r) => r.status === "rejected") as PromiseRejectedResult[];
+  assert.equal(ok.length, 1, "one fits");
+  assert.equal(refused.length, 3);
+  for (const r of refused) assert.ok(r.reason instanceof ApiError && r.reason.code === "quota_exceeded", String(r.reason));
+  assert.ok(peak > 0, "the staged bytes were seen");
+  // A refused upload gives its room back at once, and its file is removed a moment later: the
+  // others may stage that much more meanwhile. Counted apart, the four would stage 12 MiB.
+  assert.ok(peak <= 5 * MiB, `about the quota at most was staged at once, saw ${peak} bytes`);
+  assert.equal(store.usage("t").bytes, 3 * MiB);
+  assert.equal(fs.readdirSync(path.join(config.dir, "tmp")).length, 0);
+  // The refused uploads' room is free again: 1 MiB fits, 1 byte more does not.
+  await upload(files, "t", MiB);
+  await assert.rejects(upload(files, "t", 1), (e: unknown) => e instanceof ApiError && e.code === "quota_exceeded");
 });
 
 test("a source that fails midway is not stored", async () => {

@@ -1,11 +1,14 @@
-// The vectors database on a real SQLite file: the vector count kept with each write (and counted once
-// for a database from before it was kept), the cached catalog rows, which follow every change, and
-// the record reader that loads an index from a worker thread.
+// The vectors database on a real SQLite file: the vector count and bytes kept with each write (and
+// counted once for a database from before they were kept), the sums per tenant the quotas read, a
+// write refused by its quota check keeping nothing, the limits themselves, the cached catalog rows,
+// which follow every change, and the record reader that loads an index from a worker thread.
 import assert from "node:assert/strict";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { after, test } from "node:test";
+import { ApiError } from "../../src/errors.js";
+import { type VectorQuota, VectorLimits } from "../../src/vectors/limits.js";
 import { readRecords } from "../../src/vectors/record-loader.js";
 import { type IndexRow, VectorDb } from "../../src/vectors/store.js";
 
@@ -66,6 +69,158 @@ test("a database from before the count was kept is counted once when opened", ()
   const db = new VectorDb(dir);
   assert.equal(db.count("vi_b"), 2);
   db.close();
+});
+
+/** The bytes of an index counted over its records, the slow way the running sums avoid. */
+function counted(db: VectorDb, indexId: string): number {
+  const rows = db.list(indexId, 1_000_000, 0);
+  return rows.reduce((n, r) => n + r.embedding.length + Buffer.byteLength(r.metadata) + Buffer.byteLength(r.id), 0);
+}
+
+test("the bytes follow upserts, replacements, metadata updates and deletes, per index, per tenant and in all", () => {
+  const db = new VectorDb(tempDir());
+  db.insertIndex(indexRow("vi_g", "t1", "g"));
+  db.insertIndex(indexRow("vi_h", "t1", "h"));
+  db.insertIndex(indexRow("vi_i", "t2", "i"));
+  const m = (id: string, metadata: Record<string, unknown>) => ({
+    id,
+    embedding: Float32Array.of(1, 2),
+    metadata,
+    delete_protection: false,
+  });
+  db.upsert("vi_g", [m("a", { text: "héllo" }), m("b", {})]);
+  // 8 bytes of embedding + the JSON in UTF-8 ("é" is two bytes) + the id.
+  assert.equal(db.byteCount("vi_g"), 8 + Buffer.byteLength('{"text":"héllo"}') + 1 + (8 + 2 + 1));
+  assert.equal(db.byteCount("vi_g"), counted(db, "vi_g"));
+  // A replacement counts as its difference; an id twice in one batch, once.
+  db.upsert("vi_g", [m("a", { text: "x".repeat(1000) }), m("c", {}), m("c", { k: 1 })]);
+  assert.equal(db.byteCount("vi_g"), counted(db, "vi_g"));
+  db.upsert("vi_h", [m("a", { n: 1 })]);
+  db.upsert("vi_i", [m("z", { big: "y".repeat(500) })]);
+  assert.ok(db.updateVector("vi_g", "b", JSON.stringify({ grown: "w".repeat(300) }), false, new Date().toISOString()));
+  assert.equal(db.updateVector("vi_g", "nope", "{}", false, new Date().toISOString()), false);
+  assert.equal(db.byteCount("vi_g"), counted(db, "vi_g"));
+  const t1 = counted(db, "vi_g") + counted(db, "vi_h");
+  assert.deepEqual(db.usageOf("t1"), { indexes: 2, vectors: 4, bytes: t1 });
+  assert.deepEqual(db.usageOf("t2"), { indexes: 1, vectors: 1, bytes: counted(db, "vi_i") });
+  assert.equal(db.totalBytes(), t1 + counted(db, "vi_i"));
+  db.delete("vi_g", ["a", "nope"]);
+  assert.equal(db.byteCount("vi_g"), counted(db, "vi_g"));
+  assert.equal(db.usageOf("t1").bytes, counted(db, "vi_g") + counted(db, "vi_h"));
+  // Deleting an index frees all of it.
+  db.deleteIndex("vi_g");
+  assert.deepEqual(db.usageOf("t1"), { indexes: 1, vectors: 1, bytes: counted(db, "vi_h") });
+  assert.equal(db.totalBytes(), counted(db, "vi_h") + counted(db, "vi_i"));
+  // The sums are read back from the catalog when the database is opened again.
+  const file = path.dirname(db.file);
+  db.close();
+  const again = new VectorDb(file);
+  assert.deepEqual(again.usageOf("t1"), { indexes: 1, vectors: 1, bytes: counted(again, "vi_h") });
+  assert.equal(again.totalBytes(), counted(again, "vi_h") + counted(again, "vi_i"));
+  again.close();
+});
+
+test("a write its check refuses keeps nothing: no record, no count, no bytes, no label", () => {
+  const db = new VectorDb(tempDir());
+  db.insertIndex(indexRow("vi_j", "t1", "j"));
+  db.upsert("vi_j", [vec("a"), vec("b")]);
+  const before = { usage: db.usageOf("t1"), bytes: db.byteCount("vi_j"), label: db.nextLabel("vi_j"), seq: db.seq("vi_j") };
+  const seen: Array<{ vectors: number; bytes: number }> = [];
+  const refuse = (added: { vectors: number; bytes: number }) => {
+    seen.push(added);
+    throw new ApiError("quota_exceeded", "no");
+  };
+  assert.throws(() => db.upsert("vi_j", [vec("a"), vec("c"), vec("d")], refuse), /no/);
+  assert.deepEqual(seen, [{ vectors: 2, bytes: 2 * (8 + 2 + 1) }], "what the batch would add: two new, one replaced by the same size");
+  assert.throws(() => db.updateVector("vi_j", "a", '{"k":"v"}', false, new Date().toISOString(), refuse), /no/);
+  assert.deepEqual(seen[1], { vectors: 0, bytes: 7 });
+  assert.deepEqual(
+    db.list("vi_j", 10, 0).map((r) => [r.id, r.metadata]),
+    [
+      ["a", "{}"],
+      ["b", "{}"],
+    ],
+  );
+  assert.deepEqual(db.usageOf("t1"), before.usage);
+  assert.equal(db.byteCount("vi_j"), before.bytes);
+  assert.equal(db.nextLabel("vi_j"), before.label);
+  assert.equal(db.seq("vi_j"), before.seq);
+  assert.deepEqual(db.tombstonesAfter("vi_j", 0), [], "no tombstone of the refused replacement");
+  // A refused index is not created.
+  assert.throws(() => db.insertIndex(indexRow("vi_k", "t1", "k"), () => refuse({ vectors: 0, bytes: 0 })), /no/);
+  assert.equal(db.indexById("t1", "vi_k"), undefined);
+  assert.equal(db.usageOf("t1").indexes, 1);
+  db.close();
+});
+
+test("a database from before the bytes were kept is summed once when opened", () => {
+  const dir = tempDir();
+  const old = new VectorDb(dir);
+  old.insertIndex(indexRow("vi_l", "t1", "l"));
+  old.upsert("vi_l", [{ id: "é1", embedding: Float32Array.of(1, 2), metadata: { s: "ü".repeat(10) }, delete_protection: false }, vec("2")]);
+  const bytes = old.byteCount("vi_l");
+  assert.equal(bytes, counted(old, "vi_l"));
+  old.db.exec("ALTER TABLE vector_indexes DROP COLUMN bytes");
+  old.close();
+  const db = new VectorDb(dir);
+  assert.equal(db.byteCount("vi_l"), bytes, "UTF-8 bytes, as the writes count them");
+  assert.deepEqual(db.usageOf("t1"), { indexes: 1, vectors: 2, bytes });
+  db.close();
+});
+
+test("the limits: each quota is a 429 with Retry-After, the node's bound a 503; a write adding nothing passes", () => {
+  const MiB = 2 ** 20;
+  const usage = { indexes: 2, vectors: 10, bytes: MiB - 100 };
+  let total = 3 * MiB - 50;
+  const quota: VectorQuota = { maxVectorIndexes: 2, maxVectors: 12, vectorStorageMb: 1 };
+  const limits = new VectorLimits({ usageOf: () => ({ ...usage }), totalBytes: () => total }, { quotaOf: () => quota, memoryMb: 3 });
+  const code = (f: () => void) => {
+    try {
+      f();
+      return "ok";
+    } catch (err) {
+      assert.ok(err instanceof ApiError);
+      assert.ok((err.retryAfterS ?? 0) >= 1, "Retry-After");
+      return `${err.status} ${err.code}`;
+    }
+  };
+  const admit = limits.admit("t1");
+  assert.equal(
+    code(() => limits.admitIndex("t1")(usage)),
+    "429 quota_exceeded",
+  );
+  assert.equal(
+    code(() => admit({ vectors: 3, bytes: 0 })),
+    "429 quota_exceeded",
+  );
+  assert.equal(
+    code(() => admit({ vectors: 2, bytes: 101 })),
+    "429 quota_exceeded",
+  );
+  assert.equal(
+    code(() => admit({ vectors: 2, bytes: 51 })),
+    "503 at_capacity",
+  );
+  assert.equal(
+    code(() => admit({ vectors: 2, bytes: 50 })),
+    "ok",
+  );
+  // Over every limit already (e.g. lowered by the operator): shrinking and deleting still pass.
+  usage.vectors = 20;
+  usage.bytes = 5 * MiB;
+  total = 9 * MiB;
+  assert.equal(
+    code(() => admit({ vectors: 0, bytes: -10 })),
+    "ok",
+  );
+  assert.equal(
+    code(() => admit({ vectors: -3, bytes: -300 })),
+    "ok",
+  );
+  assert.equal(
+    code(() => admit({ vectors: 0, bytes: 1 })),
+    "429 quota_exceeded",
+  );
 });
 
 test("catalog rows are cached per tenant and follow updates and deletes", () => {

@@ -8,7 +8,7 @@ import { FilesPage } from "./pages/files";
 import { KeysPage } from "./pages/keys";
 import { ModelsPage } from "./pages/models";
 import { OverviewPage } from "./pages/overview";
-import { PlaygroundPage } from "./pages/playground";
+import { endPlaygroundSandbox, PlaygroundPage } from "./pages/playground";
 import { SandboxDetail, SandboxesPage } from "./pages/sandboxes";
 import { UsagePage } from "./pages/usage";
 import { VectorsPage } from "./pages/vectors";
@@ -99,6 +99,7 @@ function App() {
   const pages = PAGES.filter((p) => p.roles.includes(role));
   const current = pages.find((p) => p.path === page) ?? pages[0];
   const signOut = () => {
+    endPlaygroundSandbox(); // while the key is still there to kill it with
     storeKey(null);
     sessionStorage.removeItem(ROLE_ITEM);
     setRole(null);

@@ -4340,7 +4340,7 @@ export interface paths {
         post?: never;
         /**
          * Revoke an API key
-         * @description The key is refused from the next request on. Revoking an unknown or already revoked key is a 404.
+         * @description The key is refused from the next request on, and what it has open ends at once: event streams (their last event is an `end` with a 401 error), file transfers, connections relayed to sandbox ports, and share links it made. Revoking an unknown or already revoked key is a 404.
          */
         delete: {
             parameters: {
@@ -4408,7 +4408,7 @@ export interface paths {
         };
         /**
          * List tenants
-         * @description Tenants that have quotas set or API keys, with their stored and effective quotas.
+         * @description Tenants that have quotas set or API keys (the bootstrap key's tenant `default` included), with their stored and effective quotas.
          */
         get: {
             parameters: {
@@ -4435,6 +4435,9 @@ export interface paths {
                                     memory_mb: number | null;
                                     max_processes: number | null;
                                     storage_mb: number | null;
+                                    max_vector_indexes: number | null;
+                                    max_vectors: number | null;
+                                    vector_storage_mb: number | null;
                                 };
                                 /** @description What applies: the set value, or the default where none is set */
                                 effective: {
@@ -4446,8 +4449,14 @@ export interface paths {
                                     memory_mb: number;
                                     /** @description Processes and threads of all the tenant's sandboxes together */
                                     max_processes: number;
-                                    /** @description Stored bytes of all the tenant's sandboxes together, MiB */
+                                    /** @description Bytes of the tenant's stored files and snapshots together, writes in flight included, MiB */
                                     storage_mb: number;
+                                    /** @description Vector indexes at once */
+                                    max_vector_indexes: number;
+                                    /** @description Vectors in all the tenant's indexes together */
+                                    max_vectors: number;
+                                    /** @description Bytes of all the tenant's vectors together (embedding, metadata JSON and id of each), MiB */
+                                    vector_storage_mb: number;
                                 };
                                 /** @description API keys of this tenant that are not revoked */
                                 active_keys: number;
@@ -4519,6 +4528,9 @@ export interface paths {
                                 memory_mb: number | null;
                                 max_processes: number | null;
                                 storage_mb: number | null;
+                                max_vector_indexes: number | null;
+                                max_vectors: number | null;
+                                vector_storage_mb: number | null;
                             };
                             /** @description What applies: the set value, or the default where none is set */
                             effective: {
@@ -4530,8 +4542,14 @@ export interface paths {
                                 memory_mb: number;
                                 /** @description Processes and threads of all the tenant's sandboxes together */
                                 max_processes: number;
-                                /** @description Stored bytes of all the tenant's sandboxes together, MiB */
+                                /** @description Bytes of the tenant's stored files and snapshots together, writes in flight included, MiB */
                                 storage_mb: number;
+                                /** @description Vector indexes at once */
+                                max_vector_indexes: number;
+                                /** @description Vectors in all the tenant's indexes together */
+                                max_vectors: number;
+                                /** @description Bytes of all the tenant's vectors together (embedding, metadata JSON and id of each), MiB */
+                                vector_storage_mb: number;
                             };
                             /** @description API keys of this tenant that are not revoked */
                             active_keys: number;
@@ -4590,8 +4608,14 @@ export interface paths {
                         memory_mb?: number | null;
                         /** @description Processes and threads of all the tenant's sandboxes together */
                         max_processes?: number | null;
-                        /** @description Stored bytes of all the tenant's sandboxes together, MiB */
+                        /** @description Bytes of the tenant's stored files and snapshots together, writes in flight included, MiB */
                         storage_mb?: number | null;
+                        /** @description Vector indexes at once */
+                        max_vector_indexes?: number | null;
+                        /** @description Vectors in all the tenant's indexes together */
+                        max_vectors?: number | null;
+                        /** @description Bytes of all the tenant's vectors together (embedding, metadata JSON and id of each), MiB */
+                        vector_storage_mb?: number | null;
                     };
                 };
             };
@@ -4611,6 +4635,9 @@ export interface paths {
                                 memory_mb: number | null;
                                 max_processes: number | null;
                                 storage_mb: number | null;
+                                max_vector_indexes: number | null;
+                                max_vectors: number | null;
+                                vector_storage_mb: number | null;
                             };
                             /** @description What applies: the set value, or the default where none is set */
                             effective: {
@@ -4622,8 +4649,14 @@ export interface paths {
                                 memory_mb: number;
                                 /** @description Processes and threads of all the tenant's sandboxes together */
                                 max_processes: number;
-                                /** @description Stored bytes of all the tenant's sandboxes together, MiB */
+                                /** @description Bytes of the tenant's stored files and snapshots together, writes in flight included, MiB */
                                 storage_mb: number;
+                                /** @description Vector indexes at once */
+                                max_vector_indexes: number;
+                                /** @description Vectors in all the tenant's indexes together */
+                                max_vectors: number;
+                                /** @description Bytes of all the tenant's vectors together (embedding, metadata JSON and id of each), MiB */
+                                vector_storage_mb: number;
                             };
                             /** @description API keys of this tenant that are not revoked */
                             active_keys: number;
@@ -5398,6 +5431,8 @@ export interface paths {
                                 object: "model";
                                 created: number;
                                 owned_by: string;
+                                /** @description What the gateway serves this model for: `chat` (POST /chat/completions), `completions` (POST /completions), `embeddings` (POST /embeddings). An AgentBox field; OpenAI clients ignore it. */
+                                capabilities: ("chat" | "completions" | "embeddings")[];
                             }[];
                         };
                     };
@@ -5832,7 +5867,7 @@ export interface paths {
         put?: never;
         /**
          * Create embeddings
-         * @description OpenAI-compatible. Without `model`, the embedded default model (512 dimensions, runs offline).
+         * @description OpenAI-compatible. Without `model`, the embedded default model (512 dimensions, runs offline), shared fairly between tenants: 429 when the tenant already has too many inputs waiting, 503 when the request cannot be embedded within the deadline.
          */
         post: {
             parameters: {
@@ -5899,6 +5934,15 @@ export interface paths {
                 };
                 /** @description Every error response has this shape */
                 404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                429: {
                     headers: {
                         [name: string]: unknown;
                     };

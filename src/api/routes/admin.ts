@@ -37,6 +37,9 @@ const quotasJson = <T extends number | null>(q: { [K in keyof TenantQuotas]: T }
   memory_mb: q.memoryMb,
   max_processes: q.maxProcesses,
   storage_mb: q.storageMb,
+  max_vector_indexes: q.maxVectorIndexes,
+  max_vectors: q.maxVectors,
+  vector_storage_mb: q.vectorStorageMb,
 });
 
 export const adminRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (app, { services }) => {
@@ -52,7 +55,10 @@ export const adminRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = as
     created_at: configured ? record.createdAt : null,
     updated_at: configured ? record.updatedAt : null,
   });
-  const activeKeys = (tenantId: string) => keys.list().filter((k) => k.tenantId === tenantId && k.revokedAt === null).length;
+  /** Active keys of a tenant: the stored ones, and the bootstrap key, which is not stored but is one. */
+  const countActive = (all: ReturnType<typeof keys.list>, tenantId: string) =>
+    all.filter((k) => k.tenantId === tenantId && k.revokedAt === null).length + (keys.bootstrapTenant === tenantId ? 1 : 0);
+  const activeKeys = (tenantId: string) => countActive(keys.list(), tenantId);
   const isConfigured = (tenantId: string) => tenants.list().some((t) => t.id === tenantId);
 
   app.post(
@@ -103,7 +109,10 @@ export const adminRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = as
       schema: {
         tags,
         summary: "Revoke an API key",
-        description: "The key is refused from the next request on. Revoking an unknown or already revoked key is a 404.",
+        description:
+          "The key is refused from the next request on, and what it has open ends at once: event streams (their last event is " +
+          "an `end` with a 401 error), file transfers, connections relayed to sandbox ports, and share links it made. " +
+          "Revoking an unknown or already revoked key is a 404.",
         params: KeyIdParams,
         response: { 200: RevokedKey, ...errors(400, 401, 404) },
       },
@@ -114,7 +123,9 @@ export const adminRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = as
       if (!record || record.revokedAt !== null || !keys.revoke(id)) {
         throw new ApiError("not_found", `No active API key with id '${id}'`);
       }
-      request.log.info({ key_id: id, tenant_id: record.tenantId }, "admin: API key revoked");
+      // Its open streams, transfers and port connections end now, not when they would have.
+      const ended = services.openRequests.endKey(id);
+      request.log.info({ key_id: id, tenant_id: record.tenantId, open_requests_ended: ended }, "admin: API key revoked");
       return { message: "API key revoked", id };
     },
   );
@@ -125,19 +136,17 @@ export const adminRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = as
       schema: {
         tags,
         summary: "List tenants",
-        description: "Tenants that have quotas set or API keys, with their stored and effective quotas.",
+        description:
+          "Tenants that have quotas set or API keys (the bootstrap key's tenant `default` included), with their stored and effective quotas.",
         response: { 200: TenantList, ...errors(401) },
       },
     },
     async () => {
       const all = keys.list();
       const configured = new Set(tenants.list().map((t) => t.id));
-      const ids = [...new Set([...configured, ...all.map((k) => k.tenantId)])].sort();
-      return {
-        tenants: ids.map((id) =>
-          tenantJson(tenants.get(id), configured.has(id), all.filter((k) => k.tenantId === id && k.revokedAt === null).length),
-        ),
-      };
+      const bootstrap = keys.bootstrapTenant === undefined ? [] : [keys.bootstrapTenant];
+      const ids = [...new Set([...configured, ...all.map((k) => k.tenantId), ...bootstrap])].sort();
+      return { tenants: ids.map((id) => tenantJson(tenants.get(id), configured.has(id), countActive(all, id))) };
     },
   );
 
@@ -182,6 +191,9 @@ export const adminRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = as
       if (b.memory_mb !== undefined) change.memoryMb = b.memory_mb;
       if (b.max_processes !== undefined) change.maxProcesses = b.max_processes;
       if (b.storage_mb !== undefined) change.storageMb = b.storage_mb;
+      if (b.max_vector_indexes !== undefined) change.maxVectorIndexes = b.max_vector_indexes;
+      if (b.max_vectors !== undefined) change.maxVectors = b.max_vectors;
+      if (b.vector_storage_mb !== undefined) change.vectorStorageMb = b.vector_storage_mb;
       const before = tenants.get(id).quotas;
       const record = tenants.put(id, change);
       try {

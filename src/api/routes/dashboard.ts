@@ -1,6 +1,7 @@
 // The dashboard: the static files `npm run setup` builds into web/dist, served at `/` (index.html)
 // and `/assets/*` (content-hashed names, so cached for good). No key is needed to load them: the
 // page asks for one and sends it with every API call it makes, like any other client.
+import crypto from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
 import type { FastifyPluginAsync } from "fastify";
@@ -20,12 +21,15 @@ const TYPES: Record<string, string> = {
 };
 
 /**
- * The page may load only its own scripts and styles, talk only to this origin, and show images
- * from data: URLs (plot results); HTML results go to an iframe whose sandbox forbids scripts and
- * same-origin access. CodeMirror injects its styles at run time, hence 'unsafe-inline' for styles only.
+ * The page may run only the scripts its index names (a fresh nonce per load, and the modules they
+ * import), load its own styles, talk only to this origin, and show images from data: URLs (plot
+ * results); HTML results go to an iframe whose sandbox forbids scripts and same-origin access. Not
+ * 'self' for scripts: a sandbox's port is relayed on this origin, and whatever a tenant serves
+ * there must never be loadable as the dashboard's script. CodeMirror injects its styles at run
+ * time, hence 'unsafe-inline' for styles only.
  */
-const CSP =
-  "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data: blob:; " +
+const csp = (nonce: string) =>
+  `default-src 'none'; script-src 'nonce-${nonce}'; style-src 'self' 'unsafe-inline'; img-src 'self' data: blob:; ` +
   "connect-src 'self'; frame-src 'self'; font-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
 interface Asset {
@@ -47,15 +51,18 @@ function loadAssets(dir: string): Map<string, Asset> {
 
 export const dashboardRoutes: FastifyPluginAsync = async (app) => {
   const dir = CANDIDATES.find((d) => fs.existsSync(path.join(d, "index.html")));
-  const index = dir ? fs.readFileSync(path.join(dir, "index.html")) : undefined;
+  // Split where the nonce goes: each <script tag of the built index gets the load's nonce.
+  const indexParts = dir ? fs.readFileSync(path.join(dir, "index.html"), "utf8").split("<script") : undefined;
   const assets = dir ? loadAssets(dir) : new Map<string, Asset>();
 
   app.get("/", { schema: { hide: true } }, async (_request, reply) => {
-    if (!index) throw new ApiError("not_found", "The dashboard is not built; run `npm run setup` (or `npm run build:web`)");
+    if (!indexParts) throw new ApiError("not_found", "The dashboard is not built; run `npm run setup` (or `npm run build:web`)");
+    const nonce = crypto.randomBytes(16).toString("base64");
+    const index = indexParts.join(`<script nonce="${nonce}"`);
     return reply
       .header("content-type", "text/html; charset=utf-8")
       .header("cache-control", "no-cache")
-      .header("content-security-policy", CSP)
+      .header("content-security-policy", csp(nonce))
       .header("x-content-type-options", "nosniff")
       .header("referrer-policy", "no-referrer")
       .send(index);

@@ -167,8 +167,9 @@ export const fileRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = asy
       reply.header("content-type", "application/octet-stream");
       reply.header("content-length", String(file.size));
       reply.header("content-disposition", `attachment; filename*=UTF-8''${encodeURIComponent(name)}`);
-      // A client that goes away mid-download closes the file in the sandbox.
+      // A client that goes away mid-download closes the file in the sandbox; so does revoking the key.
       reply.raw.once("close", () => file.stream.destroy());
+      reply.holdOpen();
       return reply.send(file.stream);
     },
   );
@@ -237,6 +238,8 @@ const uploadRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (a
     app.post(url, { schema, bodyLimit }, async (request, reply) => {
       const box = sandboxes.box(request.apiKey.tenantId, request.params.sandbox_id);
       if (!request.isMultipart()) throw invalid("Send the file as multipart/form-data with a 'file' field (and optionally 'path')");
+      // Revoking the key drops the connection: the upload fails and is removed like a cut one.
+      reply.holdOpen();
       // The file part streams into the sandbox as it arrives; `path` may come before or after it.
       let upload: Upload | undefined;
       let file: Readable | undefined;

@@ -1,7 +1,9 @@
 // Ports → URLs: GET /sandboxes/{id}/host/{port} → {url}; POST /sandboxes/{id}/ports/{port}/share
 // → a signed link; and the proxy itself, /sandboxes/{id}/ports/{port}/... (HTTP requests and
 // WebSocket upgrades, streamed both ways to 127.0.0.1:{port} inside the sandbox). Access: the
-// owner's API key, or a share token as the path segment `_share/{token}` (see auth.ts).
+// owner's API key, or a share token as the path segment `_share/{token}` (see auth.ts). Every
+// relayed connection is held under the key it came with (for a share link, the key that made the
+// link): revoking the key cuts it.
 import http from "node:http";
 import type net from "node:net";
 import type { Duplex } from "node:stream";
@@ -11,6 +13,7 @@ import type { FastifyRequest } from "fastify";
 import { ApiError, invalid } from "../../errors.js";
 import type { NetworkService } from "../../network/service.js";
 import type { KeyStore } from "../../store/keys.js";
+import { type Holder, holdUntilClosed, type OpenRequests } from "../open-requests.js";
 import { errors } from "../schemas/common.js";
 import { HostUrl, PortParams, ShareBody, ShareResponse } from "../schemas/network.js";
 
@@ -32,10 +35,11 @@ const HOP = new Set([
 ]);
 
 /**
- * What the sandbox serves runs in the browser as an origin of its own (CSP sandbox): its scripts
- * cannot read this service's pages or storage, though they share its host name.
+ * What the sandbox serves runs in the browser as an opaque origin of its own (CSP sandbox, without
+ * allow-same-origin): its scripts cannot read this service's pages or storage (the dashboard's
+ * key), though they share its host name. Popups it opens stay sandboxed too.
  */
-const CSP = "sandbox allow-scripts allow-forms allow-popups allow-modals allow-downloads allow-popups-to-escape-sandbox";
+const RELAYED_CSP = "sandbox allow-scripts allow-forms allow-popups allow-modals allow-downloads";
 
 interface Target {
   sandboxId: string;
@@ -52,17 +56,22 @@ function parseTarget(url: string): Target | undefined {
   return { sandboxId: decodeURIComponent(m[1] as string), port, token: m[3], path: `${m[4] ?? "/"}${m[5] ?? ""}` };
 }
 
-/** The tenant allowed to reach the target: the share token's, else the API key's; throws 401 otherwise. */
-function tenantFor(network: NetworkService, target: Target, keyTenant: string | undefined): string {
+/**
+ * Who reaches the target: the share token's tenant and key (a link works only while the key that
+ * made it does), else the API key's; throws 401 otherwise.
+ */
+function holderFor(network: NetworkService, keys: KeyStore, target: Target, key: Holder | undefined): Holder {
   if (target.token !== undefined) {
-    const tenant = network.shareTenant(target.token, target.sandboxId, target.port);
-    if (!tenant) throw new ApiError("unauthorized", "This share link is invalid or has expired");
-    return tenant;
+    const claim = network.shareClaim(target.token, target.sandboxId, target.port);
+    if (!claim || !keys.isActive(claim.keyId)) throw new ApiError("unauthorized", "This share link is invalid or has expired");
+    return claim;
   }
-  if (!keyTenant)
-    throw new ApiError("unauthorized", "Missing Authorization header; send 'Authorization: Bearer <API key>' or use a share link");
-  return keyTenant;
+  if (!key) throw new ApiError("unauthorized", "Missing Authorization header; send 'Authorization: Bearer <API key>' or use a share link");
+  return key;
 }
+
+const holderOf = (key: { id: string; tenantId: string } | undefined): Holder | undefined =>
+  key && { keyId: key.id, tenantId: key.tenantId };
 
 function forwardHeaders(headers: http.IncomingHttpHeaders, port: number, host: string | undefined): http.OutgoingHttpHeaders {
   const out: http.OutgoingHttpHeaders = {};
@@ -82,10 +91,12 @@ function parsePort(raw: string): number {
   return port;
 }
 
-export const portRoutes: FastifyPluginAsyncTypebox<{ network: NetworkService; publicUrl: string | undefined }> = async (
-  app,
-  { network, publicUrl },
-) => {
+export const portRoutes: FastifyPluginAsyncTypebox<{
+  network: NetworkService;
+  keys: KeyStore;
+  open: OpenRequests;
+  publicUrl: string | undefined;
+}> = async (app, { network, keys, open, publicUrl }) => {
   const tags = ["ports"];
 
   app.get(
@@ -120,7 +131,7 @@ export const portRoutes: FastifyPluginAsyncTypebox<{ network: NetworkService; pu
     async (request) => {
       const { sandbox_id: id } = request.params;
       const port = parsePort(request.params.port);
-      const { token, expiresAt } = network.share(request.apiKey.tenantId, id, port, request.body.expires_in);
+      const { token, expiresAt } = network.share(request.apiKey.tenantId, request.apiKey.id, id, port, request.body.expires_in);
       return {
         url: `${baseUrl(request, publicUrl)}/v1/agents/sandboxes/${encodeURIComponent(id)}/ports/${port}/_share/${token}/`,
         expires_at: expiresAt.toISOString(),
@@ -131,10 +142,20 @@ export const portRoutes: FastifyPluginAsyncTypebox<{ network: NetworkService; pu
   const proxy = async (request: FastifyRequest, reply: import("fastify").FastifyReply) => {
     const target = parseTarget(request.url);
     if (!target) throw invalid("Malformed port URL");
-    const tenant = tenantFor(network, target, (request as { apiKey?: { tenantId: string } }).apiKey?.tenantId);
-    const sock = await network.openPort(tenant, target.sandboxId, target.port);
+    const holder = holderFor(network, keys, target, holderOf(request.apiKey as typeof request.apiKey | undefined));
+    const sock = await network.openPort(holder.tenantId, target.sandboxId, target.port);
     reply.hijack();
     const res = reply.raw;
+    holdUntilClosed(
+      open,
+      holder,
+      res,
+      () => {
+        res.destroy();
+        sock.destroy();
+      },
+      (id) => keys.isActive(id),
+    );
     const upstream = http.request({
       method: request.method,
       path: target.path,
@@ -146,7 +167,7 @@ export const portRoutes: FastifyPluginAsyncTypebox<{ network: NetworkService; pu
     upstream.on("response", (up) => {
       const headers: http.OutgoingHttpHeaders = {};
       for (const [k, v] of Object.entries(up.headers)) if (!HOP.has(k) && v !== undefined) headers[k] = v;
-      headers["content-security-policy"] = CSP;
+      headers["content-security-policy"] = RELAYED_CSP;
       res.writeHead(up.statusCode ?? 502, up.statusMessage, headers);
       up.pipe(res);
       up.on("error", () => res.destroy());
@@ -209,24 +230,39 @@ const BEARER = /^Bearer +([\x21-\x7e]{1,512})$/;
  * request goes to the sandbox's port as it came (minus our credentials) and bytes flow both ways.
  * Upgrades to any other path are refused.
  */
-export function installPortUpgrades(server: http.Server, network: NetworkService, keys: KeyStore, rootAliases: boolean): void {
+export function installPortUpgrades(
+  server: http.Server,
+  network: NetworkService,
+  keys: KeyStore,
+  open: OpenRequests,
+  rootAliases: boolean,
+): void {
   server.on("upgrade", (req: http.IncomingMessage, socket: Duplex, head: Buffer) => {
     socket.on("error", () => socket.destroy());
     void (async () => {
       const url = req.url ?? "";
       const target = parseTarget(url);
       if (!target || (!rootAliases && !url.startsWith("/v1/agents/"))) throw new ApiError("not_found", "No WebSocket endpoint here");
-      let keyTenant: string | undefined;
+      let key: Holder | undefined;
       if (target.token === undefined) {
         const m = BEARER.exec((req.headers.authorization ?? "").trim());
-        const key = m ? keys.verify(m[1] as string) : undefined;
+        key = holderOf(m ? keys.verify(m[1] as string) : undefined);
         if (!key)
           throw new ApiError("unauthorized", "Missing or invalid API key; send 'Authorization: Bearer <API key>' or use a share link");
-        keyTenant = key.tenantId;
       }
-      const tenant = tenantFor(network, target, keyTenant);
-      const sock: net.Socket = await network.openPort(tenant, target.sandboxId, target.port);
+      const holder = holderFor(network, keys, target, key);
+      const sock: net.Socket = await network.openPort(holder.tenantId, target.sandboxId, target.port);
       if (socket.destroyed) return void sock.destroy();
+      holdUntilClosed(
+        open,
+        holder,
+        sock,
+        () => {
+          socket.destroy();
+          sock.destroy();
+        },
+        (id) => keys.isActive(id),
+      );
       const lines = [`${req.method} ${target.path} HTTP/1.1`, `host: localhost:${target.port}`];
       for (let i = 0; i < req.rawHeaders.length; i += 2) {
         const name = req.rawHeaders[i] as string;

@@ -146,6 +146,7 @@ export const storedFileRoutes: FastifyPluginAsyncTypebox<StoredFileRouteOptions>
           reply.header("content-length", String(record.bytes));
         }
         reply.raw.once("close", () => stream.destroy());
+        reply.holdOpen();
         return reply.send(stream);
       },
     );
@@ -204,6 +205,8 @@ const uploadRoute: FastifyPluginAsyncTypebox<StoredFileRouteOptions> = async (ap
         if (!request.raw.complete) cut.abort();
       };
       request.raw.once("close", onClose);
+      // Revoking the key drops the connection, which cuts the upload as above.
+      reply.holdOpen();
       let source: Readable | undefined;
       let staged: Staged | undefined;
       let purpose: string | undefined;

@@ -58,7 +58,10 @@ const quotaDescriptions = {
   max_concurrent_runs: "code/run and commands/run executing at once, over all the tenant's keys",
   memory_mb: "Memory of all the tenant's sandboxes together, MiB",
   max_processes: "Processes and threads of all the tenant's sandboxes together",
-  storage_mb: "Stored bytes of all the tenant's sandboxes together, MiB",
+  storage_mb: "Bytes of the tenant's stored files and snapshots together, writes in flight included, MiB",
+  max_vector_indexes: "Vector indexes at once",
+  max_vectors: "Vectors in all the tenant's indexes together",
+  vector_storage_mb: "Bytes of all the tenant's vectors together (embedding, metadata JSON and id of each), MiB",
 } as const;
 
 /** PUT body: each quota a number, null (back to the default) or absent (unchanged). */
@@ -69,6 +72,9 @@ export const PutTenantBody = Type.Object(
     memory_mb: Type.Optional(Nullable(Count(quotaDescriptions.memory_mb, 64))),
     max_processes: Type.Optional(Nullable(Count(quotaDescriptions.max_processes, 16))),
     storage_mb: Type.Optional(Nullable(Count(quotaDescriptions.storage_mb, 1))),
+    max_vector_indexes: Type.Optional(Nullable(Count(quotaDescriptions.max_vector_indexes, 0))),
+    max_vectors: Type.Optional(Nullable(Count(quotaDescriptions.max_vectors, 0))),
+    vector_storage_mb: Type.Optional(Nullable(Count(quotaDescriptions.vector_storage_mb, 0))),
   },
   { additionalProperties: false, minProperties: 1 },
 );
@@ -80,6 +86,9 @@ const StoredQuotas = Type.Object(
     memory_mb: Type.Union([Type.Integer(), Type.Null()]),
     max_processes: Type.Union([Type.Integer(), Type.Null()]),
     storage_mb: Type.Union([Type.Integer(), Type.Null()]),
+    max_vector_indexes: Type.Union([Type.Integer(), Type.Null()]),
+    max_vectors: Type.Union([Type.Integer(), Type.Null()]),
+    vector_storage_mb: Type.Union([Type.Integer(), Type.Null()]),
   },
   { additionalProperties: false, description: "As set by the operator; null: the service's default" },
 );
@@ -91,6 +100,9 @@ const EffectiveQuotas = Type.Object(
     memory_mb: Type.Integer({ description: quotaDescriptions.memory_mb }),
     max_processes: Type.Integer({ description: quotaDescriptions.max_processes }),
     storage_mb: Type.Integer({ description: quotaDescriptions.storage_mb }),
+    max_vector_indexes: Type.Integer({ description: quotaDescriptions.max_vector_indexes }),
+    max_vectors: Type.Integer({ description: quotaDescriptions.max_vectors }),
+    vector_storage_mb: Type.Integer({ description: quotaDescriptions.vector_storage_mb }),
   },
   { additionalProperties: false, description: "What applies: the set value, or the default where none is set" },
 );

@@ -1,14 +1,25 @@
 // Playground: an editor, a language, Run. Output streams in as the sandbox writes it (code/run's
 // server-sent events); rich results are rendered; the sandbox (and so each language's kernel and
-// its variables) stays the same across runs until "New sandbox".
+// its variables) stays the same across runs until "New sandbox". It is short-lived so that visits
+// leave nothing running: its life is PLAYGROUND_IDLE_S after the last run (each run renews it), and
+// "New sandbox" or signing out kills it.
 import { useRef, useState } from "preact/hooks";
-import { AGENTS, api, sbxPath, stream } from "../api";
+import { AGENTS, api, sbxPath, send, stream } from "../api";
 import { CodeEditor, type Language } from "../editor";
 import { Result } from "../results";
 import { ErrorBox } from "../ui";
 import type { RichResult, Sandbox } from "../types";
 
 const SBX_ITEM = "agentbox.playground.sandbox";
+/** Seconds the playground's sandbox lives after its last run. */
+export const PLAYGROUND_IDLE_S = 300;
+
+/** Kills the playground's sandbox, if it has one (at "New sandbox" and at sign-out); a failure does not matter, its life runs out anyway. */
+export function endPlaygroundSandbox(): void {
+  const id = sessionStorage.getItem(SBX_ITEM);
+  sessionStorage.removeItem(SBX_ITEM);
+  if (id) void send(sbxPath(id), { method: "DELETE" }).catch(() => undefined);
+}
 const SAMPLES: Record<Language, string> = {
   python: 'import matplotlib.pyplot as plt\n\nprint("hello from python")\nplt.plot([1, 4, 2, 8])\nplt.show()\n',
   javascript: 'console.log("hello from javascript");\n[1, 2, 3].map((x) => x * x)\n',
@@ -39,13 +50,16 @@ export function PlaygroundPage() {
     setSandboxId(id);
   };
 
-  /** The playground's sandbox: the one it has if still running, else a new one. */
+  /** The playground's sandbox, its life renewed: the one it has if still running, else a new one. */
   const ensureSandbox = async (): Promise<string> => {
     if (sandboxId) {
-      const s = await api<Sandbox>(sbxPath(sandboxId)).catch(() => undefined);
-      if (s?.status === "running") return sandboxId;
+      const renewed = await api(`${sbxPath(sandboxId)}/timeout`, { body: { timeout: PLAYGROUND_IDLE_S } }).then(
+        () => true,
+        () => false, // ended or gone: a new one
+      );
+      if (renewed) return sandboxId;
     }
-    const s = await api<Sandbox>(`${AGENTS}/sandboxes`, { body: { timeout: 1800, metadata: { source: "playground" } } });
+    const s = await api<Sandbox>(`${AGENTS}/sandboxes`, { body: { timeout: PLAYGROUND_IDLE_S, metadata: { source: "playground" } } });
     useSandbox(s.sandbox_id);
     return s.sandbox_id;
   };
@@ -120,12 +134,19 @@ export function PlaygroundPage() {
           {sandboxId ? (
             <>
               Sandbox <a href={`#/sandboxes/${encodeURIComponent(sandboxId)}`}>{sandboxId.slice(0, 8)}</a>, variables persist ·{" "}
-              <button type="button" class="link" onClick={() => useSandbox(null)}>
+              <button
+                type="button"
+                class="link"
+                onClick={() => {
+                  endPlaygroundSandbox();
+                  useSandbox(null);
+                }}
+              >
                 New sandbox
               </button>
             </>
           ) : (
-            "A sandbox is created on the first run."
+            `A sandbox is created on the first run; it lives ${PLAYGROUND_IDLE_S / 60} minutes after the last run.`
           )}
         </span>
       </div>

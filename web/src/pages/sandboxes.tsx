@@ -172,6 +172,22 @@ function MetricsChart({ id }: { id: string }) {
   );
 }
 
+const ISO_TIME = /^\d{4}-\d\d-\d\dT\d\d:\d\d/;
+
+/** An event's detail for people: "timeout at: <local time> · by: api", not its JSON. */
+function showDetail(detail: Record<string, unknown>): string {
+  return Object.entries(detail)
+    .map(([k, v]) => {
+      let shown: string;
+      if (typeof v === "string") shown = ISO_TIME.test(v) ? fmtTime(v) : v;
+      else if (typeof v === "boolean") shown = v ? "yes" : "no";
+      else if (typeof v === "number") shown = String(v);
+      else shown = JSON.stringify(v);
+      return `${k.replaceAll("_", " ")}: ${shown}`;
+    })
+    .join(" · ");
+}
+
 function Events({ id }: { id: string }) {
   const events = useLoad((signal) => api<SandboxEvents>(`${sbxPath(id)}/events`, { signal }), [id], 10_000);
   if (events.error && events.data === undefined) return null; // a service without sandbox events
@@ -187,7 +203,7 @@ function Events({ id }: { id: string }) {
               {list.map((ev, i) => (
                 <li key={i}>
                   <code>{ev.type}</code> {fmtTime(ev.at)} {ev.reason ? <strong>{ev.reason}</strong> : null}{" "}
-                  {ev.detail && Object.keys(ev.detail).length > 0 ? <span class="muted">{JSON.stringify(ev.detail)}</span> : null}
+                  {ev.detail && Object.keys(ev.detail).length > 0 ? <span class="muted">{showDetail(ev.detail)}</span> : null}
                 </li>
               ))}
             </ul>
@@ -342,7 +358,10 @@ export function SandboxDetail({ id }: { id: string }) {
                   disabled={busy}
                   onClick={() =>
                     void run(async () => {
-                      await api(`${sbxPath(id)}/timeout`, { body: { timeout: Number(extendBy) } });
+                      // POST /timeout sets the remaining life; extending adds to what is left of it.
+                      const now = await api<Sandbox>(sbxPath(id));
+                      const left = Math.max(0, Math.ceil((Date.parse(now.timeout_at) - Date.now()) / 1000));
+                      await api(`${sbxPath(id)}/timeout`, { body: { timeout: left + Number(extendBy) } });
                       sbx.reload();
                     })
                   }

@@ -1,0 +1,124 @@
+// The storage quota's accounting (src/files/quota.ts) over an in-memory record of stored bytes:
+// writes in flight are reserved byte by byte next to what is committed, so that together they never
+// pass the quota; a refused write gives its room back at once; a commit turns its reservation into
+// stored bytes without a moment where they count twice or not at all; a deletion frees room.
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { ApiError } from "../../src/errors.js";
+import { StorageQuota } from "../../src/files/quota.js";
+
+const MiB = 2 ** 20;
+
+/** Stored bytes per tenant, as the records would say, and a quota of `limit` bytes for every tenant. */
+function setup(limit = 4 * MiB) {
+  const rows = new Map<string, number>();
+  let reads = 0;
+  const quota = new StorageQuota({
+    limit: () => limit,
+    committed: (t) => {
+      reads += 1;
+      return rows.get(t) ?? 0;
+    },
+  });
+  return { quota, rows, reads: () => reads };
+}
+
+const refused = (e: unknown) =>
+  e instanceof ApiError && e.code === "quota_exceeded" && e.status === 429 && (e.retryAfterS ?? 0) > 0 && /4 MiB/.test(e.message);
+
+test("writes in flight count against each other: the one whose bytes do not fit is refused, the others go on", () => {
+  const { quota } = setup();
+  const a = quota.reserve("t");
+  const b = quota.reserve("t");
+  const c = quota.reserve("t");
+  a.grow(MiB);
+  b.grow(MiB);
+  c.grow(MiB);
+  a.grow(2 * MiB);
+  assert.throws(() => b.grow(2 * MiB), refused, "3 + 2 MiB would pass 4 MiB");
+  assert.equal(b.bytes, 0, "the refused write gave its room back");
+  assert.deepEqual(quota.usage("t"), { committed: 0, reserved: 3 * MiB });
+  c.grow(2 * MiB);
+  assert.deepEqual(quota.usage("t"), { committed: 0, reserved: 4 * MiB }, "exactly the quota");
+  assert.throws(() => quota.check("t", 1), refused, "a known size is held to the writes in flight too");
+  assert.throws(() => a.grow(2 * MiB + 1), refused);
+  assert.throws(() => b.grow(1), /after it ended/, "a refused reservation is over");
+  // Another tenant has its own room.
+  const other = quota.reserve("u");
+  other.grow(4 * MiB);
+  other.release();
+  c.release();
+  assert.deepEqual(quota.usage("t"), { committed: 0, reserved: 0 });
+});
+
+test("a commit turns reserved bytes into stored bytes at once; a release gives them back; each ends it once", () => {
+  const { quota, rows } = setup();
+  const a = quota.reserve("t");
+  const b = quota.reserve("t");
+  a.grow(3 * MiB);
+  b.grow(MiB);
+  const id = a.commit(() => {
+    rows.set("t", 3 * MiB); // the row insert
+    return "file-1";
+  });
+  assert.equal(id, "file-1");
+  assert.deepEqual(quota.usage("t"), { committed: 3 * MiB, reserved: MiB }, "the same 4 MiB, now mostly stored");
+  a.release();
+  assert.deepEqual(quota.usage("t"), { committed: 3 * MiB, reserved: MiB }, "a release after the commit changes nothing");
+  assert.throws(() => a.commit(() => "again"), /after it ended/);
+  assert.throws(() => quota.reserve("t").grow(1), refused, "the stored bytes and b's fill the quota");
+  b.release();
+  b.release();
+  assert.deepEqual(quota.usage("t"), { committed: 3 * MiB, reserved: 0 });
+  quota.check("t", MiB);
+  assert.throws(() => quota.check("t", MiB + 1), refused);
+});
+
+test("a record that cannot be written releases the reservation", () => {
+  const { quota } = setup();
+  const a = quota.reserve("t");
+  a.grow(4 * MiB);
+  assert.throws(
+    () =>
+      a.commit(() => {
+        throw new Error("disk I/O error");
+      }),
+    /disk I\/O error/,
+  );
+  assert.deepEqual(quota.usage("t"), { committed: 0, reserved: 0 });
+  quota.check("t", 4 * MiB);
+});
+
+test("stored bytes are read once per burst of writes; a deletion meanwhile is seen before a refusal", () => {
+  const { quota, rows, reads } = setup();
+  rows.set("t", 3 * MiB);
+  const a = quota.reserve("t");
+  const start = reads();
+  for (let n = 64 * 1024; n <= MiB; n += 64 * 1024) a.grow(n);
+  assert.equal(reads(), start, "growing within the quota reads no records");
+  // Another path deletes a 2 MiB file while `a` is in flight: the next byte that seems not to fit
+  // re-reads the records and fits.
+  rows.set("t", MiB);
+  a.grow(3 * MiB);
+  assert.deepEqual(quota.usage("t"), { committed: MiB, reserved: 3 * MiB });
+  a.release();
+  // No write in flight: the records are read as they are now.
+  rows.set("t", 0);
+  assert.deepEqual(quota.usage("t"), { committed: 0, reserved: 0 });
+});
+
+test("a snapshot kept past the quota (a quota lowered by the operator) leaves no room for more", () => {
+  let limit = 4 * MiB;
+  const rows = new Map<string, number>([["t", 3 * MiB]]);
+  const quota = new StorageQuota({ limit: () => limit, committed: (t) => rows.get(t) ?? 0 });
+  limit = 2 * MiB;
+  assert.throws(
+    () => quota.check("t", 1),
+    (e: unknown) => e instanceof ApiError && e.code === "quota_exceeded",
+  );
+  assert.throws(
+    () => quota.reserve("t").grow(1),
+    (e: unknown) => e instanceof ApiError && e.code === "quota_exceeded",
+  );
+  assert.deepEqual(quota.usage("t"), { committed: 3 * MiB, reserved: 0 });
+});

@@ -1,0 +1,65 @@
+// One index's in-memory side (collection.ts) with the real graph worker: memory follows the live
+// vectors, not the labels ever given out (a replaced or deleted vector's slot is reused), and a
+// reused slot never shows the vector that held it before, in the graph or out of it.
+import assert from "node:assert/strict";
+import { after, test } from "node:test";
+import { Collection } from "../../src/vectors/collection.js";
+import { GraphWorker } from "../../src/vectors/graph-worker.js";
+
+const graphs = new GraphWorker();
+after(() => graphs.close());
+
+async function open(id: string): Promise<Collection> {
+  const c = new Collection(4, "euclidean", graphs, id);
+  await c.openGraph();
+  c.startIndexing();
+  return c;
+}
+
+const settle = async (c: Collection) => {
+  for (let i = 0; i < 200 && c.pendingCount() > 0; i++) await new Promise((r) => setTimeout(r, 20));
+  assert.equal(c.pendingCount(), 0);
+};
+
+test("replacing one vector again and again keeps one slot, not one per label", async () => {
+  const c = await open("churn");
+  let seq = 0;
+  for (let label = 0; label < 5000; label++) {
+    // What an upsert of the same id does: the new version gets a new label, the old one is dropped.
+    if (label > 0) c.drop(label - 1, ++seq);
+    c.put(label, "same", Float32Array.of(label, 0, 0, 0), { v: label }, ++seq, false);
+  }
+  assert.equal(c.liveCount, 1);
+  assert.ok(c.slotsUsed() <= 2, `slots used: ${c.slotsUsed()}`);
+  await settle(c);
+  const [hit] = await c.search(Float32Array.of(0, 0, 0, 0), 5, undefined, true, true);
+  assert.deepEqual(hit, { id: "same", score: 4999, values: [4999, 0, 0, 0], metadata: { v: 4999 } });
+});
+
+test("a reused slot holds only its new vector, whether it is in the graph yet or not", async () => {
+  const c = await open("reuse");
+  c.put(0, "a", Float32Array.of(1, 0, 0, 0), { n: "a" }, 1, false);
+  c.put(1, "b", Float32Array.of(0, 1, 0, 0), { n: "b" }, 2, false);
+  await settle(c);
+  c.drop(0, 3);
+  // "c" takes the slot "a" had; it is scored exactly until it joins the graph, then found there.
+  c.put(2, "c", Float32Array.of(0, 0, 1, 0), { n: "c" }, 4, false);
+  assert.equal(c.slotsUsed(), 2);
+  for (const when of ["pending", "in the graph"]) {
+    const hits = await c.search(Float32Array.of(1, 0, 0, 0), 10, undefined, false, true);
+    assert.deepEqual(
+      hits.map((h) => [h.id, h.metadata]).sort(),
+      [
+        ["b", { n: "b" }],
+        ["c", { n: "c" }],
+      ],
+      when,
+    );
+    const filtered = await c.search(Float32Array.of(1, 0, 0, 0), 10, (m) => m?.n === "a", false, false);
+    assert.deepEqual(filtered, [], `${when}: nothing of "a" is left`);
+    await settle(c);
+  }
+  c.setMetadata(0, { n: "stale" }); // the dropped label: no effect on the slot's new vector
+  const [only] = await c.search(Float32Array.of(0, 0, 1, 0), 1, undefined, false, true);
+  assert.deepEqual(only?.metadata, { n: "c" });
+});

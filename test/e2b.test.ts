@@ -6,7 +6,7 @@ import { after, before, describe, test } from "node:test";
 import { Sandbox as CodeSandbox } from "@e2b/code-interpreter";
 import { AuthenticationError, CommandExitError, NotFoundError, Sandbox, type SandboxOpts, TimeoutError } from "e2b";
 import { createKey } from "./helpers/leftovers.js";
-import { startServer, type TestServer } from "./helpers/server.js";
+import { client, startServer, type TestServer } from "./helpers/server.js";
 
 let server: TestServer;
 const sandboxes: string[] = [];
@@ -385,5 +385,30 @@ describe("Connect wire format", () => {
     const data = msgs.find(([, m]) => (m.event as { data?: unknown })?.data)?.[1].event as { data: { stdout: string } };
     assert.equal(Buffer.from(data.data.stdout, "base64").toString(), "hi\n");
     assert.deepEqual(msgs.at(-1), [2, {}]);
+  });
+});
+
+describe("key revocation", () => {
+  test("revoking the key ends a command stream of the E2B SDK at once", async () => {
+    const admin = client({ url: server.url, key: server.adminKey });
+    const made = await admin<{ key: string; id: string }>("POST", "/v1/admin/keys", { name: "e2b-doomed", tenant_id: "e2b-revoke" });
+    assert.equal(made.status, 201, JSON.stringify(made.body));
+    const sbx = await Sandbox.create({ apiKey: made.body.key });
+    sandboxes.push(sbx.sandboxId);
+    const handle = await sbx.commands.run("echo started; sleep 600", { background: true, timeoutMs: 0 });
+    for (let i = 0; i < 100 && !handle.stdout.includes("started"); i++) await new Promise((r) => setTimeout(r, 100));
+    assert.equal(handle.stdout, "started\n");
+    assert.equal((await admin("DELETE", `/v1/admin/keys/${made.body.id}`)).status, 200);
+    // Generous: the revocation takes well under a second; the bound only keeps a regression from hanging.
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<string>((resolve) => {
+      timer = setTimeout(() => resolve("still open 15 s after the revocation"), 15_000);
+    });
+    const ended = handle.wait().then(
+      () => "exited",
+      () => "ended",
+    );
+    assert.equal(await Promise.race([ended, late]).finally(() => clearTimeout(timer)), "ended");
+    await assert.rejects(sbx.commands.run("true"), AuthenticationError);
   });
 });

@@ -6,6 +6,7 @@ import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply } from "fastify";
 import type { Logger } from "pino";
 import { vectorRoutes } from "../vectors/routes.js";
+import { e2bRoutes } from "../e2b/routes.js";
 import { ApiError } from "../errors.js";
 import { embeddingRoutes } from "../inference/embeddings-routes.js";
 import { inferenceRoutes } from "../inference/routes.js";
@@ -211,6 +212,8 @@ export async function buildApp(services: Services, logger: Logger): Promise<Fast
     if (embeddings) await app.register(embeddingRoutes, { prefix: "/v1/inference", embeddings });
   }
   if (services.deployments) await app.register(deploymentRoutes, { prefix: "/v1", deps: services.deployments });
+  // E2B's SDKs, unchanged, with E2B_API_URL and E2B_SANDBOX_URL set to <base>/e2b (docs/e2b.md).
+  await app.register(e2bRoutes, { services });
   if (services.vectors) {
     await app.register(vectorRoutes, { prefix: "/v1/vectors", vectors: services.vectors });
   }

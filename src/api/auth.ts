@@ -1,11 +1,13 @@
 // Authentication: every request except health, metrics, the API documents and share links of ports needs
-// `Authorization: Bearer <key>`. Under /v1/admin only the operator's admin key is accepted (a
-// tenant key there is 401, and is not even looked up); everywhere else only a tenant's API key is,
-// whose record (and so its tenant) is attached to the request. The admin key is no tenant's key.
+// `Authorization: Bearer <key>` (under /e2b, the E2B-compatible routes: the key in E2B's own headers,
+// src/e2b/auth.ts). Under /v1/admin only the operator's admin key is accepted (a tenant key there is
+// 401, and is not even looked up); everywhere else only a tenant's API key is, whose record (and so
+// its tenant) is attached to the request. The admin key is no tenant's key.
 // A request that stays open (a stream, a transfer) is held under its key (`reply.holdOpen`), so
 // that revoking the key ends it too.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { ApiError } from "../errors.js";
+import { E2B_PATH, e2bToken } from "../e2b/auth.js";
 import type { AdminKeys, ApiKeyRecord, KeyStore } from "../store/keys.js";
 import { holdUntilClosed, type OpenRequests } from "./open-requests.js";
 
@@ -40,6 +42,15 @@ export function installAuth(app: FastifyInstance, keys: KeyStore, admin: AdminKe
   app.addHook("onRequest", async (request: FastifyRequest) => {
     const path = request.url.split("?", 1)[0] as string;
     if (PUBLIC.some((re) => re.test(path))) return;
+    // The E2B-compatible API (src/e2b/): the key travels in E2B's own headers, checked the same way.
+    if (E2B_PATH.test(path)) {
+      const token = e2bToken(request.headers);
+      if (!token) throw new ApiError("unauthorized", "Missing API key; send 'X-API-KEY: <API key>' (E2B_API_KEY)");
+      const key = keys.verify(token);
+      if (!key) throw new ApiError("unauthorized", "Invalid or revoked API key");
+      request.apiKey = key;
+      return;
+    }
     const header = request.headers.authorization;
     if (!header && SHARED_PORT.test(path) && request.routeOptions.url?.endsWith("/ports/:port/*")) return;
     if (!header) throw new ApiError("unauthorized", "Missing Authorization header; send 'Authorization: Bearer <API key>'");

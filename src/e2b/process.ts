@@ -1,0 +1,126 @@
+// envd's process.Process service, mapped onto the sandbox's background processes: every process
+// an E2B client starts (commands.run, foreground or not) is one, so it has a pid, takes stdin and
+// signals, can be listed and reconnected to, and streams its output until it exits. Its output
+// travels as Connect messages (base64 bytes in JSON).
+import type { FastifyInstance, FastifyRequest } from "fastify";
+import type { Services } from "../api/services.js";
+import { invalid } from "../errors.js";
+import type { BgSignal } from "../sandbox/background.js";
+import { installConnect, type ServerStream, serverStreaming, unary } from "./connect.js";
+import { ConnectError } from "./errors.js";
+import { targetResolver } from "./target.js";
+
+const SIGNALS: Record<string, BgSignal> = { SIGNAL_SIGKILL: "KILL", SIGNAL_SIGTERM: "TERM", "9": "KILL", "15": "TERM" };
+
+function pidOf(message: Record<string, unknown>): number {
+  const selector = message.process as { pid?: unknown; tag?: unknown } | undefined;
+  const pid = selector?.pid;
+  if (typeof pid === "number" && Number.isInteger(pid) && pid > 0) return pid;
+  if (selector?.tag !== undefined) throw new ConnectError("unimplemented", "Selecting a process by tag is not supported; use its pid");
+  throw invalid("'process.pid' is required");
+}
+
+function stringRecord(value: unknown, name: string): Record<string, string> | undefined {
+  if (value === undefined || value === null) return undefined;
+  if (typeof value !== "object" || Object.values(value).some((v) => typeof v !== "string"))
+    throw invalid(`'${name}' must map strings to strings`);
+  return value as Record<string, string>;
+}
+
+const KEEPALIVE = { event: { keepalive: {} } };
+
+const bytes = (text: string) => Buffer.from(text, "utf8").toString("base64");
+
+export async function processRoutes(app: FastifyInstance, { services }: { services: Services }): Promise<void> {
+  installConnect(app);
+  const { sandbox } = services;
+  const sandboxIdOf = targetResolver(services.sandboxes);
+
+  /** Streams a process's output, then its end; at the call's deadline the process is killed. */
+  const follow = async (request: FastifyRequest, pid: number, stream: ServerStream) => {
+    const id = sandboxIdOf(request);
+    stream.send({ event: { start: { pid } } });
+    const follower = {
+      output: (s: "stdout" | "stderr", text: string) => stream.send({ event: { data: { [s]: bytes(text) } } }),
+      signal: stream.signal,
+    };
+    const code = await sandbox.followBackground(request.apiKey, id, pid, follower, () => {});
+    if (code !== null) {
+      stream.send({ event: { end: { exitCode: code, exited: true, status: `exit status ${code}` } } });
+      return;
+    }
+    if (stream.deadlinePassed) {
+      await sandbox.signalBackground(request.apiKey, id, pid, "KILL").catch(() => {});
+      throw new ConnectError("deadline_exceeded", `Process ${pid} ran past the call's timeout and was killed`);
+    }
+  };
+
+  serverStreaming(
+    app,
+    "/process.Process/Start",
+    async (message, request, stream) => {
+      const config = (message.process ?? {}) as { cmd?: unknown; args?: unknown; envs?: unknown; cwd?: unknown };
+      if (message.pty !== undefined && message.pty !== null) throw new ConnectError("unimplemented", "PTYs are not supported");
+      if (typeof config.cmd !== "string" || config.cmd === "") throw invalid("'process.cmd' is required");
+      const args = config.args ?? [];
+      if (!Array.isArray(args) || args.some((a) => typeof a !== "string")) throw invalid("'process.args' must be strings");
+      if (config.cwd !== undefined && typeof config.cwd !== "string") throw invalid("'process.cwd' must be a string");
+      const proc = await sandbox.startBackground(request.apiKey, sandboxIdOf(request), {
+        command: config.cmd,
+        args: args as string[],
+        workingDir: config.cwd || undefined,
+        environment: stringRecord(config.envs, "process.envs"),
+      });
+      // Without `stdin: true` the process reads an empty stdin, as under envd (a `cat` ends at once).
+      // (One that has exited already has no stdin to close.)
+      if (message.stdin !== true)
+        await sandbox.writeStdin(request.apiKey, sandboxIdOf(request), proc.pid, Buffer.alloc(0), true).catch(() => {});
+      await follow(request, proc.pid, stream);
+    },
+    KEEPALIVE,
+  );
+
+  serverStreaming(
+    app,
+    "/process.Process/Connect",
+    async (message, request, stream) => {
+      await follow(request, pidOf(message), stream);
+    },
+    KEEPALIVE,
+  );
+
+  unary(app, "/process.Process/List", async (_message, request) => {
+    const procs = await sandbox.listBackground(request.apiKey, sandboxIdOf(request));
+    return {
+      processes: procs
+        .filter((p) => p.status === "running")
+        .map((p) => ({ pid: p.pid, config: { cmd: p.command, args: p.args, envs: {} } })),
+    };
+  });
+
+  unary(app, "/process.Process/SendInput", async (message, request) => {
+    const input = message.input as { stdin?: unknown } | undefined;
+    if (typeof input?.stdin !== "string") throw new ConnectError("unimplemented", "Only 'input.stdin' is supported (no PTYs)");
+    const data = Buffer.from(input.stdin, "base64");
+    await sandbox.writeStdin(request.apiKey, sandboxIdOf(request), pidOf(message), data, false);
+    return {};
+  });
+
+  unary(app, "/process.Process/CloseStdin", async (message, request) => {
+    await sandbox.writeStdin(request.apiKey, sandboxIdOf(request), pidOf(message), Buffer.alloc(0), true);
+    return {};
+  });
+
+  unary(app, "/process.Process/SendSignal", async (message, request) => {
+    const signal = SIGNALS[String(message.signal)];
+    if (!signal) throw invalid("'signal' must be SIGNAL_SIGKILL or SIGNAL_SIGTERM");
+    await sandbox.signalBackground(request.apiKey, sandboxIdOf(request), pidOf(message), signal);
+    return {};
+  });
+
+  for (const method of ["Update", "StreamInput"]) {
+    app.post(`/process.Process/${method}`, async () => {
+      throw new ConnectError("unimplemented", `process.Process/${method} (PTYs, streamed input) is not supported`);
+    });
+  }
+}

@@ -10,7 +10,7 @@
 import fs from "node:fs";
 import { createRequire } from "node:module";
 import { startServer, type TestServer } from "../test/helpers/server.js";
-import { gaussian, mixture, rng } from "../test/helpers/vectors-data.js";
+import { mixture, rng } from "../test/helpers/vectors-data.js";
 import { keepAliveClient, percentile, printTable } from "./lib.js";
 
 const SIZES = (process.env.BENCH_VECTOR_SIZES ?? "1000000x128,100000x384")

@@ -39,6 +39,8 @@ const SAMPLE = 200;
 const MARGIN = 0.005;
 /** Main-thread time per slice of exact searches before yielding to the event loop. */
 const SLICE_MS = 8;
+/** Graph searches posted together. */
+const GRAPH_BATCH = 20;
 
 const turn = () => new Promise((r) => setImmediate(r));
 
@@ -61,7 +63,11 @@ export async function measureRecall(probe: RecallProbe, target: number): Promise
   }
   const tried: Array<{ width: number; recall: number }> = [];
   for (const width of WIDTHS) {
-    const found = await Promise.all(queries.map((q) => probe.graph(q, K, width)));
+    // A few at a time: the worker answers searches that arrive together in one batch, and a
+    // user's search waits behind it.
+    const found: number[][] = [];
+    for (let i = 0; i < queries.length; i += GRAPH_BATCH)
+      found.push(...(await Promise.all(queries.slice(i, i + GRAPH_BATCH).map((q) => probe.graph(q, K, width)))));
     let hit = 0;
     let total = 0;
     found.forEach((f, i) => {

@@ -6449,8 +6449,15 @@ export interface paths {
                                 delete_protection: boolean;
                                 created_at: string;
                                 updated_at: string;
-                                status: string;
+                                /** @description loading: its records are being read after a start (writes are accepted, searches wait); building: its graph is loading or being rebuilt (searches are exact meanwhile); indexing: recent writes are joining the graph (they are searched exactly meanwhile); ready */
+                                status: "loading" | "building" | "indexing" | "ready";
                                 vector_count: number;
+                                /** @description Candidates an unfiltered graph search walks (adapted to target_recall) */
+                                search_width: number;
+                                target_recall: number;
+                                /** @description recall@10 measured at search_width on a sample of the index's own vectors (null until measured: at 1,000 vectors) */
+                                estimated_recall: number | null;
+                                recall_measured_at: string | null;
                             }[];
                             pagination: {
                                 page: number;
@@ -6510,6 +6517,8 @@ export interface paths {
                             [key: string]: unknown;
                         };
                         delete_protection?: boolean;
+                        /** @description recall@10 the index's graph searches should reach (default 0.97): the index measures its recall on a sample of its own vectors and widens or narrows its search width to keep it */
+                        target_recall?: number;
                     };
                 };
             };
@@ -6536,8 +6545,15 @@ export interface paths {
                             delete_protection: boolean;
                             created_at: string;
                             updated_at: string;
-                            status: string;
+                            /** @description loading: its records are being read after a start (writes are accepted, searches wait); building: its graph is loading or being rebuilt (searches are exact meanwhile); indexing: recent writes are joining the graph (they are searched exactly meanwhile); ready */
+                            status: "loading" | "building" | "indexing" | "ready";
                             vector_count: number;
+                            /** @description Candidates an unfiltered graph search walks (adapted to target_recall) */
+                            search_width: number;
+                            target_recall: number;
+                            /** @description recall@10 measured at search_width on a sample of the index's own vectors (null until measured: at 1,000 vectors) */
+                            estimated_recall: number | null;
+                            recall_measured_at: string | null;
                         };
                     };
                 };
@@ -6617,8 +6633,15 @@ export interface paths {
                             delete_protection: boolean;
                             created_at: string;
                             updated_at: string;
-                            status: string;
+                            /** @description loading: its records are being read after a start (writes are accepted, searches wait); building: its graph is loading or being rebuilt (searches are exact meanwhile); indexing: recent writes are joining the graph (they are searched exactly meanwhile); ready */
+                            status: "loading" | "building" | "indexing" | "ready";
                             vector_count: number;
+                            /** @description Candidates an unfiltered graph search walks (adapted to target_recall) */
+                            search_width: number;
+                            target_recall: number;
+                            /** @description recall@10 measured at search_width on a sample of the index's own vectors (null until measured: at 1,000 vectors) */
+                            estimated_recall: number | null;
+                            recall_measured_at: string | null;
                         };
                     };
                 };
@@ -6660,6 +6683,8 @@ export interface paths {
                             [key: string]: unknown;
                         };
                         delete_protection?: boolean;
+                        /** @description recall@10 the index's graph searches should reach (default 0.97): the index measures its recall on a sample of its own vectors and widens or narrows its search width to keep it */
+                        target_recall?: number;
                     };
                 };
             };
@@ -6686,8 +6711,15 @@ export interface paths {
                             delete_protection: boolean;
                             created_at: string;
                             updated_at: string;
-                            status: string;
+                            /** @description loading: its records are being read after a start (writes are accepted, searches wait); building: its graph is loading or being rebuilt (searches are exact meanwhile); indexing: recent writes are joining the graph (they are searched exactly meanwhile); ready */
+                            status: "loading" | "building" | "indexing" | "ready";
                             vector_count: number;
+                            /** @description Candidates an unfiltered graph search walks (adapted to target_recall) */
+                            search_width: number;
+                            target_recall: number;
+                            /** @description recall@10 measured at search_width on a sample of the index's own vectors (null until measured: at 1,000 vectors) */
+                            estimated_recall: number | null;
+                            recall_measured_at: string | null;
                         };
                     };
                 };
@@ -7280,6 +7312,10 @@ export interface paths {
                         include_metadata?: boolean;
                         /** @description Default false */
                         include_values?: boolean;
+                        /** @description Score every vector exactly instead of searching the graph (slower; default false) */
+                        exact?: boolean;
+                        /** @description Candidates the graph walks for this search instead of the index's search_width (higher: better recall, slower) */
+                        search_width?: number;
                     };
                 };
             };
@@ -7378,6 +7414,10 @@ export interface paths {
                         include_metadata?: boolean;
                         /** @description Default false */
                         include_values?: boolean;
+                        /** @description Score every vector exactly instead of searching the graph (slower; default false) */
+                        exact?: boolean;
+                        /** @description Candidates the graph walks for this search instead of the index's search_width (higher: better recall, slower) */
+                        search_width?: number;
                     };
                 };
             };

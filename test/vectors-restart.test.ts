@@ -52,6 +52,20 @@ test("restarts: a graceful stop leaves no graph to rebuild; after a crash, write
     const measured = await view(call, id);
     assert.equal(measured.status, "ready");
     assert.ok((measured.estimated_recall as number) >= 0.98, JSON.stringify(measured));
+    // A search may ask for the exact answer, or a width of its own.
+    const probe = vec(data, N + 5);
+    const exact = await call<{ hits: Array<{ id: string }> }>("POST", `/v1/vectors/${id}/search`, {
+      vector: probe,
+      top_k: 10,
+      exact: true,
+    });
+    assert.deepEqual(
+      exact.body.hits.map((h) => h.id),
+      exactNearest(data.subarray(0, N * DIM), DIM, Float32Array.from(probe), 10, "euclidean").map((i) => `v${i}`),
+    );
+    const wide = await call("POST", `/v1/vectors/${id}/search`, { vector: probe, top_k: 10, search_width: 512 });
+    assert.equal(wide.status, 200);
+    assert.equal((await call("POST", `/v1/vectors/${id}/search`, { vector: probe, search_width: 5000 })).status, 400);
 
     // A graceful stop right after the writes (well within the periodic save): the graph is saved,
     // and the next start loads it instead of rebuilding.
@@ -61,7 +75,8 @@ test("restarts: a graceful stop leaves no graph to rebuild; after a crash, write
     const write = await call("POST", `/v1/vectors/${id}/batch`, { vectors: [{ id: "after-stop", embedding: vec(data, N) }] });
     assert.equal(write.status, 200);
     assert.ok(await eventually(async () => (await view(call, id)).status === "ready", 30_000), "not ready after a graceful restart");
-    assert.ok(server.logs().includes('"from_saved_graph":true'), "the saved graph was not loaded");
+    // (The log line may arrive after the answer that showed the status.)
+    assert.ok(await eventually(() => server.logs().includes('"from_saved_graph":true'), 10_000), "the saved graph was not loaded");
     assert.ok(!server.logs().includes("rebuilding"), "the graph was rebuilt after a graceful stop");
     // The width measured before the stop is kept with the graph.
     const reloaded = await view(call, id);
@@ -107,6 +122,11 @@ test("restarts: a graceful stop leaves no graph to rebuild; after a crash, write
     assert.ok(await eventually(async () => (await view(call, id)).status === "ready", 120_000, 250), "the graph was never rebuilt");
     const final = await view(call, id);
     assert.equal(final.vector_count, N + 2);
+    // The target can be changed; the index measures again for it.
+    const raised = await call<IndexView>("PUT", `/v1/vectors/indexes/${id}`, { target_recall: 0.99 });
+    assert.equal(raised.status, 200);
+    assert.equal(raised.body.target_recall, 0.99);
+    assert.equal((await call("PUT", `/v1/vectors/indexes/${id}`, { target_recall: 1.5 })).status, 400);
     console.log({ writeMs: Math.round(writeMs), exactWhileBuilding, final });
   } finally {
     await server.dispose();

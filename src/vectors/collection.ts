@@ -584,6 +584,7 @@ export class Collection {
   private recallProbe() {
     return {
       vectors: () => this.annCount,
+      dimension: this.dim,
       /** Up to n live slots in the graph, spread over the index. */
       sample: (n: number): number[] => {
         const out: number[] = [];

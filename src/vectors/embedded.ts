@@ -204,8 +204,9 @@ export class EmbeddedEngine implements VectorEngine {
 
   /** Loads every index now (called after start so the first search does not pay for it). */
   async warm(specs: IndexSpec[]): Promise<void> {
-    // One at a time (each load reads its records in a worker); an index used first starts its own.
-    for (const s of specs) await this.loading.get(this.coll(s).graphId);
+    // Records one index at a time (each load reads them in a worker; its graph loads meanwhile in
+    // the graph worker); an index used first starts its own load at once.
+    for (const s of specs) await this.coll(s).recordsLoaded.catch(() => {});
   }
 
   createIndex(spec: IndexSpec): void {

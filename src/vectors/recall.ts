@@ -9,6 +9,7 @@
 export interface RecallProbe {
   /** Vectors in the graph. */
   vectors(): number;
+  dimension: number;
   /** Up to n slots of vectors in the graph, spread over the index. */
   sample(n: number): number[];
   /** A query near the vector in this slot (see above). */
@@ -33,8 +34,12 @@ export interface RecallCurve {
 /** Search widths tried, narrowest first. */
 export const WIDTHS = [16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024, 1536, 2048];
 const K = 10;
-/** Sample size: 200 queries x 10 neighbours estimate recall@10 within about ±0.01. */
+/** Sample size: 200 queries x 10 neighbours estimate recall@10 within about ±0.01. Fewer (not
+ * under 50, ±0.02) for large indexes: each exact search scans the whole index on this thread
+ * (~60 ms at 1M x 128), so the sample keeps the scan to about this many dimension-products. */
 const SAMPLE = 200;
+const SAMPLE_MIN = 50;
+const SCAN_BUDGET = 2.5e9;
 /** A width is taken only when its measured recall is this much above the target (sampling error). */
 const MARGIN = 0.005;
 /** Main-thread time per slice of exact searches before yielding to the event loop. */
@@ -47,7 +52,8 @@ const turn = () => new Promise((r) => setImmediate(r));
 /** Measures and picks a width; undefined when there is nothing to measure. */
 export async function measureRecall(probe: RecallProbe, target: number): Promise<RecallCurve | undefined> {
   const vectors = probe.vectors();
-  const slots = probe.sample(SAMPLE);
+  const size = Math.max(SAMPLE_MIN, Math.min(SAMPLE, Math.floor(SCAN_BUDGET / (vectors * probe.dimension))));
+  const slots = probe.sample(size);
   if (slots.length < 10) return undefined;
   const queries: Float32Array[] = [];
   const truth: Array<Set<number>> = [];

@@ -36,11 +36,11 @@ export function mixture(n: number, dim: number, seed: number, queries = 200): { 
 /**
  * Gaussian clusters whose points spread around their centre as widely as the centres lie apart
  * (a high intrinsic dimension: neighbours are not much nearer than the rest, the hard case for a
- * graph search): `n` vectors of `dim` floats, one after another.
+ * graph search; `spread` above 1 spreads them wider still): `n` vectors of `dim` floats, one after another.
  */
-export function clustered(n: number, dim: number, clusters: number, seed: number): Float32Array {
+export function clustered(n: number, dim: number, clusters: number, seed: number, spread = 1): Float32Array {
   const g = gaussian(rng(seed));
-  const centres = Float32Array.from({ length: clusters * dim }, () => g());
+  const centres = Float32Array.from({ length: clusters * dim }, () => g() / spread);
   const out = new Float32Array(n * dim);
   for (let i = 0; i < n; i++) {
     const c = i % clusters;

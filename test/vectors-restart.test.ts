@@ -132,3 +132,28 @@ test("restarts: a graceful stop leaves no graph to rebuild; after a crash, write
     await server.dispose();
   }
 });
+
+test("a graph is saved once its index is idle: a crash after that leaves nothing to rebuild", async () => {
+  const env = { AGENTBOX_LOG_LEVEL: "info", AGENTBOX_VECTOR_SAVE_IDLE_S: "1" };
+  let server = await startServer({ env });
+  try {
+    let call = client(server);
+    const created = await call<{ id: string }>("POST", "/v1/vectors/indexes", { name: "idle", dimension: DIM, metric: "euclidean" });
+    const id = created.body.id;
+    const data = clustered(3000, DIM, 10, 4);
+    for (let b = 0; b < 3; b++) {
+      const vectors = Array.from({ length: BATCH }, (_, j) => ({ id: `v${b * BATCH + j}`, embedding: vec(data, b * BATCH + j) }));
+      assert.equal((await call("POST", `/v1/vectors/${id}/batch`, { vectors })).status, 200);
+    }
+    // Saved without a stop (the state file is written after the graph file).
+    const state = path.join(server.dataDir, "vector-graphs", `${id}.json`);
+    assert.ok(await eventually(() => fs.existsSync(state), 30_000, 100), "the idle graph was not saved");
+    await server.crash();
+    server = await startServer({ dataDir: server.dataDir, key: server.key, env });
+    call = client(server);
+    assert.ok(await eventually(() => server.logs().includes('"from_saved_graph":true'), 30_000), "the saved graph was not loaded");
+    assert.equal((await view(call, id)).vector_count, 3000);
+  } finally {
+    await server.dispose();
+  }
+});

@@ -88,6 +88,9 @@ export class Collection {
   /** Whether the graph changed since it was last saved. */
   dirty = false;
   private lastWrite = 0;
+  /** When a write or delete last changed what the graph must hold, and when it was last saved. */
+  changedAt = 0;
+  savedAt = performance.now();
   /** While writes keep arriving, the graph pauses between chunks until then. */
   private resumeAt = 0;
   /** While the records load: writes applied here after them (see put). */
@@ -222,6 +225,7 @@ export class Collection {
       this.annCount++;
     } else {
       this.lastWrite = performance.now();
+      this.changedAt = this.lastWrite;
       this.pending.push(slot);
       this.pendingLabel.push(label);
       this.pendingSeq.push(seq);
@@ -235,6 +239,7 @@ export class Collection {
       this.replay.push(() => this.drop(label, seq));
       return;
     }
+    this.changedAt = performance.now();
     if (seq > this.seq) this.seq = seq;
     const slot = this.slotOf.get(label);
     if (slot === undefined) return;

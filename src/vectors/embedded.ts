@@ -15,10 +15,13 @@ import type { Metadata } from "./filter.js";
 import { GraphWorker } from "./graph-worker.js";
 import type { RecallCurve } from "./recall.js";
 import { readRecords } from "./record-loader.js";
-import { DEFAULT_TARGET_RECALL, SEARCH_EF } from "./settings.js";
+import { DEFAULT_TARGET_RECALL, SAVE_IDLE_S, SEARCH_EF } from "./settings.js";
 import type { RecordRow, VectorDb } from "./store.js";
 
+/** A changed graph is saved once its index had no writes for SAVE_IDLE_MS (so a crash soon after
+ * a bulk load finds it saved), and at least every SAVE_EVERY_MS while writes go on. */
 const SAVE_EVERY_MS = 5 * 60_000;
+const SAVE_IDLE_MS = SAVE_IDLE_S * 1000;
 /** Records per chunk while loading an index (read in a worker, applied here one chunk per event-loop turn). */
 const LOAD_CHUNK = 20_000;
 /** On shutdown, vectors still queued for the graph are inserted before saving it when at most this many. */
@@ -67,7 +70,7 @@ export class EmbeddedEngine implements VectorEngine {
   ) {
     this.dir = path.join(dataDir, "vector-graphs");
     fs.mkdirSync(this.dir, { recursive: true, mode: 0o700 });
-    this.timer = setInterval(() => void this.saveAll(false), SAVE_EVERY_MS);
+    this.timer = setInterval(() => void this.saveAll(false), Math.min(SAVE_IDLE_MS, 30_000));
     this.timer.unref();
     this.measureTimer = setInterval(() => {
       for (const c of this.open.values()) void c.maybeMeasure(true);
@@ -319,6 +322,14 @@ export class EmbeddedEngine implements VectorEngine {
         if (c.loading || !c.graphOpen) continue;
         if (final && c.pendingCount() > 0 && c.pendingCount() <= DRAIN_ON_CLOSE_MAX) await c.drainAll();
         if (!c.dirty) continue;
+        if (!final) {
+          // A graph half rebuilt would be rebuilt again from its start; an index still being
+          // written to is saved at the slower pace.
+          const now = performance.now();
+          const idle = now - c.changedAt >= SAVE_IDLE_MS && c.pendingCount() === 0;
+          if (c.rebuilding || (!idle && now - c.savedAt < SAVE_EVERY_MS)) continue;
+        }
+        c.savedAt = performance.now();
         const { upTo } = c.graphState();
         const { graph, state } = this.files(id);
         // Changes posted after this save mark the graph dirty again.

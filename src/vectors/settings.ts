@@ -12,6 +12,10 @@ function positiveInt(name: string, fallback: number, max: number): number {
  * higher is better recall and slower search. */
 export const SEARCH_EF = positiveInt("AGENTBOX_VECTOR_SEARCH_EF", 48, 4096);
 
+/** Seconds without writes after which an index's changed graph is saved (a crash after that
+ * leaves nothing to rebuild). */
+export const SAVE_IDLE_S = positiveInt("AGENTBOX_VECTOR_SAVE_IDLE_S", 30, 3600);
+
 /** recall@10 an index's searches should reach unless it sets its own (each index measures its
  * recall and widens or narrows its search to keep it). */
 export const DEFAULT_TARGET_RECALL = fraction("AGENTBOX_VECTOR_TARGET_RECALL", 0.97);

@@ -619,9 +619,14 @@ export class Collection {
         return v.map((x, i) => x + (noise[i] as number) * scale);
       },
       exact: (q: Float32Array, k: number): number[] => {
+        // Vectors written since the measurement began are not in the graph yet: left out.
         const c: Candidate[] = [];
-        this.exactAll(q, norm(q), k, undefined, c);
-        return c.sort((a, b) => a.dist - b.dist).map((x) => x.slot);
+        this.exactAll(q, norm(q), k + this.pendingCount(), undefined, c);
+        return c
+          .filter((x) => this.inAnn[x.slot] === 1)
+          .sort((a, b) => a.dist - b.dist)
+          .slice(0, k)
+          .map((x) => x.slot);
       },
       graph: async (q: Float32Array, k: number, width: number): Promise<number[]> => {
         if (this.closed) return [];

@@ -10,7 +10,7 @@
 import fs from "node:fs";
 import { createRequire } from "node:module";
 import { startServer, type TestServer } from "../test/helpers/server.js";
-import { gaussian, rng } from "../test/helpers/vectors-data.js";
+import { mixture, rng } from "../test/helpers/vectors-data.js";
 import { keepAliveClient, percentile, printTable } from "./lib.js";
 
 const SIZES = (process.env.BENCH_VECTOR_SIZES ?? "1000000x128,100000x384")
@@ -25,24 +25,6 @@ const BENCH_ENV = { AGENTBOX_LOG_LEVEL: "warn", AGENTBOX_RATE_LIMIT_PER_MINUTE: 
 const BATCH = 1000;
 // Loaded as CommonJS: the package's ES module build cannot locate its prebuilt binary.
 const usearch = createRequire(import.meta.url)("usearch") as typeof import("usearch").default;
-
-/** n points of a Gaussian mixture: clusters with a spread that decays over the dimensions. */
-function mixture(n: number, dim: number, seed: number): { data: Float32Array; queries: Float32Array } {
-  const r = rng(seed);
-  const gauss = gaussian(r);
-  const clusters = Math.max(50, Math.round(n / 2000));
-  const centres = Array.from({ length: clusters }, () => Float32Array.from({ length: dim }, () => gauss()));
-  const spread = Float32Array.from({ length: dim }, (_, j) => 0.5 * 0.97 ** j);
-  const make = (count: number) => {
-    const out = new Float32Array(count * dim);
-    for (let i = 0; i < count; i++) {
-      const c = centres[Math.floor(r() * clusters)] as Float32Array;
-      for (let j = 0; j < dim; j++) out[i * dim + j] = (c[j] as number) + (spread[j] as number) * gauss();
-    }
-    return out;
-  };
-  return { data: make(n), queries: make(QUERIES) };
-}
 
 /** Exact top-k by squared Euclidean distance (usearch's SIMD brute force: a strong baseline). */
 function exactTopK(data: Float32Array, dim: number, queries: Float32Array[], k: number, threads: number): number[][] {
@@ -63,7 +45,7 @@ async function benchSize(n: number, dim: number): Promise<string[]> {
   const label = `${n.toLocaleString("en")} × ${dim}`;
   process.stdout.write(`\n## vectors ${label}\n`);
   const t0 = performance.now();
-  const { data, queries } = mixture(n, dim, 42 + dim);
+  const { data, queries } = mixture(n, dim, 42 + dim, QUERIES);
   process.stdout.write(`data generated in ${((performance.now() - t0) / 1000).toFixed(1)} s\n`);
   let server: TestServer = await startServer({ env: BENCH_ENV });
   const lines: string[] = [];

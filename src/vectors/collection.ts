@@ -5,10 +5,14 @@
 // The HNSW graph itself lives in the graph worker (graph-worker.ts). Writes land here at once;
 // vectors join the graph from a queue, a chunk at a time, so a large upsert never stalls other
 // requests. Until then they are scored exactly, so the next search sees every acknowledged write.
+// While the index's records load, writes are kept and applied after them; while its graph loads or
+// is rebuilt, every search is exact (SIMD brute force, exact.ts).
 import type { Hit, Metric } from "./engine.js";
+import { exactNearest } from "./exact.js";
 import type { Metadata, Predicate } from "./filter.js";
 import type { GraphParams, GraphWorker } from "./graph-worker.js";
-import { SEARCH_EF } from "./settings.js";
+import { measureRecall, type RecallCurve } from "./recall.js";
+import { DEFAULT_TARGET_RECALL, SEARCH_EF } from "./settings.js";
 
 /** HNSW parameters, measured on the benchmark's clustered 1M x 128 set (docs/design.md). */
 const CONNECTIVITY = 32;
@@ -21,7 +25,16 @@ export const QUANTIZATION = "bf16";
 /** Candidates beyond top_k that an unfiltered search scores exactly: what bfloat16's coarser
  * distances may have ranked just below the true top_k (measured: recall@10 0.976 asking for 10,
  * 0.990 asking for 16, with the same search width). */
-const RESCORE_EXTRA = 8;
+export const RESCORE_EXTRA = 8;
+/** The graph's own minimum search width: each search asks for its width in candidates (usearch
+ * walks max(this, candidates asked)), so the width can change per search and per index. */
+const GRAPH_MIN_EF = 16;
+/** Below this many vectors exact scoring is cheaper than a gather into one buffer. */
+const GATHER_MIN = 64;
+/** Graphs smaller than this are not measured (their searches walk most of them anyway). */
+const MEASURE_MIN = 1_000;
+/** A graph is measured again once its size changed by this share since the last measurement. */
+const REMEASURE_GROWTH = 0.1;
 /** A filtered search scores the matching vectors exactly when there are at most this many. */
 const EXACT_MAX = 5_000;
 /** Vectors per insertion message, and how many such messages may be queued in the worker (a
@@ -75,8 +88,28 @@ export class Collection {
   /** Whether the graph changed since it was last saved. */
   dirty = false;
   private lastWrite = 0;
+  /** When a write or delete last changed what the graph must hold, and when it was last saved. */
+  changedAt = 0;
+  savedAt = performance.now();
   /** While writes keep arriving, the graph pauses between chunks until then. */
   private resumeAt = 0;
+  /** While the records load: writes applied here after them (see put). */
+  private replay: Array<() => void> | undefined;
+  /** False while the saved graph is loading in the worker. */
+  graphOpen = true;
+  /** True while the graph is rebuilt from every vector (until the queue first empties). */
+  rebuilding = false;
+  /** Candidates an unfiltered graph search walks (adapted to `targetRecall` by measuring). */
+  width = SEARCH_EF;
+  /** recall@10 wanted from the graph (the width is chosen to reach it). */
+  targetRecall = DEFAULT_TARGET_RECALL;
+  /** Last measurement: recall@10 at `width`, and at each width tried. */
+  recall: RecallCurve | undefined;
+  private measuring: Promise<void> | undefined;
+  /** Settles once the records are loaded (rejects when loading failed). */
+  recordsLoaded: Promise<void> = Promise.resolve();
+  /** Called after a measurement changed the width (the engine saves it with the graph). */
+  onMeasured: () => void = () => {};
 
   constructor(
     readonly dim: number,
@@ -103,7 +136,7 @@ export class Collection {
       metric: this.metric,
       connectivity: CONNECTIVITY,
       expansionAdd: EXPANSION_ADD,
-      expansionSearch: SEARCH_EF,
+      expansionSearch: GRAPH_MIN_EF,
       quantization: QUANTIZATION,
     };
   }
@@ -140,8 +173,37 @@ export class Collection {
     return this.used;
   }
 
-  /** Records a vector under its label; `inGraph` when a loaded graph already holds it. */
+  /** From now until endLoad, writes (put, drop, setMetadata) wait; the loader uses load(). */
+  beginLoad(): void {
+    this.replay = [];
+  }
+
+  /** Whether the records are still loading. */
+  get loading(): boolean {
+    return this.replay !== undefined;
+  }
+
+  /** Applies the writes made while loading (the loader may have read some of them already). */
+  endLoad(): void {
+    const ops = this.replay ?? [];
+    this.replay = undefined;
+    for (const op of ops) op();
+  }
+
+  /** Whether every search is exact now (the graph is loading or being rebuilt). */
+  get building(): boolean {
+    return !this.graphOpen || this.rebuilding;
+  }
+
+  /** Records a vector under its label (a write; kept for later while the records load). */
   put(label: number, id: string, embedding: Float32Array, metadata: Metadata, seq: number, inGraph: boolean): void {
+    // Labels are never reused: one the loader already read is the same version.
+    if (this.replay) this.replay.push(() => this.slotOf.has(label) || this.load(label, id, embedding, metadata, seq, inGraph));
+    else this.load(label, id, embedding, metadata, seq, inGraph);
+  }
+
+  /** Records a vector as read from the store; `inGraph` when a loaded graph already holds it. */
+  load(label: number, id: string, embedding: Float32Array, metadata: Metadata, seq: number, inGraph: boolean): void {
     let slot = this.slotOf.get(label);
     if (slot === undefined) {
       slot = this.free.pop() ?? this.used++;
@@ -163,6 +225,7 @@ export class Collection {
       this.annCount++;
     } else {
       this.lastWrite = performance.now();
+      this.changedAt = this.lastWrite;
       this.pending.push(slot);
       this.pendingLabel.push(label);
       this.pendingSeq.push(seq);
@@ -172,6 +235,11 @@ export class Collection {
 
   /** Removes a label (a deleted vector or a replaced version); its slot is free for the next put. */
   drop(label: number, seq: number): void {
+    if (this.replay) {
+      this.replay.push(() => this.drop(label, seq));
+      return;
+    }
+    this.changedAt = performance.now();
     if (seq > this.seq) this.seq = seq;
     const slot = this.slotOf.get(label);
     if (slot === undefined) return;
@@ -205,6 +273,10 @@ export class Collection {
   }
 
   setMetadata(label: number, metadata: Metadata): void {
+    if (this.replay) {
+      this.replay.push(() => this.setMetadata(label, metadata));
+      return;
+    }
     const slot = this.slotOf.get(label);
     if (slot !== undefined) this.metas[slot] = metadata;
   }
@@ -264,6 +336,10 @@ export class Collection {
         .catch((err) => this.failed(err))
         .finally(() => {
           this.inFlight--;
+          if (this.pendingCount() === 0) {
+            this.rebuilding = false;
+            this.maybeMeasure();
+          }
           if (busy) {
             this.resumeAt = performance.now() + BUSY_PAUSE_MS;
             setTimeout(() => {
@@ -338,8 +414,37 @@ export class Collection {
     return this.metric === "euclidean" ? Math.sqrt(Math.max(0, dist)) : 1 - dist;
   }
 
-  private exact(q: Float32Array, qNorm: number, slots: Iterable<number>, out: Candidate[]): void {
-    for (const s of slots) out.push({ slot: s, label: this.labels[s] as number, dist: this.distance(q, qNorm, s) });
+  private candidate(q: Float32Array, qNorm: number, s: number): Candidate {
+    return { slot: s, label: this.labels[s] as number, dist: this.distance(q, qNorm, s) };
+  }
+
+  /** The `k` nearest of these slots, scored exactly (SIMD over a gathered copy when many). */
+  private exact(q: Float32Array, qNorm: number, slots: number[], k: number, out: Candidate[]): void {
+    if (slots.length <= Math.max(GATHER_MIN, k)) {
+      for (const s of slots) out.push(this.candidate(q, qNorm, s));
+      return;
+    }
+    const d = this.dim;
+    const data = new Float32Array(slots.length * d);
+    slots.forEach((s, i) => {
+      data.set(this.vecs.subarray(s * d, (s + 1) * d), i * d);
+    });
+    for (const r of exactNearest(data, d, q, k, this.metric)) out.push(this.candidate(q, qNorm, slots[r] as number));
+  }
+
+  /** The `k` nearest live vectors (matching `pred` when given), scored exactly: no graph. */
+  private exactAll(q: Float32Array, qNorm: number, k: number, pred: Predicate | undefined, out: Candidate[]): void {
+    if (pred) {
+      const slots: number[] = [];
+      for (let s = 0; s < this.used; s++) if (this.live[s] && pred(this.metas[s])) slots.push(s);
+      this.exact(q, qNorm, slots, k, out);
+      return;
+    }
+    // Every slot in one SIMD pass, asking for as many more as there are free slots (their stale
+    // vectors are skipped).
+    const freeSlots = this.used - this.liveCount;
+    const rows = exactNearest(this.vecs.subarray(0, this.used * this.dim), this.dim, q, k + freeSlots, this.metric);
+    for (const s of rows) if (this.live[s]) out.push(this.candidate(q, qNorm, s));
   }
 
   private async annSearch(q: Float32Array, qNorm: number, k: number): Promise<Candidate[]> {
@@ -386,32 +491,45 @@ export class Collection {
     return out;
   }
 
-  async search(query: Float32Array, topK: number, pred: Predicate | undefined, values: boolean, metadata: boolean): Promise<Hit[]> {
-    let qNorm = 0;
-    for (let i = 0; i < query.length; i++) qNorm += (query[i] as number) * (query[i] as number);
-    qNorm = Math.sqrt(qNorm);
+  /** Nearest first. `exact` scores every vector (no graph); `width` overrides the index's search width. */
+  async search(
+    query: Float32Array,
+    topK: number,
+    pred: Predicate | undefined,
+    values: boolean,
+    metadata: boolean,
+    how: { exact?: boolean; width?: number } = {},
+  ): Promise<Hit[]> {
+    const qNorm = norm(query);
     const cands: Candidate[] = [];
-    // Vectors not yet in the graph: scored exactly.
-    for (let i = this.pendingHead; i < this.pending.length; i++) {
-      const s = this.pending[i] as number;
-      if (this.waiting(i) && (!pred || pred(this.metas[s])))
-        cands.push({ slot: s, label: this.labels[s] as number, dist: this.distance(query, qNorm, s) });
-    }
     const graphSize = this.annCount;
-    if (graphSize > 0) {
+    if (how.exact || this.building) {
+      this.exactAll(query, qNorm, topK, pred, cands);
+    } else {
+      // Vectors not yet in the graph: scored exactly.
+      const waiting: number[] = [];
+      for (let i = this.pendingHead; i < this.pending.length; i++) {
+        const s = this.pending[i] as number;
+        if (this.waiting(i) && (!pred || pred(this.metas[s]))) waiting.push(s);
+      }
+      this.exact(query, qNorm, waiting, topK, cands);
+    }
+    if (graphSize > 0 && !how.exact && !this.building) {
       if (!pred) {
-        // The graph walks SEARCH_EF candidates (its search width) and returns the best topK + RESCORE_EXTRA.
-        for (const c of await this.annSearch(query, qNorm, Math.min(topK + RESCORE_EXTRA, graphSize))) cands.push(c);
+        // The graph walks `width` candidates and they are rescored exactly here (at least topK +
+        // RESCORE_EXTRA, what bfloat16's coarser distances may misorder).
+        const k = Math.min(Math.max(topK + RESCORE_EXTRA, how.width ?? this.width), graphSize);
+        for (const c of await this.annSearch(query, qNorm, k)) cands.push(c);
       } else {
         const share = this.annCount > EXACT_MAX ? this.matchShare(pred) : 1;
         const small = this.smallMatchSet(pred, share);
         if (small) {
-          this.exact(query, qNorm, small, cands);
+          this.exact(query, qNorm, small, topK, cands);
         } else {
           // A broad filter: a graph search wide enough that top_k of what it walks should match
           // (three times the estimate), widened until they do; the filter is applied to the
           // candidates before cutting to top_k.
-          let k = Math.min(graphSize, Math.max(SEARCH_EF, Math.ceil((topK / Math.max(share, 1e-3)) * 3) + 64));
+          let k = Math.min(graphSize, Math.max(how.width ?? this.width, Math.ceil((topK / Math.max(share, 1e-3)) * 3) + 64));
           for (;;) {
             const found = (await this.annSearch(query, qNorm, k)).filter((c) => pred(this.metas[c.slot]));
             if (found.length >= topK || k >= graphSize) {
@@ -422,7 +540,7 @@ export class Collection {
               // Still too few: score every match exactly.
               const all: number[] = [];
               for (let s = 0; s < this.used; s++) if (this.inAnn[s] && this.live[s] && pred(this.metas[s])) all.push(s);
-              this.exact(query, qNorm, all, cands);
+              this.exact(query, qNorm, all, topK, cands);
               break;
             }
             k = Math.min(graphSize, k * 4);
@@ -447,7 +565,88 @@ export class Collection {
     return hits;
   }
 
+  /** Measures recall (unless one runs or the graph is too small or unchanged); not awaited. */
+  maybeMeasure(force = false): Promise<void> {
+    if (this.measuring || this.closed || this.building || this.annCount < MEASURE_MIN) return this.measuring ?? Promise.resolve();
+    const last = this.recall;
+    if (!force && last && Math.abs(this.annCount - last.vectors) < last.vectors * REMEASURE_GROWTH) return Promise.resolve();
+    this.measuring = measureRecall(this.recallProbe(), this.targetRecall)
+      .then((curve) => {
+        if (!curve || this.closed) return;
+        this.recall = curve;
+        this.width = curve.width;
+        this.log("vector index recall measured", { index: this.graphId, vectors: curve.vectors, width: curve.width, recall: curve.recall });
+        this.onMeasured();
+      })
+      .catch((err) => this.failed(err))
+      .finally(() => {
+        this.measuring = undefined;
+      });
+    return this.measuring;
+  }
+
+  /** What the recall measurement needs: sample vectors, their exact neighbours, the graph's. */
+  private recallProbe() {
+    return {
+      vectors: () => this.annCount,
+      dimension: this.dim,
+      /** Up to n live slots in the graph, spread over the index. */
+      sample: (n: number): number[] => {
+        const out: number[] = [];
+        let x = (this.used * 2654435761) >>> 0;
+        for (let i = 0; i < n * 8 && out.length < n; i++) {
+          x = (Math.imul(x, 1664525) + 1013904223) >>> 0;
+          const s = x % this.used;
+          if (this.live[s] && this.inAnn[s] && !out.includes(s)) out.push(s);
+        }
+        return out;
+      },
+      query: (slot: number): Float32Array => {
+        const v = this.vecs.slice(slot * this.dim, (slot + 1) * this.dim);
+        const c: Candidate[] = [];
+        this.exactAll(v, norm(v), 2, undefined, c);
+        const nearest = c.sort((a, b) => a.dist - b.dist).find((x) => x.slot !== slot);
+        if (!nearest) return v;
+        let d = 0;
+        const off = nearest.slot * this.dim;
+        for (let i = 0; i < this.dim; i++) d += ((v[i] as number) - (this.vecs[off + i] as number)) ** 2;
+        // A random direction, scaled to the nearest neighbour's distance.
+        const noise = Float32Array.from(
+          { length: this.dim },
+          () => Math.sqrt(-2 * Math.log(Math.random() + 1e-12)) * Math.cos(2 * Math.PI * Math.random()),
+        );
+        const scale = Math.sqrt(d) / (norm(noise) || 1);
+        return v.map((x, i) => x + (noise[i] as number) * scale);
+      },
+      exact: (q: Float32Array, k: number): number[] => {
+        // Vectors written since the measurement began are not in the graph yet: left out.
+        const c: Candidate[] = [];
+        this.exactAll(q, norm(q), k + this.pendingCount(), undefined, c);
+        return c
+          .filter((x) => this.inAnn[x.slot] === 1)
+          .sort((a, b) => a.dist - b.dist)
+          .slice(0, k)
+          .map((x) => x.slot);
+      },
+      graph: async (q: Float32Array, k: number, width: number): Promise<number[]> => {
+        if (this.closed) return [];
+        const c = await this.annSearch(q, norm(q), Math.min(Math.max(k + RESCORE_EXTRA, width), this.annCount));
+        return c.sort((a, b) => a.dist - b.dist).map((x) => x.slot);
+      },
+    };
+  }
+
   close(): void {
     this.closed = true;
   }
+
+  get isClosed(): boolean {
+    return this.closed;
+  }
+}
+
+function norm(v: Float32Array): number {
+  let n = 0;
+  for (let i = 0; i < v.length; i++) n += (v[i] as number) * (v[i] as number);
+  return Math.sqrt(n);
 }

@@ -4,21 +4,30 @@
 // minutes when it changed); on start it is loaded, brought up to date from the writes after it,
 // and checked against the record count; any doubt and it is rebuilt from the records. Loading
 // reads the records in a worker (record-loader.ts) and the graph file in the graph worker, so the
-// service keeps answering meanwhile; operations on an index wait until it is loaded.
+// service keeps answering meanwhile. Writes never wait for a load (committed to SQLite at once,
+// applied in memory after the records); searches wait for the records only, and are exact until
+// the graph is loaded or rebuilt.
 import fs from "node:fs";
 import path from "node:path";
 import { Collection, QUANTIZATION } from "./collection.js";
-import type { Admit, Hit, IndexSpec, NewVector, SearchOptions, VectorEngine, VectorRecord } from "./engine.js";
+import type { Admit, Hit, IndexHealth, IndexSpec, NewVector, SearchOptions, VectorEngine, VectorRecord } from "./engine.js";
 import type { Metadata } from "./filter.js";
 import { GraphWorker } from "./graph-worker.js";
+import type { RecallCurve } from "./recall.js";
 import { readRecords } from "./record-loader.js";
+import { DEFAULT_TARGET_RECALL, SAVE_IDLE_S, SEARCH_EF } from "./settings.js";
 import type { RecordRow, VectorDb } from "./store.js";
 
+/** A changed graph is saved once its index had no writes for SAVE_IDLE_MS (so a crash soon after
+ * a bulk load finds it saved), and at least every SAVE_EVERY_MS while writes go on. */
 const SAVE_EVERY_MS = 5 * 60_000;
+const SAVE_IDLE_MS = SAVE_IDLE_S * 1000;
 /** Records per chunk while loading an index (read in a worker, applied here one chunk per event-loop turn). */
 const LOAD_CHUNK = 20_000;
 /** On shutdown, vectors still queued for the graph are inserted before saving it when at most this many. */
 const DRAIN_ON_CLOSE_MAX = 50_000;
+/** Each index's recall is measured again this often (when its graph changed at all). */
+const MEASURE_EVERY_MS = 10 * 60_000;
 
 /** What a saved graph file covers: every write up to `upTo`, with these parameters. */
 interface GraphState {
@@ -28,6 +37,8 @@ interface GraphState {
   quantization: string;
   /** The graph file's size when it was saved. */
   bytes?: number;
+  /** The search width and the recall measured on this graph. */
+  recall?: RecallCurve;
 }
 
 function toRecord(row: RecordRow): VectorRecord {
@@ -43,9 +54,10 @@ function toRecord(row: RecordRow): VectorRecord {
 }
 
 export class EmbeddedEngine implements VectorEngine {
-  /** Loaded indexes, and those being loaded. */
+  /** Indexes in memory (those whose records are still loading too), and their loads. */
   private readonly open = new Map<string, Collection>();
-  private readonly loading = new Map<string, Promise<Collection>>();
+  private readonly loading = new Map<string, Promise<void>>();
+  private readonly measureTimer: NodeJS.Timeout;
   private readonly dir: string;
   private readonly timer: NodeJS.Timeout;
   private readonly graphs = new GraphWorker();
@@ -58,40 +70,66 @@ export class EmbeddedEngine implements VectorEngine {
   ) {
     this.dir = path.join(dataDir, "vector-graphs");
     fs.mkdirSync(this.dir, { recursive: true, mode: 0o700 });
-    this.timer = setInterval(() => void this.saveAll(false), SAVE_EVERY_MS);
+    this.timer = setInterval(() => void this.saveAll(false), Math.min(SAVE_IDLE_MS, 30_000));
     this.timer.unref();
+    this.measureTimer = setInterval(() => {
+      for (const c of this.open.values()) void c.maybeMeasure(true);
+    }, MEASURE_EVERY_MS);
+    this.measureTimer.unref();
+  }
+
+  /** Search width and target of a new or loaded index (target from its catalog row). */
+  private newCollection(spec: IndexSpec, expected = 0): Collection {
+    const c = new Collection(spec.dimension, spec.metric, this.graphs, spec.id, this.log, expected);
+    if (spec.targetRecall !== undefined) c.targetRecall = spec.targetRecall;
+    // A new width is worth keeping across a restart: saved with the graph at the next save.
+    c.onMeasured = () => {
+      c.dirty = true;
+    };
+    return c;
   }
 
   private files(indexId: string): { graph: string; state: string } {
     return { graph: path.join(this.dir, `${indexId}.usearch`), state: path.join(this.dir, `${indexId}.json`) };
   }
 
-  /** The index's collection, loaded on first use. */
-  private coll(spec: IndexSpec): Promise<Collection> {
-    const c = this.open.get(spec.id);
-    if (c) return Promise.resolve(c);
-    let p = this.loading.get(spec.id);
-    if (!p) {
-      p = this.load(spec).then(
-        (loaded) => {
-          this.loading.delete(spec.id);
-          this.open.set(spec.id, loaded);
-          return loaded;
-        },
-        (err) => {
-          this.loading.delete(spec.id);
-          throw err;
-        },
-      );
-      this.loading.set(spec.id, p);
-    }
-    return p;
+  /** The index's collection, its load started on first use (writes need not wait for it). */
+  private coll(spec: IndexSpec): Collection {
+    const open = this.open.get(spec.id);
+    if (open) return open;
+    const c = this.newCollection(spec, this.store.count(spec.id));
+    c.beginLoad();
+    this.open.set(spec.id, c);
+    const p = this.load(spec, c).then(
+      () => {
+        this.loading.delete(spec.id);
+      },
+      (err: unknown) => {
+        // The writes kept meanwhile are in the store: the next use loads again and finds them.
+        this.loading.delete(spec.id);
+        if (this.open.get(spec.id) === c) this.open.delete(spec.id);
+        c.close();
+        this.log("loading a vector index failed", { index: spec.id, error: String(err) });
+      },
+    );
+    this.loading.set(spec.id, p);
+    c.recordsLoaded = p.then(() => {
+      if (c.loading) throw new Error(`vector index ${spec.id} could not be loaded`);
+    });
+    c.recordsLoaded.catch(() => {});
+    return c;
   }
 
-  /** Loads every record, and the saved graph when it is consistent with them. */
-  private async load(spec: IndexSpec): Promise<Collection> {
+  /** The collection once its records are in memory (searches need them all). */
+  private async loaded(spec: IndexSpec): Promise<Collection> {
+    const c = this.coll(spec);
+    if (c.loading) await c.recordsLoaded;
+    return c;
+  }
+
+  /** Loads every record, then (in the background) the saved graph when it is consistent with them. */
+  private async load(spec: IndexSpec, c: Collection): Promise<void> {
     const started = performance.now();
-    const c = new Collection(spec.dimension, spec.metric, this.graphs, spec.id, this.log, this.store.count(spec.id));
     const { graph, state } = this.files(spec.id);
     let saved: GraphState | undefined;
     try {
@@ -106,6 +144,13 @@ export class EmbeddedEngine implements VectorEngine {
       // no saved graph (new index, or never shut down cleanly): built from the records
     }
     const upTo = saved?.upTo ?? -1;
+    // Searches are exact until the graph is open and up to date.
+    c.graphOpen = false;
+    c.rebuilding = saved === undefined;
+    if (saved?.recall) {
+      c.recall = saved.recall;
+      c.width = saved.recall.width;
+    }
     // The worker reads the graph file while the records are read here.
     const opening = c.openGraph(saved ? graph : undefined).then(
       (size) => ({ size, error: undefined }),
@@ -120,12 +165,18 @@ export class EmbeddedEngine implements VectorEngine {
         const already = saved !== undefined && seq <= upTo;
         if (already) inGraph++;
         const metadata = JSON.parse(chunk.metadata[i] as string) as Metadata;
-        c.put(chunk.labels[i] as number, chunk.ids[i] as string, chunk.vectors.subarray(i * dim, (i + 1) * dim), metadata, seq, already);
+        c.load(chunk.labels[i] as number, chunk.ids[i] as string, chunk.vectors.subarray(i * dim, (i + 1) * dim), metadata, seq, already);
       }
       // A turn of the event loop between chunks even when the next one is already here.
       await new Promise((r) => setImmediate(r));
+      if (c.isClosed) return; // dropped meanwhile
     }
+    // The writes made meanwhile (searches may start now: exact until the graph is ready).
+    c.endLoad();
+    c.seq = Math.max(c.seq, this.store.seq(spec.id));
+    const recordsMs = Math.round(performance.now() - started);
     const opened = await opening;
+    if (c.isClosed) return;
     let haveGraph = saved !== undefined && opened.error === undefined;
     if (saved && opened.error) this.log("loading a saved vector graph failed; rebuilding it", { index: spec.id, error: opened.error });
     if (haveGraph) {
@@ -136,27 +187,33 @@ export class EmbeddedEngine implements VectorEngine {
         haveGraph = false;
       }
     }
-    if (saved && !haveGraph) await c.rebuildGraph();
-    c.seq = Math.max(c.seq, this.store.seq(spec.id));
-    c.dirty = !haveGraph;
+    if (saved && !haveGraph) {
+      c.rebuilding = true;
+      await c.rebuildGraph();
+    }
+    c.dirty = c.dirty || !haveGraph;
+    c.graphOpen = true;
     c.startIndexing();
+    if (!c.building && !c.recall) void c.maybeMeasure();
     this.log("vector index loaded", {
       index: spec.id,
       vectors: c.liveCount,
       from_saved_graph: haveGraph,
       queued_for_graph: c.pendingCount(),
+      records_ms: recordsMs,
       ms: Math.round(performance.now() - started),
     });
-    return c;
   }
 
   /** Loads every index now (called after start so the first search does not pay for it). */
   async warm(specs: IndexSpec[]): Promise<void> {
-    for (const s of specs) await this.coll(s);
+    // Records one index at a time (each load reads them in a worker; its graph loads meanwhile in
+    // the graph worker); an index used first starts its own load at once.
+    for (const s of specs) await this.coll(s).recordsLoaded.catch(() => {});
   }
 
   createIndex(spec: IndexSpec): void {
-    const c = new Collection(spec.dimension, spec.metric, this.graphs, spec.id, this.log);
+    const c = this.newCollection(spec);
     // Messages to the worker are handled in order, so the graph exists before anything is added to it.
     c.openGraph().catch((err) => this.log("creating a vector graph failed", { index: spec.id, error: String(err) }));
     c.startIndexing();
@@ -164,9 +221,11 @@ export class EmbeddedEngine implements VectorEngine {
   }
 
   async dropIndex(spec: IndexSpec): Promise<void> {
-    const c = this.open.get(spec.id) ?? (await this.loading.get(spec.id)?.catch(() => undefined));
+    const c = this.open.get(spec.id);
     c?.close();
     this.open.delete(spec.id);
+    // A load under way stops at its next step; its graph is dropped after it (messages are in order).
+    await this.loading.get(spec.id);
     await this.graphs.drop(spec.id).catch(() => 0);
     const { graph, state } = this.files(spec.id);
     fs.rmSync(state, { force: true });
@@ -174,7 +233,7 @@ export class EmbeddedEngine implements VectorEngine {
   }
 
   async upsert(spec: IndexSpec, vectors: NewVector[], admit?: Admit): Promise<void> {
-    const c = await this.coll(spec);
+    const c = this.coll(spec);
     const written = this.store.upsert(spec.id, vectors, admit);
     written.forEach((w, i) => {
       const v = vectors[i] as NewVector;
@@ -184,7 +243,7 @@ export class EmbeddedEngine implements VectorEngine {
   }
 
   async delete(spec: IndexSpec, ids: string[]): Promise<number> {
-    const c = await this.coll(spec);
+    const c = this.coll(spec);
     const gone = this.store.delete(spec.id, ids);
     for (const g of gone) c.drop(g.label, g.seq);
     return gone.length;
@@ -209,7 +268,7 @@ export class EmbeddedEngine implements VectorEngine {
     change: { metadata?: Metadata; delete_protection?: boolean },
     admit?: Admit,
   ): Promise<VectorRecord | undefined> {
-    const c = await this.coll(spec);
+    const c = this.coll(spec);
     const row = this.store.get(spec.id, id);
     if (!row) return undefined;
     const metadata = change.metadata ?? (JSON.parse(row.metadata) as Metadata);
@@ -221,27 +280,56 @@ export class EmbeddedEngine implements VectorEngine {
   }
 
   async search(spec: IndexSpec, query: Float32Array, opts: SearchOptions): Promise<Hit[]> {
-    const c = await this.coll(spec);
-    return c.search(query, opts.topK, opts.filter?.predicate, opts.includeValues, opts.includeMetadata);
+    const c = await this.loaded(spec);
+    return c.search(query, opts.topK, opts.filter?.predicate, opts.includeValues, opts.includeMetadata, {
+      exact: opts.exact,
+      width: opts.searchWidth,
+    });
   }
 
   count(spec: IndexSpec): number {
     const c = this.open.get(spec.id);
-    return c ? c.liveCount : this.store.count(spec.id);
+    return c && !c.loading ? c.liveCount : this.store.count(spec.id);
   }
 
-  pending(spec: IndexSpec): number {
+  health(spec: IndexSpec): IndexHealth {
     const c = this.open.get(spec.id);
-    if (c) return c.pendingCount();
-    return this.loading.has(spec.id) ? this.store.count(spec.id) : 0;
+    const target = spec.targetRecall ?? c?.targetRecall ?? DEFAULT_TARGET_RECALL;
+    if (!c || c.loading)
+      return { status: "loading", pending: this.store.count(spec.id), searchWidth: c?.width ?? SEARCH_EF, targetRecall: target };
+    return {
+      status: c.building ? "building" : c.pendingCount() > 0 ? "indexing" : "ready",
+      pending: c.pendingCount(),
+      searchWidth: c.width,
+      targetRecall: c.targetRecall,
+      estimatedRecall: c.recall?.recall,
+      recallMeasuredAt: c.recall?.measured_at,
+    };
+  }
+
+  setTargetRecall(spec: IndexSpec, target: number): void {
+    const c = this.open.get(spec.id);
+    if (!c) return;
+    c.targetRecall = target;
+    if (!c.loading) void c.maybeMeasure(true);
   }
 
   /** Saves each changed graph (one at a time; a second call while one runs waits for it). */
   private saveAll(final: boolean): Promise<void> {
     const run = async () => {
       for (const [id, c] of this.open) {
+        // Not loaded yet: nothing changed that is not in the store.
+        if (c.loading || !c.graphOpen) continue;
         if (final && c.pendingCount() > 0 && c.pendingCount() <= DRAIN_ON_CLOSE_MAX) await c.drainAll();
         if (!c.dirty) continue;
+        if (!final) {
+          // A graph half rebuilt would be rebuilt again from its start; an index still being
+          // written to is saved at the slower pace.
+          const now = performance.now();
+          const idle = now - c.changedAt >= SAVE_IDLE_MS && c.pendingCount() === 0;
+          if (c.rebuilding || (!idle && now - c.savedAt < SAVE_EVERY_MS)) continue;
+        }
+        c.savedAt = performance.now();
         const { upTo } = c.graphState();
         const { graph, state } = this.files(id);
         // Changes posted after this save mark the graph dirty again.
@@ -250,7 +338,7 @@ export class EmbeddedEngine implements VectorEngine {
           await this.graphs.save(id, graph);
           const tmp = `${state}.tmp`;
           const bytes = fs.statSync(graph).size;
-          const saved: GraphState = { upTo, dimension: c.dim, metric: c.metric, quantization: QUANTIZATION, bytes };
+          const saved: GraphState = { upTo, dimension: c.dim, metric: c.metric, quantization: QUANTIZATION, bytes, recall: c.recall };
           fs.writeFileSync(tmp, JSON.stringify(saved));
           fs.renameSync(tmp, state);
           this.store.pruneTombstones(id, upTo);
@@ -270,6 +358,7 @@ export class EmbeddedEngine implements VectorEngine {
 
   async close(): Promise<void> {
     clearInterval(this.timer);
+    clearInterval(this.measureTimer);
     // Indexes still loading are saved as they are once loaded.
     await Promise.allSettled(this.loading.values());
     await this.saveAll(true);

@@ -11,6 +11,24 @@ export interface IndexSpec {
   id: string;
   dimension: number;
   metric: Metric;
+  /** recall@10 the index's searches should reach (the engine's default when absent). */
+  targetRecall?: number;
+}
+
+/** How an index is doing: whether it answers from its graph yet, and how well. */
+export interface IndexHealth {
+  /** loading: records being read (writes are accepted, searches wait); building: the graph is
+   * loading or being rebuilt (searches are exact); indexing: recent writes joining the graph
+   * (scored exactly meanwhile); ready. */
+  status: "loading" | "building" | "indexing" | "ready";
+  /** Vectors not yet in the graph. */
+  pending: number;
+  /** Candidates an unfiltered search walks. */
+  searchWidth: number;
+  targetRecall: number;
+  /** recall@10 measured at searchWidth on a sample of the index's own vectors; absent until measured. */
+  estimatedRecall?: number;
+  recallMeasuredAt?: string;
 }
 
 export interface NewVector {
@@ -47,6 +65,10 @@ export interface SearchOptions {
   filter?: Filter;
   includeValues: boolean;
   includeMetadata: boolean;
+  /** Score every vector exactly (no graph). */
+  exact?: boolean;
+  /** Candidates the graph walks for this search instead of the index's width. */
+  searchWidth?: number;
 }
 
 /** Called inside a write before it commits, with what it adds to the index (negative when it
@@ -74,8 +96,10 @@ export interface VectorEngine {
   /** Nearest vectors first; with a filter, the best `topK` among the vectors that match it. */
   search(spec: IndexSpec, query: Float32Array, opts: SearchOptions): Promise<Hit[]>;
   count(spec: IndexSpec): number;
-  /** Vectors written but not yet in the ANN index (searched exactly meanwhile); 0 when fully indexed. */
-  pending(spec: IndexSpec): number;
+  /** Load and graph state, search width and measured recall. */
+  health(spec: IndexSpec): IndexHealth;
+  /** A new recall target for an index (its width adapts). */
+  setTargetRecall(spec: IndexSpec, target: number): void;
   /** Persists what speeds up the next start (the ANN graph) and releases resources. */
   close(): Promise<void>;
 }

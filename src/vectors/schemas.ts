@@ -1,9 +1,15 @@
 // Request and response schemas of the /v1/vectors routes (validation and the OpenAPI document).
 // Range checks that depend on the index (dimension, finite values) are the service's.
-import { Type } from "@sinclair/typebox";
+import { type TSchema, Type } from "@sinclair/typebox";
 
 const Meta = Type.Record(Type.String(), Type.Unknown(), { description: "Free-form JSON object (at most 40 KB serialized)" });
-const Nullable = (s: ReturnType<typeof Type.String>) => Type.Union([s, Type.Null()]);
+const Nullable = <T extends TSchema>(s: T) => Type.Union([s, Type.Null()]);
+const TargetRecall = Type.Number({
+  minimum: 0.5,
+  maximum: 1,
+  description:
+    "recall@10 the index's graph searches should reach (default 0.97): the index measures its recall on a sample of its own vectors and widens or narrows its search width to keep it",
+});
 
 export const IndexParams = Type.Object({ index_id: Type.String({ minLength: 1, maxLength: 256 }) });
 export const VectorParams = Type.Object({
@@ -35,11 +41,17 @@ export const CreateIndexBody = Type.Object({
   index_type: Type.Optional(Type.String({ maxLength: 64, description: "Accepted and echoed" })),
   metadata: Type.Optional(Meta),
   delete_protection: Type.Optional(Type.Boolean()),
+  target_recall: Type.Optional(TargetRecall),
 });
 
+export const UpdateVectorBody = Type.Object({
+  metadata: Type.Optional(Meta),
+  delete_protection: Type.Optional(Type.Boolean()),
+});
 export const UpdateIndexBody = Type.Object({
   metadata: Type.Optional(Meta),
   delete_protection: Type.Optional(Type.Boolean()),
+  target_recall: Type.Optional(TargetRecall),
 });
 
 export const IndexSchema = Type.Object({
@@ -55,8 +67,19 @@ export const IndexSchema = Type.Object({
   delete_protection: Type.Boolean(),
   created_at: Type.String(),
   updated_at: Type.String(),
-  status: Type.String(),
+  status: Type.Union([Type.Literal("loading"), Type.Literal("building"), Type.Literal("indexing"), Type.Literal("ready")], {
+    description:
+      "loading: its records are being read after a start (writes are accepted, searches wait); building: its graph is loading or being rebuilt (searches are exact meanwhile); indexing: recent writes are joining the graph (they are searched exactly meanwhile); ready",
+  }),
   vector_count: Type.Integer(),
+  search_width: Type.Integer({ description: "Candidates an unfiltered graph search walks (adapted to target_recall)" }),
+  target_recall: Type.Number(),
+  estimated_recall: Nullable(
+    Type.Number({
+      description: "recall@10 measured at search_width on a sample of the index's own vectors (null until measured: at 1,000 vectors)",
+    }),
+  ),
+  recall_measured_at: Nullable(Type.String()),
 });
 
 const PaginationSchema = Type.Object({
@@ -108,6 +131,14 @@ const SearchCommon = {
   ),
   include_metadata: Type.Optional(Type.Boolean({ description: "Default true" })),
   include_values: Type.Optional(Type.Boolean({ description: "Default false" })),
+  exact: Type.Optional(Type.Boolean({ description: "Score every vector exactly instead of searching the graph (slower; default false)" })),
+  search_width: Type.Optional(
+    Type.Integer({
+      minimum: 1,
+      maximum: 4096,
+      description: "Candidates the graph walks for this search instead of the index's search_width (higher: better recall, slower)",
+    }),
+  ),
 };
 export const SearchBody = Type.Object({ vector: Embedding, ...SearchCommon });
 export const TextSearchBody = Type.Object({
@@ -137,6 +168,5 @@ export const FetchQuery = Type.Object({
 });
 export const VectorList = Type.Object({ vectors: Type.Array(VectorSchema), pagination: PaginationSchema });
 export const Fetched = Type.Object({ vectors: Type.Array(VectorSchema) });
-export const UpdateVectorBody = UpdateIndexBody;
 export const DeleteVectorsBody = Type.Object({ vector_ids: Type.Array(Type.String({ minLength: 1, maxLength: 512 }), { maxItems: 1000 }) });
 export const DeletedVectors = Type.Object({ deleted_count: Type.Integer(), message: Type.String() });

@@ -3,7 +3,7 @@
 // write (limits.ts), so a refused request changes nothing. Knows nothing of HTTP.
 import crypto from "node:crypto";
 import { ApiError, invalid } from "../errors.js";
-import type { Filter, Hit, IndexSpec, Metric, NewVector, VectorEngine, VectorRecord } from "./engine.js";
+import type { Filter, Hit, IndexHealth, IndexSpec, Metric, NewVector, VectorEngine, VectorRecord } from "./engine.js";
 import { compileFilter, type Metadata } from "./filter.js";
 import type { VectorLimits } from "./limits.js";
 import type { IndexRow, VectorDb } from "./store.js";
@@ -13,6 +13,7 @@ export const MAX_TOP_K = 1000;
 export const MAX_BATCH = 1000;
 /** Serialized metadata per vector (and per index). */
 export const MAX_METADATA_BYTES = 40 * 1024;
+export const MAX_SEARCH_WIDTH = 4096;
 const NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/;
 
 /** Turns texts into vectors for the text routes (the gateway's embeddings service). */
@@ -37,9 +38,17 @@ export interface IndexView {
   delete_protection: boolean;
   created_at: string;
   updated_at: string;
-  /** "indexing" while recent writes are still joining the ANN index (they are searchable already). */
-  status: "ready" | "indexing";
+  /** "loading" while its records are read after a start (writes are accepted), "building" while
+   * its graph loads or is rebuilt (searches are exact), "indexing" while recent writes are still
+   * joining the graph (they are searchable already), else "ready". */
+  status: IndexHealth["status"];
   vector_count: number;
+  /** Candidates an unfiltered search walks (adapted to target_recall). */
+  search_width: number;
+  target_recall: number;
+  /** recall@10 measured at search_width on a sample of the index's own vectors; null until measured. */
+  estimated_recall: number | null;
+  recall_measured_at: string | null;
 }
 
 export interface CreateIndex {
@@ -52,6 +61,7 @@ export interface CreateIndex {
   index_type?: string;
   metadata?: Metadata;
   delete_protection?: boolean;
+  target_recall?: number;
 }
 
 export interface VectorIn {
@@ -68,6 +78,8 @@ export interface SearchIn {
   filter?: unknown;
   include_metadata?: boolean;
   include_values?: boolean;
+  exact?: boolean;
+  search_width?: number;
 }
 
 export interface UpsertResult {
@@ -95,6 +107,12 @@ function checkMetadata(m: unknown, where: string): Metadata {
   return m as Metadata;
 }
 
+function checkTarget(t: number | undefined): number | undefined {
+  if (t === undefined) return undefined;
+  if (typeof t !== "number" || !Number.isFinite(t) || t < 0.5 || t > 1) throw invalid("target_recall must be a number from 0.5 to 1");
+  return t;
+}
+
 export class VectorService {
   constructor(
     private readonly store: VectorDb,
@@ -104,6 +122,7 @@ export class VectorService {
   ) {}
 
   private view(row: IndexRow): IndexView {
+    const health = this.engine.health(this.spec(row));
     return {
       id: row.id,
       name: row.name,
@@ -117,13 +136,17 @@ export class VectorService {
       delete_protection: row.delete_protection === 1,
       created_at: row.created_at,
       updated_at: row.updated_at,
-      status: this.engine.pending(this.spec(row)) > 0 ? "indexing" : "ready",
+      status: health.status,
       vector_count: this.engine.count(this.spec(row)),
+      search_width: health.searchWidth,
+      target_recall: health.targetRecall,
+      estimated_recall: health.estimatedRecall ?? null,
+      recall_measured_at: health.recallMeasuredAt ?? null,
     };
   }
 
   private spec(row: IndexRow): IndexSpec {
-    return { id: row.id, dimension: row.dimension, metric: row.metric };
+    return { id: row.id, dimension: row.dimension, metric: row.metric, targetRecall: row.target_recall ?? undefined };
   }
 
   /** An index by id or by name, of this tenant only (another tenant's is not found). */
@@ -145,6 +168,7 @@ export class VectorService {
     const metric = metricOf(req.metric);
     if (req.vector_type !== undefined && req.vector_type !== "dense") throw invalid("vector_type must be 'dense'");
     const metadata = checkMetadata(req.metadata, "index");
+    const targetRecall = checkTarget(req.target_recall);
     if (this.store.indexByName(tenantId, req.name)) throw new ApiError("conflict", `A vector index named '${req.name}' already exists`);
     const now = new Date().toISOString();
     const row: IndexRow = {
@@ -161,6 +185,7 @@ export class VectorService {
       delete_protection: req.delete_protection ? 1 : 0,
       created_at: now,
       updated_at: now,
+      target_recall: targetRecall ?? null,
     };
     try {
       this.store.insertIndex(row, this.limits.admitIndex(tenantId));
@@ -184,12 +209,19 @@ export class VectorService {
     return this.view(this.row(tenantId, ref));
   }
 
-  updateIndex(tenantId: string, ref: string, change: { metadata?: Metadata; delete_protection?: boolean }): IndexView {
+  updateIndex(
+    tenantId: string,
+    ref: string,
+    change: { metadata?: Metadata; delete_protection?: boolean; target_recall?: number },
+  ): IndexView {
     const row = this.row(tenantId, ref);
     const metadata = change.metadata === undefined ? row.metadata : JSON.stringify(checkMetadata(change.metadata, "index"));
     const protect = change.delete_protection ?? row.delete_protection === 1;
-    this.store.updateIndex(row.id, metadata, protect, new Date().toISOString());
-    return this.view(this.row(tenantId, row.id));
+    const target = change.target_recall === undefined ? row.target_recall : checkTarget(change.target_recall);
+    this.store.updateIndex(row.id, metadata, protect, target ?? null, new Date().toISOString());
+    const after = this.row(tenantId, row.id);
+    if (target !== row.target_recall && target != null) this.engine.setTargetRecall(this.spec(after), target);
+    return this.view(after);
   }
 
   async deleteIndex(tenantId: string, ref: string): Promise<{ message: string; id: string }> {
@@ -289,6 +321,9 @@ export class VectorService {
       if (typeof x !== "number" || !Number.isFinite(x)) throw invalid(`vector[${j}] is not a finite number`);
       q[j] = x;
     }
+    const width = req.search_width;
+    if (width !== undefined && (!Number.isInteger(width) || width < 1 || width > MAX_SEARCH_WIDTH))
+      throw invalid(`search_width must be an integer from 1 to ${MAX_SEARCH_WIDTH}`);
     const predicate = compileFilter(req.filter);
     const filter: Filter | undefined = predicate ? { doc: req.filter, predicate } : undefined;
     const hits = await this.engine.search(this.spec(row), q, {
@@ -296,6 +331,8 @@ export class VectorService {
       filter,
       includeMetadata: req.include_metadata !== false,
       includeValues: req.include_values === true,
+      exact: req.exact === true,
+      searchWidth: width,
     });
     return { hits, query_time_ms: Math.round((performance.now() - started) * 1000) / 1000 };
   }

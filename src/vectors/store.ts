@@ -25,6 +25,8 @@ export interface IndexRow {
   delete_protection: number;
   created_at: string;
   updated_at: string;
+  /** recall@10 the index's searches should reach; null: the service's default. */
+  target_recall: number | null;
 }
 
 export interface RecordRow {
@@ -146,13 +148,14 @@ export class VectorDb {
       this.db.exec(
         `UPDATE vector_indexes SET bytes = (SELECT COALESCE(SUM(${RECORD_BYTES_SQL}), 0) FROM vectors WHERE index_id = vector_indexes.id)`,
       );
+    addColumnIfMissing(this.db, "vector_indexes", "target_recall", "REAL");
     const db = this.db;
     this.st = {
       insertIndex: db.prepare(
         `INSERT INTO vector_indexes (id, tenant_id, name, dimension, metric, vector_type, cloud_provider, region, index_type,
-           metadata, delete_protection, created_at, updated_at)
+           metadata, delete_protection, created_at, updated_at, target_recall)
          VALUES (@id, @tenant_id, @name, @dimension, @metric, @vector_type, @cloud_provider, @region, @index_type,
-           @metadata, @delete_protection, @created_at, @updated_at)`,
+           @metadata, @delete_protection, @created_at, @updated_at, @target_recall)`,
       ),
       indexById: db.prepare<[string, string], IndexRow>("SELECT * FROM vector_indexes WHERE id = ? AND tenant_id = ?"),
       indexByName: db.prepare<[string, string], IndexRow>("SELECT * FROM vector_indexes WHERE name = ? AND tenant_id = ?"),
@@ -161,8 +164,8 @@ export class VectorDb {
         "SELECT * FROM vector_indexes WHERE tenant_id = ? ORDER BY created_at, id LIMIT ? OFFSET ?",
       ),
       countIndexes: db.prepare<[string], { n: number }>("SELECT COUNT(*) AS n FROM vector_indexes WHERE tenant_id = ?"),
-      updateIndex: db.prepare<[string, number, string, string]>(
-        "UPDATE vector_indexes SET metadata = ?, delete_protection = ?, updated_at = ? WHERE id = ?",
+      updateIndex: db.prepare<[string, number, number | null, string, string]>(
+        "UPDATE vector_indexes SET metadata = ?, delete_protection = ?, target_recall = ?, updated_at = ? WHERE id = ?",
       ),
       deleteIndex: db.prepare<[string]>("DELETE FROM vector_indexes WHERE id = ?"),
       deleteAllVectors: db.prepare<[string]>("DELETE FROM vectors WHERE index_id = ?"),
@@ -261,8 +264,8 @@ export class VectorDb {
   listIndexes(tenantId: string, limit: number, offset: number): { rows: IndexRow[]; total: number } {
     return { rows: this.st.listIndexes.all(tenantId, limit, offset), total: (this.st.countIndexes.get(tenantId) as { n: number }).n };
   }
-  updateIndex(id: string, metadata: string, deleteProtection: boolean, at: string): void {
-    this.st.updateIndex.run(metadata, deleteProtection ? 1 : 0, at, id);
+  updateIndex(id: string, metadata: string, deleteProtection: boolean, targetRecall: number | null, at: string): void {
+    this.st.updateIndex.run(metadata, deleteProtection ? 1 : 0, targetRecall, at, id);
     this.forget(id);
   }
   /** Removes the index and all its vectors in one transaction. */

@@ -39,6 +39,7 @@ function indexRow(id: string, tenant: string, name: string): IndexRow {
     delete_protection: 0,
     created_at: now,
     updated_at: now,
+    target_recall: null,
   };
 }
 
@@ -231,7 +232,7 @@ test("catalog rows are cached per tenant and follow updates and deletes", () => 
   // Another tenant sees nothing, cached or not.
   assert.equal(db.indexById("t2", "vi_c"), undefined);
   assert.equal(db.indexByName("t2", "c"), undefined);
-  db.updateIndex("vi_c", '{"k":1}', true, new Date().toISOString());
+  db.updateIndex("vi_c", '{"k":1}', true, null, new Date().toISOString());
   assert.equal(db.indexById("t1", "vi_c")?.metadata, '{"k":1}');
   assert.equal(db.indexByName("t1", "c")?.delete_protection, 1);
   db.deleteIndex("vi_c");

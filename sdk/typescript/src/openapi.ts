@@ -6467,8 +6467,15 @@ export interface paths {
                                 delete_protection: boolean;
                                 created_at: string;
                                 updated_at: string;
-                                status: string;
+                                /** @description loading: its records are being read after a start (writes are accepted, searches wait); building: its graph is loading or being rebuilt (searches are exact meanwhile); indexing: recent writes are joining the graph (they are searched exactly meanwhile); ready */
+                                status: "loading" | "building" | "indexing" | "ready";
                                 vector_count: number;
+                                /** @description Candidates an unfiltered graph search walks (adapted to target_recall) */
+                                search_width: number;
+                                target_recall: number;
+                                /** @description recall@10 measured at search_width on a sample of the index's own vectors (null until measured: at 1,000 vectors) */
+                                estimated_recall: number | null;
+                                recall_measured_at: string | null;
                             }[];
                             pagination: {
                                 page: number;
@@ -6528,6 +6535,8 @@ export interface paths {
                             [key: string]: unknown;
                         };
                         delete_protection?: boolean;
+                        /** @description recall@10 the index's graph searches should reach (default 0.97): the index measures its recall on a sample of its own vectors and widens or narrows its search width to keep it */
+                        target_recall?: number;
                     };
                 };
             };
@@ -6554,8 +6563,15 @@ export interface paths {
                             delete_protection: boolean;
                             created_at: string;
                             updated_at: string;
-                            status: string;
+                            /** @description loading: its records are being read after a start (writes are accepted, searches wait); building: its graph is loading or being rebuilt (searches are exact meanwhile); indexing: recent writes are joining the graph (they are searched exactly meanwhile); ready */
+                            status: "loading" | "building" | "indexing" | "ready";
                             vector_count: number;
+                            /** @description Candidates an unfiltered graph search walks (adapted to target_recall) */
+                            search_width: number;
+                            target_recall: number;
+                            /** @description recall@10 measured at search_width on a sample of the index's own vectors (null until measured: at 1,000 vectors) */
+                            estimated_recall: number | null;
+                            recall_measured_at: string | null;
                         };
                     };
                 };
@@ -6635,8 +6651,15 @@ export interface paths {
                             delete_protection: boolean;
                             created_at: string;
                             updated_at: string;
-                            status: string;
+                            /** @description loading: its records are being read after a start (writes are accepted, searches wait); building: its graph is loading or being rebuilt (searches are exact meanwhile); indexing: recent writes are joining the graph (they are searched exactly meanwhile); ready */
+                            status: "loading" | "building" | "indexing" | "ready";
                             vector_count: number;
+                            /** @description Candidates an unfiltered graph search walks (adapted to target_recall) */
+                            search_width: number;
+                            target_recall: number;
+                            /** @description recall@10 measured at search_width on a sample of the index's own vectors (null until measured: at 1,000 vectors) */
+                            estimated_recall: number | null;
+                            recall_measured_at: string | null;
                         };
                     };
                 };
@@ -6678,6 +6701,8 @@ export interface paths {
                             [key: string]: unknown;
                         };
                         delete_protection?: boolean;
+                        /** @description recall@10 the index's graph searches should reach (default 0.97): the index measures its recall on a sample of its own vectors and widens or narrows its search width to keep it */
+                        target_recall?: number;
                     };
                 };
             };
@@ -6704,8 +6729,15 @@ export interface paths {
                             delete_protection: boolean;
                             created_at: string;
                             updated_at: string;
-                            status: string;
+                            /** @description loading: its records are being read after a start (writes are accepted, searches wait); building: its graph is loading or being rebuilt (searches are exact meanwhile); indexing: recent writes are joining the graph (they are searched exactly meanwhile); ready */
+                            status: "loading" | "building" | "indexing" | "ready";
                             vector_count: number;
+                            /** @description Candidates an unfiltered graph search walks (adapted to target_recall) */
+                            search_width: number;
+                            target_recall: number;
+                            /** @description recall@10 measured at search_width on a sample of the index's own vectors (null until measured: at 1,000 vectors) */
+                            estimated_recall: number | null;
+                            recall_measured_at: string | null;
                         };
                     };
                 };
@@ -7298,6 +7330,10 @@ export interface paths {
                         include_metadata?: boolean;
                         /** @description Default false */
                         include_values?: boolean;
+                        /** @description Score every vector exactly instead of searching the graph (slower; default false) */
+                        exact?: boolean;
+                        /** @description Candidates the graph walks for this search instead of the index's search_width (higher: better recall, slower) */
+                        search_width?: number;
                     };
                 };
             };
@@ -7396,6 +7432,10 @@ export interface paths {
                         include_metadata?: boolean;
                         /** @description Default false */
                         include_values?: boolean;
+                        /** @description Score every vector exactly instead of searching the graph (slower; default false) */
+                        exact?: boolean;
+                        /** @description Candidates the graph walks for this search instead of the index's search_width (higher: better recall, slower) */
+                        search_width?: number;
                     };
                 };
             };

@@ -1,0 +1,159 @@
+// Vector indexes are available at once after a restart: a graceful stop saves every changed graph
+// (the next start loads it, nothing to rebuild); after a crash with no saved graph, writes are
+// acknowledged at once and searches answer exactly while the graph is rebuilt in the background;
+// each index reports its measured recall and search width, and takes a recall target.
+import assert from "node:assert/strict";
+import fs from "node:fs";
+import path from "node:path";
+import { test } from "node:test";
+import { exactNearest } from "../src/vectors/exact.js";
+import { eventually } from "./helpers/leftovers.js";
+import { client, startServer } from "./helpers/server.js";
+import { clustered } from "./helpers/vectors-data.js";
+
+const N = 40_000;
+const DIM = 32;
+const BATCH = 1000;
+
+type Call = ReturnType<typeof client>;
+interface IndexView {
+  status: string;
+  vector_count: number;
+  search_width: number;
+  target_recall: number;
+  estimated_recall: number | null;
+}
+
+const view = async (call: Call, id: string) => (await call<IndexView>("GET", `/v1/vectors/indexes/${id}`)).body;
+const vec = (data: Float32Array, i: number) => Array.from(data.subarray(i * DIM, (i + 1) * DIM));
+
+test("restarts: a graceful stop leaves no graph to rebuild; after a crash, writes are acknowledged at once and searches are exact while the graph is rebuilt", async () => {
+  const env = { AGENTBOX_LOG_LEVEL: "info" };
+  let server = await startServer({ env });
+  try {
+    let call = client(server);
+    const created = await call<{ id: string } & IndexView>("POST", "/v1/vectors/indexes", {
+      name: "restart",
+      dimension: DIM,
+      metric: "euclidean",
+      target_recall: 0.98,
+    });
+    assert.equal(created.status, 200, JSON.stringify(created.body));
+    const id = created.body.id;
+    assert.equal(created.body.target_recall, 0.98);
+    assert.equal(created.body.estimated_recall, null);
+    const data = clustered(N + 20, DIM, 40, 3);
+    for (let b = 0; b < N / BATCH; b++) {
+      const vectors = Array.from({ length: BATCH }, (_, j) => ({ id: `v${b * BATCH + j}`, embedding: vec(data, b * BATCH + j) }));
+      assert.equal((await call("POST", `/v1/vectors/${id}/batch`, { vectors })).status, 200);
+    }
+    // Built, then its recall measured on its own vectors (and the width chosen for the target).
+    assert.ok(await eventually(async () => (await view(call, id)).estimated_recall !== null, 120_000, 250), "recall never measured");
+    const measured = await view(call, id);
+    assert.equal(measured.status, "ready");
+    assert.ok((measured.estimated_recall as number) >= 0.98, JSON.stringify(measured));
+    // A search may ask for the exact answer, or a width of its own.
+    const probe = vec(data, N + 5);
+    const exact = await call<{ hits: Array<{ id: string }> }>("POST", `/v1/vectors/${id}/search`, {
+      vector: probe,
+      top_k: 10,
+      exact: true,
+    });
+    assert.deepEqual(
+      exact.body.hits.map((h) => h.id),
+      exactNearest(data.subarray(0, N * DIM), DIM, Float32Array.from(probe), 10, "euclidean").map((i) => `v${i}`),
+    );
+    const wide = await call("POST", `/v1/vectors/${id}/search`, { vector: probe, top_k: 10, search_width: 512 });
+    assert.equal(wide.status, 200);
+    assert.equal((await call("POST", `/v1/vectors/${id}/search`, { vector: probe, search_width: 5000 })).status, 400);
+
+    // A graceful stop right after the writes (well within the periodic save): the graph is saved,
+    // and the next start loads it instead of rebuilding.
+    await server.stop();
+    server = await startServer({ dataDir: server.dataDir, key: server.key, env });
+    call = client(server);
+    const write = await call("POST", `/v1/vectors/${id}/batch`, { vectors: [{ id: "after-stop", embedding: vec(data, N) }] });
+    assert.equal(write.status, 200);
+    assert.ok(await eventually(async () => (await view(call, id)).status === "ready", 30_000), "not ready after a graceful restart");
+    // (The log line may arrive after the answer that showed the status.)
+    assert.ok(await eventually(() => server.logs().includes('"from_saved_graph":true'), 10_000), "the saved graph was not loaded");
+    assert.ok(!server.logs().includes("rebuilding"), "the graph was rebuilt after a graceful stop");
+    // The width measured before the stop is kept with the graph.
+    const reloaded = await view(call, id);
+    assert.equal(reloaded.search_width, measured.search_width);
+    assert.equal(reloaded.estimated_recall, measured.estimated_recall);
+
+    // A crash that left no saved graph (as when the service is killed before its first save):
+    // the graph is rebuilt from the records in the background.
+    await server.crash();
+    fs.rmSync(path.join(server.dataDir, "vector-graphs"), { recursive: true, force: true });
+    server = await startServer({ dataDir: server.dataDir, key: server.key, env });
+    call = client(server);
+    // Writes do not wait for the index to load (a generous bound on a busy machine; a load and
+    // rebuild of this index takes far longer than the write).
+    const t0 = performance.now();
+    const early = await call("POST", `/v1/vectors/${id}/batch`, { vectors: [{ id: "after-crash", embedding: vec(data, N + 1) }] });
+    const writeMs = performance.now() - t0;
+    assert.equal(early.status, 200);
+    const stored = data.subarray(0, (N + 2) * DIM);
+    const ids = (i: number) => (i < N ? `v${i}` : i === N ? "after-stop" : "after-crash");
+    let exactWhileBuilding = 0;
+    let sawBuilding = false;
+    for (let q = 0; q < 200; q++) {
+      const before = (await view(call, id)).status;
+      if (before === "ready") break;
+      const query = data.subarray((q % N) * DIM, ((q % N) + 1) * DIM).map((x, j) => x + ((j + q) % 3) * 0.3);
+      const res = await call<{ hits: Array<{ id: string }> }>("POST", `/v1/vectors/${id}/search`, { vector: Array.from(query), top_k: 10 });
+      assert.equal(res.status, 200);
+      const after = (await view(call, id)).status;
+      if (before === "building" && after === "building") {
+        sawBuilding = true;
+        const truth = exactNearest(stored, DIM, query, 10, "euclidean").map(ids);
+        assert.deepEqual(
+          res.body.hits.map((h) => h.id),
+          truth,
+          "a search while the graph was rebuilt was not exact",
+        );
+        exactWhileBuilding++;
+      }
+    }
+    assert.ok(sawBuilding, "the rebuild was over before any search (nothing was checked)");
+    assert.ok(writeMs < 3000, `the first write after the crash took ${Math.round(writeMs)} ms`);
+    assert.ok(await eventually(async () => (await view(call, id)).status === "ready", 120_000, 250), "the graph was never rebuilt");
+    const final = await view(call, id);
+    assert.equal(final.vector_count, N + 2);
+    // The target can be changed; the index measures again for it.
+    const raised = await call<IndexView>("PUT", `/v1/vectors/indexes/${id}`, { target_recall: 0.99 });
+    assert.equal(raised.status, 200);
+    assert.equal(raised.body.target_recall, 0.99);
+    assert.equal((await call("PUT", `/v1/vectors/indexes/${id}`, { target_recall: 1.5 })).status, 400);
+    console.log({ writeMs: Math.round(writeMs), exactWhileBuilding, final });
+  } finally {
+    await server.dispose();
+  }
+});
+
+test("a graph is saved once its index is idle: a crash after that leaves nothing to rebuild", async () => {
+  const env = { AGENTBOX_LOG_LEVEL: "info", AGENTBOX_VECTOR_SAVE_IDLE_S: "1" };
+  let server = await startServer({ env });
+  try {
+    let call = client(server);
+    const created = await call<{ id: string }>("POST", "/v1/vectors/indexes", { name: "idle", dimension: DIM, metric: "euclidean" });
+    const id = created.body.id;
+    const data = clustered(3000, DIM, 10, 4);
+    for (let b = 0; b < 3; b++) {
+      const vectors = Array.from({ length: BATCH }, (_, j) => ({ id: `v${b * BATCH + j}`, embedding: vec(data, b * BATCH + j) }));
+      assert.equal((await call("POST", `/v1/vectors/${id}/batch`, { vectors })).status, 200);
+    }
+    // Saved without a stop (the state file is written after the graph file).
+    const state = path.join(server.dataDir, "vector-graphs", `${id}.json`);
+    assert.ok(await eventually(() => fs.existsSync(state), 30_000, 100), "the idle graph was not saved");
+    await server.crash();
+    server = await startServer({ dataDir: server.dataDir, key: server.key, env });
+    call = client(server);
+    assert.ok(await eventually(() => server.logs().includes('"from_saved_graph":true'), 30_000), "the saved graph was not loaded");
+    assert.equal((await view(call, id)).vector_count, 3000);
+  } finally {
+    await server.dispose();
+  }
+});

@@ -4,7 +4,16 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { Sandbox as CodeSandbox } from "@e2b/code-interpreter";
-import { AuthenticationError, CommandExitError, NotFoundError, RateLimitError, Sandbox, type SandboxOpts, TimeoutError } from "e2b";
+import {
+  AuthenticationError,
+  CommandExitError,
+  FilesystemEventType,
+  NotFoundError,
+  RateLimitError,
+  Sandbox,
+  type SandboxOpts,
+  TimeoutError,
+} from "e2b";
 import { createKey } from "./helpers/leftovers.js";
 import { client, startServer, type TestServer } from "./helpers/server.js";
 
@@ -232,6 +241,37 @@ describe("files", () => {
     await sbx.files.remove("work");
     assert.equal(await sbx.files.exists("work"), false);
     await assert.rejects(sbx.files.rename("work/none", "work/other"), NotFoundError);
+  });
+
+  test("watchDir: a file written, rewritten and removed after the watch starts is create, write, remove", async () => {
+    await sbx.files.makeDir("watched");
+    await sbx.files.write("watched/before.txt", "already here");
+    const events: { name: string; type: string }[] = [];
+    const seen = async (name: string, type: string) => {
+      for (let i = 0; i < 150 && !events.some((e) => e.name === name && e.type === type); i++) await new Promise((r) => setTimeout(r, 100));
+      assert.ok(
+        events.some((e) => e.name === name && e.type === type),
+        `${type} ${name} in ${JSON.stringify(events)}`,
+      );
+    };
+    const handle = await sbx.files.watchDir("watched", (e) => {
+      events.push({ name: e.name, type: e.type });
+    });
+    try {
+      await sbx.files.write("watched/new.txt", "one");
+      await seen("new.txt", FilesystemEventType.CREATE);
+      await sbx.files.write("watched/new.txt", "one and two");
+      await seen("new.txt", FilesystemEventType.WRITE);
+      await sbx.files.remove("watched/new.txt");
+      await seen("new.txt", FilesystemEventType.REMOVE);
+      assert.ok(!events.some((e) => e.name === "before.txt"), "what was there before the watch is no event");
+    } finally {
+      await handle.stop();
+    }
+    await assert.rejects(
+      sbx.files.watchDir("watched/missing", () => {}),
+      NotFoundError,
+    );
   });
 });
 

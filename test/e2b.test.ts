@@ -273,6 +273,27 @@ describe("files", () => {
       NotFoundError,
     );
   });
+
+  test("watchDir: at most AGENTBOX_E2B_MAX_WATCHERS (8) watches per sandbox; a stopped one frees its place", async () => {
+    const handles = [];
+    for (let i = 0; i < 8; i++) handles.push(await sbx.files.watchDir("/home/user", () => {}));
+    try {
+      await assert.rejects(
+        sbx.files.watchDir("/home/user", () => {}),
+        RateLimitError,
+      );
+      await handles.pop()?.stop();
+      let again: Awaited<ReturnType<typeof sbx.files.watchDir>> | undefined;
+      for (let i = 0; i < 50 && !again; i++) {
+        again = await sbx.files.watchDir("/home/user", () => {}).catch(() => undefined);
+        if (!again) await new Promise((r) => setTimeout(r, 100));
+      }
+      assert.ok(again, "a place is free again once a watch stops");
+      handles.push(again);
+    } finally {
+      for (const h of handles) await h.stop();
+    }
+  });
 });
 
 describe("commands", () => {
@@ -501,5 +522,34 @@ describe("execution slots", () => {
     assert.equal(await outcome, "CommandExitError", "the killed command ends");
     assert.equal((await sbx.commands.run("echo three")).stdout, "three\n", "the slot is given back when the command ends");
     assert.equal(await sbx.files.exists("/home/user/ran"), false);
+  });
+
+  test("a command whose client disconnects gives its slot back and runs on, as a native background process", async () => {
+    const admin = client({ url: server.url, key: server.adminKey });
+    const made = await admin<{ key: string }>("POST", "/v1/admin/keys", {
+      name: "e2b-one-run-2",
+      tenant_id: "e2b-slots",
+      max_concurrent_runs: 1,
+    });
+    assert.equal(made.status, 201, JSON.stringify(made.body));
+    const sbx = await Sandbox.create({ apiKey: made.body.key });
+    sandboxes.push(sbx.sandboxId);
+    const handle = await sbx.commands.run("sleep 600", { background: true, timeoutMs: 0 });
+    await assert.rejects(sbx.commands.run("true"), RateLimitError, "followed, it holds the key's one slot");
+    await handle.disconnect();
+    let ran: string | undefined;
+    for (let i = 0; i < 50 && ran === undefined; i++) {
+      ran = await sbx.commands.run("echo free").then(
+        (r) => r.stdout,
+        () => undefined,
+      );
+      if (ran === undefined) await new Promise((r) => setTimeout(r, 100));
+    }
+    assert.equal(ran, "free\n", "the slot is free once the client stopped following");
+    assert.deepEqual(
+      (await sbx.commands.list()).map((p) => p.pid),
+      [handle.pid],
+      "the process runs on",
+    );
   });
 });

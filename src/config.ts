@@ -133,6 +133,8 @@ export interface Config {
   headerTimeoutMs: number;
   /** Background processes running at once per sandbox (exited ones are kept for inspection up to the same number). */
   maxBackgroundProcesses: number;
+  /** Directory watches (E2B's files.watchDir, each a listing every 250 ms) open at once per sandbox. */
+  e2bMaxWatchers: number;
   /** Output retained per stream of a background process: its latest bytes, a ring. */
   backgroundOutputBytes: number;
   /** Largest single write to a background process's stdin (413 past it). */
@@ -279,6 +281,7 @@ export function loadConfig(): Config {
     adminApiKey: process.env.AGENTBOX_ADMIN_KEY || undefined,
     ...connectionLimits(),
     maxBackgroundProcesses: num("AGENTBOX_MAX_BACKGROUND_PROCESSES", 16),
+    e2bMaxWatchers: num("AGENTBOX_E2B_MAX_WATCHERS", 8),
     backgroundOutputBytes: num("AGENTBOX_BACKGROUND_OUTPUT_BYTES", 2 ** 20),
     maxStdinBytes: num("AGENTBOX_MAX_STDIN_BYTES", 2 ** 20),
     files: loadFilesConfig(num, dataDir),

@@ -4,7 +4,16 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { Sandbox as CodeSandbox } from "@e2b/code-interpreter";
-import { AuthenticationError, CommandExitError, NotFoundError, Sandbox, type SandboxOpts, TimeoutError } from "e2b";
+import {
+  AuthenticationError,
+  CommandExitError,
+  FilesystemEventType,
+  NotFoundError,
+  RateLimitError,
+  Sandbox,
+  type SandboxOpts,
+  TimeoutError,
+} from "e2b";
 import { createKey } from "./helpers/leftovers.js";
 import { client, startServer, type TestServer } from "./helpers/server.js";
 
@@ -233,6 +242,58 @@ describe("files", () => {
     assert.equal(await sbx.files.exists("work"), false);
     await assert.rejects(sbx.files.rename("work/none", "work/other"), NotFoundError);
   });
+
+  test("watchDir: a file written, rewritten and removed after the watch starts is create, write, remove", async () => {
+    await sbx.files.makeDir("watched");
+    await sbx.files.write("watched/before.txt", "already here");
+    const events: { name: string; type: string }[] = [];
+    const seen = async (name: string, type: string) => {
+      for (let i = 0; i < 150 && !events.some((e) => e.name === name && e.type === type); i++) await new Promise((r) => setTimeout(r, 100));
+      assert.ok(
+        events.some((e) => e.name === name && e.type === type),
+        `${type} ${name} in ${JSON.stringify(events)}`,
+      );
+    };
+    const handle = await sbx.files.watchDir("watched", (e) => {
+      events.push({ name: e.name, type: e.type });
+    });
+    try {
+      await sbx.files.write("watched/new.txt", "one");
+      await seen("new.txt", FilesystemEventType.CREATE);
+      await sbx.files.write("watched/new.txt", "one and two");
+      await seen("new.txt", FilesystemEventType.WRITE);
+      await sbx.files.remove("watched/new.txt");
+      await seen("new.txt", FilesystemEventType.REMOVE);
+      assert.ok(!events.some((e) => e.name === "before.txt"), "what was there before the watch is no event");
+    } finally {
+      await handle.stop();
+    }
+    await assert.rejects(
+      sbx.files.watchDir("watched/missing", () => {}),
+      NotFoundError,
+    );
+  });
+
+  test("watchDir: at most AGENTBOX_E2B_MAX_WATCHERS (8) watches per sandbox; a stopped one frees its place", async () => {
+    const handles = [];
+    for (let i = 0; i < 8; i++) handles.push(await sbx.files.watchDir("/home/user", () => {}));
+    try {
+      await assert.rejects(
+        sbx.files.watchDir("/home/user", () => {}),
+        RateLimitError,
+      );
+      await handles.pop()?.stop();
+      let again: Awaited<ReturnType<typeof sbx.files.watchDir>> | undefined;
+      for (let i = 0; i < 50 && !again; i++) {
+        again = await sbx.files.watchDir("/home/user", () => {}).catch(() => undefined);
+        if (!again) await new Promise((r) => setTimeout(r, 100));
+      }
+      assert.ok(again, "a place is free again once a watch stops");
+      handles.push(again);
+    } finally {
+      for (const h of handles) await h.stop();
+    }
+  });
 });
 
 describe("commands", () => {
@@ -342,25 +403,25 @@ describe("tenant isolation", () => {
   });
 });
 
+/** The enveloped JSON messages of a Connect streaming response: [flags, message]. */
+function envelopes(buf: Buffer): [number, Record<string, unknown>][] {
+  const out: [number, Record<string, unknown>][] = [];
+  for (let off = 0; off + 5 <= buf.length; ) {
+    const len = buf.readUInt32BE(off + 1);
+    out.push([buf.readUInt8(off), JSON.parse(buf.subarray(off + 5, off + 5 + len).toString())]);
+    off += 5 + len;
+  }
+  return out;
+}
+
+function envelope(message: unknown): Buffer {
+  const json = Buffer.from(JSON.stringify(message));
+  const head = Buffer.alloc(5);
+  head.writeUInt32BE(json.length, 1);
+  return Buffer.concat([head, json]);
+}
+
 describe("Connect wire format", () => {
-  /** The enveloped JSON messages of a Connect streaming response: [flags, message]. */
-  function envelopes(buf: Buffer): [number, Record<string, unknown>][] {
-    const out: [number, Record<string, unknown>][] = [];
-    for (let off = 0; off + 5 <= buf.length; ) {
-      const len = buf.readUInt32BE(off + 1);
-      out.push([buf.readUInt8(off), JSON.parse(buf.subarray(off + 5, off + 5 + len).toString())]);
-      off += 5 + len;
-    }
-    return out;
-  }
-
-  function envelope(message: unknown): Buffer {
-    const json = Buffer.from(JSON.stringify(message));
-    const head = Buffer.alloc(5);
-    head.writeUInt32BE(json.length, 1);
-    return Buffer.concat([head, json]);
-  }
-
   test("a quiet process stream gets keepalives at the asked interval, then its end", async () => {
     const sbx = await Sandbox.create();
     sandboxes.push(sbx.sandboxId);
@@ -410,5 +471,85 @@ describe("key revocation", () => {
     );
     assert.equal(await Promise.race([ended, late]).finally(() => clearTimeout(timer)), "ended");
     await assert.rejects(sbx.commands.run("true"), AuthenticationError);
+  });
+});
+
+describe("execution slots", () => {
+  test("a command holds a slot while its client follows it: a second one over the key's limit is refused, as natively", async () => {
+    const admin = client({ url: server.url, key: server.adminKey });
+    const made = await admin<{ key: string }>("POST", "/v1/admin/keys", {
+      name: "e2b-one-run",
+      tenant_id: "e2b-slots",
+      max_concurrent_runs: 1,
+    });
+    assert.equal(made.status, 201, JSON.stringify(made.body));
+    const apiKey = made.body.key;
+    const sbx = await Sandbox.create({ apiKey });
+    sandboxes.push(sbx.sandboxId);
+    assert.equal((await sbx.commands.run("echo one")).stdout, "one\n", "one at a time is fine");
+
+    let started = false;
+    const first = sbx.commands.run("echo started; sleep 600", {
+      timeoutMs: 0,
+      onStdout: () => {
+        started = true;
+      },
+    });
+    const outcome = first.then(
+      () => "exited",
+      (err: Error) => err.constructor.name,
+    );
+    for (let i = 0; i < 150 && !started; i++) await new Promise((r) => setTimeout(r, 100));
+    assert.ok(started, "the first command runs");
+
+    await assert.rejects(sbx.commands.run("echo two"), RateLimitError);
+    // On the wire: resource_exhausted with the Retry-After of the native 429, before any process starts.
+    const res = await fetch(`${server.url}/e2b/process.Process/Start`, {
+      method: "POST",
+      headers: { "content-type": "application/connect+json", "x-access-token": apiKey, "e2b-sandbox-id": sbx.sandboxId },
+      body: new Uint8Array(envelope({ process: { cmd: "/bin/bash", args: ["-c", "touch /home/user/ran"] } })),
+    });
+    const msgs = envelopes(Buffer.from(await res.arrayBuffer()));
+    assert.equal(msgs.length, 1, JSON.stringify(msgs));
+    const [flags, end] = msgs[0] as [number, { error?: { code: string }; metadata?: Record<string, string[]> }];
+    assert.equal(flags, 2);
+    assert.equal(end.error?.code, "resource_exhausted");
+    assert.deepEqual(end.metadata?.["retry-after"], ["1"]);
+
+    const running = await sbx.commands.list();
+    assert.equal(running.length, 1, "the refused commands never started");
+    assert.equal(await sbx.commands.kill(running[0]?.pid ?? 0), true);
+    assert.equal(await outcome, "CommandExitError", "the killed command ends");
+    assert.equal((await sbx.commands.run("echo three")).stdout, "three\n", "the slot is given back when the command ends");
+    assert.equal(await sbx.files.exists("/home/user/ran"), false);
+  });
+
+  test("a command whose client disconnects gives its slot back and runs on, as a native background process", async () => {
+    const admin = client({ url: server.url, key: server.adminKey });
+    const made = await admin<{ key: string }>("POST", "/v1/admin/keys", {
+      name: "e2b-one-run-2",
+      tenant_id: "e2b-slots",
+      max_concurrent_runs: 1,
+    });
+    assert.equal(made.status, 201, JSON.stringify(made.body));
+    const sbx = await Sandbox.create({ apiKey: made.body.key });
+    sandboxes.push(sbx.sandboxId);
+    const handle = await sbx.commands.run("sleep 600", { background: true, timeoutMs: 0 });
+    await assert.rejects(sbx.commands.run("true"), RateLimitError, "followed, it holds the key's one slot");
+    await handle.disconnect();
+    let ran: string | undefined;
+    for (let i = 0; i < 50 && ran === undefined; i++) {
+      ran = await sbx.commands.run("echo free").then(
+        (r) => r.stdout,
+        () => undefined,
+      );
+      if (ran === undefined) await new Promise((r) => setTimeout(r, 100));
+    }
+    assert.equal(ran, "free\n", "the slot is free once the client stopped following");
+    assert.deepEqual(
+      (await sbx.commands.list()).map((p) => p.pid),
+      [handle.pid],
+      "the process runs on",
+    );
   });
 });

@@ -7,7 +7,7 @@
 import { PassThrough } from "node:stream";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { invalid } from "../errors.js";
-import { apiErrorOf, ConnectError, connectCode, installConnectErrors } from "./errors.js";
+import { apiErrorOf, ConnectError, connectCode, installConnectErrors, retryAfterMetadata } from "./errors.js";
 
 const END_STREAM = 0x02;
 const STREAM_TYPE = "application/connect+json";
@@ -77,11 +77,11 @@ export class ServerStream {
     if (!this.ended) this.out.write(envelope(0, message));
   }
 
-  end(error?: { code: string; message: string }): void {
+  end(error?: { code: string; message: string }, metadata?: Record<string, string[]>): void {
     if (this.ended) return;
     this.ended = true;
     this.stopPings();
-    this.out.end(envelope(END_STREAM, error ? { error } : {}));
+    this.out.end(envelope(END_STREAM, error ? { error, ...(metadata && { metadata }) } : {}));
   }
 }
 
@@ -110,7 +110,7 @@ export function serverStreaming(app: FastifyInstance, path: string, handler: Str
       if (err instanceof ConnectError) stream.end({ code: err.code, message: err.message });
       else {
         const api = apiErrorOf(err as Error, request.log);
-        stream.end({ code: connectCode(api), message: api.message });
+        stream.end({ code: connectCode(api), message: api.message }, retryAfterMetadata(api));
       }
     }
     return reply;

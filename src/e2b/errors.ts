@@ -54,7 +54,16 @@ const CONNECT_CODES: Record<number, string> = {
 };
 
 export function connectCode(api: ApiError): string {
+  // A full machine is resource_exhausted (the SDKs' RateLimitError, retry later), not unavailable,
+  // which the SDKs read as a sandbox that is no longer running.
+  if (api.code === "at_capacity") return "resource_exhausted";
   return CONNECT_CODES[api.status] ?? "internal";
+}
+
+/** The Retry-After of a refusal as Connect metadata (a stream's headers are sent before its error). */
+export function retryAfterMetadata(api: ApiError): Record<string, string[]> | undefined {
+  if (api.retryAfterS === undefined) return undefined;
+  return { "retry-after": [String(Math.max(1, Math.ceil(api.retryAfterS)))] };
 }
 
 /** An error Connect knows by name (one that has no ApiError code, such as already_exists). */

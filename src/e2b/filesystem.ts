@@ -1,4 +1,4 @@
-// envd's filesystem.Filesystem service (Stat, ListDir, MakeDir, Move, Remove) and its REST side
+// envd's filesystem.Filesystem service (Stat, ListDir, MakeDir, Move, Remove, WatchDir) and its REST side
 // (GET/POST /files, GET /health), mapped onto the sandbox's file operations (src/sandbox/files.ts):
 // paths resolve inside the sandbox exactly as they do for the native file routes.
 import multipart from "@fastify/multipart";
@@ -7,9 +7,10 @@ import type { Services } from "../api/services.js";
 import { ApiError, invalid } from "../errors.js";
 import { download, type FileEntry, listDir, makeDir, removePath, statPath, Upload } from "../sandbox/files.js";
 import { sandboxPath } from "../sandbox/service.js";
-import { installConnect, unary } from "./connect.js";
+import { installConnect, serverStreaming, unary } from "./connect.js";
 import { ConnectError, installControlErrors } from "./errors.js";
 import { sandboxIdOf as namedSandbox, targetResolver } from "./target.js";
+import { Watchers } from "./watch.js";
 
 function pathOf(message: Record<string, unknown>, name = "path"): string {
   const p = message[name];
@@ -41,6 +42,7 @@ export async function filesystemRoutes(app: FastifyInstance, { services }: { ser
   const { sandboxes, sandbox, config } = services;
   const sandboxIdOf = targetResolver(services.sandboxes);
   const boxOf = (request: FastifyRequest) => sandboxes.box(request.apiKey.tenantId, sandboxIdOf(request));
+  const watchers = new Watchers(config.e2bMaxWatchers);
 
   /** The entry at `path` (its parent's listing has the details), or not_found. */
   const entryAt = async (request: FastifyRequest, path: string) => {
@@ -87,9 +89,20 @@ export async function filesystemRoutes(app: FastifyInstance, { services }: { ser
       return { entry: await entryAt(request, destination) };
     });
 
-    for (const method of ["WatchDir", "CreateWatcher", "GetWatcherEvents", "RemoveWatcher"]) {
+    serverStreaming(
+      rpc,
+      "/filesystem.Filesystem/WatchDir",
+      async (message, request, stream) => {
+        if (message.recursive === true)
+          throw new ConnectError("unimplemented", "Recursive watching is not supported; watch each directory");
+        await watchers.watch(boxOf(request), sandboxIdOf(request), pathOf(message), config.maxListFiles, stream);
+      },
+      { keepalive: {} },
+    );
+
+    for (const method of ["CreateWatcher", "GetWatcherEvents", "RemoveWatcher"]) {
       rpc.post(`/filesystem.Filesystem/${method}`, async () => {
-        throw new ConnectError("unimplemented", `filesystem.Filesystem/${method} (watching directories) is not supported`);
+        throw new ConnectError("unimplemented", `filesystem.Filesystem/${method} (polled watchers) is not supported; use WatchDir`);
       });
     }
   });

@@ -65,17 +65,27 @@ export async function processRoutes(app: FastifyInstance, { services }: { servic
       const args = config.args ?? [];
       if (!Array.isArray(args) || args.some((a) => typeof a !== "string")) throw invalid("'process.args' must be strings");
       if (config.cwd !== undefined && typeof config.cwd !== "string") throw invalid("'process.cwd' must be a string");
-      const proc = await sandbox.startBackground(request.apiKey, sandboxIdOf(request), {
-        command: config.cmd,
-        args: args as string[],
-        workingDir: config.cwd || undefined,
-        environment: stringRecord(config.envs, "process.envs"),
-      });
-      // Without `stdin: true` the process reads an empty stdin, as under envd (a `cat` ends at once).
-      // (One that has exited already has no stdin to close.)
-      if (message.stdin !== true)
-        await sandbox.writeStdin(request.apiKey, sandboxIdOf(request), proc.pid, Buffer.alloc(0), true).catch(() => {});
-      await follow(request, proc.pid, stream);
+      const environment = stringRecord(config.envs, "process.envs");
+      // The command holds an execution slot while its client follows it, as a native commands/run
+      // does: refused (before it starts) by the same gates; given back when it exits, is killed,
+      // or the stream ends (the client went away or disconnected; the process then runs on
+      // outside the slots, as a native background process does).
+      const release = sandbox.holdSlot(request.apiKey);
+      try {
+        const proc = await sandbox.startBackground(request.apiKey, sandboxIdOf(request), {
+          command: config.cmd,
+          args: args as string[],
+          workingDir: config.cwd || undefined,
+          environment,
+        });
+        // Without `stdin: true` the process reads an empty stdin, as under envd (a `cat` ends at once).
+        // (One that has exited already has no stdin to close.)
+        if (message.stdin !== true)
+          await sandbox.writeStdin(request.apiKey, sandboxIdOf(request), proc.pid, Buffer.alloc(0), true).catch(() => {});
+        await follow(request, proc.pid, stream);
+      } finally {
+        release();
+      }
     },
     KEEPALIVE,
   );

@@ -248,6 +248,14 @@ export class SandboxService {
     }
   }
 
+  /**
+   * Takes an execution slot for work the caller waits on outside runCode/runCommand (a command an
+   * E2B client follows): the same gates, the same refusals; the returned function gives it back, once.
+   */
+  holdSlot(caller: Caller): () => void {
+    return this.gates.acquire(this.slot(caller));
+  }
+
   // --- background processes (no execution slot: the sandbox's limits and a per-sandbox count bound them) ---
 
   startBackground(caller: Caller, sandboxId: string, input: CommandInput): Promise<BackgroundProcess> {

@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import net from "node:net";
 import { after, before, test } from "node:test";
-import { type Call, createSandbox } from "./helpers/api.js";
+import { type Call, createSandbox, pythonStdout } from "./helpers/api.js";
 import { type Internet, startInternet } from "./helpers/internet.js";
 import { client, startServer, type TestServer } from "./helpers/server.js";
 
@@ -72,20 +72,7 @@ async function waitForPort(): Promise<void> {
   assert.fail("the sandbox's app never answered through the port proxy");
 }
 
-async function run(code: string, timeout = 120): Promise<string> {
-  const res = await call<{ logs: { stdout: string; stderr: string }; error: string | null }>(
-    "POST",
-    `/v1/agents/sandboxes/${box}/code/run`,
-    {
-      language: "python",
-      code,
-      timeout,
-    },
-  );
-  assert.equal(res.status, 200, JSON.stringify(res.body));
-  assert.equal(res.body.error, null, `${res.body.error}\n${res.body.logs.stderr}`);
-  return res.body.logs.stdout;
-}
+const run = (code: string, timeout = 120) => pythonStdout(call, box, code, timeout);
 
 async function assertUp(): Promise<void> {
   await new Promise((r) => setTimeout(r, 500));

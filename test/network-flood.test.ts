@@ -5,7 +5,7 @@
 import assert from "node:assert/strict";
 import fs from "node:fs";
 import { after, before, test } from "node:test";
-import { type Call, createSandbox } from "./helpers/api.js";
+import { type Call, createSandbox, PY_FETCH, pythonStdout } from "./helpers/api.js";
 import { type Internet, startInternet } from "./helpers/internet.js";
 import { createKey } from "./helpers/leftovers.js";
 import { client, startServer, type TestServer } from "./helpers/server.js";
@@ -34,29 +34,7 @@ after(async () => {
   await internet?.close();
 });
 
-async function run(id: string, code: string, timeout = 60, c: Call = call): Promise<string> {
-  const res = await c<{ logs: { stdout: string; stderr: string }; error: string | null }>("POST", `/v1/agents/sandboxes/${id}/code/run`, {
-    language: "python",
-    code,
-    timeout,
-  });
-  assert.equal(res.status, 200, JSON.stringify(res.body));
-  assert.equal(res.body.error, null, `${res.body.error}\n${res.body.logs.stderr}`);
-  return res.body.logs.stdout;
-}
-
-/** Python that fetches a URL through the sandbox's proxy and prints "status body". */
-const FETCH = `
-import urllib.request, urllib.error
-def fetch(url):
-    try:
-        with urllib.request.urlopen(url, timeout=20) as r:
-            return "%d %s" % (r.status, r.read().decode())
-    except urllib.error.HTTPError as e:
-        return "%d %s" % (e.code, e.read().decode().strip())
-    except Exception as e:
-        return "ERR %s" % e
-`;
+const run = (id: string, code: string, timeout = 60, c: Call = call) => pythonStdout(c, id, code, timeout);
 
 /**
  * Opens `n` connections to the proxy's socket and `n` to the relay's port, raising the sandbox's
@@ -106,7 +84,7 @@ test("200 proxy connections dropped unread, twice over, leave the service up and
   }
   assert.equal((await run(bystander, "print(6 * 7)")).trim(), "42");
   // The attacker's own egress still works once its connections are gone.
-  assert.equal((await run(attacker, `${FETCH}\nprint(fetch("http://pypi.test/after"))`)).trim(), "200 hello from pypi.test /after");
+  assert.equal((await run(attacker, `${PY_FETCH}\nprint(fetch("http://pypi.test/after"))`)).trim(), "200 hello from pypi.test /after");
   await call("DELETE", `/v1/agents/sandboxes/${attacker}`);
   await call("DELETE", `/v1/agents/sandboxes/${bystander}`);
 });
@@ -173,7 +151,7 @@ test("thousands of held proxy connections cost the service no more descriptors t
   assert.ok(peak - baseline <= PER_TENANT + margin, `the service's descriptors went from ${baseline} to ${peak}`);
   // Egress works again once the flood is gone.
   assert.equal(
-    (await run(a, `${FETCH}\nprint(fetch("http://pypi.test/again"))`, 60, tenantCall)).trim(),
+    (await run(a, `${PY_FETCH}\nprint(fetch("http://pypi.test/again"))`, 60, tenantCall)).trim(),
     "200 hello from pypi.test /again",
   );
   await tenantCall("DELETE", `/v1/agents/sandboxes/${a}`);

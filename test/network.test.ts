@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import fs from "node:fs";
 import path from "node:path";
 import { after, before, test } from "node:test";
-import { assertError, type Call, createSandbox } from "./helpers/api.js";
+import { assertError, type Call, createSandbox, PY_FETCH, pythonStdout } from "./helpers/api.js";
 import { type Internet, selfSignedCert, startInternet } from "./helpers/internet.js";
 import { createKey } from "./helpers/leftovers.js";
 import { client, startServer, type TestServer } from "./helpers/server.js";
@@ -35,39 +35,12 @@ after(async () => {
   await secure?.close();
 });
 
-/** Runs python in the sandbox; returns its stdout (fails the test on an error). */
-async function py(id: string, code: string): Promise<string> {
-  const res = await call<{ logs: { stdout: string; stderr: string }; error: string | null }>(
-    "POST",
-    `/v1/agents/sandboxes/${id}/code/run`,
-    {
-      language: "python",
-      code,
-      timeout: 60,
-    },
-  );
-  assert.equal(res.status, 200, JSON.stringify(res.body));
-  assert.equal(res.body.error, null, `${res.body.error}\n${res.body.logs.stderr}`);
-  return res.body.logs.stdout;
-}
-
-/** Python that fetches each URL through the sandbox's proxy settings and prints "status text" per line. */
-const FETCH = `
-import urllib.request, urllib.error
-def fetch(url):
-    try:
-        with urllib.request.urlopen(url, timeout=20) as r:
-            return "%d %s" % (r.status, r.read().decode())
-    except urllib.error.HTTPError as e:
-        return "%d %s" % (e.code, e.read().decode().strip())
-    except Exception as e:
-        return "ERR %s" % e
-`;
+const py = (id: string, code: string) => pythonStdout(call, id, code);
 
 /** `viaProxyOnly`: no NO_PROXY exceptions, so that loopback URLs go to the proxy too (as hostile code would send them). */
 async function fetchAll(id: string, urls: string[], viaProxyOnly = false): Promise<string[]> {
   const unset = viaProxyOnly ? 'import os\nos.environ.pop("no_proxy", None)\nos.environ.pop("NO_PROXY", None)\n' : "";
-  const out = await py(id, `${unset}${FETCH}\nfor u in ${JSON.stringify(urls)}:\n    print(fetch(u))`);
+  const out = await py(id, `${unset}${PY_FETCH}\nfor u in ${JSON.stringify(urls)}:\n    print(fetch(u))`);
   return out.trim().split("\n");
 }
 

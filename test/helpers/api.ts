@@ -51,3 +51,32 @@ export function assertError(res: { status: number; body: unknown }, status: numb
   assert.ok(body.error.message.length > 0);
   return body;
 }
+
+/** Runs python in a sandbox and returns its stdout; fails the test on an error. */
+export async function pythonStdout(call: Call, id: string, code: string, timeout = 60): Promise<string> {
+  const res = await call<{ logs: { stdout: string; stderr: string }; error: string | null }>(
+    "POST",
+    `/v1/agents/sandboxes/${id}/code/run`,
+    {
+      language: "python",
+      code,
+      timeout,
+    },
+  );
+  assert.equal(res.status, 200, JSON.stringify(res.body));
+  assert.equal(res.body.error, null, `${res.body.error}\n${res.body.logs.stderr}`);
+  return res.body.logs.stdout;
+}
+
+/** Python defining fetch(url): a GET through the sandbox's proxy settings, returned as "status body" (or "ERR ..."). */
+export const PY_FETCH = `
+import urllib.request, urllib.error
+def fetch(url):
+    try:
+        with urllib.request.urlopen(url, timeout=20) as r:
+            return "%d %s" % (r.status, r.read().decode())
+    except urllib.error.HTTPError as e:
+        return "%d %s" % (e.code, e.read().decode().strip())
+    except Exception as e:
+        return "ERR %s" % e
+`;

@@ -27,6 +27,7 @@ import { fileRoutes } from "./routes/files.js";
 import { metricsRoutes } from "./routes/metrics.js";
 import { networkRoutes } from "./routes/network.js";
 import { installPortUpgrades, portRoutes } from "./routes/ports.js";
+import { withSuspensions } from "./suspensions.js";
 import { eventRoutes } from "./routes/events.js";
 import { lifecycleRoutes } from "./routes/lifecycle.js";
 import { webhookRoutes } from "./routes/webhooks.js";
@@ -162,7 +163,9 @@ export async function buildApp(services: Services, logger: Logger): Promise<Fast
   app.addSchema(Sandbox);
   app.addSchema(CodeRunResult);
 
-  installAuth(app, services.keys, services.admin, services.openRequests);
+  // Keys as the door sees them: a suspended tenant's are refused and count as inactive.
+  const keys = withSuspensions(services.keys, services.tenants);
+  installAuth(app, keys, services.admin, services.openRequests);
   installErrorHandler(app);
   await installRateLimits(app, services);
 
@@ -190,13 +193,13 @@ export async function buildApp(services: Services, logger: Logger): Promise<Fast
       await app.register(portRoutes, {
         prefix,
         network: services.network,
-        keys: services.keys,
+        keys,
         open: services.openRequests,
         publicUrl: config.network.publicUrl,
       });
     }
   }
-  if (services.network) installPortUpgrades(app.server, services.network, services.keys, services.openRequests, config.mountRootAliases);
+  if (services.network) installPortUpgrades(app.server, services.network, keys, services.openRequests, config.mountRootAliases);
   await app.register(adminRoutes, { prefix: "/v1/admin", services });
   await app.register(adminSandboxRoutes, { prefix: "/v1/admin", sandboxes: services.sandboxes });
   if (services.metrics)

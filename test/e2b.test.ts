@@ -364,6 +364,88 @@ describe("commands", () => {
   });
 });
 
+describe("pty", () => {
+  let sbx: Sandbox;
+  before(async () => {
+    sbx = await Sandbox.create();
+    sandboxes.push(sbx.sandboxId);
+  });
+
+  /** A terminal whose output collects in `screen()`; `until` waits for the output to match. */
+  async function terminal(size: { rows: number; cols: number }) {
+    let text = "";
+    const decoder = new TextDecoder();
+    const handle = await sbx.pty.create({
+      ...size,
+      timeoutMs: 0,
+      onData: (data) => {
+        text += decoder.decode(data, { stream: true });
+      },
+    });
+    const type = (keys: string) => sbx.pty.sendInput(handle.pid, new TextEncoder().encode(keys));
+    const until = async (re: RegExp) => {
+      for (let i = 0; i < 200 && !re.test(text); i++) await new Promise((r) => setTimeout(r, 50));
+      assert.match(text, re);
+    };
+    return { handle, type, until, screen: () => text };
+  }
+
+  test("create runs an interactive shell on a terminal of the asked size; input, resize, exit code", async () => {
+    const t = await terminal({ rows: 24, cols: 80 });
+    assert.ok(t.handle.pid > 0);
+    await t.type("tty; stty size; echo TERM=$TERM; [ -t 0 ] && echo stdin-is-a-tty\n");
+    await t.until(/^\/dev\/pts\/\d+\r?$/m);
+    await t.until(/^24 80\r?$/m);
+    await t.until(/^TERM=xterm-256color\r?$/m);
+    await t.until(/^stdin-is-a-tty\r?$/m);
+    const listed = await sbx.commands.list();
+    assert.deepEqual(listed.find((p) => p.pid === t.handle.pid)?.cmd, "/bin/bash", "listed as the shell it runs");
+
+    await sbx.pty.resize(t.handle.pid, { rows: 40, cols: 120 });
+    await t.type("stty size\n");
+    await t.until(/^40 120\r?$/m);
+    // A program on the terminal is told of a resize (SIGWINCH), as under a real terminal.
+    await t.type("trap 'echo winched' WINCH\n");
+    await t.until(/trap 'echo winched' WINCH/);
+    await sbx.pty.resize(t.handle.pid, { rows: 30, cols: 100 });
+    await t.type("true\n");
+    await t.until(/winched\r\n/);
+
+    // Ctrl-C reaches the foreground program through the terminal, not the shell.
+    await t.type("sleep 600\n");
+    await new Promise((r) => setTimeout(r, 300));
+    await t.type("\x03echo after-interrupt\n");
+    await t.until(/^after-interrupt\r?$/m);
+
+    await t.type("exit 7\n");
+    await assert.rejects(t.handle.wait(), (err: unknown) => {
+      assert.ok(err instanceof CommandExitError, String(err));
+      assert.equal(err.exitCode, 7);
+      return true;
+    });
+  });
+
+  test("kill ends a terminal; connect follows one again", async () => {
+    const t = await terminal({ rows: 10, cols: 40 });
+    await t.type("echo first\n");
+    await t.until(/^first\r?$/m);
+    await t.handle.disconnect();
+    let again = "";
+    const followed = await sbx.pty.connect(t.handle.pid, {
+      timeoutMs: 0,
+      onData: (d) => {
+        again += new TextDecoder().decode(d);
+      },
+    });
+    await sbx.pty.sendInput(t.handle.pid, new TextEncoder().encode("echo second\n"));
+    for (let i = 0; i < 200 && !/^second\r?$/m.test(again); i++) await new Promise((r) => setTimeout(r, 50));
+    assert.match(again, /^second\r?$/m);
+    assert.equal(await sbx.pty.kill(t.handle.pid), true);
+    await assert.rejects(followed.wait(), (err: unknown) => err instanceof CommandExitError && err.exitCode === 137);
+    assert.ok(!(await sbx.commands.list()).some((p) => p.pid === t.handle.pid), "no longer listed");
+  });
+});
+
 describe("pause and resume", () => {
   test("pause keeps the kernel's state; connect resumes the sandbox", async () => {
     const sbx = await codeSandbox();

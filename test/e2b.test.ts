@@ -274,6 +274,46 @@ describe("files", () => {
     );
   });
 
+  test("watchDir recursive: changes in subdirectories, named by their path under the watched one", async () => {
+    await sbx.files.makeDir("tree/a/b");
+    await sbx.files.write("tree/a/old.txt", "before the watch");
+    const events: { name: string; type: string }[] = [];
+    const seen = async (name: string, type: string) => {
+      for (let i = 0; i < 150 && !events.some((e) => e.name === name && e.type === type); i++) await new Promise((r) => setTimeout(r, 100));
+      assert.ok(
+        events.some((e) => e.name === name && e.type === type),
+        `${type} ${name} in ${JSON.stringify(events)}`,
+      );
+    };
+    const handle = await sbx.files.watchDir(
+      "tree",
+      (e) => {
+        events.push({ name: e.name, type: e.type });
+      },
+      { recursive: true },
+    );
+    try {
+      await sbx.files.write("tree/a/b/deep.txt", "one");
+      await seen("a/b/deep.txt", FilesystemEventType.CREATE);
+      await sbx.files.write("tree/a/b/deep.txt", "one and two");
+      await seen("a/b/deep.txt", FilesystemEventType.WRITE);
+      await sbx.files.makeDir("tree/a/c");
+      await seen("a/c", FilesystemEventType.CREATE);
+      await sbx.files.write("tree/a/c/in-new-dir.txt", "x");
+      await seen("a/c/in-new-dir.txt", FilesystemEventType.CREATE);
+      await sbx.files.remove("tree/a/b");
+      await seen("a/b/deep.txt", FilesystemEventType.REMOVE);
+      await seen("a/b", FilesystemEventType.REMOVE);
+      assert.ok(!events.some((e) => e.name.endsWith("old.txt")), "what was there before the watch is no event");
+      assert.ok(
+        !events.some((e) => e.name === "a" && e.type === FilesystemEventType.WRITE),
+        "a directory's new entries are their own events",
+      );
+    } finally {
+      await handle.stop();
+    }
+  });
+
   test("watchDir: at most AGENTBOX_E2B_MAX_WATCHERS (8) watches per sandbox; a stopped one frees its place", async () => {
     const handles = [];
     for (let i = 0; i < 8; i++) handles.push(await sbx.files.watchDir("/home/user", () => {}));

@@ -175,6 +175,38 @@ test("getHost(port) reaches a server in the sandbox with the sandbox's access to
   assert.equal((await fetch(health)).status, 401);
   // A port nothing listens on: the relay's 502.
   assert.equal((await fetch(`https://${sbx.getHost(8001)}/`, { headers: token })).status, 502);
+
+  // A share link of the port (made with the native API) works on the host name without a key.
+  const share = await fetch(`${server.url}/v1/agents/sandboxes/${sbx.sandboxId}/ports/8000/share`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${server.key}`, "content-type": "application/json" },
+    body: JSON.stringify({ expires_in: 60 }),
+  });
+  const shared = ((await share.json()) as { url: string }).url;
+  const tokenPath = shared.slice(shared.indexOf("/_share/"));
+  const viaLink = await fetch(`https://${sbx.getHost(8000)}${tokenPath}linked`);
+  assert.equal(viaLink.status, 200);
+  assert.equal(((await viaLink.json()) as { path: string }).path, "/linked");
+  assert.equal((await fetch(`https://${sbx.getHost(8001)}${tokenPath}`)).status, 401, "only for its port");
+
+  // An upgrade request on the host name goes through the relay too, its access token stripped from the raw headers.
+  const upgrade = async (headers: string) => {
+    const sock = tls.connect({ host: "127.0.0.1", port: (front.address() as net.AddressInfo).port, rejectUnauthorized: false });
+    sock.write(
+      `GET /ws HTTP/1.1\r\nHost: ${sbx.getHost(8000)}\r\n${headers}Upgrade: websocket\r\nConnection: Upgrade\r\n` +
+        "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n",
+    );
+    let text = "";
+    for await (const chunk of sock) text += chunk;
+    return text;
+  };
+  const relayed = await upgrade(`X-Access-Token: ${server.key}\r\n`);
+  assert.match(relayed, /^HTTP\/1\.\d 200/);
+  const echoed = JSON.parse(relayed.slice(relayed.indexOf("{"))) as { path: string; host: string; headers: string[] };
+  assert.equal(echoed.path, "/ws");
+  assert.equal(echoed.host, "localhost:8000");
+  assert.ok(!echoed.headers.includes("x-access-token") && !echoed.headers.includes("authorization"), JSON.stringify(echoed));
+  assert.match(await upgrade(""), /^HTTP\/1\.1 401/);
 });
 
 test("a host under the domain that names no sandbox port is not routed to one", async () => {

@@ -6,6 +6,7 @@ import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply } from "fastify";
 import type { Logger } from "pino";
 import { vectorRoutes } from "../vectors/routes.js";
+import { e2bHostRewriter } from "../e2b/hosts.js";
 import { e2bRoutes } from "../e2b/routes.js";
 import { ApiError } from "../errors.js";
 import { embeddingRoutes } from "../inference/embeddings-routes.js";
@@ -47,7 +48,10 @@ const DOCS_CSP =
 
 export async function buildApp(services: Services, logger: Logger): Promise<FastifyInstance> {
   const { config } = services;
+  // E2B's {port}-{sandboxID}.{domain} host names, only when the operator set a domain (src/e2b/hosts.ts).
+  const e2bHosts = config.e2bDomain ? e2bHostRewriter(config.e2bDomain) : undefined;
   const app = Fastify({
+    rewriteUrl: e2bHosts,
     loggerInstance: logger as FastifyBaseLogger,
     bodyLimit: config.bodyLimitBytes,
     routerOptions: { maxParamLength: 512 },
@@ -199,7 +203,8 @@ export async function buildApp(services: Services, logger: Logger): Promise<Fast
       });
     }
   }
-  if (services.network) installPortUpgrades(app.server, services.network, keys, services.openRequests, config.mountRootAliases);
+  if (services.network)
+    installPortUpgrades(app.server, services.network, keys, services.openRequests, config.mountRootAliases, e2bHosts);
   await app.register(adminRoutes, { prefix: "/v1/admin", services });
   await app.register(adminSandboxRoutes, { prefix: "/v1/admin", sandboxes: services.sandboxes });
   if (services.metrics)

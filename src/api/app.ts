@@ -203,8 +203,7 @@ export async function buildApp(services: Services, logger: Logger): Promise<Fast
       });
     }
   }
-  if (services.network)
-    installPortUpgrades(app.server, services.network, keys, services.openRequests, config.mountRootAliases, e2bHosts);
+  if (services.network) installPortUpgrades(app.server, services.network, keys, services.openRequests, config.mountRootAliases, e2bHosts);
   await app.register(adminRoutes, { prefix: "/v1/admin", services });
   await app.register(adminSandboxRoutes, { prefix: "/v1/admin", sandboxes: services.sandboxes });
   if (services.metrics)

@@ -12,9 +12,10 @@ import { ApiError } from "../errors.js";
 import { embeddingRoutes } from "../inference/embeddings-routes.js";
 import { inferenceRoutes } from "../inference/routes.js";
 import { installAuth } from "./auth.js";
-import { clientError, jsonDepthExceeds, lingerBeforeClose, requestId } from "./bounds.js";
+import { clientError, lingerBeforeClose, requestId } from "./bounds.js";
 import { limitConnections } from "./connections.js";
 import { installErrorHandler, routerError } from "./error-handler.js";
+import { installJsonParser } from "./json-body.js";
 import { installRateLimits } from "./rate-limit.js";
 import { adminRoutes } from "./routes/admin.js";
 import { adminSandboxRoutes } from "./routes/admin-sandboxes.js";
@@ -111,23 +112,7 @@ export async function buildApp(services: Services, logger: Logger): Promise<Fast
     if (!request.raw.complete && reply.getHeader("connection") === "close") lingerBeforeClose(request.raw.socket);
   });
 
-  // Real clients send `Content-Type: application/json` on GET/DELETE with no body: that is not an error.
-  app.removeContentTypeParser("application/json");
-  app.addContentTypeParser("application/json", { parseAs: "string" }, (_req, body, done) => {
-    const text = String(body);
-    if (text.trim() === "") return done(null, undefined);
-    if (jsonDepthExceeds(text, config.maxJsonDepth)) {
-      return done(new ApiError("invalid_request", `JSON body is nested deeper than ${config.maxJsonDepth} levels`), undefined);
-    }
-    try {
-      done(null, JSON.parse(text));
-    } catch (err) {
-      const e = err as Error & { statusCode?: number; code?: string };
-      e.statusCode = 400;
-      e.code = "FST_ERR_CTP_INVALID_JSON_BODY";
-      done(e, undefined);
-    }
-  });
+  installJsonParser(app, config.maxJsonDepth);
 
   if (services.metrics) {
     const metrics = services.metrics;

@@ -4,12 +4,15 @@ import fs from "node:fs";
 import { pino } from "pino";
 import { buildApp } from "./api/app.js";
 import { OpenRequests } from "./api/open-requests.js";
+import { loadFilesConfig } from "./files/config.js";
 import { openFiles, openStorageQuota } from "./files/setup.js";
 import { Metrics } from "./api/metrics.js";
 import { loadConfig } from "./config.js";
 import { openDeployments } from "./deployments/setup.js";
 import { EmbeddingService } from "./inference/embeddings.js";
+import { loadEmbeddingsConfig } from "./inference/embeddings-config.js";
 import { loadProviders } from "./inference/providers.js";
+import { inferenceSettings } from "./inference/settings.js";
 import type { NetworkPolicy } from "./network/policy.js";
 import { NetworkService } from "./network/service.js";
 import { NetworkStore } from "./network/store.js";
@@ -27,9 +30,12 @@ import { openVectors } from "./vectors/setup.js";
 
 async function main(): Promise<void> {
   const config = loadConfig();
-  const providers = loadProviders(config.providersFile);
+  const inference = inferenceSettings();
+  // Read before anything starts: a bad value stops the start-up with the variable's name.
+  const filesConfig = loadFilesConfig(config.dataDir);
+  const providers = loadProviders(inference.providersFile);
   // Pulled models and AGENTBOX_MODEL: after the providers file, which wins a name clash.
-  providers.addSource(new LocalModels(config.dataDir, config.localModel, config.model), "last");
+  providers.addSource(new LocalModels(config.dataDir, inference.localModel, inference.model), "last");
   const logger = pino({ level: config.logLevel });
   checkHost();
   fs.mkdirSync(config.dataDir, { recursive: true });
@@ -48,7 +54,7 @@ async function main(): Promise<void> {
   const tenants = new SqliteTenantStore(db);
   const snapshots = new SqliteSnapshotStore(db);
   // Stored files and snapshots share each tenant's storage quota.
-  const storage = openStorageQuota(config.files, db, tenants, snapshots);
+  const storage = openStorageQuota(filesConfig, db, tenants, snapshots);
   const sandboxes = new SandboxManager(config, new SqliteSandboxStore(db), tenants, logger, snapshots, storage);
   // Before init(): the ends recorded while re-adopting (timed_out, host_restart) are events too.
   const eventsArea = openEvents(db, sandboxes.events, logger);
@@ -62,7 +68,7 @@ async function main(): Promise<void> {
   const metrics = new Metrics(() => sandboxes.liveCount());
   const sandbox = new SandboxService({ config, sandboxes, tenants, counters: metrics, network });
   const embeddings = new EmbeddingService(db, providers, {
-    config: config.embeddings,
+    config: loadEmbeddingsConfig(),
     counters: metrics,
     onError: (msg, err) => logger.error({ err }, msg),
   });
@@ -72,8 +78,8 @@ async function main(): Promise<void> {
     quotaOf: (tenantId) => sandboxes.tenantQuotas(tenantId),
     memoryMb: config.vectorMemoryMb,
   });
-  const deploymentsArea = openDeployments(config, db, providers, logger);
-  const files = await openFiles(config.files, db, storage, (tenantId, id) => sandboxes.box(tenantId, id), logger);
+  const deploymentsArea = openDeployments(config, db, providers, logger, inference.model);
+  const files = await openFiles(filesConfig, db, storage, (tenantId, id) => sandboxes.box(tenantId, id), logger);
   deploymentsArea.useFiles(files);
   const app = await buildApp(
     {

@@ -3,6 +3,7 @@ import type { Logger } from "pino";
 import { EmbeddedEngine } from "./embedded.js";
 import { VectorLimits, type VectorLimitsConfig } from "./limits.js";
 import { type TextEmbedder, VectorService } from "./service.js";
+import { vectorSettings } from "./settings.js";
 import { VectorDb } from "./store.js";
 
 export interface VectorsArea {
@@ -15,7 +16,7 @@ export interface VectorsArea {
 
 export function openVectors(dataDir: string, embeddings: TextEmbedder, logger: Logger, limits: VectorLimitsConfig): VectorsArea {
   const store = new VectorDb(dataDir);
-  const engine = new EmbeddedEngine(store, dataDir, (msg, fields) => logger.info(fields ?? {}, msg));
+  const engine = new EmbeddedEngine(store, dataDir, (msg, fields) => logger.info(fields ?? {}, msg), vectorSettings());
   const vectors = new VectorService(store, engine, new VectorLimits(store, limits), embeddings);
   return {
     vectors,

@@ -184,7 +184,6 @@ export const serverSettingsSchema = defineSettings({
   mountRootAliases: server.boolean("AGENTBOX_ROOT_ALIASES", {
     table: "service",
     default: false,
-    defaultDoc: "`false`",
     doc: "Also serve the sandbox routes without the `/v1/agents` prefix.",
   }),
   reaperIntervalMs: server.number("AGENTBOX_REAPER_INTERVAL_MS", {

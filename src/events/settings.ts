@@ -1,32 +1,6 @@
 // The operator's settings for lifecycle events and webhooks, declared once and read by openEvents()
 // (src/events/setup.ts).
-import { defineSettings, readSettings, settingsOf } from "../settings/kernel.js";
-
-export interface EventSettings {
-  /** Events kept per sandbox (the oldest go first). */
-  perSandbox: number;
-  /** Seconds the events of an ended sandbox are kept. */
-  retentionS: number;
-  /** Webhook URLs may resolve to loopback, link-local and private addresses (test setups, private networks). */
-  webhookAllowPrivate: boolean;
-  /** Webhooks one tenant may register. */
-  webhooksPerTenant: number;
-  /** Deliveries sent at once, service-wide. */
-  webhookConcurrency: number;
-  /** Deliveries to one webhook sent at once (a slow receiver cannot take every slot). */
-  webhookConcurrencyPerHook: number;
-  /** One delivery attempt's time limit, ms (connect, send, answer). */
-  webhookTimeoutMs: number;
-  /** The first retry's delay, ms; each next one doubles, up to webhookRetryMaxMs. */
-  webhookRetryBaseMs: number;
-  webhookRetryMaxMs: number;
-  /** How long a delivery is retried before it is given up, ms (at least 10 minutes). */
-  webhookRetryWindowMs: number;
-  /** Deliveries waiting per webhook; over it, new events for that webhook are dropped (and counted as failed). */
-  webhookQueuePerHook: number;
-  /** Finished deliveries kept per webhook (what GET .../deliveries shows). */
-  webhookHistoryPerHook: number;
-}
+import { defineSettings, readSettings, type Settings, settingsOf } from "../settings/kernel.js";
 
 const setting = settingsOf("events");
 
@@ -90,6 +64,8 @@ export const eventSettingsSchema = defineSettings({
     doc: "Finished deliveries kept per webhook (`GET /webhooks/{id}/deliveries`).",
   }),
 });
+
+export type EventSettings = Settings<typeof eventSettingsSchema>;
 
 export function eventSettings(env: NodeJS.ProcessEnv = process.env): EventSettings {
   return readSettings(eventSettingsSchema, env);

@@ -84,7 +84,6 @@ export const filesSettingsSchema = defineSettings({
   }),
   s3ForcePathStyle: setting.boolean("AGENTBOX_S3_FORCE_PATH_STYLE", {
     default: true,
-    defaultDoc: "`true`",
     doc: "S3 backend: bucket in the path (MinIO, Ceph); `false` for virtual-hosted style.",
   }),
   s3AccessKeyId: setting.string("AGENTBOX_S3_ACCESS_KEY_ID", {

@@ -22,7 +22,6 @@ export const embeddingsSettingsSchema = defineSettings({
   preload: setting.boolean("AGENTBOX_EMBEDDING_PRELOAD", {
     table: "embeddings",
     default: true,
-    defaultDoc: "`true`",
     doc: "Load the model at start, in the background after the service listens (~0.5 s of one core in its worker thread and ~85 MB of memory; start-up is not delayed). A request that arrives while it loads waits for it, within its deadline. `false`: loaded by the first request.",
   }),
   timeoutS: setting.number("AGENTBOX_EMBEDDING_TIMEOUT_S", {

@@ -29,7 +29,6 @@ export const inferenceSettingsSchema = defineSettings({
   gpu: setting.boolean("AGENTBOX_MODEL_GPU", {
     table: "service",
     default: false,
-    defaultDoc: "`false`",
     doc: "Run pulled/`AGENTBOX_MODEL` models on the GPU (needs a GPU build of node-llama-cpp).",
   }),
 });

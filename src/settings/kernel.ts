@@ -33,7 +33,7 @@ export interface SettingMeta {
   default?: Default<unknown>;
   /** The default as the docs show it when it is derived or unset (else the value, in backticks). */
   defaultDoc?: string;
-  /** Which docs table the row goes in (see scripts/docs-settings.ts); unset: the area's name. */
+  /** Which docs table the row goes in (see scripts/settings-docs.ts); unset: the area's name. */
   table?: string;
   minimum?: number;
   maximum?: number;
@@ -65,15 +65,20 @@ function schema<S extends TSchema>(s: S, env: string, kind: SettingKind, o: Base
   return Object.assign(s, { setting: meta, description: o.doc });
 }
 
+/** The bounds as JSON Schema keywords on the TypeBox schema itself. */
+function bounds(o: Bounds): { minimum: number; maximum?: number } {
+  return o.maximum === undefined ? { minimum: o.minimum ?? 0 } : { minimum: o.minimum ?? 0, maximum: o.maximum };
+}
+
 /** The declarations of one area's settings; `area` is written on every setting it makes. */
 export function settingsOf(area: string) {
   return {
     /** A whole number within [minimum, maximum] (minimum 0 unless given). */
     integer: (env: string, o: Base<number> & Bounds & { default: Default<number> }) =>
-      schema(Type.Integer(), env, "integer", { minimum: 0, ...o, area }),
+      schema(Type.Integer(bounds(o)), env, "integer", { minimum: 0, ...o, area }),
     /** A number (fractions allowed) within [minimum, maximum] (minimum 0 unless given). */
     number: (env: string, o: Base<number> & Bounds & { default: Default<number> }) =>
-      schema(Type.Number(), env, "number", { minimum: 0, ...o, area }),
+      schema(Type.Number(bounds(o)), env, "number", { minimum: 0, ...o, area }),
     /** 1/true/yes/on or 0/false/no/off (any case). */
     boolean: (env: string, o: Base<boolean> & { default: boolean }) => schema(Type.Boolean(), env, "boolean", { ...o, area }),
     /** Text as given; with a default it is never undefined. */
@@ -98,7 +103,7 @@ export function settingMeta(s: TSchema): SettingMeta | undefined {
   return (s as { setting?: SettingMeta }).setting;
 }
 
-/** An area's settings schema: an object of settings, read in declaration order. */
+/** An area's settings schema: an object of settings (its docs rows keep this order). */
 export function defineSettings<P extends TProperties>(properties: P): TObject<P> {
   for (const [key, s] of Object.entries(properties)) if (!settingMeta(s)) throw new Error(`setting ${key} was not made by settingsOf()`);
   return Type.Object(properties);

@@ -7,7 +7,7 @@ import type { FileService } from "../files/service.js";
 import type { ProviderRegistry } from "../inference/providers.js";
 import { DeploymentStore } from "../store/deployments.js";
 import { Accelerators } from "./accelerators.js";
-import { loadDeploymentsConfig } from "./config.js";
+import { type DeploymentsConfig, loadDeploymentsConfig } from "./config.js";
 import { DeploymentService } from "./service.js";
 
 export interface DeploymentsArea {
@@ -25,11 +25,12 @@ export function openDeployments(
   providers: ProviderRegistry,
   logger: Logger,
   modelFile: string | undefined,
+  settings: DeploymentsConfig = loadDeploymentsConfig(),
 ): DeploymentsArea {
   const accelerators = new Accelerators();
   const deployments = new DeploymentService({
     store: new DeploymentStore(db),
-    config: loadDeploymentsConfig(),
+    config: settings,
     dataDir: config.dataDir,
     modelFile,
     accelerators,

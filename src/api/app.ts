@@ -174,7 +174,7 @@ export async function buildApp(services: Services, logger: Logger): Promise<Fast
     await app.register(backgroundRoutes, { prefix, services });
     await app.register(fileRoutes, { prefix, services });
     if (services.files)
-      await app.register(sandboxTransferRoutes, { prefix, files: services.files, maxFileBytes: config.files.maxFileBytes });
+      await app.register(sandboxTransferRoutes, { prefix, files: services.files, maxFileBytes: services.files.maxFileBytes });
     await app.register(contextRoutes, { prefix, services });
     await app.register(metricsRoutes, { prefix, services });
     if (services.network) {
@@ -184,7 +184,7 @@ export async function buildApp(services: Services, logger: Logger): Promise<Fast
         network: services.network,
         keys,
         open: services.openRequests,
-        publicUrl: config.network.publicUrl,
+        publicUrl: services.network.settings.publicUrl,
       });
     }
   }
@@ -195,7 +195,7 @@ export async function buildApp(services: Services, logger: Logger): Promise<Fast
     await app.register(statsRoutes, { metrics: services.metrics, liveByTenant: () => services.sandboxes.liveByTenantCounts() });
   await app.register(dashboardRoutes);
   if (services.files)
-    await app.register(storedFileRoutes, { prefix: "/v1", files: services.files, maxFileBytes: config.files.maxFileBytes });
+    await app.register(storedFileRoutes, { prefix: "/v1", files: services.files, maxFileBytes: services.files.maxFileBytes });
   if (services.inference) {
     // The gateway's code tool runs code through the same service (and gates) as POST /code/run.
     const deps = { ...services.inference, sandboxes: services.sandbox, maxJsonDepth: config.maxJsonDepth };

@@ -2,8 +2,8 @@
 // (killed, timed out, out of memory) and the reaper that finds the expired, what a sandbox does
 // when its life runs out (on_timeout), and what happens when it stays paused past the operator's
 // limit (its files go into a snapshot, its processes end, and a resume starts it again from that
-// snapshot: "hibernated"). Every archive written counts against the tenant's storage quota as its
-// bytes arrive, as stored files do. The sandboxes it works on are the registry's (./registry.ts).
+// snapshot: "hibernated"). The sandboxes it works on are the registry's (./registry.ts), the
+// snapshots it writes are kept by ./snapshot-keeper.ts.
 //
 // Kernel state: a pause freezes every process with the cgroup freezer, so a resume continues with
 // memory and kernels as they were ("preserved"); anything started from a snapshot (a create with
@@ -14,7 +14,6 @@ import { Limiter } from "../common/limiter.js";
 import type { Config } from "../config.js";
 import { ApiError, invalid } from "../errors.js";
 import type { EndedBy, LifecycleBus } from "../events/bus.js";
-import type { StorageQuota } from "../files/quota.js";
 import { endStatus, type SandboxRecord, type SandboxStore } from "../store/sandboxes.js";
 import type { SnapshotKind, SnapshotRecord, SnapshotStore } from "../store/snapshots.js";
 import type { Box } from "./box.js";
@@ -30,7 +29,7 @@ import type {
   PoolDoor,
   RegistryDoor,
 } from "./doors.js";
-import { SnapshotFiles } from "./snapshots.js";
+import type { SnapshotKeeper } from "./snapshot-keeper.js";
 
 /** A sandbox's network policy, as the network area keeps it: captured into snapshots, applied to copies. */
 export interface NetworkSettings {
@@ -38,10 +37,7 @@ export interface NetworkSettings {
   apply(tenantId: string, sandboxId: string, policy: unknown): Promise<void>;
 }
 
-export type LifecycleConfig = Pick<
-  Config,
-  "pausedMaxS" | "snapshotsPerTenant" | "maxForkCount" | "startQueue" | "snapshotDir" | "snapshotMaxBytes"
->;
+export type LifecycleConfig = Pick<Config, "pausedMaxS" | "maxForkCount" | "startQueue">;
 
 /** What Lifecycle is given: its settings and stores, and the doors of the rooms it works with. */
 export interface LifecycleRooms {
@@ -50,9 +46,10 @@ export interface LifecycleRooms {
   /** Where its transitions are announced (paused, resumed, snapshotted, ended ...). */
   events: LifecycleBus;
   store: SandboxStore;
+  /** Where a sandbox's on_timeout and its hibernation snapshot are found again after a restart. */
   snapshots: SnapshotStore;
-  /** Tenants' stored bytes (stored files and snapshots together): snapshots are held to it. */
-  storage: StorageQuota;
+  /** The snapshots' archives, records, cap and storage quota. */
+  keeper: SnapshotKeeper;
   registry: RegistryDoor;
   host: HostDoor;
   /** Told when an end frees room for the warm pool. */
@@ -68,16 +65,13 @@ const failure = (err: unknown) =>
   err instanceof ApiError ? { code: err.code, message: err.message } : { code: "internal_error", message: "The snapshot failed" };
 
 export class Lifecycle {
-  readonly files: SnapshotFiles;
-  /** Snapshots being written per tenant (counted against the tenant's cap before their row exists). */
-  private readonly writing = new Map<string, number>();
   private network: NetworkSettings | undefined;
   private readonly config: LifecycleConfig;
   private readonly log: Logger;
   private readonly events: LifecycleBus;
   private readonly store: SandboxStore;
   private readonly snapshots: SnapshotStore;
-  private readonly storage: StorageQuota;
+  private readonly keeper: SnapshotKeeper;
   private readonly registry: RegistryDoor;
   private readonly host: HostDoor;
   private readonly pool: PoolDoor;
@@ -89,15 +83,11 @@ export class Lifecycle {
     this.events = rooms.events;
     this.store = rooms.store;
     this.snapshots = rooms.snapshots;
-    this.storage = rooms.storage;
+    this.keeper = rooms.keeper;
     this.registry = rooms.registry;
     this.host = rooms.host;
     this.pool = rooms.pool;
     this.creates = rooms.creates;
-    this.files = new SnapshotFiles(this.config.snapshotDir, this.config.snapshotMaxBytes);
-    // Archives no record points to (a crash between writing one and recording it, or between
-    // deleting a record and its file; a fork's temporary archive) are never snapshots.
-    this.files.sweep((id) => this.snapshots.get(id) !== undefined);
   }
 
   /** Lets snapshots and copies carry the sandbox's network policy. */
@@ -328,7 +318,7 @@ export class Lifecycle {
       let snapshot: SnapshotRecord;
       try {
         // A tenant already at its storage quota: refused before the sandbox is thawed for nothing.
-        this.storage.check(live.record.tenantId, 1);
+        this.keeper.checkStorage(live.record.tenantId, 1);
         await live.box.resume(); // the copy is made by the sandbox's own processes
         snapshot = await this.write(live, "hibernate");
       } catch (err) {
@@ -370,7 +360,7 @@ export class Lifecycle {
       try {
         await this.host.assign(box, record.tenantId);
         if (Object.keys(record.envVars).length) await box.setEnv(record.envVars);
-        await this.files.restore(box, this.files.pathOf(h.snapshot.id), h.snapshot.sha256);
+        await this.keeper.files.restore(box, this.keeper.files.pathOf(h.snapshot.id), h.snapshot.sha256);
       } catch (err) {
         await this.host.release(box, false, true);
         throw err;
@@ -383,7 +373,7 @@ export class Lifecycle {
       await this.applyNetwork(record, h.snapshot.settings.extra?.network).catch((err) =>
         this.log.error({ err, sandbox_id: record.id }, "could not restore the network policy of a resumed sandbox"),
       );
-      void this.removeSnapshot(h.snapshot);
+      void this.keeper.remove(h.snapshot);
       this.emit("resumed", record, "api", { kernel_state: "lost", snapshot_id: h.snapshot.id });
       return { record, kernelState: "lost" as const };
     })().finally(() => {
@@ -431,7 +421,7 @@ export class Lifecycle {
     this.registry.removeHibernated(id);
     this.recordEnd(h.record, { reason: "killed", by, detail: { hibernated: true } });
     this.rememberOnTimeout(id, h.onTimeout, true);
-    void this.removeSnapshot(h.snapshot);
+    void this.keeper.remove(h.snapshot);
     void h.released.finally(() => this.host.freeUid(h.record.hostUid));
     return true;
   }
@@ -447,54 +437,16 @@ export class Lifecycle {
     return { template: r.template, envVars: r.envVars, metadata: r.metadata, extra };
   }
 
-  /** Refuses a snapshot past the tenant's cap on their number (counting the ones being written); returns the release. */
-  private reserveSlot(tenantId: string): () => void {
-    const writing = this.writing.get(tenantId) ?? 0;
-    const cap = this.config.snapshotsPerTenant;
-    if (this.snapshots.countByTenant(tenantId) + writing >= cap) {
-      throw new ApiError("quota_exceeded", `Your tenant already keeps ${cap} snapshots, its limit; delete some first`);
-    }
-    this.writing.set(tenantId, writing + 1);
-    return () => {
-      const left = (this.writing.get(tenantId) ?? 1) - 1;
-      if (left > 0) this.writing.set(tenantId, left);
-      else this.writing.delete(tenantId);
-    };
-  }
-
   /**
-   * Writes a snapshot of a live sandbox (running, or thawed for the copy) and records it. Its bytes
-   * are reserved against the tenant's storage quota as they arrive (429 quota_exceeded, and nothing
-   * kept, past it) and become the tenant's stored bytes with the record.
+   * Writes a snapshot of a live sandbox (running, or thawed for the copy) with its settings, and
+   * announces it.
    */
   private async write(live: Live, kind: SnapshotKind): Promise<SnapshotRecord> {
     const { record } = live;
-    const release = kind === "hibernate" ? () => {} : this.reserveSlot(record.tenantId);
-    const bytes = this.storage.reserve(record.tenantId);
-    try {
-      const id = `snap_${crypto.randomUUID()}`;
-      const info = await this.files.write(live.box, id, (size) => bytes.grow(size));
-      const snapshot: SnapshotRecord = {
-        id,
-        tenantId: record.tenantId,
-        sandboxId: record.id,
-        kind,
-        createdAt: new Date().toISOString(),
-        ...info,
-        settings: this.settingsOf(live),
-      };
-      try {
-        bytes.commit(() => this.snapshots.insert(snapshot));
-      } catch (err) {
-        await this.files.remove(id);
-        throw err;
-      }
-      this.emit("snapshotted", record, kind === "manual" ? "api" : kind, { snapshot_id: id, size_bytes: info.sizeBytes });
-      return snapshot;
-    } finally {
-      bytes.release();
-      release();
-    }
+    const of = { tenantId: record.tenantId, sandboxId: record.id };
+    const snapshot = await this.keeper.write(live.box, of, kind, () => this.settingsOf(live));
+    this.emit("snapshotted", record, kind === "manual" ? "api" : kind, { snapshot_id: snapshot.id, size_bytes: snapshot.sizeBytes });
+    return snapshot;
   }
 
   /** POST /sandboxes/{id}/snapshots: the sandbox's files and settings, on disk and verified. */
@@ -515,40 +467,19 @@ export class Lifecycle {
     });
   }
 
-  /**
-   * A hibernated sandbox's files are already an archive: a snapshot of it is a second name for that
-   * file. It counts against the storage quota like any snapshot (the hibernated one may go first).
-   */
+  /** A hibernated sandbox's files are already an archive: a snapshot of it is a second name for that file. */
   private async copyHibernated(h: Hibernated): Promise<SnapshotRecord> {
-    const release = this.reserveSlot(h.record.tenantId);
-    const bytes = this.storage.reserve(h.record.tenantId);
-    try {
-      bytes.grow(h.snapshot.sizeBytes);
-      const id = `snap_${crypto.randomUUID()}`;
-      await this.files.link(h.snapshot.id, id);
-      const snapshot: SnapshotRecord = { ...h.snapshot, id, kind: "manual", createdAt: new Date().toISOString() };
-      try {
-        bytes.commit(() => this.snapshots.insert(snapshot));
-      } catch (err) {
-        await this.files.remove(id);
-        throw err;
-      }
-      this.emit("snapshotted", h.record, "api", { snapshot_id: id, size_bytes: snapshot.sizeBytes });
-      return snapshot;
-    } finally {
-      bytes.release();
-      release();
-    }
-  }
-
-  getSnapshot(tenantId: string, id: string): SnapshotRecord {
-    const snapshot = this.snapshots.get(id);
-    if (!snapshot || snapshot.tenantId !== tenantId) throw new ApiError("snapshot_not_found", `Snapshot '${id}' was not found`);
+    const snapshot = await this.keeper.copy(h.snapshot);
+    this.emit("snapshotted", h.record, "api", { snapshot_id: snapshot.id, size_bytes: snapshot.sizeBytes });
     return snapshot;
   }
 
+  getSnapshot(tenantId: string, id: string): SnapshotRecord {
+    return this.keeper.get(tenantId, id);
+  }
+
   listSnapshots(tenantId: string, limit: number, offset: number) {
-    return this.snapshots.listByTenant(tenantId, limit, offset);
+    return this.keeper.list(tenantId, limit, offset);
   }
 
   async deleteSnapshot(tenantId: string, id: string): Promise<void> {
@@ -559,15 +490,7 @@ export class Lifecycle {
         `Snapshot '${id}' holds the files of paused sandbox '${snapshot.sandboxId}': resume or kill it instead`,
       );
     }
-    await this.removeSnapshot(snapshot);
-  }
-
-  private removeSnapshot(snapshot: SnapshotRecord): Promise<void> {
-    // The row first: a crash between the two leaves an orphan file, never a row without its file.
-    this.snapshots.delete(snapshot.id);
-    return this.files
-      .remove(snapshot.id)
-      .catch((err) => this.log.error({ err, snapshot_id: snapshot.id }, "could not remove a snapshot file"));
+    await this.keeper.remove(snapshot);
   }
 
   // ---- sandboxes from snapshots ----
@@ -582,7 +505,7 @@ export class Lifecycle {
       envVars: input.envVars ?? s.settings.envVars,
       metadata: input.metadata ?? s.settings.metadata,
       onTimeout: input.onTimeout ?? onTimeout,
-      restore: (box: Box) => this.files.restore(box, this.files.pathOf(s.id), s.sha256),
+      restore: (box: Box) => this.keeper.files.restore(box, this.keeper.files.pathOf(s.id), s.sha256),
       afterCreate: (record) => this.applyNetwork(record, s.settings.extra?.network),
     };
   }
@@ -599,11 +522,11 @@ export class Lifecycle {
     const live = h ? undefined : this.liveOf(tenantId, id);
     this.registry.checkRoom(tenantId, count);
     // The copies' archive is on disk while they are made: it takes room in the storage quota until then.
-    const bytes = this.storage.reserve(tenantId);
+    const bytes = this.keeper.reserveStorage(tenantId);
     let source: { file: string; sha256: string; temp?: string } | undefined;
     try {
       if (h) {
-        source = { file: this.files.pathOf(h.snapshot.id), sha256: h.snapshot.sha256 };
+        source = { file: this.keeper.files.pathOf(h.snapshot.id), sha256: h.snapshot.sha256 };
         return await this.copies(tenantId, count, h, source, h.snapshot.settings.extra?.network);
       }
       const l = live as Live;
@@ -613,15 +536,15 @@ export class Lifecycle {
         if (paused) await l.box.resume();
         try {
           const temp = `fork_${crypto.randomUUID()}`;
-          const info = await this.files.write(l.box, temp, (size) => bytes.grow(size));
-          return { file: this.files.pathOf(temp), sha256: info.sha256, temp };
+          const info = await this.keeper.files.write(l.box, temp, (size) => bytes.grow(size));
+          return { file: this.keeper.files.pathOf(temp), sha256: info.sha256, temp };
         } finally {
           if (paused) await l.box.pause().catch(() => {});
         }
       });
       return await this.copies(tenantId, count, l, source, policy);
     } finally {
-      if (source?.temp) await this.files.remove(source.temp);
+      if (source?.temp) await this.keeper.files.remove(source.temp);
       bytes.release();
     }
   }
@@ -643,7 +566,7 @@ export class Lifecycle {
       metadata: base.record.metadata,
       timeoutS: base.lifeS,
       onTimeout: base.onTimeout,
-      restore: (box: Box) => this.files.restore(box, source.file, source.sha256),
+      restore: (box: Box) => this.keeper.files.restore(box, source.file, source.sha256),
       afterCreate: (record) => this.applyNetwork(record, policy),
     };
     const settled = await Promise.allSettled(Array.from({ length: count }, () => limiter.run(() => this.creates.create(tenantId, input))));

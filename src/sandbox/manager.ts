@@ -1,7 +1,7 @@
-// The sandbox service's façade: composes the rooms (host, registry, warm pool, lifecycle) and
-// gives the rest of the code one object. It owns what spans rooms: a create (from the pool into
-// the registry), tenant quotas, the reaper's tick, start-up recovery (re-adopt what is still alive
-// in the records, sweep every workspace and cgroup no record owns) and shutdown.
+// The sandbox service's façade: composes the rooms (host, registry, warm pool, lifecycle and its
+// snapshot keeper) and gives the rest of the code one object. It owns what spans rooms: a create
+// (from the pool into the registry), tenant quotas, the reaper's tick, start-up recovery (re-adopt
+// what is still alive in the records, sweep every workspace and cgroup no record owns), shutdown.
 import os from "node:os";
 import type { Logger } from "pino";
 import { type Config, tenantQuotaDefaults } from "../config.js";
@@ -17,6 +17,7 @@ import type { CreateInput, EndCause, ServiceState } from "./doors.js";
 import { Host } from "./host.js";
 import { Lifecycle } from "./lifecycle.js";
 import { Registry } from "./registry.js";
+import { SnapshotKeeper } from "./snapshot-keeper.js";
 import { builtInTemplates, type Template } from "./templates.js";
 import { Pool } from "./warm-pool.js";
 
@@ -74,7 +75,7 @@ export class SandboxManager {
       events: this.events,
       store,
       snapshots,
-      storage,
+      keeper: new SnapshotKeeper(config, snapshots, storage, log),
       registry: this.registry,
       host: this.host,
       pool: this.pool,

@@ -1,7 +1,7 @@
 // The doors between the sandbox rooms: the shapes they share (a live sandbox, a create's input, how
 // one ends) and the interface each room is handed by the façade that composes them (./manager.ts).
 // Types only: the rooms (./host.ts, ./registry.ts, ./warm-pool.ts, ./lifecycle.ts) import nothing
-// of each other but this.
+// of each other but this (and Lifecycle the type of its snapshot keeper).
 import type { EndedBy, EndReason, EventDetail } from "../events/bus.js";
 import type { SandboxRecord } from "../store/sandboxes.js";
 import type { SnapshotRecord } from "../store/snapshots.js";

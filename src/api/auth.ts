@@ -20,7 +20,7 @@ declare module "fastify" {
      * Keeps the request under its API key until the response closes: revoking the key calls `end`
      * (by default the connection is dropped). Call it in handlers of requests that may last.
      */
-    holdOpen(end?: () => void): void;
+    holdOpen(end?: (why?: ApiError) => void): void;
   }
 }
 
@@ -33,7 +33,7 @@ const BEARER = /^Bearer +([\x21-\x7e]{1,512})$/;
 
 export function installAuth(app: FastifyInstance, keys: KeyStore, admin: AdminKeys, open: OpenRequests): void {
   app.decorateRequest("apiKey", undefined as unknown as ApiKeyRecord);
-  app.decorateReply("holdOpen", function (this: FastifyReply, end?: () => void) {
+  app.decorateReply("holdOpen", function (this: FastifyReply, end?: (why?: ApiError) => void) {
     const key = this.request.apiKey as ApiKeyRecord | undefined;
     if (!key) return;
     const raw = this.raw;

@@ -165,11 +165,12 @@ export class SandboxManager {
   }
 
   /**
-   * Every second: expired sandboxes end; the host's free memory is checked; a pool larger than
-   * recent demand gives one sandbox back.
+   * Every second: expired sandboxes end; pool sandboxes pre-import once creates are quiet; the
+   * host's free memory is checked; a pool larger than recent demand gives one sandbox back.
    */
   private tick(): void {
     void this.lifecycle.reap();
+    this.pool.preImport();
     this.state.lowMemory = this.host.lowOnMemory();
     this.pool.trim();
   }
@@ -198,6 +199,7 @@ export class SandboxManager {
   }
 
   async create(tenantId: string, given: CreateInput): Promise<SandboxRecord> {
+    this.pool.asked();
     const input = given.snapshotId === undefined ? given : this.lifecycle.fromSnapshot(tenantId, given.snapshotId, given);
     const template = input.template ?? "python-base-v1";
     if (!this.templates.some((t) => t.id === template)) throw new ApiError("template_not_found", `Template '${template}' does not exist`);

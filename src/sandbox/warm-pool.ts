@@ -25,6 +25,8 @@ const atCapacity = (what: string, retryAfterS = 1) =>
 const QUEUE_FULL = atCapacity("sandbox starts are queued");
 /** The same for a create that had a place in the queue and gave it to another tenant's. */
 const DISPLACED = atCapacity("another tenant's create took this place in the start queue");
+/** Pool sandboxes pre-import the data stack only after creates have been quiet this long (see preImport()). */
+const PRE_IMPORT_QUIET_MS = 2000;
 
 export type PoolConfig = Pick<
   Config,
@@ -35,6 +37,8 @@ export class Pool implements PoolDoor {
   private readonly warm: Box[] = [];
   /** Pool sandboxes already asked to pre-import the data stack (see preImport()). */
   private readonly preImported = new WeakSet<Box>();
+  /** When the last create was asked for (served or refused), performance.now(): see preImport(). */
+  private lastCreateAt = Number.NEGATIVE_INFINITY;
   /** Sandboxes starting now. */
   private warming = 0;
   /** Creates waiting for the next sandbox to finish starting (the pool was empty). */
@@ -96,6 +100,11 @@ export class Pool implements PoolDoor {
     }
   }
 
+  /** A create is asked for (served or refused, it holds back pre-imports: see preImport()). */
+  asked(): void {
+    this.lastCreateAt = performance.now();
+  }
+
   /** A create got its sandbox: demand, which the pool's size follows. */
   served(): void {
     this.demand.record();
@@ -105,9 +114,15 @@ export class Pool implements PoolDoor {
    * The pool sandboxes next in line (the oldest AGENTBOX_POOL_PREIMPORT: the pool hands out the
    * oldest first) pre-import the data stack while they wait, so a new sandbox's first
    * `import pandas` costs nothing. Only those few: a pre-import costs ~0.6 s of CPU and ~60 MiB
-   * while held, which a pool of dozens would pay for nothing and the hot path would feel.
+   * while held, which a pool of dozens would pay for nothing and the hot path would feel. And only
+   * once creates have been quiet for PRE_IMPORT_QUIET_MS: under a stream of creates each pool
+   * sandbox is taken within a second or two, so a pre-import would be paid again for every create
+   * (measured: it doubled the CPU a create costs), and the import's SCHED_IDLE does not keep it
+   * off a contended CPU, since the pool's cgroup competes with the tenants' by its weight.
+   * Called every tick too.
    */
-  private preImport(): void {
+  preImport(): void {
+    if (performance.now() - this.lastCreateAt < PRE_IMPORT_QUIET_MS) return;
     for (const box of this.warm.slice(0, this.config.poolPreImport)) {
       if (this.preImported.has(box)) continue;
       this.preImported.add(box);
@@ -131,7 +146,11 @@ export class Pool implements PoolDoor {
       return Promise.resolve(box);
     }
     const waitMs = this.starts.expectedWaitMs(this.waiters.length + 1);
-    const fits = this.waiters.length === 0 || waitMs <= this.config.createWaitMs;
+    // Let in only what the starts running now are expected to serve within the bound. Except when
+    // nothing is starting at all: then the first create is let in whatever one start takes here
+    // (a slow or crowded host), since it is what sets a start going.
+    const lone = this.waiters.length === 0 && this.warming === 0;
+    const fits = waitMs <= this.config.createWaitMs || lone;
     const capped = this.config.startQueue > 0 && this.waiters.length >= this.config.startQueue;
     if ((!fits || capped) && !this.displaceFor(tenantId)) {
       const retryS = Math.ceil(this.starts.msPerStart() / 1000);
@@ -142,12 +161,17 @@ export class Pool implements PoolDoor {
         tenantId,
         resolve,
         reject,
-        // A safety net: a wait twice as long as expected (at least twice the bound) ends in a 503.
-        timer: setTimeout(() => {
-          const i = this.waiters.indexOf(waiter);
-          if (i >= 0) this.waiters.splice(i, 1);
-          reject(atCapacity("sandboxes are starting as fast as this machine allows"));
-        }, 2 * Math.max(this.config.createWaitMs, waitMs)),
+        // What is accepted is served within a bounded time: a create not served within twice the
+        // bound (starts slower than measured) is answered 503, and the sandbox it waited for goes
+        // to the pool, where the client's retry finds it. The lone create waits for its one start.
+        timer: setTimeout(
+          () => {
+            const i = this.waiters.indexOf(waiter);
+            if (i >= 0) this.waiters.splice(i, 1);
+            reject(atCapacity("sandboxes are starting as fast as this machine allows"));
+          },
+          2 * (lone ? Math.max(this.config.createWaitMs, waitMs) : this.config.createWaitMs),
+        ),
       };
       this.waiters.push(waiter);
       this.fill();

@@ -236,11 +236,13 @@ export function installPortUpgrades(
   keys: KeyStore,
   open: OpenRequests,
   rootAliases: boolean,
+  /** Maps a host-named port URL (E2B's {port}-{id}.{domain}) onto its path form, as the HTTP routes see it. */
+  rewrite?: (req: http.IncomingMessage) => string,
 ): void {
   server.on("upgrade", (req: http.IncomingMessage, socket: Duplex, head: Buffer) => {
     socket.on("error", () => socket.destroy());
     void (async () => {
-      const url = req.url ?? "";
+      const url = rewrite ? rewrite(req) : (req.url ?? "");
       const target = parseTarget(url);
       if (!target || (!rootAliases && !url.startsWith("/v1/agents/"))) throw new ApiError("not_found", "No WebSocket endpoint here");
       let key: Holder | undefined;

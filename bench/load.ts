@@ -457,6 +457,7 @@ async function main(): Promise<void> {
         AGENTBOX_LOG_LEVEL: "warn",
         // The helper's default is a small pool for tests; a service runs with its configured default.
         AGENTBOX_WARM_POOL: process.env.AGENTBOX_WARM_POOL ?? "",
+        AGENTBOX_CREATE_WAIT_MS: process.env.AGENTBOX_CREATE_WAIT_MS ?? "",
       },
     });
     url = server.url;

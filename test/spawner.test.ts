@@ -13,7 +13,9 @@ import { client, startServer, type TestServer } from "./helpers/server.js";
 let server: TestServer;
 
 before(async () => {
-  server = await startServer({ env: { AGENTBOX_WARM_POOL: "0", AGENTBOX_WARM_POOL_MAX: "0", AGENTBOX_RATE_LIMIT_PER_MINUTE: "0", AGENTBOX_CREATE_WAIT_MS: "1000" } });
+  server = await startServer({
+    env: { AGENTBOX_WARM_POOL: "0", AGENTBOX_WARM_POOL_MAX: "0", AGENTBOX_RATE_LIMIT_PER_MINUTE: "0", AGENTBOX_CREATE_WAIT_MS: "1000" },
+  });
 });
 
 after(async () => {

@@ -12,7 +12,7 @@ import { EmbeddingService } from "./inference/embeddings.js";
 import { loadProviders } from "./inference/providers.js";
 import type { NetworkPolicy } from "./network/policy.js";
 import { NetworkService } from "./network/service.js";
-import { NetworkStore } from "./network/store.js";
+import { SqliteNetworkStore } from "./network/store.js";
 import { LocalModels } from "./models/source.js";
 import { SandboxManager } from "./sandbox/manager.js";
 import { checkHost } from "./sandbox/preflight.js";
@@ -53,7 +53,7 @@ async function main(): Promise<void> {
   // Before init(): the ends recorded while re-adopting (timed_out, host_restart) are events too.
   const eventsArea = openEvents(db, sandboxes.events, logger);
   await sandboxes.init();
-  const network = new NetworkService(config, sandboxes, new NetworkStore(db), logger);
+  const network = new NetworkService(config, sandboxes, new SqliteNetworkStore(db), logger);
   sandboxes.lifecycle.useNetwork({
     capture: (tenantId, id) => network.getPolicy(tenantId, id),
     apply: (tenantId, id, policy) => network.attach(tenantId, id, policy as NetworkPolicy),
@@ -72,7 +72,7 @@ async function main(): Promise<void> {
     quotaOf: (tenantId) => sandboxes.tenantQuotas(tenantId),
     memoryMb: config.vectorMemoryMb,
   });
-  const deploymentsArea = openDeployments(config, db, providers, logger);
+  const deploymentsArea = await openDeployments(config, db, providers, logger);
   const files = await openFiles(config.files, db, storage, (tenantId, id) => sandboxes.box(tenantId, id), logger);
   deploymentsArea.useFiles(files);
   const app = await buildApp(

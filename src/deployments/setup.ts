@@ -5,7 +5,7 @@ import type { Logger } from "pino";
 import type { Config } from "../config.js";
 import type { FileService } from "../files/service.js";
 import type { ProviderRegistry } from "../inference/providers.js";
-import { DeploymentStore } from "../store/deployments.js";
+import { SqliteDeploymentStore } from "../store/deployments.js";
 import { Accelerators } from "./accelerators.js";
 import { DeploymentService } from "./service.js";
 
@@ -17,10 +17,10 @@ export interface DeploymentsArea {
   close(): Promise<void>;
 }
 
-export function openDeployments(config: Config, db: Database, providers: ProviderRegistry, logger: Logger): DeploymentsArea {
+export async function openDeployments(config: Config, db: Database, providers: ProviderRegistry, logger: Logger): Promise<DeploymentsArea> {
   const accelerators = new Accelerators();
   const deployments = new DeploymentService({
-    store: new DeploymentStore(db),
+    store: new SqliteDeploymentStore(db),
     config: config.deployments,
     dataDir: config.dataDir,
     modelFile: config.model,
@@ -29,7 +29,7 @@ export function openDeployments(config: Config, db: Database, providers: Provide
   });
   // Asked before the providers file: a tenant's deployment name is what that tenant means.
   providers.addSource(deployments, "first");
-  deployments.init();
+  await deployments.init();
   return {
     deployments,
     accelerators,

@@ -1,6 +1,6 @@
 // Stored file records (/v1/files): one row per committed file object, written only after its bytes
 // are safely in storage. Expired rows are invisible to every read; the reaper deletes them.
-import { type Db, ensureTables } from "./db.js";
+import { type Db, type Migration, migrate } from "./db.js";
 
 export interface FileRecord {
   id: string;
@@ -52,11 +52,14 @@ export interface FileListQuery {
 
 const LIVE = "(expires_at IS NULL OR expires_at > @now)";
 
-export class SqliteFileStore {
-  constructor(private readonly db: Db) {
-    ensureTables(
-      db,
-      `CREATE TABLE IF NOT EXISTS stored_files (
+export const FILE_MIGRATIONS: Migration[] = [
+  {
+    area: "files",
+    version: 1,
+    // IF NOT EXISTS: databases from before versioned areas already have these tables.
+    up: (db) =>
+      db.exec(
+        `CREATE TABLE IF NOT EXISTS stored_files (
          seq INTEGER PRIMARY KEY AUTOINCREMENT,
          id TEXT NOT NULL UNIQUE,
          tenant_id TEXT NOT NULL,
@@ -70,7 +73,13 @@ export class SqliteFileStore {
        );
        CREATE INDEX IF NOT EXISTS stored_files_tenant ON stored_files (tenant_id, seq);
        CREATE INDEX IF NOT EXISTS stored_files_expiry ON stored_files (expires_at) WHERE expires_at IS NOT NULL;`,
-    );
+      ),
+  },
+];
+
+export class SqliteFileStore {
+  constructor(private readonly db: Db) {
+    migrate(db, FILE_MIGRATIONS);
   }
 
   insert(f: FileRecord): void {

@@ -1,9 +1,19 @@
 // Tenants and their quotas: what one tenant (all of its API keys together) may hold at once. An
 // operator sets them (admin API); a quota left unset (null) takes the service-wide default from
 // the configuration, so a tenant that was never configured needs no row at all.
-import { addColumnIfMissing, type Db } from "./db.js";
+import { addColumnIfMissing, type Db, type Migration, migrate } from "./db.js";
 
-const VECTOR_COLUMNS = ["max_vector_indexes", "max_vectors", "vector_storage_mb"];
+/** The tenants table is made by the core migrations (src/store/db.ts); these are its later columns. */
+export const TENANT_MIGRATIONS: Migration[] = [
+  {
+    area: "tenants",
+    version: 1,
+    // The vector quotas. Databases from before versioned areas may have them already.
+    up: (db) => {
+      for (const column of ["max_vector_indexes", "max_vectors", "vector_storage_mb"]) addColumnIfMissing(db, "tenants", column, "INTEGER");
+    },
+  },
+];
 
 /** Quotas as stored: null means "the configured default". */
 export interface TenantQuotas {
@@ -102,8 +112,7 @@ export class SqliteTenantStore implements TenantStore {
   private readonly cache = new Map<string, TenantRecord>();
 
   constructor(private readonly db: Db) {
-    // Columns of quotas added after the table (databases from before them get them here, unset).
-    for (const column of VECTOR_COLUMNS) addColumnIfMissing(db, "tenants", column, "INTEGER");
+    migrate(db, TENANT_MIGRATIONS);
     for (const row of db.prepare<[], Row>("SELECT * FROM tenants").all()) this.cache.set(row.id, toRecord(row));
   }
 

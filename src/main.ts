@@ -18,10 +18,12 @@ import { SandboxManager } from "./sandbox/manager.js";
 import { checkHost } from "./sandbox/preflight.js";
 import { SandboxService } from "./sandbox/service.js";
 import { openDb } from "./store/db.js";
-import { AdminKeys, SqliteKeyStore } from "./store/keys.js";
+import { AdminKeys, KeyDirectory } from "./store/key-directory.js";
+import { SqliteAdminKeyStore, SqliteKeyStore } from "./store/keys.js";
 import { openEvents } from "./events/setup.js";
 import { SqliteSandboxStore } from "./store/sandboxes.js";
 import { SqliteSnapshotStore } from "./store/snapshots.js";
+import { TenantDirectory } from "./store/tenant-directory.js";
 import { SqliteTenantStore } from "./store/tenants.js";
 import { openVectors } from "./vectors/setup.js";
 
@@ -34,9 +36,9 @@ async function main(): Promise<void> {
   checkHost();
   fs.mkdirSync(config.dataDir, { recursive: true });
   const db = openDb(config.dataDir);
-  const keys = new SqliteKeyStore(db, config.bootstrapApiKey);
-  const admin = new AdminKeys(db, config.adminApiKey);
-  const firstAdminKey = admin.ensure();
+  const keys = new KeyDirectory(new SqliteKeyStore(db), config.bootstrapApiKey);
+  const admin = new AdminKeys(new SqliteAdminKeyStore(db), config.adminApiKey);
+  const firstAdminKey = await admin.ensure();
   if (firstAdminKey) {
     // The only time this key is ever shown: the database keeps its hash.
     process.stderr.write(
@@ -45,7 +47,7 @@ async function main(): Promise<void> {
     );
     logger.warn("admin key generated and printed once on stderr");
   }
-  const tenants = new SqliteTenantStore(db);
+  const tenants = await TenantDirectory.open(new SqliteTenantStore(db));
   const snapshots = new SqliteSnapshotStore(db);
   // Stored files and snapshots share each tenant's storage quota.
   const storage = openStorageQuota(config.files, db, tenants, snapshots);
@@ -132,7 +134,7 @@ async function main(): Promise<void> {
     await providers.close();
     await vectorsClosed;
     await embeddings.close();
-    keys.close();
+    await keys.close();
     db.close();
     logger.info("stopped");
     process.exit(0);

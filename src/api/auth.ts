@@ -8,7 +8,8 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { ApiError } from "../errors.js";
 import { E2B_PATH, e2bToken } from "../e2b/auth.js";
-import type { AdminKeys, ApiKeyRecord, KeyStore } from "../store/keys.js";
+import type { AdminKeys, KeyDirectory } from "../store/key-directory.js";
+import type { ApiKeyRecord } from "../store/keys.js";
 import { holdUntilClosed, type OpenRequests } from "./open-requests.js";
 
 declare module "fastify" {
@@ -31,7 +32,7 @@ const ADMIN = /^\/v1\/admin(\/|$)/;
 const SHARED_PORT = /^(\/v1\/agents)?\/sandboxes\/[^/]+\/ports\/\d+\/_share\//;
 const BEARER = /^Bearer +([\x21-\x7e]{1,512})$/;
 
-export function installAuth(app: FastifyInstance, keys: KeyStore, admin: AdminKeys, open: OpenRequests): void {
+export function installAuth(app: FastifyInstance, keys: KeyDirectory, admin: AdminKeys, open: OpenRequests): void {
   app.decorateRequest("apiKey", undefined as unknown as ApiKeyRecord);
   app.decorateReply("holdOpen", function (this: FastifyReply, end?: () => void) {
     const key = this.request.apiKey as ApiKeyRecord | undefined;
@@ -46,7 +47,7 @@ export function installAuth(app: FastifyInstance, keys: KeyStore, admin: AdminKe
     if (E2B_PATH.test(path)) {
       const token = e2bToken(request.headers);
       if (!token) throw new ApiError("unauthorized", "Missing API key; send 'X-API-KEY: <API key>' (E2B_API_KEY)");
-      const key = keys.verify(token);
+      const key = await keys.verify(token);
       if (!key) throw new ApiError("unauthorized", "Invalid or revoked API key");
       request.apiKey = key;
       return;
@@ -59,10 +60,10 @@ export function installAuth(app: FastifyInstance, keys: KeyStore, admin: AdminKe
     const token = match[1] as string;
     // By the matched route as well as the raw path: the router decodes percent-escapes the raw path still has.
     if (ADMIN.test(path) || ADMIN.test(request.routeOptions.url ?? "")) {
-      if (!admin.verify(token)) throw new ApiError("unauthorized", "This route needs the admin key");
+      if (!(await admin.verify(token))) throw new ApiError("unauthorized", "This route needs the admin key");
       return;
     }
-    const key = keys.verify(token);
+    const key = await keys.verify(token);
     if (!key) throw new ApiError("unauthorized", "Invalid or revoked API key");
     request.apiKey = key;
   });

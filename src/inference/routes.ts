@@ -45,7 +45,7 @@ import {
   UpstreamHttpError,
   type Usage,
 } from "./types.js";
-import { UsageLog } from "./usage.js";
+import { SqliteUsageStore, UsageLog } from "./usage.js";
 
 /** The bytes each request body arrived as, for sending upstream unchanged. */
 const rawBodies = new WeakMap<object, Buffer>();
@@ -131,7 +131,7 @@ function errorEvent(err: unknown, request: FastifyRequest): string {
 export async function inferenceRoutes(app: FastifyInstance, opts: { deps: InferenceDeps }): Promise<void> {
   const { deps } = opts;
   const api = app.withTypeProvider<TypeBoxTypeProvider>();
-  const usageLog = new UsageLog(deps.db);
+  const usageLog = new UsageLog(new SqliteUsageStore(deps.db), (err) => app.log.warn({ err }, "token usage not stored"));
   const maxDepth = deps.maxJsonDepth ?? 64;
   app.addHook("onClose", async () => usageLog.flush());
 

@@ -14,7 +14,8 @@ import { type EndedBy, type EndReason, type EventDetail, LifecycleBus } from "..
 import type { StorageQuota } from "../files/quota.js";
 import { endStatus, type ListFilter, type SandboxRecord, type SandboxStore } from "../store/sandboxes.js";
 import type { SnapshotStore } from "../store/snapshots.js";
-import { type EffectiveQuotas, effectiveQuotas, type TenantStore } from "../store/tenants.js";
+import type { TenantDirectory } from "../store/tenant-directory.js";
+import { type EffectiveQuotas, effectiveQuotas } from "../store/tenants.js";
 import { Box } from "./box.js";
 import { CgroupManager, type TenantLimits } from "./cgroup.js";
 import { DeadlineQueue } from "./deadlines.js";
@@ -170,7 +171,7 @@ export class SandboxManager {
     readonly config: Config,
     /** @internal */
     readonly store: SandboxStore,
-    private readonly tenants: TenantStore,
+    private readonly tenants: TenantDirectory,
     log: Logger,
     snapshots: SnapshotStore,
     /** Tenants' stored bytes (stored files and snapshots together): snapshots are held to it. */

@@ -45,11 +45,13 @@ export interface TenantRecord {
 }
 
 export interface TenantStore {
-  /** The tenant's record; one with every quota unset when the operator never configured it. */
-  get(id: string): TenantRecord;
-  /** Sets the given quotas (null clears one back to the default); the others are kept. */
-  put(id: string, quotas: Partial<TenantQuotas>): TenantRecord;
-  list(): TenantRecord[];
+  /** The tenant's record, or undefined when the operator never configured it. */
+  get(id: string): Promise<TenantRecord | undefined>;
+  /** Sets the given quotas (null clears one back to the default), keeping the others, in one
+   * atomic step; creates the record if need be. */
+  put(id: string, quotas: Partial<TenantQuotas>, at: string): Promise<TenantRecord>;
+  /** Every configured tenant, by id. */
+  list(): Promise<TenantRecord[]>;
 }
 
 export const NO_QUOTAS: TenantQuotas = {
@@ -108,33 +110,15 @@ const toRecord = (r: Row): TenantRecord => ({
 });
 
 export class SqliteTenantStore implements TenantStore {
-  /** Read on every sandbox create and every run: kept in memory, written through. */
-  private readonly cache = new Map<string, TenantRecord>();
+  private readonly stmts;
+  private readonly putTx: (id: string, quotas: Partial<TenantQuotas>, at: string) => TenantRecord;
 
-  constructor(private readonly db: Db) {
+  constructor(db: Db) {
     migrate(db, TENANT_MIGRATIONS);
-    for (const row of db.prepare<[], Row>("SELECT * FROM tenants").all()) this.cache.set(row.id, toRecord(row));
-  }
-
-  get(id: string): TenantRecord {
-    const known = this.cache.get(id);
-    if (known) return known;
-    const epoch = new Date(0).toISOString();
-    return { id, quotas: { ...NO_QUOTAS }, createdAt: epoch, updatedAt: epoch };
-  }
-
-  put(id: string, quotas: Partial<TenantQuotas>): TenantRecord {
-    const now = new Date().toISOString();
-    const old = this.cache.get(id);
-    const record: TenantRecord = {
-      id,
-      quotas: { ...(old?.quotas ?? NO_QUOTAS), ...quotas },
-      createdAt: old?.createdAt ?? now,
-      updatedAt: now,
-    };
-    const q = record.quotas;
-    this.db
-      .prepare(
+    this.stmts = {
+      get: db.prepare<[string], Row>("SELECT * FROM tenants WHERE id = ?"),
+      list: db.prepare<[], Row>("SELECT * FROM tenants ORDER BY id"),
+      upsert: db.prepare(
         `INSERT INTO tenants (id, max_sandboxes, max_concurrent_runs, memory_mb, max_processes, storage_mb,
            max_vector_indexes, max_vectors, vector_storage_mb, created_at, updated_at)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
@@ -142,8 +126,19 @@ export class SqliteTenantStore implements TenantStore {
            memory_mb = excluded.memory_mb, max_processes = excluded.max_processes, storage_mb = excluded.storage_mb,
            max_vector_indexes = excluded.max_vector_indexes, max_vectors = excluded.max_vectors,
            vector_storage_mb = excluded.vector_storage_mb, updated_at = excluded.updated_at`,
-      )
-      .run(
+      ),
+    };
+    // Read, merge and write in one transaction: two changes of different quotas both stay.
+    this.putTx = db.transaction((id: string, quotas: Partial<TenantQuotas>, at: string): TenantRecord => {
+      const old = this.stmts.get.get(id);
+      const record: TenantRecord = {
+        id,
+        quotas: { ...(old ? toRecord(old).quotas : NO_QUOTAS), ...quotas },
+        createdAt: old?.created_at ?? at,
+        updatedAt: at,
+      };
+      const q = record.quotas;
+      this.stmts.upsert.run(
         id,
         q.maxSandboxes,
         q.maxConcurrentRuns,
@@ -154,13 +149,22 @@ export class SqliteTenantStore implements TenantStore {
         q.maxVectors,
         q.vectorStorageMb,
         record.createdAt,
-        now,
+        at,
       );
-    this.cache.set(id, record);
-    return record;
+      return record;
+    });
   }
 
-  list(): TenantRecord[] {
-    return [...this.cache.values()].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  async get(id: string): Promise<TenantRecord | undefined> {
+    const row = this.stmts.get.get(id);
+    return row && toRecord(row);
+  }
+
+  async put(id: string, quotas: Partial<TenantQuotas>, at: string): Promise<TenantRecord> {
+    return this.putTx(id, quotas, at);
+  }
+
+  async list(): Promise<TenantRecord[]> {
+    return this.stmts.list.all().map(toRecord);
   }
 }

@@ -12,7 +12,7 @@ import { Type } from "@sinclair/typebox";
 import type { FastifyRequest } from "fastify";
 import { ApiError, invalid } from "../../errors.js";
 import type { NetworkService } from "../../network/service.js";
-import type { KeyStore } from "../../store/keys.js";
+import type { KeyDirectory } from "../../store/key-directory.js";
 import { type Holder, holdUntilClosed, type OpenRequests } from "../open-requests.js";
 import { errors } from "../schemas/common.js";
 import { HostUrl, PortParams, ShareBody, ShareResponse } from "../schemas/network.js";
@@ -60,10 +60,10 @@ function parseTarget(url: string): Target | undefined {
  * Who reaches the target: the share token's tenant and key (a link works only while the key that
  * made it does), else the API key's; throws 401 otherwise.
  */
-function holderFor(network: NetworkService, keys: KeyStore, target: Target, key: Holder | undefined): Holder {
+async function holderFor(network: NetworkService, keys: KeyDirectory, target: Target, key: Holder | undefined): Promise<Holder> {
   if (target.token !== undefined) {
     const claim = network.shareClaim(target.token, target.sandboxId, target.port);
-    if (!claim || !keys.isActive(claim.keyId)) throw new ApiError("unauthorized", "This share link is invalid or has expired");
+    if (!claim || !(await keys.isActive(claim.keyId))) throw new ApiError("unauthorized", "This share link is invalid or has expired");
     return claim;
   }
   if (!key) throw new ApiError("unauthorized", "Missing Authorization header; send 'Authorization: Bearer <API key>' or use a share link");
@@ -93,7 +93,7 @@ function parsePort(raw: string): number {
 
 export const portRoutes: FastifyPluginAsyncTypebox<{
   network: NetworkService;
-  keys: KeyStore;
+  keys: KeyDirectory;
   open: OpenRequests;
   publicUrl: string | undefined;
 }> = async (app, { network, keys, open, publicUrl }) => {
@@ -142,7 +142,7 @@ export const portRoutes: FastifyPluginAsyncTypebox<{
   const proxy = async (request: FastifyRequest, reply: import("fastify").FastifyReply) => {
     const target = parseTarget(request.url);
     if (!target) throw invalid("Malformed port URL");
-    const holder = holderFor(network, keys, target, holderOf(request.apiKey as typeof request.apiKey | undefined));
+    const holder = await holderFor(network, keys, target, holderOf(request.apiKey as typeof request.apiKey | undefined));
     const sock = await network.openPort(holder.tenantId, target.sandboxId, target.port);
     reply.hijack();
     const res = reply.raw;
@@ -233,7 +233,7 @@ const BEARER = /^Bearer +([\x21-\x7e]{1,512})$/;
 export function installPortUpgrades(
   server: http.Server,
   network: NetworkService,
-  keys: KeyStore,
+  keys: KeyDirectory,
   open: OpenRequests,
   rootAliases: boolean,
 ): void {
@@ -246,11 +246,11 @@ export function installPortUpgrades(
       let key: Holder | undefined;
       if (target.token === undefined) {
         const m = BEARER.exec((req.headers.authorization ?? "").trim());
-        key = holderOf(m ? keys.verify(m[1] as string) : undefined);
+        key = holderOf(m ? await keys.verify(m[1] as string) : undefined);
         if (!key)
           throw new ApiError("unauthorized", "Missing or invalid API key; send 'Authorization: Bearer <API key>' or use a share link");
       }
-      const holder = holderFor(network, keys, target, key);
+      const holder = await holderFor(network, keys, target, key);
       const sock: net.Socket = await network.openPort(holder.tenantId, target.sandboxId, target.port);
       if (socket.destroyed) return void sock.destroy();
       holdUntilClosed(

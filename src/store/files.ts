@@ -50,6 +50,27 @@ export interface FileListQuery {
   purpose?: string;
 }
 
+/**
+ * The stored files' records. Still synchronous: the storage quota (src/files/quota.ts) reads the
+ * tenant's committed bytes inside a synchronous reservation step; moving it behind a promise needs
+ * that quota to keep its own count first.
+ */
+export interface FileStore {
+  insert(f: FileRecord): void;
+  /** The tenant's live file, or undefined (another tenant's file, an expired one and a missing one look the same). */
+  get(tenantId: string, id: string, now?: number): FileRecord | undefined;
+  /** One page of the tenant's live files (by upload order, the cursor exclusive), and whether more follow. */
+  list(tenantId: string, q: FileListQuery, now?: number): { files: FileRecord[]; hasMore: boolean };
+  /** Removes the row; true if it was there. */
+  delete(id: string): boolean;
+  /** Bytes and files the tenant holds (expired ones count until they are removed). */
+  usage(tenantId: string): { bytes: number; files: number };
+  /** Up to `limit` files whose expiry has passed, soonest expired first. */
+  expired(now: number, limit: number): FileRecord[];
+  /** Whether any row points at this storage key. */
+  hasKey(storageKey: string): boolean;
+}
+
 const LIVE = "(expires_at IS NULL OR expires_at > @now)";
 
 export const FILE_MIGRATIONS: Migration[] = [
@@ -77,7 +98,7 @@ export const FILE_MIGRATIONS: Migration[] = [
   },
 ];
 
-export class SqliteFileStore {
+export class SqliteFileStore implements FileStore {
   constructor(private readonly db: Db) {
     migrate(db, FILE_MIGRATIONS);
   }

@@ -10,10 +10,14 @@ import { SqliteNetworkStore } from "../../src/network/store.js";
 import { type Db, openDb } from "../../src/store/db.js";
 import { SqliteDeploymentStore } from "../../src/store/deployments.js";
 import { SqliteEventStore } from "../../src/store/events.js";
+import { SqliteFileStore } from "../../src/store/files.js";
 import { SqliteAdminKeyStore, SqliteKeyStore } from "../../src/store/keys.js";
+import { SqliteSandboxStore } from "../../src/store/sandboxes.js";
+import { SqliteSnapshotStore } from "../../src/store/snapshots.js";
 import { SqliteTenantStore } from "../../src/store/tenants.js";
 import { describeEventStoreContract, describeWebhookStoreContract } from "../contract/events.js";
 import { describeAdminKeyStoreContract, describeKeyStoreContract } from "../contract/keys.js";
+import { describeFileStoreContract, describeSandboxStoreContract, describeSnapshotStoreContract } from "../contract/records.js";
 import { describeDeploymentStoreContract, describeNetworkStoreContract, describeUsageStoreContract } from "../contract/small-stores.js";
 import { describeTenantStoreContract } from "../contract/tenants.js";
 
@@ -54,3 +58,6 @@ describeWebhookStoreContract("sqlite", async () => new SqliteWebhookStore(freshD
 describeNetworkStoreContract("sqlite", async () => new SqliteNetworkStore(freshDb()));
 describeDeploymentStoreContract("sqlite", async () => new SqliteDeploymentStore(freshDb()));
 describeUsageStoreContract("sqlite", async () => new SqliteUsageStore(freshDb()));
+describeSandboxStoreContract("sqlite", async () => new SqliteSandboxStore(freshDb()));
+describeSnapshotStoreContract("sqlite", async () => new SqliteSnapshotStore(freshDb()));
+describeFileStoreContract("sqlite", async () => new SqliteFileStore(freshDb()));

@@ -70,9 +70,13 @@ export function describeWebhookStoreContract(name: string, makeStore: () => Prom
       assert.deepEqual(await store.hook("t1", a.id), a);
       assert.equal(await store.hook("t2", a.id), undefined, "another tenant's webhook does not exist for it");
       assert.equal(await store.hook("t1", "wh_nothing"), undefined);
+      // Oldest first; made in the same millisecond, by id.
+      const oldestFirst = [a, b].sort((x, y) =>
+        x.createdAt === y.createdAt ? (x.id < y.id ? -1 : 1) : x.createdAt < y.createdAt ? -1 : 1,
+      );
       assert.deepEqual(
-        (await store.hooksOf("t1")).map((h) => h.url),
-        ["https://a.example/", "https://b.example/"],
+        (await store.hooksOf("t1")).map((h) => h.id),
+        oldestFirst.map((h) => h.id),
       );
       assert.equal(await store.countHooks("t1"), 2);
       assert.equal(await store.countHooks("t2"), 0);

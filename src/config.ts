@@ -3,6 +3,7 @@ import crypto from "node:crypto";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { e2bDomain } from "./e2b/hosts.js";
 import { type DeploymentsConfig, loadDeploymentsConfig } from "./deployments/config.js";
 import { openFileLimit } from "./fd-limit.js";
 import { type FilesConfig, loadFilesConfig } from "./files/config.js";
@@ -135,6 +136,8 @@ export interface Config {
   maxBackgroundProcesses: number;
   /** Directory watches (E2B's files.watchDir, each a listing every 250 ms) open at once per sandbox. */
   e2bMaxWatchers: number;
+  /** E2B's sandbox domain: {port}-{sandboxID}.{domain} and api.{domain} host names are served (src/e2b/hosts.ts). */
+  e2bDomain: string | undefined;
   /** Output retained per stream of a background process: its latest bytes, a ring. */
   backgroundOutputBytes: number;
   /** Largest single write to a background process's stdin (413 past it). */
@@ -282,6 +285,7 @@ export function loadConfig(): Config {
     ...connectionLimits(),
     maxBackgroundProcesses: num("AGENTBOX_MAX_BACKGROUND_PROCESSES", 16),
     e2bMaxWatchers: num("AGENTBOX_E2B_MAX_WATCHERS", 8),
+    e2bDomain: e2bDomain(process.env.AGENTBOX_E2B_DOMAIN),
     backgroundOutputBytes: num("AGENTBOX_BACKGROUND_OUTPUT_BYTES", 2 ** 20),
     maxStdinBytes: num("AGENTBOX_MAX_STDIN_BYTES", 2 ** 20),
     files: loadFilesConfig(num, dataDir),

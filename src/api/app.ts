@@ -6,6 +6,7 @@ import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply } from "fastify";
 import type { Logger } from "pino";
 import { vectorRoutes } from "../vectors/routes.js";
+import { e2bHostRewriter } from "../e2b/hosts.js";
 import { e2bRoutes } from "../e2b/routes.js";
 import { ApiError } from "../errors.js";
 import { embeddingRoutes } from "../inference/embeddings-routes.js";
@@ -27,6 +28,7 @@ import { fileRoutes } from "./routes/files.js";
 import { metricsRoutes } from "./routes/metrics.js";
 import { networkRoutes } from "./routes/network.js";
 import { installPortUpgrades, portRoutes } from "./routes/ports.js";
+import { withSuspensions } from "./suspensions.js";
 import { eventRoutes } from "./routes/events.js";
 import { lifecycleRoutes } from "./routes/lifecycle.js";
 import { webhookRoutes } from "./routes/webhooks.js";
@@ -46,7 +48,10 @@ const DOCS_CSP =
 
 export async function buildApp(services: Services, logger: Logger): Promise<FastifyInstance> {
   const { config } = services;
+  // E2B's {port}-{sandboxID}.{domain} host names, only when the operator set a domain (src/e2b/hosts.ts).
+  const e2bHosts = config.e2bDomain ? e2bHostRewriter(config.e2bDomain) : undefined;
   const app = Fastify({
+    rewriteUrl: e2bHosts,
     loggerInstance: logger as FastifyBaseLogger,
     bodyLimit: config.bodyLimitBytes,
     routerOptions: { maxParamLength: 512 },
@@ -162,7 +167,9 @@ export async function buildApp(services: Services, logger: Logger): Promise<Fast
   app.addSchema(Sandbox);
   app.addSchema(CodeRunResult);
 
-  installAuth(app, services.keys, services.admin, services.openRequests);
+  // Keys as the door sees them: a suspended tenant's are refused and count as inactive.
+  const keys = withSuspensions(services.keys, services.tenants);
+  installAuth(app, keys, services.admin, services.openRequests);
   installErrorHandler(app);
   await installRateLimits(app, services);
 
@@ -190,13 +197,13 @@ export async function buildApp(services: Services, logger: Logger): Promise<Fast
       await app.register(portRoutes, {
         prefix,
         network: services.network,
-        keys: services.keys,
+        keys,
         open: services.openRequests,
         publicUrl: config.network.publicUrl,
       });
     }
   }
-  if (services.network) installPortUpgrades(app.server, services.network, services.keys, services.openRequests, config.mountRootAliases);
+  if (services.network) installPortUpgrades(app.server, services.network, keys, services.openRequests, config.mountRootAliases, e2bHosts);
   await app.register(adminRoutes, { prefix: "/v1/admin", services });
   await app.register(adminSandboxRoutes, { prefix: "/v1/admin", sandboxes: services.sandboxes });
   if (services.metrics)

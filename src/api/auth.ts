@@ -8,7 +8,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { ApiError } from "../errors.js";
 import { E2B_PATH, e2bToken } from "../e2b/auth.js";
-import type { AdminKeys, KeyDirectory } from "../store/key-directory.js";
+import type { AdminKeys, ApiKeys } from "../store/key-directory.js";
 import type { ApiKeyRecord } from "../store/keys.js";
 import { holdUntilClosed, type OpenRequests } from "./open-requests.js";
 
@@ -21,7 +21,7 @@ declare module "fastify" {
      * Keeps the request under its API key until the response closes: revoking the key calls `end`
      * (by default the connection is dropped). Call it in handlers of requests that may last.
      */
-    holdOpen(end?: () => void): void;
+    holdOpen(end?: (why?: ApiError) => void): void;
   }
 }
 
@@ -32,9 +32,9 @@ const ADMIN = /^\/v1\/admin(\/|$)/;
 const SHARED_PORT = /^(\/v1\/agents)?\/sandboxes\/[^/]+\/ports\/\d+\/_share\//;
 const BEARER = /^Bearer +([\x21-\x7e]{1,512})$/;
 
-export function installAuth(app: FastifyInstance, keys: KeyDirectory, admin: AdminKeys, open: OpenRequests): void {
+export function installAuth(app: FastifyInstance, keys: ApiKeys, admin: AdminKeys, open: OpenRequests): void {
   app.decorateRequest("apiKey", undefined as unknown as ApiKeyRecord);
-  app.decorateReply("holdOpen", function (this: FastifyReply, end?: () => void) {
+  app.decorateReply("holdOpen", function (this: FastifyReply, end?: (why?: ApiError) => void) {
     const key = this.request.apiKey as ApiKeyRecord | undefined;
     if (!key) return;
     const raw = this.raw;

@@ -36,12 +36,12 @@ export class EventStream {
       this.closed = true;
       if (!reply.raw.writableFinished) this.abort.abort();
     });
-    reply.holdOpen(() => this.revoked());
+    reply.holdOpen((why) => this.revoked(why));
   }
 
-  /** The key was revoked: the stream ends now with an error `end`, and the work is told to stop. */
-  private revoked(): void {
-    const e = new ApiError("unauthorized", "The API key was revoked; this stream has ended");
+  /** The key was revoked (or its tenant suspended): the stream ends now with an error `end`, and the work is told to stop. */
+  private revoked(why?: ApiError): void {
+    const e = why ?? new ApiError("unauthorized", "The API key was revoked; this stream has ended");
     this.end({ error: { code: e.code, message: e.message } });
     this.closed = true;
     this.abort.abort();

@@ -15,7 +15,19 @@ const BOOTSTRAP_ID = "bootstrap";
 /** How often last-used times reach the database: a key used all the time costs one write a minute. */
 const LAST_USED_FLUSH_MS = 60_000;
 
-export class KeyDirectory {
+/** The API keys as the HTTP layer uses them (KeyDirectory, or a wrapper of it such as suspensions). */
+export interface ApiKeys {
+  readonly bootstrapTenant: string | undefined;
+  create(input: NewKey): Promise<{ key: string; record: ApiKeyRecord }>;
+  verify(key: string): Promise<ApiKeyRecord | undefined>;
+  list(): Promise<ApiKeyRecord[]>;
+  get(id: string): Promise<ApiKeyRecord | undefined>;
+  isActive(id: string): Promise<boolean>;
+  revoke(idOrPrefix: string): Promise<boolean>;
+  flush(): Promise<void>;
+}
+
+export class KeyDirectory implements ApiKeys {
   private readonly bootstrapHash: string | undefined;
   /** Active keys already verified, by hash (never a miss: an unknown token is looked up each time). */
   private readonly known = new Map<string, ApiKeyRecord>();

@@ -18,7 +18,7 @@ export class TenantDirectory {
     const known = this.cache.get(id);
     if (known) return known;
     const epoch = new Date(0).toISOString();
-    return { id, quotas: { ...NO_QUOTAS }, createdAt: epoch, updatedAt: epoch };
+    return { id, quotas: { ...NO_QUOTAS }, suspendedAt: null, createdAt: epoch, updatedAt: epoch };
   }
 
   /** Sets the given quotas (null clears one back to the default); the others are kept. */
@@ -26,6 +26,18 @@ export class TenantDirectory {
     const record = await this.store.put(id, quotas, new Date().toISOString());
     this.cache.set(id, record);
     return record;
+  }
+
+  /** Suspends (true) or lets the tenant back in (false); a tenant not yet known is created. */
+  async setSuspended(id: string, suspended: boolean): Promise<TenantRecord> {
+    const record = await this.store.setSuspended(id, suspended, new Date().toISOString());
+    this.cache.set(id, record);
+    return record;
+  }
+
+  /** Read on every request: from memory. */
+  isSuspended(id: string): boolean {
+    return (this.cache.get(id)?.suspendedAt ?? null) !== null;
   }
 
   /** The configured tenants, by id. */

@@ -13,6 +13,12 @@ export const TENANT_MIGRATIONS: Migration[] = [
       for (const column of ["max_vector_indexes", "max_vectors", "vector_storage_mb"]) addColumnIfMissing(db, "tenants", column, "INTEGER");
     },
   },
+  {
+    area: "tenants",
+    version: 2,
+    // Suspension. Databases from before versioned areas may have it already.
+    up: (db) => void addColumnIfMissing(db, "tenants", "suspended_at", "TEXT"),
+  },
 ];
 
 /** Quotas as stored: null means "the configured default". */
@@ -40,6 +46,8 @@ export type EffectiveQuotas = { [K in keyof TenantQuotas]: number };
 export interface TenantRecord {
   id: string;
   quotas: TenantQuotas;
+  /** When the operator suspended the tenant (its keys are refused, its open requests ended); null if active. */
+  suspendedAt: string | null;
   createdAt: string;
   updatedAt: string;
 }
@@ -52,6 +60,9 @@ export interface TenantStore {
   put(id: string, quotas: Partial<TenantQuotas>, at: string): Promise<TenantRecord>;
   /** Every configured tenant, by id. */
   list(): Promise<TenantRecord[]>;
+  /** Suspends (since `at`, or since an earlier suspension still in force) or lets the tenant back in
+   * (false), in one atomic step; creates the record if need be. */
+  setSuspended(id: string, suspended: boolean, at: string): Promise<TenantRecord>;
 }
 
 export const NO_QUOTAS: TenantQuotas = {
@@ -89,6 +100,7 @@ interface Row {
   max_vector_indexes: number | null;
   max_vectors: number | null;
   vector_storage_mb: number | null;
+  suspended_at: string | null;
   created_at: string;
   updated_at: string;
 }
@@ -105,6 +117,7 @@ const toRecord = (r: Row): TenantRecord => ({
     maxVectors: r.max_vectors,
     vectorStorageMb: r.vector_storage_mb,
   },
+  suspendedAt: r.suspended_at,
   createdAt: r.created_at,
   updatedAt: r.updated_at,
 });
@@ -112,6 +125,7 @@ const toRecord = (r: Row): TenantRecord => ({
 export class SqliteTenantStore implements TenantStore {
   private readonly stmts;
   private readonly putTx: (id: string, quotas: Partial<TenantQuotas>, at: string) => TenantRecord;
+  private readonly suspendTx: (id: string, suspended: boolean, at: string) => TenantRecord;
 
   constructor(db: Db) {
     migrate(db, TENANT_MIGRATIONS);
@@ -134,6 +148,7 @@ export class SqliteTenantStore implements TenantStore {
       const record: TenantRecord = {
         id,
         quotas: { ...(old ? toRecord(old).quotas : NO_QUOTAS), ...quotas },
+        suspendedAt: old?.suspended_at ?? null,
         createdAt: old?.created_at ?? at,
         updatedAt: at,
       };
@@ -153,6 +168,13 @@ export class SqliteTenantStore implements TenantStore {
       );
       return record;
     });
+    const suspend = db.prepare("UPDATE tenants SET suspended_at = ? WHERE id = ?");
+    this.suspendTx = db.transaction((id: string, suspended: boolean, at: string): TenantRecord => {
+      const record = this.putTx(id, {}, at);
+      const suspendedAt = suspended ? (record.suspendedAt ?? at) : null;
+      suspend.run(suspendedAt, id);
+      return { ...record, suspendedAt };
+    });
   }
 
   async get(id: string): Promise<TenantRecord | undefined> {
@@ -166,5 +188,9 @@ export class SqliteTenantStore implements TenantStore {
 
   async list(): Promise<TenantRecord[]> {
     return this.stmts.list.all().map(toRecord);
+  }
+
+  async setSuspended(id: string, suspended: boolean, at: string): Promise<TenantRecord> {
+    return this.suspendTx(id, suspended, at);
   }
 }

@@ -17,6 +17,7 @@ export function describeTenantStoreContract(name: string, makeStore: () => Promi
       assert.deepEqual(made, {
         id: "t1",
         quotas: { ...NO_QUOTAS, maxSandboxes: 3, vectorStorageMb: 7 },
+        suspendedAt: null,
         createdAt: "2026-01-01T00:00:00.000Z",
         updatedAt: "2026-01-01T00:00:00.000Z",
       });
@@ -42,6 +43,22 @@ export function describeTenantStoreContract(name: string, makeStore: () => Promi
         store.put("t1", { maxVectors: 3 }, "2026-01-01T00:00:00.000Z"),
       ]);
       assert.deepEqual((await store.get("t1"))?.quotas, { ...NO_QUOTAS, maxSandboxes: 1, maxProcesses: 2, maxVectors: 3 });
+    });
+
+    test("suspend: creates the record if need be, keeps the first time, quotas untouched; resume clears it", async () => {
+      const store = await makeStore();
+      const first = await store.setSuspended("t1", true, "2026-01-01T00:00:00.000Z");
+      assert.equal(first.suspendedAt, "2026-01-01T00:00:00.000Z");
+      assert.deepEqual(first.quotas, NO_QUOTAS);
+      await store.put("t1", { maxSandboxes: 2 }, "2026-01-02T00:00:00.000Z");
+      const again = await store.setSuspended("t1", true, "2026-01-03T00:00:00.000Z");
+      assert.equal(again.suspendedAt, "2026-01-01T00:00:00.000Z", "suspending a suspended tenant changes nothing");
+      assert.equal(again.quotas.maxSandboxes, 2);
+      assert.equal((await store.get("t1"))?.suspendedAt, "2026-01-01T00:00:00.000Z");
+      const back = await store.setSuspended("t1", false, "2026-01-04T00:00:00.000Z");
+      assert.equal(back.suspendedAt, null);
+      assert.equal((await store.get("t1"))?.suspendedAt, null);
+      assert.equal((await store.get("t1"))?.quotas.maxSandboxes, 2);
     });
 
     test("list is ordered by id", async () => {

@@ -12,7 +12,7 @@ import { Type } from "@sinclair/typebox";
 import type { FastifyRequest } from "fastify";
 import { ApiError, invalid } from "../../errors.js";
 import type { NetworkService } from "../../network/service.js";
-import type { KeyDirectory } from "../../store/key-directory.js";
+import type { ApiKeys } from "../../store/key-directory.js";
 import { type Holder, holdUntilClosed, type OpenRequests } from "../open-requests.js";
 import { errors } from "../schemas/common.js";
 import { HostUrl, PortParams, ShareBody, ShareResponse } from "../schemas/network.js";
@@ -60,7 +60,7 @@ function parseTarget(url: string): Target | undefined {
  * Who reaches the target: the share token's tenant and key (a link works only while the key that
  * made it does), else the API key's; throws 401 otherwise.
  */
-async function holderFor(network: NetworkService, keys: KeyDirectory, target: Target, key: Holder | undefined): Promise<Holder> {
+async function holderFor(network: NetworkService, keys: ApiKeys, target: Target, key: Holder | undefined): Promise<Holder> {
   if (target.token !== undefined) {
     const claim = network.shareClaim(target.token, target.sandboxId, target.port);
     if (!claim || !(await keys.isActive(claim.keyId))) throw new ApiError("unauthorized", "This share link is invalid or has expired");
@@ -93,7 +93,7 @@ function parsePort(raw: string): number {
 
 export const portRoutes: FastifyPluginAsyncTypebox<{
   network: NetworkService;
-  keys: KeyDirectory;
+  keys: ApiKeys;
   open: OpenRequests;
   publicUrl: string | undefined;
 }> = async (app, { network, keys, open, publicUrl }) => {
@@ -233,14 +233,16 @@ const BEARER = /^Bearer +([\x21-\x7e]{1,512})$/;
 export function installPortUpgrades(
   server: http.Server,
   network: NetworkService,
-  keys: KeyDirectory,
+  keys: ApiKeys,
   open: OpenRequests,
   rootAliases: boolean,
+  /** Maps a host-named port URL (E2B's {port}-{id}.{domain}) onto its path form, as the HTTP routes see it. */
+  rewrite?: (req: http.IncomingMessage) => string,
 ): void {
   server.on("upgrade", (req: http.IncomingMessage, socket: Duplex, head: Buffer) => {
     socket.on("error", () => socket.destroy());
     void (async () => {
-      const url = req.url ?? "";
+      const url = rewrite ? rewrite(req) : (req.url ?? "");
       const target = parseTarget(url);
       if (!target || (!rootAliases && !url.startsWith("/v1/agents/"))) throw new ApiError("not_found", "No WebSocket endpoint here");
       let key: Holder | undefined;

@@ -1,9 +1,12 @@
-// End to end: envd's polled directory watchers (filesystem.Filesystem/CreateWatcher,
-// GetWatcherEvents, RemoveWatcher), which E2B's Python SDK uses for its synchronous
-// `files.watch_dir` and `WatchHandle.get_new_events()`. The Python SDK cannot be installed here,
-// so these are its requests as it sends them: Connect unary calls with the JSON codec, proto3 JSON
-// field names, and its headers.
+// End to end: the envd methods E2B's JavaScript SDK does not call, as raw Connect requests. The
+// polled directory watchers (filesystem.Filesystem/CreateWatcher, GetWatcherEvents,
+// RemoveWatcher) are what E2B's Python SDK uses for its synchronous `files.watch_dir` and
+// `WatchHandle.get_new_events()`; it cannot be installed here, so these are its requests as it
+// sends them: Connect unary calls with the JSON codec, proto3 JSON field names, and its headers.
+// process.Process/StreamInput (client streaming) no SDK sends: a Connect client that streams its
+// request body (chunked over HTTP/1.1) does.
 import assert from "node:assert/strict";
+import http from "node:http";
 import { after, before, describe, test } from "node:test";
 import { Sandbox } from "e2b";
 import { startServer, type TestServer } from "./helpers/server.js";
@@ -160,5 +163,99 @@ describe("polled directory watchers (the Python SDK's watch_dir)", () => {
     await resumed.files.write("after-resume.txt", "x");
     await until(box.sandboxId, watcherId, [], { name: "after-resume.txt", type: "EVENT_TYPE_CREATE" });
     assert.equal((await rpc(box.sandboxId, "RemoveWatcher", { watcherId })).status, 200);
+  });
+});
+
+/** A Connect envelope around one JSON message (flags 0). */
+function envelope(message: unknown): Buffer {
+  const json = Buffer.from(JSON.stringify(message));
+  const head = Buffer.alloc(5);
+  head.writeUInt32BE(json.length, 1);
+  return Buffer.concat([head, json]);
+}
+
+/** The enveloped JSON messages of a Connect streaming response: [flags, message]. */
+function envelopes(buf: Buffer): [number, Record<string, unknown>][] {
+  const out: [number, Record<string, unknown>][] = [];
+  for (let off = 0; off + 5 <= buf.length; ) {
+    const len = buf.readUInt32BE(off + 1);
+    out.push([buf.readUInt8(off), JSON.parse(buf.subarray(off + 5, off + 5 + len).toString())]);
+    off += 5 + len;
+  }
+  return out;
+}
+
+/** An open StreamInput call over HTTP/1.1 (chunked request body): send messages, then end it for the answer. */
+function streamInput(sandboxId: string) {
+  const url = new URL(`${server.url}/e2b/process.Process/StreamInput`);
+  const req = http.request(url, {
+    method: "POST",
+    headers: {
+      "content-type": "application/connect+json",
+      "connect-protocol-version": "1",
+      "x-access-token": server.key,
+      "e2b-sandbox-id": sandboxId,
+    },
+  });
+  const answer = new Promise<{ status: number; messages: [number, Record<string, unknown>][] }>((resolve, reject) => {
+    req.on("response", (res) => {
+      const chunks: Buffer[] = [];
+      res.on("data", (c: Buffer) => chunks.push(c));
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, messages: envelopes(Buffer.concat(chunks)) }));
+    });
+    req.on("error", reject);
+  });
+  req.flushHeaders();
+  return {
+    send: (message: unknown) =>
+      new Promise<void>((resolve, reject) => req.write(envelope(message), (err) => (err ? reject(err) : resolve()))),
+    end: async () => {
+      req.end();
+      return answer;
+    },
+  };
+}
+
+const b64 = (text: string) => Buffer.from(text).toString("base64");
+
+describe("process.Process/StreamInput (client streaming)", () => {
+  let sbx: Sandbox;
+  before(async () => {
+    sbx = await Sandbox.create();
+    sandboxes.push(sbx.sandboxId);
+  });
+
+  test("each input message reaches the process as it arrives, before the client's stream ends", async () => {
+    const cat = await sbx.commands.run("cat", { background: true, stdin: true, timeoutMs: 0 });
+    const call = streamInput(sbx.sandboxId);
+    await call.send({ start: { process: { pid: cat.pid } } });
+    await call.send({ data: { input: { stdin: b64("hello\n") } } });
+    for (let i = 0; i < 100 && !cat.stdout.includes("hello"); i++) await new Promise((resolve) => setTimeout(resolve, 100));
+    assert.equal(cat.stdout, "hello\n", "the first input is written while the stream is still open");
+    await call.send({ keepalive: {} });
+    await call.send({ data: { input: { stdin: b64("world\n") } } });
+    const answer = await call.end();
+    assert.equal(answer.status, 200);
+    assert.deepEqual(answer.messages, [
+      [0, {}],
+      [2, {}],
+    ]);
+    for (let i = 0; i < 100 && !cat.stdout.includes("world"); i++) await new Promise((resolve) => setTimeout(resolve, 100));
+    assert.equal(cat.stdout, "hello\nworld\n");
+    await cat.kill();
+  });
+
+  test("errors end the stream: no start first, an unknown process", async () => {
+    const noStart = streamInput(sbx.sandboxId);
+    await noStart.send({ data: { input: { stdin: b64("x") } } });
+    const a = await noStart.end();
+    assert.equal(a.messages.length, 1, JSON.stringify(a.messages));
+    assert.equal(a.messages[0]?.[0], 2);
+    assert.equal((a.messages[0]?.[1].error as { code: string }).code, "invalid_argument");
+
+    const unknown = streamInput(sbx.sandboxId);
+    await unknown.send({ start: { process: { pid: 999999 } } });
+    const b = await unknown.end();
+    assert.equal((b.messages[0]?.[1].error as { code: string }).code, "not_found");
   });
 });

@@ -216,6 +216,9 @@ function streamInput(sandboxId: string) {
   };
 }
 
+/** The Connect error code an end-of-stream envelope carries. */
+const errorCode = (m: [number, Record<string, unknown>] | undefined) => (m?.[1].error as { code?: string } | undefined)?.code;
+
 const b64 = (text: string) => Buffer.from(text).toString("base64");
 
 describe("process.Process/StreamInput (client streaming)", () => {
@@ -251,11 +254,11 @@ describe("process.Process/StreamInput (client streaming)", () => {
     const a = await noStart.end();
     assert.equal(a.messages.length, 1, JSON.stringify(a.messages));
     assert.equal(a.messages[0]?.[0], 2);
-    assert.equal((a.messages[0]?.[1].error as { code: string }).code, "invalid_argument");
+    assert.equal(errorCode(a.messages[0]), "invalid_argument");
 
     const unknown = streamInput(sbx.sandboxId);
     await unknown.send({ start: { process: { pid: 999999 } } });
     const b = await unknown.end();
-    assert.equal((b.messages[0]?.[1].error as { code: string }).code, "not_found");
+    assert.equal(errorCode(b.messages[0]), "not_found");
   });
 });

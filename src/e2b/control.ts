@@ -142,9 +142,10 @@ export const controlRoutes: FastifyPluginAsync<{ services: Services }> = async (
     const template = body.templateID;
     if (template !== undefined && typeof template !== "string") throw invalid("'templateID' must be a string");
     // A snapshot's id names the snapshot to start from (the SDKs' Sandbox.create(snapshotId)).
-    const snapshotId = template === undefined ? undefined : snapshotOf(request.apiKey.tenantId, template)?.id;
+    const named = template === undefined || DEFAULT_TEMPLATES.has(template) ? undefined : template;
+    const snapshotId = named === undefined ? undefined : snapshotOf(request.apiKey.tenantId, named)?.id;
     return sandbox.createSandbox(request.apiKey, {
-      template: template === undefined || snapshotId || DEFAULT_TEMPLATES.has(template) ? undefined : template,
+      template: snapshotId ? undefined : named,
       snapshotId,
       timeoutS: checkedSeconds(body.timeout, "timeout"),
       metadata: stringMap(body.metadata, "metadata"),

@@ -12,6 +12,7 @@ import {
   RateLimitError,
   Sandbox,
   type SandboxOpts,
+  Template,
   TimeoutError,
 } from "e2b";
 import { createKey } from "./helpers/leftovers.js";
@@ -89,7 +90,7 @@ describe("control API", () => {
   test("what is not mapped says so (not a missing sandbox)", async () => {
     const sbx = await Sandbox.create();
     sandboxes.push(sbx.sandboxId);
-    await assert.rejects(sbx.createSnapshot(), (err: unknown) => {
+    await assert.rejects(sbx.updateNetwork({ allowOut: ["1.1.1.1"] }), (err: unknown) => {
       assert.ok(!(err instanceof NotFoundError), String(err));
       assert.match(String(err), /501.*not supported/);
       return true;
@@ -192,6 +193,68 @@ describe("code interpreter", () => {
     await sbx.removeCodeContext(ctx);
     assert.ok(!(await sbx.listCodeContexts()).some((c) => c.id === ctx.id));
     await assert.rejects(sbx.runCode("1", { context: ctx }), NotFoundError);
+  });
+});
+
+describe("snapshots, forks and templates", () => {
+  test("createSnapshot, listSnapshots, Sandbox.create from the snapshot, deleteSnapshot", async () => {
+    const sbx = await Sandbox.create();
+    sandboxes.push(sbx.sandboxId);
+    await sbx.files.write("app/state.json", '{"step": 1}');
+    const snapshot = await sbx.createSnapshot({ name: "my-snapshot" });
+    assert.equal(typeof snapshot.snapshotId, "string");
+    assert.deepEqual(snapshot.names, [], "snapshots here are named by their id only");
+
+    const mine = await sbx.listSnapshots().nextItems();
+    assert.deepEqual(
+      mine.map((s) => s.snapshotId),
+      [snapshot.snapshotId],
+    );
+    const all = await Sandbox.listSnapshots().nextItems();
+    assert.ok(all.some((s) => s.snapshotId === snapshot.snapshotId));
+    // Natively it is the same snapshot.
+    const native = await client({ url: server.url, key: server.key })<{ sandbox_id: string }>(
+      "GET",
+      `/v1/agents/snapshots/${snapshot.snapshotId}`,
+    );
+    assert.equal(native.body.sandbox_id, sbx.sandboxId);
+
+    const copy = await Sandbox.create(snapshot.snapshotId);
+    sandboxes.push(copy.sandboxId);
+    assert.notEqual(copy.sandboxId, sbx.sandboxId);
+    assert.equal(await copy.files.read("app/state.json"), '{"step": 1}');
+    assert.equal((await copy.commands.run("cat app/state.json")).stdout, '{"step": 1}');
+
+    assert.equal(await Sandbox.deleteSnapshot(snapshot.snapshotId), true);
+    assert.equal(await Sandbox.deleteSnapshot(snapshot.snapshotId), false, "a deleted snapshot is gone");
+    assert.deepEqual(await sbx.listSnapshots().nextItems(), []);
+    await assert.rejects(Sandbox.createSnapshot("nosuchsandbox"), NotFoundError);
+  });
+
+  test("Sandbox.fork: copies with the sandbox's files, each a sandbox of its own", async () => {
+    const sbx = await Sandbox.create();
+    sandboxes.push(sbx.sandboxId);
+    await sbx.files.write("forked.txt", "from the parent");
+    const forks = await Sandbox.fork(sbx.sandboxId, { count: 2, timeoutMs: 600_000 });
+    assert.equal(forks.length, 2);
+    for (const f of forks) {
+      assert.ok(f instanceof Sandbox, String(f));
+      sandboxes.push(f.sandboxId);
+      assert.equal(await f.files.read("forked.txt"), "from the parent");
+      assert.ok((await f.getInfo()).endAt.getTime() - Date.now() > 500_000, "the fork's timeout is the one asked for");
+    }
+    const [first] = forks;
+    assert.ok(first instanceof Sandbox);
+    await first.files.write("forked.txt", "changed in a fork");
+    assert.equal(await sbx.files.read("forked.txt"), "from the parent", "a fork is a copy");
+    await assert.rejects(Sandbox.fork("nosuchsandbox"), NotFoundError);
+  });
+
+  test("Template.exists: E2B's default names and this service's templates", async () => {
+    assert.equal(await Template.exists("code-interpreter-v1"), true);
+    assert.equal(await Template.exists("base"), true);
+    assert.equal(await Template.exists("python-base-v1"), true);
+    assert.equal(await Template.exists("no-such-template"), false);
   });
 });
 

@@ -7,24 +7,12 @@
 // request body (chunked over HTTP/1.1) does.
 import assert from "node:assert/strict";
 import http from "node:http";
-import { after, before, describe, test } from "node:test";
+import { before, describe, test } from "node:test";
 import { Sandbox } from "e2b";
-import { startServer, type TestServer } from "./helpers/server.js";
+import { e2bService } from "./helpers/e2b.js";
 
-let server: TestServer;
-const sandboxes: string[] = [];
-
-before(async () => {
-  server = await startServer();
-  process.env.E2B_API_URL = `${server.url}/e2b`;
-  process.env.E2B_SANDBOX_URL = `${server.url}/e2b`;
-  process.env.E2B_API_KEY = server.key;
-});
-
-after(async () => {
-  for (const id of sandboxes) await Sandbox.kill(id).catch(() => {});
-  await server?.dispose();
-});
+const e2b = e2bService();
+const sandboxes = e2b.sandboxes;
 
 interface Event {
   name: string;
@@ -33,14 +21,14 @@ interface Event {
 
 /** One Connect unary call into sandbox `id`, with the headers E2B's Python SDK sends. */
 async function rpc(id: string, method: string, message: unknown): Promise<{ status: number; body: Record<string, unknown> }> {
-  const res = await fetch(`${server.url}/e2b/filesystem.Filesystem/${method}`, {
+  const res = await fetch(`${e2b.server.url}/e2b/filesystem.Filesystem/${method}`, {
     method: "POST",
     headers: {
       "content-type": "application/json",
       "connect-protocol-version": "1",
       "connect-timeout-ms": "60000",
       "keepalive-ping-interval": "50",
-      "x-access-token": server.key,
+      "x-access-token": e2b.server.key,
       "e2b-sandbox-id": id,
       "e2b-sandbox-port": "49983",
     },
@@ -187,13 +175,13 @@ function envelopes(buf: Buffer): [number, Record<string, unknown>][] {
 
 /** An open StreamInput call over HTTP/1.1 (chunked request body): send messages, then end it for the answer. */
 function streamInput(sandboxId: string) {
-  const url = new URL(`${server.url}/e2b/process.Process/StreamInput`);
+  const url = new URL(`${e2b.server.url}/e2b/process.Process/StreamInput`);
   const req = http.request(url, {
     method: "POST",
     headers: {
       "content-type": "application/connect+json",
       "connect-protocol-version": "1",
-      "x-access-token": server.key,
+      "x-access-token": e2b.server.key,
       "e2b-sandbox-id": sandboxId,
     },
   });

@@ -2,7 +2,7 @@
 // the real service with only E2B_API_URL, E2B_SANDBOX_URL and E2B_API_KEY set: the control API,
 // the code interpreter, files and commands, and the SDKs' own error types.
 import assert from "node:assert/strict";
-import { after, before, describe, test } from "node:test";
+import { before, describe, test } from "node:test";
 import { Sandbox as CodeSandbox } from "@e2b/code-interpreter";
 import {
   AuthenticationError,
@@ -16,22 +16,11 @@ import {
   TimeoutError,
 } from "e2b";
 import { createKey } from "./helpers/leftovers.js";
-import { client, startServer, type TestServer } from "./helpers/server.js";
+import { e2bService, seenEvent } from "./helpers/e2b.js";
+import { client } from "./helpers/server.js";
 
-let server: TestServer;
-const sandboxes: string[] = [];
-
-before(async () => {
-  server = await startServer();
-  process.env.E2B_API_URL = `${server.url}/e2b`;
-  process.env.E2B_SANDBOX_URL = `${server.url}/e2b`;
-  process.env.E2B_API_KEY = server.key;
-});
-
-after(async () => {
-  for (const id of sandboxes) await Sandbox.kill(id).catch(() => {});
-  await server?.dispose();
-});
+const e2b = e2bService();
+const sandboxes = e2b.sandboxes;
 
 async function codeSandbox(opts?: SandboxOpts): Promise<CodeSandbox> {
   const sbx = await CodeSandbox.create(opts);
@@ -78,7 +67,7 @@ describe("control API", () => {
   });
 
   test("the key in E2B's own format (e2b_ + hex of the key, as E2B's Python SDK requires) works too", async () => {
-    const apiKey = `e2b_${Buffer.from(server.key).toString("hex")}`;
+    const apiKey = `e2b_${Buffer.from(e2b.server.key).toString("hex")}`;
     const sbx = await CodeSandbox.create({ apiKey });
     sandboxes.push(sbx.sandboxId);
     assert.equal((await sbx.runCode("1 + 1")).text, "2");
@@ -213,7 +202,7 @@ describe("snapshots, forks and templates", () => {
     const all = await Sandbox.listSnapshots().nextItems();
     assert.ok(all.some((s) => s.snapshotId === snapshot.snapshotId));
     // Natively it is the same snapshot.
-    const native = await client({ url: server.url, key: server.key })<{ sandbox_id: string }>(
+    const native = await client({ url: e2b.server.url, key: e2b.server.key })<{ sandbox_id: string }>(
       "GET",
       `/v1/agents/snapshots/${snapshot.snapshotId}`,
     );
@@ -310,13 +299,7 @@ describe("files", () => {
     await sbx.files.makeDir("watched");
     await sbx.files.write("watched/before.txt", "already here");
     const events: { name: string; type: string }[] = [];
-    const seen = async (name: string, type: string) => {
-      for (let i = 0; i < 150 && !events.some((e) => e.name === name && e.type === type); i++) await new Promise((r) => setTimeout(r, 100));
-      assert.ok(
-        events.some((e) => e.name === name && e.type === type),
-        `${type} ${name} in ${JSON.stringify(events)}`,
-      );
-    };
+    const seen = (name: string, type: string) => seenEvent(events, name, type);
     const handle = await sbx.files.watchDir("watched", (e) => {
       events.push({ name: e.name, type: e.type });
     });
@@ -341,13 +324,7 @@ describe("files", () => {
     await sbx.files.makeDir("tree/a/b");
     await sbx.files.write("tree/a/old.txt", "before the watch");
     const events: { name: string; type: string }[] = [];
-    const seen = async (name: string, type: string) => {
-      for (let i = 0; i < 150 && !events.some((e) => e.name === name && e.type === type); i++) await new Promise((r) => setTimeout(r, 100));
-      assert.ok(
-        events.some((e) => e.name === name && e.type === type),
-        `${type} ${name} in ${JSON.stringify(events)}`,
-      );
-    };
+    const seen = (name: string, type: string) => seenEvent(events, name, type);
     const handle = await sbx.files.watchDir(
       "tree",
       (e) => {
@@ -568,12 +545,12 @@ describe("tenant isolation", () => {
   test("another tenant's key reaches none of a sandbox's E2B routes", async () => {
     const sbx = await codeSandbox();
     await sbx.runCode("secret = 'mine'");
-    const other = createKey(server.dataDir, "e2b-other-tenant").key;
+    const other = createKey(e2b.server.dataDir, "e2b-other-tenant").key;
     await assert.rejects(Sandbox.connect(sbx.sandboxId, { apiKey: other }), NotFoundError);
     await assert.rejects(Sandbox.getInfo(sbx.sandboxId, { apiKey: other }), NotFoundError);
     assert.equal(await Sandbox.kill(sbx.sandboxId, { apiKey: other }), false);
     const inSandbox = (path: string, body: string, type = "application/json") =>
-      fetch(`${server.url}/e2b${path}`, {
+      fetch(`${e2b.server.url}/e2b${path}`, {
         method: "POST",
         headers: { "content-type": type, "x-access-token": other, "e2b-sandbox-id": sbx.sandboxId, "e2b-sandbox-port": "49999" },
         body,
@@ -610,13 +587,13 @@ describe("Connect wire format", () => {
   test("a quiet process stream gets keepalives at the asked interval, then its end", async () => {
     const sbx = await Sandbox.create();
     sandboxes.push(sbx.sandboxId);
-    const res = await fetch(`${server.url}/e2b/process.Process/Start`, {
+    const res = await fetch(`${e2b.server.url}/e2b/process.Process/Start`, {
       method: "POST",
       headers: {
         "content-type": "application/connect+json",
         "connect-protocol-version": "1",
         "keepalive-ping-interval": "1",
-        "x-access-token": server.key,
+        "x-access-token": e2b.server.key,
         "e2b-sandbox-id": sbx.sandboxId,
       },
       body: new Uint8Array(envelope({ process: { cmd: "/bin/bash", args: ["-c", "sleep 2.5; echo hi"] } })),
@@ -636,7 +613,7 @@ describe("Connect wire format", () => {
 
 describe("key revocation", () => {
   test("revoking the key ends a command stream of the E2B SDK at once", async () => {
-    const admin = client({ url: server.url, key: server.adminKey });
+    const admin = client({ url: e2b.server.url, key: e2b.server.adminKey });
     const made = await admin<{ key: string; id: string }>("POST", "/v1/admin/keys", { name: "e2b-doomed", tenant_id: "e2b-revoke" });
     assert.equal(made.status, 201, JSON.stringify(made.body));
     const sbx = await Sandbox.create({ apiKey: made.body.key });
@@ -661,7 +638,7 @@ describe("key revocation", () => {
 
 describe("execution slots", () => {
   test("a command holds a slot while its client follows it: a second one over the key's limit is refused, as natively", async () => {
-    const admin = client({ url: server.url, key: server.adminKey });
+    const admin = client({ url: e2b.server.url, key: e2b.server.adminKey });
     const made = await admin<{ key: string }>("POST", "/v1/admin/keys", {
       name: "e2b-one-run",
       tenant_id: "e2b-slots",
@@ -689,7 +666,7 @@ describe("execution slots", () => {
 
     await assert.rejects(sbx.commands.run("echo two"), RateLimitError);
     // On the wire: resource_exhausted with the Retry-After of the native 429, before any process starts.
-    const res = await fetch(`${server.url}/e2b/process.Process/Start`, {
+    const res = await fetch(`${e2b.server.url}/e2b/process.Process/Start`, {
       method: "POST",
       headers: { "content-type": "application/connect+json", "x-access-token": apiKey, "e2b-sandbox-id": sbx.sandboxId },
       body: new Uint8Array(envelope({ process: { cmd: "/bin/bash", args: ["-c", "touch /home/user/ran"] } })),
@@ -710,7 +687,7 @@ describe("execution slots", () => {
   });
 
   test("a command whose client disconnects gives its slot back and runs on, as a native background process", async () => {
-    const admin = client({ url: server.url, key: server.adminKey });
+    const admin = client({ url: e2b.server.url, key: e2b.server.adminKey });
     const made = await admin<{ key: string }>("POST", "/v1/admin/keys", {
       name: "e2b-one-run-2",
       tenant_id: "e2b-slots",

@@ -216,7 +216,7 @@ async function benchEmbeddings(): Promise<string> {
       perSentence.push((performance.now() - t) / 32);
     }
     return printTable("embeddings, default model (universal-sentence-encoder-lite), batches of 32: ms per sentence", [
-      { name: "ms per sentence", samples: perSentence, wallMs: perSentence.reduce((a, b) => a + b, 0), ops: perSentence.length * 32 },
+      { name: "ms per sentence", samples: perSentence, wallMs: perSentence.reduce((a, b) => a + b, 0) * 32, ops: perSentence.length * 32 },
     ]);
   } finally {
     await server.dispose();

@@ -23,6 +23,7 @@ import { openEvents } from "./events/setup.js";
 import { SqliteSandboxStore } from "./store/sandboxes.js";
 import { SqliteSnapshotStore } from "./store/snapshots.js";
 import { SqliteTenantStore } from "./store/tenants.js";
+import { openTemplates } from "./templates/setup.js";
 import { openVectors } from "./vectors/setup.js";
 
 async function main(): Promise<void> {
@@ -52,6 +53,8 @@ async function main(): Promise<void> {
   const sandboxes = new SandboxManager(config, new SqliteSandboxStore(db), tenants, logger, snapshots, storage);
   // Before init(): the ends recorded while re-adopting (timed_out, host_restart) are events too.
   const eventsArea = openEvents(db, sandboxes.events, logger);
+  // Before init(): re-adopted sandboxes of tenants' own templates start on their template's root.
+  const templates = await openTemplates(config, db, sandboxes, logger);
   await sandboxes.init();
   const network = new NetworkService(config, sandboxes, new NetworkStore(db), logger);
   sandboxes.lifecycle.useNetwork({
@@ -91,6 +94,7 @@ async function main(): Promise<void> {
       vectors: vectorsArea.vectors,
       deployments: deploymentsArea,
       files,
+      templates,
     },
     logger,
   );

@@ -258,15 +258,9 @@ export class Lifecycle {
     h.resuming = (async () => {
       this.m.checkRoom(record.tenantId, 1);
       await h.released;
-      const box = await this.m.startBox(record.id, record.hostUid);
+      const box = await this.m.startBox(record.id, record.hostUid, this.m.customTemplateOf(record));
       try {
-        await this.m.cgroups.assign(
-          box.cgroup,
-          record.tenantId,
-          record.hostUid,
-          this.m.config.limits,
-          this.m.tenantLimits(record.tenantId),
-        );
+        await this.m.cgroups.assign(box.cgroup, record.tenantId, record.hostUid, box.spec.limits, this.m.tenantLimits(record.tenantId));
         if (Object.keys(record.envVars).length) await box.setEnv(record.envVars);
         await this.files.restore(box, this.files.pathOf(h.snapshot.id), h.snapshot.sha256);
       } catch (err) {

@@ -8,7 +8,7 @@ import crypto from "node:crypto";
 import fs from "node:fs";
 import os from "node:os";
 import type { Logger } from "pino";
-import { type Config, tenantQuotaDefaults } from "../config.js";
+import { type Config, type Limits, tenantQuotaDefaults } from "../config.js";
 import { ApiError, sandboxNotFound, sandboxPaused } from "../errors.js";
 import { type EndedBy, type EndReason, type EventDetail, LifecycleBus } from "../events/bus.js";
 import type { StorageQuota } from "../files/quota.js";
@@ -16,6 +16,7 @@ import { endStatus, type ListFilter, type SandboxRecord, type SandboxStore } fro
 import type { SnapshotStore } from "../store/snapshots.js";
 import { type EffectiveQuotas, effectiveQuotas, type TenantStore } from "../store/tenants.js";
 import { Box } from "./box.js";
+import type { TemplateRoot } from "./bwrap.js";
 import { CgroupManager, type TenantLimits } from "./cgroup.js";
 import { DeadlineQueue } from "./deadlines.js";
 import { Lifecycle } from "./lifecycle.js";
@@ -51,6 +52,20 @@ function uidBlockStart(workspaceDir: string): number {
   const block = crypto.createHash("sha256").update(workspaceDir).digest().readUInt32BE(0) % UID_BLOCKS;
   return UID_BASE + block * UID_RANGE;
 }
+
+/** A tenant's own template as a sandbox starts from it (src/templates/ resolves them). */
+export interface CustomTemplate {
+  /** The template's id (what the sandbox's record keeps). */
+  id: string;
+  root: TemplateRoot;
+  /** The sandbox's limits (the template's, never above the service's). */
+  limits: Limits;
+  /** Environment variables every sandbox of the template starts with (a create's own win). */
+  envVars: Record<string, string>;
+}
+
+/** Looks up a tenant's own templates by id (or name); undefined when the tenant has no such template. */
+export type TemplateCatalog = (tenantId: string, idOrName: string) => CustomTemplate | undefined;
 
 /** What a sandbox does when its life runs out: end (default), pause, or snapshot its files and end. */
 export type OnTimeout = "kill" | "pause" | "snapshot";
@@ -162,6 +177,8 @@ export class SandboxManager {
   /** The same per tenant, so that concurrent creates cannot overshoot a tenant's quota. */
   private readonly pendingByTenant = new Map<string, number>();
   private readonly endedListeners = new Set<(id: string) => void>();
+  /** Tenants' own templates (set by the templates area); absent, only the built-ins exist. */
+  private catalog: TemplateCatalog | undefined;
   /** Cleanups of ended sandboxes still running in the background (close() waits for them). */
   private readonly teardowns = new Set<Promise<void>>();
 
@@ -193,6 +210,26 @@ export class SandboxManager {
     this.starts = new StartMeter(Math.max(1, config.maxParallelStarts));
     this.quotaDefaults = tenantQuotaDefaults(config);
     this.lifecycle = new Lifecycle(this, snapshots, storage);
+  }
+
+  /** Lets sandboxes start from tenants' own templates (src/templates/); before init(), so re-adoption finds them. */
+  useTemplates(catalog: TemplateCatalog): void {
+    this.catalog = catalog;
+  }
+
+  /** @internal the custom template a record's sandbox runs in (undefined for the built-ins). */
+  customTemplateOf(record: Pick<SandboxRecord, "tenantId" | "template">): CustomTemplate | undefined {
+    if (this.templates.some((t) => t.id === record.template)) return undefined;
+    const custom = this.catalog?.(record.tenantId, record.template);
+    if (!custom) throw new ApiError("template_not_found", `Template '${record.template}' does not exist`);
+    return custom;
+  }
+
+  /** Live (or paused) sandboxes started from a template: a template in use cannot be deleted. */
+  sandboxesOfTemplate(templateId: string): number {
+    let n = 0;
+    for (const { record } of this.live.values()) if (record.template === templateId) n++;
+    return n;
   }
 
   /** The tenant's quotas now: its own where the operator set them, the configured defaults elsewhere. */
@@ -246,8 +283,8 @@ export class SandboxManager {
       for (let record = adopt.shift(); record; record = adopt.shift()) {
         let box: Box | undefined;
         try {
-          box = await this.startBox(record.id, record.hostUid);
-          await this.cgroups.assign(box.cgroup, record.tenantId, box.spec.uid, this.config.limits, this.tenantLimits(record.tenantId));
+          box = await this.startBox(record.id, record.hostUid, this.customTemplateOf(record));
+          await this.cgroups.assign(box.cgroup, record.tenantId, box.spec.uid, box.spec.limits, this.tenantLimits(record.tenantId));
           if (Object.keys(record.envVars).length) await box.setEnv(record.envVars);
           this.addLive(record, box, this.lifeOf(record), this.lifecycle.onTimeoutOf(record.id));
           this.log.info({ sandbox_id: record.id }, "re-adopted sandbox after restart");
@@ -311,7 +348,7 @@ export class SandboxManager {
   }
 
   /** @internal starts a sandbox process outside the pool (re-adoption, resuming a hibernated sandbox). */
-  startBox(name: string, uid: number): Promise<Box> {
+  startBox(name: string, uid: number, custom?: CustomTemplate): Promise<Box> {
     const onLog = (line: string) => this.log.warn({ sandbox_id: name }, `sandbox process: ${line}`);
     // Killed by the OOM killer, the sandbox ends (reason oom); any other death of its processes is
     // repaired by a restart at its next use.
@@ -320,7 +357,16 @@ export class SandboxManager {
         void this.end(name, { reason: "oom", detail: { message: "the sandbox's processes were killed for exceeding its memory limit" } });
     };
     return Box.start(
-      { name, uid, limits: this.config.limits, seccomp: this.seccomp, spawner: this.spawner, onLog, onDied },
+      {
+        name,
+        uid,
+        limits: custom?.limits ?? this.config.limits,
+        seccomp: this.seccomp,
+        spawner: this.spawner,
+        onLog,
+        onDied,
+        ...(custom ? { root: custom.root } : {}),
+      },
       this.cgroups,
       this.workspaces,
     );
@@ -419,6 +465,24 @@ export class SandboxManager {
   }
 
   /**
+   * A sandbox of a custom template, started now for this create (the warm pool holds only the
+   * built-ins' sandboxes), with a uid of its own that is given back if the start fails.
+   */
+  private async takeCustom(custom: CustomTemplate): Promise<Box> {
+    const uid = this.allocateUid();
+    try {
+      return await this.startBox(crypto.randomUUID(), uid, custom);
+    } catch (err) {
+      this.usedUids.delete(uid);
+      this.log.error({ err, template: custom.id }, "sandbox of a custom template failed to start");
+      throw new ApiError(
+        "internal_error",
+        `A sandbox of template '${custom.id}' could not be started: ${String((err as Error)?.message ?? err).slice(0, 300)}`,
+      );
+    }
+  }
+
+  /**
    * The queue is full: if `tenantId` holds less than its equal part of it, the newest create of
    * the tenant holding the most is refused (503, as if it had come too late) and true is returned.
    */
@@ -494,7 +558,7 @@ export class SandboxManager {
    * sandbox that cannot be moved is ended rather than left outside its tenant's limits.
    */
   private joinTenant(record: SandboxRecord, box: Box, limits: TenantLimits): void {
-    this.cgroups.assign(box.cgroup, record.tenantId, box.spec.uid, this.config.limits, limits).catch((err) => {
+    this.cgroups.assign(box.cgroup, record.tenantId, box.spec.uid, box.spec.limits, limits).catch((err) => {
       this.log.error({ err, sandbox_id: record.id }, "could not move the sandbox into its tenant's cgroup; ending it");
       void this.end(record.id, { reason: "error", detail: { message: "could not join the tenant's cgroup" } });
     });
@@ -526,8 +590,11 @@ export class SandboxManager {
 
   async create(tenantId: string, given: CreateInput): Promise<SandboxRecord> {
     const input = given.snapshotId === undefined ? given : this.lifecycle.fromSnapshot(tenantId, given.snapshotId, given);
-    const template = input.template ?? "python-base-v1";
-    if (!this.templates.some((t) => t.id === template)) throw new ApiError("template_not_found", `Template '${template}' does not exist`);
+    const asked = input.template ?? "python-base-v1";
+    // A tenant's own template: started on its own root (no warm pool holds one), see takeCustom().
+    const custom = this.customTemplateOf({ tenantId, template: asked });
+    const template = custom?.id ?? asked;
+    const envVars = custom && Object.keys(custom.envVars).length ? { ...custom.envVars, ...input.envVars } : input.envVars;
     const quota = this.checkRoom(tenantId, 1);
     const tenantPending = this.pendingByTenant.get(tenantId) ?? 0;
     const timeoutS = input.timeoutS ?? this.config.defaultSandboxTimeoutS;
@@ -535,11 +602,14 @@ export class SandboxManager {
     this.pendingByTenant.set(tenantId, tenantPending + 1);
     let box: Box | undefined;
     try {
-      box = await this.takeBox(tenantId);
-      this.demand.record();
-      // After the reply is written: starting a sandbox forks processes, which would delay it.
-      setImmediate(() => this.fillPool());
-      if (input.envVars && Object.keys(input.envVars).length) await box.setEnv(input.envVars);
+      if (custom) box = await this.takeCustom(custom);
+      else {
+        box = await this.takeBox(tenantId);
+        this.demand.record();
+        // After the reply is written: starting a sandbox forks processes, which would delay it.
+        setImmediate(() => this.fillPool());
+      }
+      if (envVars && Object.keys(envVars).length) await box.setEnv(envVars);
       if (input.restore) await input.restore(box);
       const now = new Date();
       const record: SandboxRecord = {
@@ -548,9 +618,9 @@ export class SandboxManager {
         template,
         status: "running",
         metadata: input.metadata ?? {},
-        envVars: input.envVars ?? {},
-        cpuCount: this.config.limits.cpus,
-        memoryMb: this.config.limits.memoryMb,
+        envVars: envVars ?? {},
+        cpuCount: box.spec.limits.cpus,
+        memoryMb: box.spec.limits.memoryMb,
         hostUid: box.spec.uid,
         startedAt: now.toISOString(),
         timeoutAt: new Date(now.getTime() + timeoutS * 1000).toISOString(),

@@ -39,6 +39,9 @@ before(async () => {
     copyHostPython(rootfs);
     put(rootfs, "opt/marker/MARKER", "from-the-image\n");
     put(rootfs, "usr/lib/python3/dist-packages/imagepkg/__init__.py", "ORIGIN = 'imagepkg inside the image'\n");
+    // The public CA bundle, as any image that fetches over HTTPS has (pip refuses to start without one).
+    const ca = "/etc/ssl/certs/ca-certificates.crt";
+    if (fs.existsSync(ca)) put(rootfs, ca.slice(1), fs.readFileSync(ca, "utf8"));
   });
   bareImage = buildAndPush(registry.host, "test/bare", (rootfs) => {
     put(rootfs, "opt/marker/MARKER", "bare-image\n");
@@ -52,6 +55,8 @@ before(async () => {
       AGENTBOX_TEMPLATE_DIR: templateDir,
       AGENTBOX_TEMPLATE_REGISTRIES: registry.host,
       AGENTBOX_TEMPLATE_INSECURE_REGISTRIES: registry.host,
+      // Short, for the deadline test; every other build here takes a few seconds.
+      AGENTBOX_TEMPLATE_BUILD_TIMEOUT_S: "40",
     },
   });
   call = client(server);
@@ -167,6 +172,99 @@ describe("a template from an image with its own Python", { skip: !haveImageTools
     );
     assert.deepEqual(out.trim().split("\n"), ["False", "True"]);
     await call("DELETE", `/v1/agents/sandboxes/${id}`);
+  });
+
+  test("build steps on it (mkdir, copy_file, run) make a new template; the base is unchanged", async () => {
+    const s = await build({
+      name: "py-steps",
+      template_id: templateId,
+      build_steps: [
+        { type: "mkdir", args: ["/opt/built"] },
+        { type: "copy_file", args: ["/opt/built/hello.txt"], content: Buffer.from("hello from a step\n").toString("base64") },
+        { type: "run", args: ["printf 'X = 42\\n' > /usr/lib/python3/dist-packages/stepmod.py && echo step-ran"] },
+        { type: "run", args: ["python3 -c \"import imagepkg; open('/opt/built/ran', 'w').write(imagepkg.ORIGIN)\""] },
+      ],
+    });
+    assert.equal(s.status, "completed", JSON.stringify(s));
+    const got = await call<{ base_image: string }>("GET", `/v1/agents/templates/${s.template_id}`);
+    assert.equal(got.body.base_image, pyImage);
+    const id = await createSandbox(call, { template: s.template_id });
+    const out = await pythonStdout(
+      call,
+      id,
+      "import stepmod\nprint(stepmod.X)\nprint(open('/opt/built/hello.txt').read().strip())\nprint(open('/opt/built/ran').read())\nprint(open('/opt/marker/MARKER').read().strip())",
+    );
+    assert.deepEqual(out.trim().split("\n"), ["42", "hello from a step", "imagepkg inside the image", "from-the-image"]);
+    // Read-only like any template's root; the base template never saw the steps.
+    assert.match((await sh(id, "echo x 2>&1 > /opt/built/hello.txt")).stdout, /Read-only file system/);
+    const base = await pythonStdout(call, sandboxId, "import os\nprint(os.path.exists('/opt/built'))");
+    assert.equal(base.trim(), "False");
+    const logs = await fetch(`${server.url}/v1/agents/templates/builds/${s.build_id}/logs`, {
+      headers: { authorization: `Bearer ${server.key}` },
+    });
+    assert.match(await logs.text(), /step 3 \(run\)[\s\S]*step-ran/);
+    await call("DELETE", `/v1/agents/sandboxes/${id}`);
+    assert.equal((await call("DELETE", `/v1/agents/templates/${s.template_id}`)).status, 204);
+  });
+
+  test("a failing step fails the build, which names the step and says why", async () => {
+    const s = await build({
+      name: "py-fails",
+      template_id: templateId,
+      build_steps: [
+        { type: "mkdir", args: ["/opt/a"] },
+        { type: "run", args: ["echo about to fail >&2; exit 3"] },
+      ],
+    });
+    assert.equal(s.status, "failed");
+    assert.match(s.error ?? "", /^step 2 \(run\) failed: exit 3: about to fail/);
+  });
+
+  test("a network step fails clearly: build sandboxes have no network", async () => {
+    const s = await build({ name: "py-pip", template_id: templateId, build_steps: [{ type: "pip_install", args: ["requests"] }] });
+    assert.equal(s.status, "failed");
+    assert.match(s.error ?? "", /^step 1 \(pip_install\) failed: exit 1: /);
+    assert.match(s.error ?? "", /No matching distribution|Could not find a version|network|resolution/i);
+  });
+
+  test("a step over the build's memory is killed and the build fails", async () => {
+    const s = await build({
+      name: "py-oom",
+      template_id: templateId,
+      memory_mb: 128,
+      build_steps: [{ type: "run", args: ["python3 -c 'x = bytearray(1 << 30)'"] }],
+    });
+    assert.equal(s.status, "failed");
+    assert.match(s.error ?? "", /^step 1 \(run\) failed: exit 137/);
+  });
+
+  test("a step past the build's deadline ends the build with that reason", async () => {
+    const s = await build({
+      name: "py-slow",
+      template_id: templateId,
+      build_steps: [{ type: "run", args: ["python3 -c 'import time; time.sleep(600)'"] }],
+    });
+    assert.equal(s.status, "failed");
+    assert.match(s.error ?? "", /step 1 \(run\) did not finish before the build's deadline \(AGENTBOX_TEMPLATE_BUILD_TIMEOUT_S\)/);
+  });
+
+  test("steps need a base of your own: a built-in or no base is refused", async () => {
+    const steps = [{ type: "mkdir", args: ["/x"] }];
+    assertError(
+      await call("POST", "/v1/agents/templates/build", { name: "s1", template_id: "python-base-v1", build_steps: steps }),
+      400,
+      "invalid_request",
+    );
+    assertError(await call("POST", "/v1/agents/templates/build", { name: "s2", build_steps: steps }), 400, "invalid_request");
+    assertError(
+      await call("POST", "/v1/agents/templates/build", {
+        name: "s3",
+        template_id: templateId,
+        build_steps: [{ type: "mkdir", args: ["relative"] }],
+      }),
+      400,
+      "invalid_request",
+    );
   });
 
   test("a template in use is not deleted; once its sandboxes end it is, and is gone", async () => {

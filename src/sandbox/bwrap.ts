@@ -127,6 +127,12 @@ export interface TemplateRoot {
    * the supervisor, and so the python kernel, runs on it. Absent, on the host's.
    */
   python?: string;
+  /**
+   * A template build's sandbox (src/templates/steps.ts): the root is its own copy, bound writable,
+   * and the supervisor is uid 0 of the sandbox's user namespace, which is still the sandbox's
+   * unprivileged host uid (the copy is owned by it), so installers may write anywhere in the copy.
+   */
+  build?: boolean;
 }
 
 /**
@@ -159,7 +165,7 @@ export function hostLoader(): { loader: string; libDir: string } {
 /** The read-only system of a template's sandbox: the image's root, the host's /usr beside the runtime. */
 function templateView(root: TemplateRoot): string[][] {
   return [
-    ["--ro-bind", root.dir, "/"],
+    [root.build ? "--bind" : "--ro-bind", root.dir, "/"],
     ["--tmpfs", "/opt/agentbox"],
     ["--ro-bind", "/usr", HOST_USR],
     ["--tmpfs", `${HOST_USR}/local`],
@@ -209,7 +215,9 @@ export function planBwrap(
   const files = sandboxFiles();
   const opts = [
     ["--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent", "--new-session"],
-    ["--uid", String(SANDBOX_UID), "--gid", String(SANDBOX_UID), "--hostname", "sandbox"],
+    root?.build
+      ? ["--uid", "0", "--gid", "0", "--hostname", "sandbox"]
+      : ["--uid", String(SANDBOX_UID), "--gid", String(SANDBOX_UID), "--hostname", "sandbox"],
     ...(root ? templateView(root) : [...SYSTEM_VIEW, ...HOST_ETC]),
     ["--ro-bind", makeNetDir(workspace), "/run/agentbox"],
     ["--proc", "/proc", "--dev", "/dev"],
@@ -236,7 +244,8 @@ export function planBwrap(
   // The runtime's tmpfs in a template's sandbox is read-only once its files are in.
   if (root) opts.push("--remount-ro", "/opt/agentbox");
   // Last: the root itself (/, /etc, /opt, /home) read-only; /home/user, /tmp, /dev and /proc are their own mounts.
-  opts.push("--remount-ro", "/");
+  // (A build's root stays writable: its changes are the new template.)
+  if (!root?.build) opts.push("--remount-ro", "/");
   const args = Buffer.from(`${opts.join("\0")}\0`);
   fds.set(4, args);
   return {

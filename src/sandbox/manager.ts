@@ -225,6 +225,24 @@ export class SandboxManager {
     return custom;
   }
 
+  /**
+   * A sandbox for one template build (src/templates/steps.ts), outside every tenant's count: no
+   * record, no pool. `prepare` gets the sandbox's host uid first (the build's root must be its own)
+   * and says what to start; release() ends the sandbox and frees the uid.
+   */
+  async buildBox(prepare: (uid: number) => Promise<CustomTemplate>): Promise<{ box: Box; release(): Promise<void> }> {
+    if (this.closing) throw new ApiError("at_capacity", "The service is shutting down", 5);
+    const uid = this.allocateUid();
+    let box: Box;
+    try {
+      box = await this.startBox(crypto.randomUUID(), uid, await prepare(uid));
+    } catch (err) {
+      this.usedUids.delete(uid);
+      throw err;
+    }
+    return { box, release: () => this.release(box) };
+  }
+
   /** Live (or paused) sandboxes started from a template: a template in use cannot be deleted. */
   sandboxesOfTemplate(templateId: string): number {
     let n = 0;

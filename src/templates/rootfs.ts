@@ -18,12 +18,15 @@ const PYTHONS = ["usr/local/bin/python3", "usr/bin/python3"];
 export class RootfsStore {
   readonly root: string;
   readonly workRoot: string;
+  /** Build steps' writable copies (each a tmpfs while its build runs). */
+  readonly layerRoot: string;
 
   constructor(dir: string) {
     this.root = path.join(dir, "rootfs");
     this.workRoot = path.join(dir, "work");
+    this.layerRoot = path.join(dir, "layers");
     // Traversable (not listable) by the sandboxes' host uids, which open their template's root.
-    for (const d of [dir, this.root, this.workRoot]) fs.mkdirSync(d, { recursive: true, mode: 0o711 });
+    for (const d of [dir, this.root, this.workRoot, this.layerRoot]) fs.mkdirSync(d, { recursive: true, mode: 0o711 });
     for (let d = dir; d !== path.dirname(d); d = path.dirname(d)) {
       if ((fs.statSync(d).mode & 0o001) === 0) {
         throw new Error(`template directory ${dir} is not reachable by sandbox users: ${d} lacks o+x (set AGENTBOX_TEMPLATE_DIR)`);
@@ -46,6 +49,10 @@ export class RootfsStore {
     await fs.promises.mkdir(dir, { mode: 0o700 });
     await fs.promises.chown(dir, uid, uid).catch(() => {});
     return dir;
+  }
+
+  layerDir(buildId: string): string {
+    return path.join(this.layerRoot, buildId);
   }
 
   async removeWork(buildId: string): Promise<void> {

@@ -29,9 +29,10 @@ export const templateRoutes: FastifyPluginAsyncTypebox<{ templates: TemplateServ
         tags: ["templates"],
         summary: "Build a template from an image",
         description:
-          "Starts building a template of your own from `docker_image` (pulled from a registry the operator allows; `registry_auth` for a private one). " +
-          "Answers 202 at once; follow the build with GET /templates/builds/{build_id}/status or its logs. Sandboxes created with the " +
-          "template's id (or name) run in the image's root filesystem. `dockerfile` and `build_steps` are not supported yet (400).",
+          "Starts building a template of your own from `docker_image` (pulled from a registry the operator allows; `registry_auth` for a private one), " +
+          "or from `template_id` (one of your templates), and then runs `build_steps` on it in a build sandbox. Answers 202 at once; follow the " +
+          "build with GET /templates/builds/{build_id}/status or its logs. Sandboxes created with the template's id (or name) run in its root " +
+          "filesystem. `dockerfile` is not supported yet (400).",
         body: BuildBody,
         response: { 202: BuildAccepted, ...errors(400, 401, 409, 429, 503) },
       },

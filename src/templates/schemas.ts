@@ -2,15 +2,14 @@
 // validate requests and generate the OpenAPI document.
 import { Type } from "@sinclair/typebox";
 import { StringMap } from "../api/schemas/common.js";
+import { STEP_TYPES, type StepType } from "./steps.js";
 
 export const TemplateIdParams = Type.Object({ template_id: Type.String({ minLength: 1, maxLength: 128 }) });
 export const BuildIdParams = Type.Object({ build_id: Type.String({ minLength: 1, maxLength: 128 }) });
 
 const BuildStep = Type.Object(
   {
-    type: Type.Union(
-      ["run", "pip_install", "npm_install", "apt_install", "bun_install", "copy_file", "git_clone", "mkdir"].map((t) => Type.Literal(t)),
-    ),
+    type: Type.Unsafe<StepType>(Type.String({ enum: [...STEP_TYPES] })),
     args: Type.Optional(Type.Array(Type.String({ maxLength: 4096 }), { maxItems: 256 })),
     content: Type.Optional(Type.String({ maxLength: 16 * 2 ** 20, description: "base64 (copy_file)" })),
     options: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
@@ -27,7 +26,9 @@ export const BuildBody = Type.Object(
       description: "Unique among your templates",
     }),
     description: Type.Optional(Type.String({ maxLength: 1024 })),
-    template_id: Type.Optional(Type.String({ maxLength: 128, description: "Base template for build_steps (not supported yet)" })),
+    template_id: Type.Optional(
+      Type.String({ maxLength: 128, description: "One of your templates to run build_steps on (instead of docker_image)" }),
+    ),
     docker_image: Type.Optional(
       Type.String({
         minLength: 1,
@@ -49,7 +50,9 @@ export const BuildBody = Type.Object(
     ready_cmd: Type.Optional(Type.String({ maxLength: 4096, description: "Not supported (400)" })),
     ready_timeout_secs: Type.Optional(Type.Integer({ minimum: 0, maximum: 3600 })),
     environment: Type.Optional(StringMap),
-    build_steps: Type.Optional(Type.Array(BuildStep, { maxItems: 256, description: "Not supported yet (400)" })),
+    build_steps: Type.Optional(
+      Type.Array(BuildStep, { maxItems: 256, description: "Run in order in a build sandbox on docker_image's or template_id's root" }),
+    ),
     tags: Type.Optional(StringMap),
   },
   { additionalProperties: false },

@@ -5,13 +5,15 @@
 import crypto from "node:crypto";
 import type { Limits } from "../config.js";
 import { ApiError } from "../errors.js";
+import type { Box } from "../sandbox/box.js";
 import type { CustomTemplate } from "../sandbox/manager.js";
 import type { Template } from "../sandbox/templates.js";
 import { BuildLog } from "./build-log.js";
 import { pullImage, type RegistryAuth, ToolError } from "./pull.js";
-import { checkAllowed, parseImageRef } from "./reference.js";
+import { checkAllowed, type ImageRef, parseImageRef } from "./reference.js";
 import type { RootfsStore } from "./rootfs.js";
 import type { TemplateSettings } from "./settings.js";
+import { checkSteps, runSteps, type Step } from "./steps.js";
 import type { BuildRecord, TemplateRecord, TemplateStore } from "./store.js";
 
 export interface BuildInput {
@@ -19,7 +21,7 @@ export interface BuildInput {
   description?: string;
   dockerImage?: string;
   dockerfile?: string;
-  buildSteps?: unknown[];
+  buildSteps?: Step[];
   baseTemplateId?: string;
   vcpuCount?: number;
   memoryMb?: number;
@@ -40,7 +42,19 @@ export interface TemplateDeps {
   builtIns: Template[];
   /** Live sandboxes started from a template (one in use is not deleted). */
   sandboxesOf(templateId: string): number;
+  /** A sandbox for build steps (SandboxManager.buildBox). */
+  buildBox(prepare: (uid: number) => Promise<CustomTemplate>): Promise<{ box: Box; release(): Promise<void> }>;
   log: (fields: Record<string, unknown>, msg: string) => void;
+}
+
+/** What a build does, checked before anything is recorded. */
+interface Plan {
+  /** The image to pull, or... */
+  ref?: ImageRef;
+  auth?: RegistryAuth;
+  /** ...the tenant's template to start from. */
+  base?: TemplateRecord;
+  steps: Step[];
 }
 
 const notFound = (id: string) => new ApiError("template_not_found", `Template '${id}' does not exist`);
@@ -149,7 +163,7 @@ export class TemplateService {
   }
 
   build(tenantId: string, input: BuildInput): { template: TemplateRecord; build: BuildRecord } {
-    const plan = this.plan(input);
+    const plan = this.plan(tenantId, input);
     if (this.d.store.templateByName(tenantId, input.name)) {
       throw new ApiError("conflict", `A template named '${input.name}' exists already; delete it or choose another name`);
     }
@@ -171,7 +185,7 @@ export class TemplateService {
       name: input.name,
       description: input.description ?? "",
       ...limits,
-      baseImage: input.dockerImage ?? null,
+      baseImage: input.dockerImage ?? plan.base?.baseImage ?? null,
       environment: input.environment ?? {},
       tags: input.tags ?? {},
       rootfs: null,
@@ -202,7 +216,7 @@ export class TemplateService {
   }
 
   /** What the build will do, checked before anything is recorded (a bad request is a 400 now, not a failed build). */
-  private plan(input: BuildInput): { ref: ReturnType<typeof parseImageRef>; auth?: RegistryAuth } {
+  private plan(tenantId: string, input: BuildInput): Plan {
     if (input.startCmd || input.readyCmd) {
       throw new ApiError("invalid_request", "start_cmd and ready_cmd are not supported: sandboxes start the service's own runtime");
     }
@@ -212,13 +226,30 @@ export class TemplateService {
         "Building from a dockerfile is not supported yet: build the image elsewhere and give its docker_image",
       );
     }
-    if (input.buildSteps !== undefined && input.buildSteps.length > 0) {
-      throw new ApiError("invalid_request", "build_steps are not supported yet: bake the steps into an image and give its docker_image");
+    const steps = input.buildSteps ?? [];
+    checkSteps(steps);
+    if (input.dockerImage !== undefined) {
+      if (input.baseTemplateId !== undefined) throw new ApiError("invalid_request", "Give docker_image or template_id, not both");
+      const ref = parseImageRef(input.dockerImage);
+      checkAllowed(ref, this.d.settings.registries);
+      return { ref, steps, ...(input.registryAuth ? { auth: input.registryAuth } : {}) };
     }
-    if (!input.dockerImage) throw new ApiError("invalid_request", "Give docker_image: the image the template is built from");
-    const ref = parseImageRef(input.dockerImage);
-    checkAllowed(ref, this.d.settings.registries);
-    return { ref, ...(input.registryAuth ? { auth: input.registryAuth } : {}) };
+    if (input.baseTemplateId === undefined) {
+      throw new ApiError(
+        "invalid_request",
+        "Give docker_image (the image to build from) or template_id with build_steps (one of your templates to build on)",
+      );
+    }
+    if (this.d.builtIns.some((t) => t.id === input.baseTemplateId)) {
+      throw new ApiError(
+        "invalid_request",
+        "Build steps need a template of your own as their base (the built-ins have no root filesystem of their own): build one from docker_image first",
+      );
+    }
+    const base = this.own(tenantId, input.baseTemplateId);
+    if (base.state !== "ready" || !base.rootfs) throw new ApiError("invalid_state", `Template '${input.baseTemplateId}' is not built`);
+    if (steps.length === 0) throw new ApiError("invalid_request", "template_id needs build_steps: the steps to run on it");
+    return { base, steps };
   }
 
   private templateLimits(input: BuildInput): Pick<TemplateRecord, "vcpuCount" | "memoryMb" | "diskMb"> {
@@ -262,42 +293,73 @@ export class TemplateService {
     });
   }
 
-  private async run(
-    t: TemplateRecord,
-    b: BuildRecord,
-    log: BuildLog,
-    plan: { ref: ReturnType<typeof parseImageRef>; auth?: RegistryAuth },
-  ): Promise<void> {
+  private async run(t: TemplateRecord, b: BuildRecord, log: BuildLog, plan: Plan): Promise<void> {
     const s = this.d.settings;
     const deadline = new AbortController();
+    const startedAt = Date.now();
     const timer = setTimeout(
       () => deadline.abort(new ToolError(`the build took longer than ${s.buildTimeoutS} s (AGENTBOX_TEMPLATE_BUILD_TIMEOUT_S)`)),
       s.buildTimeoutS * 1000,
     );
     this.update(b, { status: "running", phase: "preparing", progress: 5, startedAt: new Date().toISOString() });
     log.add(`build ${b.id} of template ${t.id} (${t.name}) started`);
+    let pulledDigest: string | undefined;
     try {
       const work = await this.d.rootfs.workDir(b.id, s.buildUid);
-      const pulled = await pullImage({
-        ref: plan.ref,
-        ...(plan.auth ? { auth: plan.auth } : {}),
-        insecure: s.insecureRegistries.includes(plan.ref.registry),
-        work,
-        uid: s.buildUid,
-        maxImageBytes: s.maxImageMb * 2 ** 20,
-        signal: deadline.signal,
-        log: (line) => log.add(line),
-        progress: (p) => this.update(b, { phase: p >= 50 ? "building" : "preparing", progress: p }),
-      });
-      this.update(b, { phase: "finalizing", progress: 85 });
-      log.add(`checking and storing the root filesystem sha256:${pulled.digest}`);
-      const python = await this.d.rootfs.adopt(pulled.tree, pulled.digest, s.maxRootfsMb * 2 ** 20);
+      let digest: string;
+      let python: string | null;
+      if (plan.ref) {
+        const ref = plan.ref;
+        const pulled = await pullImage({
+          ref,
+          ...(plan.auth ? { auth: plan.auth } : {}),
+          insecure: s.insecureRegistries.includes(ref.registry),
+          work,
+          uid: s.buildUid,
+          maxImageBytes: s.maxImageMb * 2 ** 20,
+          signal: deadline.signal,
+          log: (line) => log.add(line),
+          progress: (p) => this.update(b, { phase: p >= 50 ? "building" : "preparing", progress: p }),
+        });
+        log.add(`checking and storing the root filesystem sha256:${pulled.digest}`);
+        python = await this.d.rootfs.adopt(pulled.tree, pulled.digest, s.maxRootfsMb * 2 ** 20);
+        digest = pulledDigest = pulled.digest;
+      } else {
+        const base = plan.base as TemplateRecord;
+        digest = base.rootfs as string;
+        python = base.python;
+      }
+      if (plan.steps.length > 0) {
+        this.update(b, { phase: "building", progress: 50 });
+        const tree = await runSteps({
+          base: { dir: this.d.rootfs.pathOf(digest), python },
+          steps: plan.steps,
+          layerDir: this.d.rootfs.layerDir(b.id),
+          out: `${work}/steps-rootfs`,
+          limits: { ...this.d.limits, cpus: t.vcpuCount, memoryMb: t.memoryMb },
+          diskMb: t.diskMb,
+          deadline: deadline.signal,
+          deadlineAt: startedAt + s.buildTimeoutS * 1000,
+          startBox: (prepare) => this.d.buildBox(prepare),
+          log: (line) => log.add(line),
+          progress: (p) => this.update(b, { progress: p }),
+        });
+        this.update(b, { phase: "finalizing", progress: 85 });
+        // Named by what made it: the base, the steps and this build (steps that fetch are not reproducible).
+        digest = crypto
+          .createHash("sha256")
+          .update(JSON.stringify([digest, plan.steps, b.id]))
+          .digest("hex");
+        log.add(`checking and storing the new root filesystem sha256:${digest}`);
+        python = await this.d.rootfs.adopt(tree, digest, s.maxRootfsMb * 2 ** 20);
+      }
+      this.update(b, { phase: "finalizing", progress: 90 });
       log.add(
         python
           ? `the image's own ${python} runs code/run python`
           : "the image has no usable python3: the service's own runs code/run python",
       );
-      this.d.store.setBuilt(t.id, pulled.digest, python);
+      this.d.store.setBuilt(t.id, digest, python);
       this.finish(b, null);
       log.add("build completed");
     } catch (err) {
@@ -309,6 +371,8 @@ export class TemplateService {
       this.finish(b, message);
     } finally {
       clearTimeout(timer);
+      // A pulled image that only served as the base of steps (or whose build failed) is not kept.
+      if (pulledDigest && this.d.store.rootfsUsers(pulledDigest) === 0) await this.d.rootfs.remove(pulledDigest).catch(() => {});
       log.close();
       await this.d.rootfs.removeWork(b.id).catch(() => {});
     }

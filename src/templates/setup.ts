@@ -18,6 +18,7 @@ export async function openTemplates(config: Config, db: Db, sandboxes: SandboxMa
     limits: config.limits,
     builtIns: sandboxes.templates,
     sandboxesOf: (id) => sandboxes.sandboxesOfTemplate(id),
+    buildBox: (prepare) => sandboxes.buildBox(prepare),
     log: (fields, msg) => logger.error(fields, msg),
   });
   await templates.init();

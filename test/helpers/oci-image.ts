@@ -84,7 +84,7 @@ function libsOf(file: string): string[] {
 /**
  * A copy of the host's Python interpreter in `rootfs` (merged-/usr layout): the binary, its
  * standard library without tests and GUI modules, and the libraries it and its extension modules
- * load, with the host's dynamic loader. Returns its version directory (python3.N).
+ * load, with the host's dynamic loader, and the host's pip. Returns its version directory (python3.N).
  */
 export function copyHostPython(rootfs: string): string {
   const exe = fs.realpathSync("/usr/bin/python3");
@@ -101,7 +101,7 @@ export function copyHostPython(rootfs: string): string {
   fs.copyFileSync(exe, path.join(rootfs, "usr/bin", version));
   fs.chmodSync(path.join(rootfs, "usr/bin", version), 0o755);
   fs.symlinkSync(version, path.join(rootfs, "usr/bin/python3"));
-  const skip = new Set(["test", "idlelib", "tkinter", "ensurepip", "lib2to3", "pydoc_data", "turtledemo", "unittest", "distutils"]);
+  const skip = new Set(["test", "idlelib", "tkinter", "ensurepip", "lib2to3", "pydoc_data", "turtledemo"]);
   fs.cpSync(stdlib, path.join(rootfs, stdlib.slice(1)), {
     recursive: true,
     filter: (src) =>
@@ -116,5 +116,8 @@ export function copyHostPython(rootfs: string): string {
     if (!fs.existsSync(dest)) fs.copyFileSync(fs.realpathSync(lib), dest);
   }
   fs.symlinkSync(`../lib/${path.basename(libDir)}/${path.basename(loader)}`, path.join(rootfs, "usr/lib64", path.basename(loader)));
+  // pip, when the host has Debian's (pure Python): for the build-step tests' pip_install.
+  const pip = "/usr/lib/python3/dist-packages/pip";
+  if (fs.existsSync(pip)) fs.cpSync(pip, path.join(rootfs, pip.slice(1)), { recursive: true });
   return version;
 }

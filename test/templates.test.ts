@@ -9,7 +9,8 @@ import fs from "node:fs";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
 import { assertError, createSandbox, pythonStdout } from "./helpers/api.js";
-import { buildAndPush, copyHostPython, haveImageTools, put, type Registry, startRegistry } from "./helpers/oci-image.js";
+import { execFileSync } from "node:child_process";
+import { buildAndPush, copyHostPython, corruptLayer, haveImageTools, put, type Registry, startRegistry } from "./helpers/oci-image.js";
 import { client, startServer, type TestServer } from "./helpers/server.js";
 
 const NINE_KEYS = ["created_at", "description", "disk_size_mb", "id", "memory_mb", "name", "updated_at", "vcpu_count", "visibility"];
@@ -50,17 +51,19 @@ before(async () => {
   // Traversable by sandbox users (they open their template's root), like the service's default place.
   templateDir = fs.mkdtempSync(path.join("/var/tmp", "agentbox-templates-test-"));
   fs.chmodSync(templateDir, 0o711);
-  server = await startServer({
-    env: {
-      AGENTBOX_TEMPLATE_DIR: templateDir,
-      AGENTBOX_TEMPLATE_REGISTRIES: registry.host,
-      AGENTBOX_TEMPLATE_INSECURE_REGISTRIES: registry.host,
-      // Short, for the deadline test; every other build here takes a few seconds.
-      AGENTBOX_TEMPLATE_BUILD_TIMEOUT_S: "40",
-    },
-  });
+  server = await startServer({ env: serverEnv() });
   call = client(server);
 });
+
+function serverEnv(): Record<string, string> {
+  return {
+    AGENTBOX_TEMPLATE_DIR: templateDir,
+    AGENTBOX_TEMPLATE_REGISTRIES: registry.host,
+    AGENTBOX_TEMPLATE_INSECURE_REGISTRIES: registry.host,
+    // Short, for the deadline test; every other build here takes a few seconds.
+    AGENTBOX_TEMPLATE_BUILD_TIMEOUT_S: "40",
+  };
+}
 
 after(async () => {
   await server?.dispose();
@@ -359,5 +362,73 @@ describe("refused builds", { skip: !haveImageTools && "skopeo, umoci or docker-r
     const text = await res.text();
     assert.match(text, /event: log\ndata: .*pulling/);
     assert.match(text, /event: end\ndata: .*"status":"completed"/);
+  });
+});
+
+describe("hostile images", { skip: !haveImageTools && "skopeo, umoci or docker-registry missing" }, () => {
+  test("setuid bits, device nodes and links over the sandbox's mount points have no effect", async () => {
+    const image = buildAndPush(registry.host, "test/hostile", (rootfs) => {
+      fs.copyFileSync("/usr/bin/true", path.join(rootfs, "suid"));
+      fs.chmodSync(path.join(rootfs, "suid"), 0o4755);
+      if (process.getuid?.() === 0) execFileSync("mknod", [path.join(rootfs, "devnull"), "c", "1", "3"]);
+      // Links where the sandbox mounts its own /home/user, /tmp and /etc files: followed on the host, they would lead out.
+      fs.symlinkSync("/etc", path.join(rootfs, "home"));
+      fs.symlinkSync("../../../../etc", path.join(rootfs, "tmp"));
+      fs.mkdirSync(path.join(rootfs, "etc"));
+      fs.symlinkSync("/etc/shadow", path.join(rootfs, "etc/passwd"));
+      put(rootfs, "opt/marker/MARKER", "hostile\n");
+      fs.symlinkSync("/etc/shadow", path.join(rootfs, "opt/link-out"));
+    });
+    const s = await build({ name: "hostile", docker_image: image });
+    assert.equal(s.status, "completed", JSON.stringify(s));
+    // The tree on disk: no setuid bit, no device node, real directories where the sandbox mounts.
+    const [digest] = fs
+      .readdirSync(path.join(templateDir, "rootfs"))
+      .filter((d) => fs.existsSync(path.join(templateDir, "rootfs", d, "suid")));
+    const tree = path.join(templateDir, "rootfs", digest as string);
+    assert.equal(fs.statSync(path.join(tree, "suid")).mode & 0o6000, 0);
+    assert.ok(!fs.existsSync(path.join(tree, "devnull")) || fs.lstatSync(path.join(tree, "devnull")).isFile());
+    for (const d of ["home", "tmp", "etc"]) assert.ok(fs.lstatSync(path.join(tree, d)).isDirectory(), d);
+    assert.ok(fs.lstatSync(path.join(tree, "etc/passwd")).isFile());
+    assert.ok(fs.existsSync("/etc/shadow"), "the host still has its own");
+    const id = await createSandbox(call, { template: s.template_id });
+    const out = await pythonStdout(
+      call,
+      id,
+      [
+        "import os",
+        "print(os.stat('/suid').st_mode & 0o6000)",
+        "print(os.path.isdir('/home/user'), os.path.islink('/home'))",
+        "open('/home/user/w', 'w').write('ok'); print(open('/home/user/w').read())",
+        "print(open('/etc/passwd').read().startswith('root:x:0:0:root:/root:/usr/sbin/nologin'))",
+        "try:\n    open('/opt/link-out').read(); print('read')\nexcept OSError as e:\n    print(type(e).__name__)",
+      ].join("\n"),
+    );
+    assert.deepEqual(out.trim().split("\n"), ["0", "True False", "ok", "True", "FileNotFoundError"]);
+    await call("DELETE", `/v1/agents/sandboxes/${id}`);
+  });
+
+  test("a layer whose bytes do not match its digest fails the build", async () => {
+    buildAndPush(registry.host, "test/corrupt", (rootfs) => put(rootfs, "opt/x", "x".repeat(10000)));
+    await corruptLayer(registry, "test/corrupt");
+    const s = await build({ name: "corrupt", docker_image: `${registry.host}/test/corrupt:1` });
+    assert.equal(s.status, "failed");
+    assert.match(s.error ?? "", /skopeo failed[\s\S]*(digest|checksum)/i);
+  });
+});
+
+describe("a restart of the service", { skip: !haveImageTools && "skopeo, umoci or docker-registry missing" }, () => {
+  test("re-adopts a sandbox of a custom template on its template's root, with its files", async () => {
+    const id = await createSandbox(call, { template: "bare" });
+    await pythonStdout(call, id, "open('/home/user/kept', 'w').write('before the restart')");
+    await server.stop();
+    server = await startServer({ env: serverEnv(), dataDir: server.dataDir, workspaceDir: server.workspaceDir, key: server.key });
+    call = client(server);
+    const info = await call<{ status: string; template: string }>("GET", `/v1/agents/sandboxes/${id}`);
+    assert.equal(info.body.status, "running", JSON.stringify(info.body));
+    const out = await pythonStdout(call, id, "print(open('/home/user/kept').read())\nprint(open('/opt/marker/MARKER').read().strip())");
+    assert.deepEqual(out.trim().split("\n"), ["before the restart", "bare-image"]);
+    const list = await call<{ templates: { name: string }[] }>("GET", "/v1/agents/templates");
+    assert.ok(list.body.templates.some((t) => t.name === "bare"));
   });
 });

@@ -13,6 +13,8 @@ export const haveImageTools = ["/usr/bin/skopeo", "/usr/bin/umoci", "/usr/bin/do
 export interface Registry {
   /** host:port */
   host: string;
+  /** The registry's storage directory (a test may tamper with a stored blob). */
+  storage: string;
   stop(): Promise<void>;
 }
 
@@ -39,6 +41,7 @@ export async function startRegistry(): Promise<Registry> {
   }
   return {
     host,
+    storage: path.join(dir, "data"),
     stop: async () => {
       child.kill("SIGKILL");
       await new Promise((r) => child.once("exit", r));
@@ -66,6 +69,18 @@ export function buildAndPush(registry: string, repo: string, fill: (rootfs: stri
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/** Overwrites the first layer blob of registry/repo:1 in the registry's storage with as many other bytes. */
+export async function corruptLayer(registry: Registry, repo: string): Promise<void> {
+  const res = await fetch(`http://${registry.host}/v2/${repo}/manifests/1`, {
+    headers: { accept: "application/vnd.oci.image.manifest.v1+json, application/vnd.docker.distribution.manifest.v2+json" },
+  });
+  const manifest = (await res.json()) as { layers: { digest: string }[] };
+  const hex = (manifest.layers[0]?.digest ?? "").replace("sha256:", "");
+  const blob = path.join(registry.storage, "docker/registry/v2/blobs/sha256", hex.slice(0, 2), hex, "data");
+  const size = fs.statSync(blob).size;
+  fs.writeFileSync(blob, Buffer.alloc(size, 0x5a));
 }
 
 /** Writes a file (and its directories) into a root filesystem. */

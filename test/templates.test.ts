@@ -62,6 +62,8 @@ function serverEnv(): Record<string, string> {
     AGENTBOX_TEMPLATE_INSECURE_REGISTRIES: registry.host,
     // Short, for the deadline test; every other build here takes a few seconds.
     AGENTBOX_TEMPLATE_BUILD_TIMEOUT_S: "40",
+    // Room for the Python image (about 70 MiB unpacked), not for the hostile sparse file.
+    AGENTBOX_TEMPLATE_MAX_ROOTFS_MB: "200",
   };
 }
 
@@ -406,6 +408,17 @@ describe("hostile images", { skip: !haveImageTools && "skopeo, umoci or docker-r
     );
     assert.deepEqual(out.trim().split("\n"), ["0", "True False", "ok", "True", "FileNotFoundError"]);
     await call("DELETE", `/v1/agents/sandboxes/${id}`);
+  });
+
+  test("a huge sparse file (small in the layer) stops at the unpacked limit and fails the build", async () => {
+    const image = buildAndPush(registry.host, "test/sparse", (rootfs) => {
+      const big = path.join(rootfs, "big");
+      fs.closeSync(fs.openSync(big, "w"));
+      fs.truncateSync(big, 300 * 2 ** 20);
+    });
+    const s = await build({ name: "sparse", docker_image: image });
+    assert.equal(s.status, "failed");
+    assert.match(s.error ?? "", /a file in the image is larger than the unpacked limit of 200 MiB \(AGENTBOX_TEMPLATE_MAX_ROOTFS_MB\)/);
   });
 
   test("a layer whose bytes do not match its digest fails the build", async () => {

@@ -22,6 +22,8 @@ export interface PullOptions {
   work: string;
   uid: number;
   maxImageBytes: number;
+  /** No file of the unpacked tree may be larger (RLIMIT_FSIZE on umoci: a 50 GB sparse file stops at it). */
+  maxFileBytes: number;
   signal: AbortSignal;
   log: (line: string) => void;
   progress: (percent: number) => void;
@@ -128,7 +130,18 @@ export async function pullImage(o: PullOptions): Promise<Pulled> {
   if (!digest) throw new ToolError("the pulled image has no manifest digest");
   const bundle = path.join(o.work, "bundle");
   o.log("unpacking layers");
-  await runTool("/usr/bin/umoci", ["unpack", "--rootless", "--image", `${layout}:image`, bundle], { ...o, cwd: o.work });
+  await runTool(
+    "/usr/bin/prlimit",
+    [`--fsize=${o.maxFileBytes}`, "--", "/usr/bin/umoci", "unpack", "--rootless", "--image", `${layout}:image`, bundle],
+    { ...o, cwd: o.work },
+  ).catch((err: unknown) => {
+    if (err instanceof ToolError && /file too large/i.test(err.message)) {
+      throw new ToolError(
+        `a file in the image is larger than the unpacked limit of ${Math.round(o.maxFileBytes / 2 ** 20)} MiB (AGENTBOX_TEMPLATE_MAX_ROOTFS_MB); ${err.message}`,
+      );
+    }
+    throw err;
+  });
   o.progress(80);
   return { tree: path.join(bundle, "rootfs"), digest };
 }

@@ -317,6 +317,7 @@ export class TemplateService {
           work,
           uid: s.buildUid,
           maxImageBytes: s.maxImageMb * 2 ** 20,
+          maxFileBytes: s.maxRootfsMb * 2 ** 20,
           signal: deadline.signal,
           log: (line) => log.add(line),
           progress: (p) => this.update(b, { phase: p >= 50 ? "building" : "preparing", progress: p }),

@@ -85,6 +85,17 @@ export class RootfsStore {
   existing(): string[] {
     return fs.readdirSync(this.root).filter((d) => /^[a-f0-9]{64}$/.test(d));
   }
+
+  /** Removes what builds a stop of the service interrupted: scratch directories and build-step copies (tmpfs mounts). */
+  async sweepBuilds(unmount: (dir: string) => Promise<void>): Promise<void> {
+    for (const name of await fs.promises.readdir(this.layerRoot)) {
+      const dir = path.join(this.layerRoot, name);
+      await unmount(dir).catch(() => {});
+      await fs.promises.rm(dir, { recursive: true, force: true });
+    }
+    for (const name of await fs.promises.readdir(this.workRoot))
+      await fs.promises.rm(path.join(this.workRoot, name), { recursive: true, force: true });
+  }
 }
 
 /**

@@ -2,7 +2,9 @@
 // status and logs, the catalogue a tenant sees (built-ins and its own), deletion, and resolving a
 // template for a sandbox's start. Knows nothing of HTTP; the sandbox manager asks it through
 // TemplateCatalog (src/sandbox/manager.ts).
+import { execFile } from "node:child_process";
 import crypto from "node:crypto";
+import { promisify } from "node:util";
 import type { Limits } from "../config.js";
 import { ApiError } from "../errors.js";
 import type { Box } from "../sandbox/box.js";
@@ -57,6 +59,8 @@ interface Plan {
   steps: Step[];
 }
 
+const exec = promisify(execFile);
+
 const notFound = (id: string) => new ApiError("template_not_found", `Template '${id}' does not exist`);
 const buildNotFound = (id: string) => new ApiError("not_found", `Build '${id}' does not exist`);
 
@@ -79,6 +83,8 @@ export class TemplateService {
   private readonly logs = new Map<string, BuildLog>();
   private readonly queue: (() => Promise<void>)[] = [];
   private running = 0;
+  /** Templates that running builds start from, with how many: one cannot be deleted under its build. */
+  private readonly basesInUse = new Map<string, number>();
 
   constructor(private readonly d: TemplateDeps) {}
 
@@ -88,6 +94,7 @@ export class TemplateService {
       this.finish(b, "the service restarted during the build; start it again");
       this.d.store.setState(b.templateId, "failed");
     }
+    await this.d.rootfs.sweepBuilds((dir) => exec("umount", ["-l", dir]).then(() => {}));
     const used = new Set(this.d.store.allRootfs());
     for (const digest of this.d.rootfs.existing()) if (!used.has(digest)) await this.d.rootfs.remove(digest);
   }
@@ -142,6 +149,8 @@ export class TemplateService {
       throw new ApiError("invalid_request", `Template '${id}' is built in and cannot be deleted`);
     const t = this.own(tenantId, id);
     if (t.state === "building") throw new ApiError("conflict", `Template '${id}' is building; delete it once its build has ended`);
+    if (this.basesInUse.has(t.id))
+      throw new ApiError("conflict", `Template '${id}' is the base of a build that is running; delete it once that build has ended`);
     const users = this.d.sandboxesOf(t.id);
     if (users > 0) throw new ApiError("conflict", `Template '${id}' is used by ${users} live sandbox(es); kill them first`);
     this.d.store.deleteTemplate(t.id);
@@ -210,7 +219,16 @@ export class TemplateService {
     this.d.store.insertBuild(build);
     const log = new BuildLog();
     this.logs.set(build.id, log);
-    this.queue.push(() => this.run(template, build, log, plan));
+    const baseId = plan.base?.id;
+    if (baseId) this.basesInUse.set(baseId, (this.basesInUse.get(baseId) ?? 0) + 1);
+    this.queue.push(() =>
+      this.run(template, build, log, plan).finally(() => {
+        if (!baseId) return;
+        const left = (this.basesInUse.get(baseId) ?? 1) - 1;
+        if (left > 0) this.basesInUse.set(baseId, left);
+        else this.basesInUse.delete(baseId);
+      }),
+    );
     this.pump();
     return { template, build };
   }

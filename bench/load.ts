@@ -11,7 +11,8 @@
 // LOAD_KEYS is ignored: every client uses LOAD_KEY), LOAD_BURST (100: sequential creates after
 // idle, measured before the load; 0 skips them), LOAD_SETTLE_MS (20000: idle time after start and
 // after the burst, so that the load meets a settled service), LOAD_MAX_BACKOFF_MS (longest wait after a 429/503:
-// 250, or 1000 with 1,000 clients).
+// 250, or 1000 with 1,000 clients), LOAD_LOG_FILE (when set, the started service's log is written
+// there at the end: its warnings say where slow requests waited).
 //
 // Beside the table it prints this machine's own speed (a fresh sandboxed python, started in the
 // same run, as bench/code-run.ts's baseline), to read the figures against another machine's.
@@ -456,11 +457,15 @@ async function main(): Promise<void> {
         AGENTBOX_LOG_LEVEL: "warn",
         // The helper's default is a small pool for tests; a service runs with its configured default.
         AGENTBOX_WARM_POOL: process.env.AGENTBOX_WARM_POOL ?? "",
+        AGENTBOX_CREATE_WAIT_MS: process.env.AGENTBOX_CREATE_WAIT_MS ?? "",
       },
     });
     url = server.url;
     keys = createKeys(server.dataDir, (oneKey ? 1 : Number(process.env.LOAD_KEYS ?? 10)) + 1);
-    dispose = () => server.dispose();
+    dispose = async () => {
+      if (process.env.LOAD_LOG_FILE) (await import("node:fs")).writeFileSync(process.env.LOAD_LOG_FILE, server.logs());
+      await server.dispose();
+    };
   }
   // The burst uses a key of its own, so that its sandboxes are not counted in the load's consistency check.
   const burstKey = keys.length > 1 ? (keys.pop() as string) : (keys[0] as string);

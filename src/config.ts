@@ -1,28 +1,11 @@
-// Configuration: every setting the service reads from the environment, with its default, in one place.
+// Server-wide configuration: the AGENTBOX_* settings of the service itself (where it listens and
+// keeps its data, who may call it, requests and connections) and of the sandboxes it runs, declared
+// once with their defaults. Each other area declares and reads its own (src/<area>/settings.ts).
 import crypto from "node:crypto";
-import fs from "node:fs";
-import os from "node:os";
 import path from "node:path";
-import { type DeploymentsConfig, loadDeploymentsConfig } from "./deployments/config.js";
-import { openFileLimit } from "./fd-limit.js";
-import { type FilesConfig, loadFilesConfig } from "./files/config.js";
-import { type EmbeddingsConfig, loadEmbeddingsConfig } from "./inference/embeddings-config.js";
-import { type NetworkSettings, networkSettings } from "./network/settings.js";
+import { e2bDomain } from "./e2b/hosts.js";
+import { defineSettings, type Machine, readSettings, settingsOf } from "./settings/kernel.js";
 import type { EffectiveQuotas } from "./store/tenants.js";
-
-function num(name: string, fallback: number): number {
-  const raw = process.env[name];
-  if (raw === undefined || raw === "") return fallback;
-  const value = Number(raw);
-  if (!Number.isFinite(value) || value < 0) throw new Error(`${name} must be a non-negative number, got '${raw}'`);
-  return value;
-}
-
-function bool(name: string, fallback: boolean): boolean {
-  const raw = process.env[name];
-  if (raw === undefined || raw === "") return fallback;
-  return ["1", "true", "yes", "on"].includes(raw.toLowerCase());
-}
 
 export interface Limits {
   /** Memory cap of one sandbox (all its processes and its tmpfs files), MiB. */
@@ -40,8 +23,6 @@ export interface Limits {
 }
 
 export interface Config {
-  /** Egress policy defaults and limits, port URLs and share links (src/network/settings.ts). */
-  network: NetworkSettings;
   host: string;
   port: number;
   dataDir: string;
@@ -80,13 +61,6 @@ export interface Config {
   /** On SIGTERM, how long running requests get to finish before sandboxes are stopped, seconds. */
   shutdownGraceS: number;
   mountRootAliases: boolean;
-  providersFile: string | undefined;
-  /** AGENTBOX_MODEL: one GGUF file served as a local model (no providers file needed). */
-  model: string | undefined;
-  /** The built-in embedding model: preload, deadline, per-tenant bound, job size (src/inference/embeddings-config.ts). */
-  embeddings: EmbeddingsConfig;
-  /** How local models without a providers entry (pulled ones, AGENTBOX_MODEL) are run. */
-  localModel: { contextSize: number; parallel: number; gpu: boolean };
   reaperIntervalMs: number;
   /** Default tenant quota: memory of all of one tenant's sandboxes together (its parent cgroup), MiB. */
   tenantMemoryMb: number;
@@ -135,14 +109,12 @@ export interface Config {
   maxBackgroundProcesses: number;
   /** Directory watches (E2B's files.watchDir, each a listing every 250 ms) open at once per sandbox. */
   e2bMaxWatchers: number;
+  /** E2B's sandbox domain: {port}-{sandboxID}.{domain} and api.{domain} host names are served (src/e2b/hosts.ts). */
+  e2bDomain: string | undefined;
   /** Output retained per stream of a background process: its latest bytes, a ring. */
   backgroundOutputBytes: number;
   /** Largest single write to a background process's stdin (413 past it). */
   maxStdinBytes: number;
-  /** Stored files (/v1/files): backend, size limit, default quota, expiry (src/files/config.ts). */
-  files: FilesConfig;
-  /** Deployments (/v1/deployments): replicas, queue, autoscaling, allowed servers (src/deployments/config.ts). */
-  deployments: DeploymentsConfig;
   /** Where snapshots of sandbox workspaces are kept (one tar file each). */
   snapshotDir: string;
   /** Largest snapshot (its archive), bytes; a workspace with more is refused. */
@@ -176,153 +148,398 @@ function sandboxCap(memMb: number): number {
   return Math.max(8, Math.floor((memMb * 0.75) / 12));
 }
 
-/** The host's process table size (the smaller of pid_max and threads-max): every thread takes a pid. */
-function hostPids(): number {
-  const read = (file: string) => {
-    try {
-      return Number(fs.readFileSync(file, "utf8").trim()) || Number.POSITIVE_INFINITY;
-    } catch {
-      return Number.POSITIVE_INFINITY;
-    }
-  };
-  const n = Math.min(read("/proc/sys/kernel/pid_max"), read("/proc/sys/kernel/threads-max"));
-  return Number.isFinite(n) ? n : 32768;
-}
+const server = settingsOf("server");
+const sandbox = settingsOf("sandbox");
+const tenants = settingsOf("tenants");
 
-export function loadConfig(): Config {
-  const memMb = os.totalmem() / 2 ** 20;
-  const cores = os.availableParallelism();
-  const limits: Limits = {
-    memoryMb: num("AGENTBOX_SANDBOX_MEMORY_MB", 1024),
-    pids: num("AGENTBOX_SANDBOX_PIDS", 256),
-    cpus: num("AGENTBOX_SANDBOX_CPUS", 1),
-    diskMb: num("AGENTBOX_SANDBOX_DISK_MB", 1024),
-    tmpMb: num("AGENTBOX_SANDBOX_TMP_MB", 256),
-    outputBytes: num("AGENTBOX_OUTPUT_LIMIT_BYTES", 10 * 2 ** 20),
-  };
-  const dataDir = path.resolve(process.env.AGENTBOX_DATA_DIR || "./data");
+export const serverSettingsSchema = defineSettings({
+  // Server-wide: where the service listens and keeps its data, who may call it, how it logs and stops.
+  host: server.string("AGENTBOX_HOST", { table: "service", default: "127.0.0.1", doc: "Address to listen on." }),
+  port: server.number("AGENTBOX_PORT", { table: "service", default: 8080, doc: "Port to listen on." }),
+  dataDir: server.string("AGENTBOX_DATA_DIR", {
+    table: "service",
+    default: "./data",
+    doc: "Database (keys, sandbox records, usage). Keep it on persistent disk; a restart on the same directory re-adopts its sandboxes.",
+  }),
+  workspaceDir: server.string("AGENTBOX_WORKSPACE_DIR", {
+    table: "service",
+    defaultDoc: "`/run/agentbox/<hash of the data dir>`",
+    doc: "Where each sandbox's `/home/user` (a tmpfs) is mounted. Must be traversable by unprivileged uids. Two services must not share one.",
+  }),
+  bootstrapApiKey: server.string("AGENTBOX_API_KEY", {
+    table: "service",
+    defaultDoc: "unset",
+    doc: "Optional bootstrap key for the `default` tenant (never stored). Real keys: the admin API or `npm run cli -- keys create` (see [Admin key](#admin-key)).",
+  }),
+  adminApiKey: server.string("AGENTBOX_ADMIN_KEY", {
+    table: "service",
+    defaultDoc: "unset: generated at first start",
+    doc: "The operator's key for `/v1/admin` (keys, tenant quotas). Unset, the service makes one at first start, prints it once on stderr and keeps only its hash (see [Admin key](#admin-key)).",
+  }),
+  logLevel: server.string("AGENTBOX_LOG_LEVEL", {
+    table: "service",
+    default: "info",
+    doc: "pino level: `trace`, `debug`, `info`, `warn`, `error`, `fatal`.",
+  }),
+  mountRootAliases: server.boolean("AGENTBOX_ROOT_ALIASES", {
+    table: "service",
+    default: false,
+    doc: "Also serve the sandbox routes without the `/v1/agents` prefix.",
+  }),
+  reaperIntervalMs: server.number("AGENTBOX_REAPER_INTERVAL_MS", {
+    table: "service",
+    default: 1000,
+    doc: "How often the periodic sweep runs (host memory check, pool shrink, and a safety net for deadlines; sandboxes end at their `timeout_at` by a per-deadline timer, not by this sweep).",
+  }),
+  shutdownGraceS: server.number("AGENTBOX_SHUTDOWN_GRACE_S", {
+    table: "service",
+    default: 30,
+    doc: "On SIGTERM/SIGINT, how long running requests get to finish (see [Stopping](#stopping-sigterm)).",
+  }),
+  // Requests and connections.
+  bodyLimitBytes: server.number("AGENTBOX_BODY_LIMIT_BYTES", {
+    table: "requests",
+    default: 8 * 2 ** 20,
+    defaultDoc: "`8388608` (8 MiB)",
+    doc: "413 `payload_too_large`.",
+  }),
+  maxCodeBytes: server.number("AGENTBOX_MAX_CODE_BYTES", {
+    table: "requests",
+    default: 2 ** 20,
+    defaultDoc: "`1048576` (1 MiB)",
+    doc: "`code` of a run, or the command line of `commands/run`: 413 `payload_too_large`.",
+  }),
+  maxJsonDepth: server.number("AGENTBOX_MAX_JSON_DEPTH", {
+    table: "requests",
+    default: 64,
+    doc: 'Nesting of arrays/objects in a JSON body, checked before parsing: 400 `invalid_request` ("nested deeper than 64 levels").',
+  }),
+  maxHeaderBytes: server.number("AGENTBOX_MAX_HEADER_BYTES", {
+    table: "requests",
+    default: 16 * 1024,
+    doc: "Request line plus headers (Node's `maxHeaderSize`): 431 `headers_too_large`.",
+  }),
+  requestTimeoutMs: server.number("AGENTBOX_REQUEST_TIMEOUT_MS", {
+    table: "requests",
+    default: 300_000,
+    doc: "Time a client has to send the whole request (headers and body); a slower one gets 408 `request_timeout` and the connection is closed (checked every second). Does not limit how long a run takes.",
+  }),
+  maxUploadBytes: server.number("AGENTBOX_MAX_UPLOAD_BYTES", {
+    table: "requests",
+    default: 100 * 2 ** 20,
+    defaultDoc: "`104857600` (100 MiB)",
+    doc: "One upload: 413 `payload_too_large`.",
+  }),
+  maxFileReadBytes: server.number("AGENTBOX_MAX_FILE_READ_BYTES", {
+    table: "requests",
+    default: 16 * 2 ** 20,
+    defaultDoc: "`16777216` (16 MiB)",
+    doc: "A file `files/read` returns inside JSON: 413 (use `download`).",
+  }),
+  maxDownloadBytes: server.number("AGENTBOX_MAX_DOWNLOAD_BYTES", {
+    table: "requests",
+    default: 100 * 2 ** 20,
+    defaultDoc: "`104857600` (100 MiB)",
+    doc: "A file `download` returns: 413.",
+  }),
+  maxListFiles: server.number("AGENTBOX_MAX_LIST_FILES", {
+    table: "requests",
+    default: 1000,
+    doc: "Entries one `files/list` call returns at most.",
+  }),
+  e2bMaxWatchers: server.number("AGENTBOX_E2B_MAX_WATCHERS", {
+    table: "requests",
+    default: 8,
+    doc: "Directory watches (E2B's `files.watchDir`, each a listing of the directory, or with `recursive` of its whole tree up to `AGENTBOX_MAX_LIST_FILES` entries, every 250 ms) open at once per sandbox: the next is refused with Connect `resource_exhausted` (the SDK's `RateLimitError`; the native 429 `rate_limited`), Retry-After 1. See [e2b.md](e2b.md).",
+  }),
+  e2bDomain: server.custom("AGENTBOX_E2B_DOMAIN", {
+    table: "requests",
+    default: undefined as string | undefined,
+    defaultDoc: "(none)",
+    parse: e2bDomain,
+    doc: "E2B's sandbox domain (e.g. `e2b.agentbox.example.com`, or `e2b.localhost:8443` with a port): the E2B control API answers it as `domain`, and requests whose `Host` is `{port}-{sandboxID}.{domain}` (envd 49983, the code interpreter 49999, any other port through the port relay) or `api.{domain}` (the control API) are served. The SDKs then need only `E2B_DOMAIN` and `E2B_API_KEY`; they speak HTTPS to these names, so wildcard DNS and a TLS front with a wildcard certificate that keeps the `Host` header are the operator's. Unset: no host-name routing (nothing is checked per request). See [e2b.md](e2b.md#host-names-e2b_domain).",
+  }),
+  // Client connections sized under the process's open-file limit: client sockets may take half of it,
+  // the rest is for sandboxes (pipes, sockets), the database and logs. One address may hold an eighth
+  // of the client share, so one noisy client leaves seven eighths to everyone else.
+  maxConnections: server.number("AGENTBOX_MAX_CONNECTIONS", {
+    table: "connections",
+    default: (m) => Math.max(64, Math.floor(m.openFiles / 2)),
+    defaultDoc: "half the process's open-file limit (soft `RLIMIT_NOFILE`, read from `/proc/self/limits`; at least 64)",
+    doc: "Open client connections at once, all addresses together: a new connection is closed at once (the client sees a reset).",
+  }),
+  maxConnectionsPerAddress: server.number("AGENTBOX_MAX_CONNECTIONS_PER_ADDRESS", {
+    table: "connections",
+    default: (_m, get) => Math.max(16, Math.floor((get("maxConnections") as number) / 8)),
+    defaultDoc: "an eighth of `AGENTBOX_MAX_CONNECTIONS` (at least 16)",
+    doc: "Open connections from one client address (IPv4 address, or IPv6 /64): a new one from that address is closed at once.",
+  }),
+  headerTimeoutMs: server.number("AGENTBOX_HEADER_TIMEOUT_MS", {
+    table: "connections",
+    default: 10_000,
+    doc: "Time a connection has to send a request's complete headers, counted from when it connects or its previous request ends: 408 `request_timeout`, then the connection is closed. Checked every second, so a slow or silent client is gone within the timeout plus a second.",
+  }),
+  // A guard against a runaway client, not the capacity limit (admission control is: the execution
+  // gates and the start queue answer 503/429 from what the machine can do). Above what this machine
+  // can answer (~400 answers/s per core), so one key used by a whole team is never throttled by it:
+  // 30,000 a minute per core.
+  rateLimitPerMinute: server.number("AGENTBOX_RATE_LIMIT_PER_MINUTE", {
+    table: "requests-per-key",
+    default: (m) => m.cores * 30_000,
+    defaultDoc: "`30000 × cores` [60000]",
+    doc: "Requests per minute per API key (fixed one-minute window); `0` turns it off. Per key: `keys create --rate-limit N`. A guard against a runaway client, not the capacity limit: it is above what the machine can answer (~400 answers/s per core), so one key shared by a whole team of agents is limited by the admission rules (execution slots, the start queue: 503/429 with `Retry-After`), never by this count. Set it lower per key for untrusted clients.",
+  }),
+  maxConcurrentRunsPerKey: server.number("AGENTBOX_MAX_CONCURRENT_RUNS_PER_KEY", {
+    table: "requests-per-key",
+    default: 64,
+    doc: "`code/run` + `commands/run` executing at once per API key; `0` turns it off. Per key: `keys create --max-concurrent N`.",
+  }),
+  memoryMb: sandbox.number("AGENTBOX_SANDBOX_MEMORY_MB", {
+    table: "sandbox",
+    default: 1024,
+    doc: "Memory of all the sandbox's processes and its files in tmpfs. A run that hits it returns 200 with `error` = `Out of memory: ...`.",
+  }),
+  pids: sandbox.number("AGENTBOX_SANDBOX_PIDS", {
+    table: "sandbox",
+    default: 256,
+    doc: "Processes/threads at once; `fork` fails inside the sandbox.",
+  }),
+  cpus: sandbox.number("AGENTBOX_SANDBOX_CPUS", { table: "sandbox", default: 1, doc: "CPU cores (a quota, not a pinning)." }),
+  diskMb: sandbox.number("AGENTBOX_SANDBOX_DISK_MB", {
+    table: "sandbox",
+    default: 1024,
+    doc: 'Size of `/home/user`; writes fail with "no space" (`files/write`: 413 `payload_too_large`).',
+  }),
+  tmpMb: sandbox.number("AGENTBOX_SANDBOX_TMP_MB", {
+    table: "sandbox",
+    default: 256,
+    doc: "Size of `/tmp`, and of `/dev/shm` (the only writable place under the read-only `/dev`).",
+  }),
+  outputBytes: sandbox.number("AGENTBOX_OUTPUT_LIMIT_BYTES", {
+    table: "sandbox",
+    default: 10 * 2 ** 20,
+    defaultDoc: "`10485760` (10 MiB)",
+    doc: "Output captured per stream per run. Past it the output is cut with a `[output truncated at N bytes]` marker, the run is stopped and `error` says so (a 200).",
+  }),
+  maxContextsPerSandbox: sandbox.number("AGENTBOX_MAX_CONTEXTS_PER_SANDBOX", {
+    table: "sandbox",
+    default: 16,
+    doc: 'Code contexts per sandbox: 400 `invalid_state` ("delete one first").',
+  }),
+  defaultSandboxTimeoutS: sandbox.number("AGENTBOX_SANDBOX_TIMEOUT_S", {
+    table: "sandbox",
+    default: 300,
+    doc: "Life of a sandbox when `timeout` is not given at create. Then it is `timed_out` and removed.",
+  }),
+  maxSandboxTimeoutS: sandbox.number("AGENTBOX_MAX_SANDBOX_TIMEOUT_S", {
+    table: "sandbox",
+    default: 24 * 3600,
+    doc: "Largest `timeout` a create or `/timeout` accepts: 400 `invalid_request`.",
+  }),
+  maxRunTimeoutS: sandbox.number("AGENTBOX_MAX_RUN_TIMEOUT_S", {
+    table: "sandbox",
+    default: 600,
+    doc: "Largest `timeout` of one code run (commands: the same in milliseconds): 400 `invalid_request`. The default run timeout is 30 s (fixed by the API).",
+  }),
+  maxBackgroundProcesses: sandbox.number("AGENTBOX_MAX_BACKGROUND_PROCESSES", {
+    table: "sandbox",
+    default: 16,
+    doc: "Background processes running at once per sandbox (exited ones are kept for inspection up to the same number): the next start is 429 `rate_limited`. See [api.md](api.md).",
+  }),
+  backgroundOutputBytes: sandbox.number("AGENTBOX_BACKGROUND_OUTPUT_BYTES", {
+    table: "sandbox",
+    default: 2 ** 20,
+    defaultDoc: "`1048576` (1 MiB)",
+    doc: "Output retained per stream of a background process: its latest bytes (a ring); `*_truncated` says earlier output was dropped.",
+  }),
+  maxStdinBytes: sandbox.number("AGENTBOX_MAX_STDIN_BYTES", {
+    table: "sandbox",
+    default: 2 ** 20,
+    defaultDoc: "`1048576` (1 MiB)",
+    doc: "One write to a background process's stdin: 413 `payload_too_large`.",
+  }),
+  // The node: capacity derived from the machine.
+  // An idle sandbox with a warm python kernel costs ~11 MiB (bench/density.ts); keep a quarter of
+  // the machine for what runs inside them.
+  maxSandboxes: sandbox.number("AGENTBOX_MAX_SANDBOXES", {
+    table: "node",
+    default: (m) => sandboxCap(m.memoryMb),
+    defaultDoc:
+      "`max(8, ¾ of RAM in MiB / 12)` [1506]: an idle sandbox with a warm python kernel costs ~11 MiB (`bench/density.ts`), a quarter of RAM is left for what runs in them",
+    doc: "Live sandboxes: create is 503 `at_capacity`, `Retry-After: 5`.",
+  }),
+  // Sandboxes together never push the host into its own OOM killer: past this the kernel picks a
+  // victim among sandbox processes, never the service or the rest of the host.
+  sandboxesMemoryMb: sandbox.number("AGENTBOX_SANDBOXES_MEMORY_MB", {
+    table: "node",
+    default: (m) => Math.floor(m.memoryMb * 0.85),
+    defaultDoc: "85% of RAM [20489]",
+    doc: "Memory of all sandboxes together: a memory limit on the service's own cgroup, so that however many sandboxes fill up, the kernel's OOM killer picks a sandbox process, never the service or the rest of the host.",
+  }),
+  // On cgroup v1 every busy host process weighs as much as the whole sandbox tree by default, so
+  // a few of them starve every sandbox. The tree weighs as much as two busy processes per core:
+  // the service's main thread still gets a third of a core when sandboxes use everything.
+  sandboxesCpuWeight: sandbox.number("AGENTBOX_SANDBOXES_CPU_WEIGHT", {
+    table: "node",
+    default: (m) => m.cores * 2,
+    defaultDoc: "`2 × cores` [4]",
+    doc: "CPU weight of all sandboxes together against the host's own processes, counted in busy host processes (cgroup v1 `cpu.shares` of the shared `agentbox` group: 1024 per unit; v2 `cpu.weight`: 100 per unit). On v1 each busy host process otherwise weighs as much as every sandbox together: a few busy host processes made a sandbox's first javascript run take 1.4 s instead of 0.1 s. At 2 per core the service's own main thread still gets about a third of a core when sandboxes use everything.",
+  }),
+  memoryReserveMb: sandbox.number("AGENTBOX_MEMORY_RESERVE_MB", {
+    table: "node",
+    default: (m) => Math.floor(m.memoryMb * 0.1),
+    defaultDoc: "10% of RAM [2410]",
+    doc: "Host memory (`MemAvailable`) kept free: below it, creates are 503 `at_capacity` (`Retry-After: 5`) and the warm pool stops growing (checked every second).",
+  }),
+  // Vector memory: every vector of every index is held in memory (its exact copy, its metadata for
+  // filters, its graph node; docs/design.md, Vectors). The vectors' accounted bytes together may take
+  // an eighth of RAM: what the process holds is up to ~3x that (parsed metadata objects, the graph).
+  vectorMemoryMb: sandbox.number("AGENTBOX_VECTOR_MEMORY_MB", {
+    table: "node",
+    default: (m) => Math.max(64, Math.floor(m.memoryMb / 8)),
+    defaultDoc:
+      "`max(64, RAM / 8)` [3013]: every vector is held in memory (its copy, its metadata for filters, its graph node), and what the process holds for them is up to ~3× their counted bytes (parsed metadata objects, see [design.md](design.md#vectors))",
+    doc: "Bytes of all tenants' vectors together (embedding, metadata JSON and id of each, as `vector_storage_mb` counts them): an upsert or metadata update that would pass it is 503 `at_capacity`, `Retry-After: 30`, and keeps nothing. Deletes always pass.",
+  }),
+  maxConcurrentRuns: sandbox.number("AGENTBOX_MAX_CONCURRENT_RUNS", {
+    table: "node",
+    default: (m) => Math.max(8, m.cores * 32),
+    defaultDoc: "`max(8, 32 × cores)` [64]",
+    doc: "Executions at once (see [Execution slots](#execution-slots-and-fair-shares)).",
+  }),
+  // A start is ~30 ms of CPU (fork, exec, bubblewrap, python start-up) spread over several
+  // processes: two per core keeps the cores busy without starving request handling.
+  maxParallelStarts: sandbox.number("AGENTBOX_MAX_PARALLEL_STARTS", {
+    table: "node",
+    default: (m) => Math.max(2, m.cores * 2),
+    defaultDoc: "`max(2, 2 × cores)` [4]",
+    doc: "Sandboxes starting at once (warm-pool refills). A start is ~30 ms of CPU over several processes (bubblewrap, the supervisor's python); two per core keep the cores busy without starving requests.",
+  }),
+  // No fixed count: the queue holds what the measured start speed serves within createWaitMs.
+  startQueue: sandbox.number("AGENTBOX_START_QUEUE", {
+    table: "node",
+    default: 0,
+    defaultDoc: "`0`: no fixed count",
+    doc: "A fixed cap on creates waiting for a start when the warm pool is empty. By default a create may wait if its place is expected within `AGENTBOX_CREATE_WAIT_MS`, from the measured start time and the starts running now (~15–20 places on a quiet 2-core host, a few or none on a crowded one; when nothing is starting, the first create is let in and waits for the one start it sets going); past it, 503 `at_capacity` at once, with `Retry-After` (the time between two starts, at least 1 s). A tenant alone may fill the queue; when several want it, one holding less than its equal part takes the newest place of the tenant holding most (that create gets the 503).",
+  }),
+  // A create accepted into the start queue is served within about this (the queue is sized from
+  // the measured start speed; one still waiting at twice this is 503, its sandbox going to the pool).
+  createWaitMs: sandbox.number("AGENTBOX_CREATE_WAIT_MS", {
+    table: "node",
+    default: 1000,
+    doc: "The longest a create may be expected to wait for a sandbox start to be let into the start queue. A create still waiting at twice this is 503 `at_capacity`, `Retry-After: 1` (its sandbox goes to the pool for the retry), so an accepted create waits at most twice this; only a lone create, when nothing was starting, waits for its one start however long that takes.",
+  }),
+  // A pool sandbox costs ~11 MiB and no CPU while it waits: keep enough that a burst of creates
+  // after a quiet spell is served from memory (a 25th of the sandbox cap, 4..64).
+  warmPool: sandbox.number("AGENTBOX_WARM_POOL", {
+    table: "node",
+    default: (m) => Math.min(64, Math.max(4, Math.floor(sandboxCap(m.memoryMb) / 25))),
+    defaultDoc: "a 25th of the sandbox cap, 4..64 [60]",
+    doc: "Started sandboxes kept ready while the service is quiet, so that a burst of 100 creates is served from memory (p50 ≤ 20 ms needs about half of them ready). Each costs ~70 ms of CPU to start and ~11 MiB. They count against nothing until handed out. Lower it on a small host.",
+  }),
+  poolPreImport: sandbox.number("AGENTBOX_POOL_PREIMPORT", {
+    table: "node",
+    default: 4,
+    doc: "How many pool sandboxes (the next to be handed out) pre-import the python data stack while they wait, once no create has come for 2 s: ~0.6 s of CPU once and ~58 MiB more each (see [design.md](design.md)). 0 turns the head start off.",
+  }),
+  warmPoolMax: sandbox.number("AGENTBOX_WARM_POOL_MAX", {
+    table: "node",
+    default: (m) => Math.min(256, Math.max(16, Math.floor(sandboxCap(m.memoryMb) / 10))),
+    defaultDoc: "a 10th of the sandbox cap, 16..256 [150]",
+    doc: "The pool grows with demand: its target is the creates served in the last second (measured over 5 s), between `AGENTBOX_WARM_POOL` and this; past the target it gives one sandbox back per second.",
+  }),
+  maxParallelTeardowns: sandbox.number("AGENTBOX_MAX_PARALLEL_TEARDOWNS", {
+    table: "node",
+    default: (m) => Math.max(2, m.cores * 2),
+    defaultDoc: "`max(2, 2 × cores)` [4]",
+    doc: "Ended sandboxes being cleaned up at once (kill leftovers, remove cgroups, unmount the workspace). A kill is answered once the processes are killed; the cleanup runs in the background, a few at a time, so a burst of kills does not take the CPU and I/O threads requests need.",
+  }),
+  // Pause, snapshots and forks.
+  pausedMaxS: sandbox.number("AGENTBOX_PAUSED_MAX_S", {
+    table: "snapshots",
+    default: 3600,
+    doc: "A sandbox paused longer than this is snapshotted and its processes ended (it stays `paused`; a resume restores its files, not its memory). Also the retry period when that snapshot fails, e.g. over the tenant's storage quota: the sandbox then stays frozen with its memory (held to the tenant's `memory_mb`), resumable as it was, and a `paused` event with `reason: \"hibernate_failed\"` says why.",
+  }),
+  snapshotDir: sandbox.string("AGENTBOX_SNAPSHOT_DIR", {
+    table: "snapshots",
+    defaultDoc: "`<data dir>/snapshots`",
+    doc: "Where snapshot archives live (one `snap_<uuid>.tar` each, mode 0600). Keep it on persistent disk with the database; a full disk makes snapshots fail with 507 and leaves no partial file.",
+  }),
+  snapshotMaxBytes: sandbox.number("AGENTBOX_SNAPSHOT_MAX_BYTES", {
+    table: "snapshots",
+    default: 2 * 2 ** 30,
+    defaultDoc: "`2147483648` (2 GiB)",
+    doc: "Largest snapshot: a workspace whose files add up to more is refused (413) before anything is copied, and the copy stops at this many bytes.",
+  }),
+  snapshotsPerTenant: sandbox.number("AGENTBOX_SNAPSHOTS_PER_TENANT", {
+    table: "snapshots",
+    default: 100,
+    doc: "Snapshots one tenant keeps at once (429 past it; snapshots of long-paused sandboxes are not counted).",
+  }),
+  maxForkCount: sandbox.number("AGENTBOX_MAX_FORK_COUNT", {
+    table: "snapshots",
+    default: 10,
+    doc: "Copies one `fork` call may make (400 past it); each copy also counts against the tenant's sandbox quota.",
+  }),
+  maxSandboxesPerTenant: tenants.number("AGENTBOX_MAX_SANDBOXES_PER_TENANT", {
+    table: "tenants",
+    default: 200,
+    doc: "`max_sandboxes` of a tenant without its own.",
+  }),
+  // One tenant may take half the host's memory and a quarter of its process table: the rest is
+  // left to the other tenants and the host, whatever one tenant does.
+  tenantMemoryMb: tenants.number("AGENTBOX_TENANT_MEMORY_MB", {
+    table: "tenants",
+    default: (m) => Math.floor(m.memoryMb / 2),
+    defaultDoc: "half of RAM",
+    doc: "`memory_mb` of a tenant without its own, MiB.",
+  }),
+  tenantProcesses: tenants.number("AGENTBOX_TENANT_PROCESSES", {
+    table: "tenants",
+    default: (m) => Math.floor(m.processTable / 4),
+    defaultDoc: "a quarter of the host's process table",
+    doc: "`max_processes` of a tenant without its own.",
+  }),
+  // Workspaces are tmpfs: their files are memory, so the same share as memory.
+  tenantStorageMb: tenants.number("AGENTBOX_TENANT_STORAGE_MB", {
+    table: "tenants",
+    default: (m) => Math.floor(m.memoryMb / 2),
+    defaultDoc: "half of RAM",
+    doc: "`storage_mb` of a tenant without its own (its workspaces), MiB.",
+  }),
+  tenantVectorIndexes: tenants.number("AGENTBOX_TENANT_VECTOR_INDEXES", {
+    table: "tenants",
+    default: 100,
+    doc: "`max_vector_indexes` of a tenant without its own.",
+  }),
+  // One tenant may take half of the vector memory; the vector count caps the fixed cost per vector
+  // (~0.5 KB of graph links and bookkeeping) that the byte count does not see, at a 32nd of RAM.
+  tenantVectors: tenants.number("AGENTBOX_TENANT_VECTORS", {
+    table: "tenants",
+    default: (m) => Math.max(10_000, Math.floor(m.memoryMb * 64)),
+    defaultDoc: "`max(10000, RAM in MiB × 64)`",
+    doc: "`max_vectors` of a tenant without its own.",
+  }),
+  tenantVectorStorageMb: tenants.number("AGENTBOX_TENANT_VECTOR_STORAGE_MB", {
+    table: "tenants",
+    default: (_m, get) => Math.max(16, Math.floor((get("vectorMemoryMb") as number) / 2)),
+    defaultDoc: "half of `AGENTBOX_VECTOR_MEMORY_MB`, at least 16",
+    doc: "`vector_storage_mb` of a tenant without its own, MiB.",
+  }),
+});
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env, machine?: Machine): Config {
+  const s = readSettings(serverSettingsSchema, env, machine);
+  const dataDir = path.resolve(s.dataDir);
+  const { memoryMb, pids, cpus, diskMb, tmpMb, outputBytes, ...rest } = s;
   return {
-    network: networkSettings(),
-    host: process.env.AGENTBOX_HOST || "127.0.0.1",
-    port: num("AGENTBOX_PORT", 8080),
+    ...rest,
     dataDir,
     workspaceDir: path.resolve(
-      process.env.AGENTBOX_WORKSPACE_DIR ||
-        path.join("/run/agentbox", crypto.createHash("sha256").update(dataDir).digest("hex").slice(0, 16)),
+      s.workspaceDir ?? path.join("/run/agentbox", crypto.createHash("sha256").update(dataDir).digest("hex").slice(0, 16)),
     ),
-    bootstrapApiKey: process.env.AGENTBOX_API_KEY || undefined,
-    logLevel: process.env.AGENTBOX_LOG_LEVEL || "info",
-    limits,
-    defaultSandboxTimeoutS: num("AGENTBOX_SANDBOX_TIMEOUT_S", 300),
-    maxSandboxTimeoutS: num("AGENTBOX_MAX_SANDBOX_TIMEOUT_S", 24 * 3600),
+    snapshotDir: path.resolve(s.snapshotDir ?? path.join(dataDir, "snapshots")),
+    limits: { memoryMb, pids, cpus, diskMb, tmpMb, outputBytes },
     defaultRunTimeoutS: 30,
-    maxRunTimeoutS: num("AGENTBOX_MAX_RUN_TIMEOUT_S", 600),
-    maxCodeBytes: num("AGENTBOX_MAX_CODE_BYTES", 2 ** 20),
-    bodyLimitBytes: num("AGENTBOX_BODY_LIMIT_BYTES", 8 * 2 ** 20),
-    maxUploadBytes: num("AGENTBOX_MAX_UPLOAD_BYTES", 100 * 2 ** 20),
-    maxFileReadBytes: num("AGENTBOX_MAX_FILE_READ_BYTES", 16 * 2 ** 20),
-    maxDownloadBytes: num("AGENTBOX_MAX_DOWNLOAD_BYTES", 100 * 2 ** 20),
-    // A pool sandbox costs ~11 MiB and no CPU while it waits: keep enough that a burst of creates
-    // after a quiet spell is served from memory (a 25th of the sandbox cap, 4..64).
-    warmPool: num("AGENTBOX_WARM_POOL", Math.min(64, Math.max(4, Math.floor(sandboxCap(memMb) / 25)))),
-    // An idle sandbox with a warm python kernel costs ~11 MiB (bench/density.ts); keep a quarter of
-    // the machine for what runs inside them.
-    maxSandboxes: num("AGENTBOX_MAX_SANDBOXES", sandboxCap(memMb)),
-    maxSandboxesPerTenant: num("AGENTBOX_MAX_SANDBOXES_PER_TENANT", 200),
-    maxConcurrentRuns: num("AGENTBOX_MAX_CONCURRENT_RUNS", Math.max(8, cores * 32)),
-    maxContextsPerSandbox: num("AGENTBOX_MAX_CONTEXTS_PER_SANDBOX", 16),
-    // A guard against a runaway client, not the capacity limit (admission control is: the
-    // execution gates and the start queue answer 503/429 from what the machine can do). Above what
-    // this machine can answer (~400 answers/s per core), so one key used by a whole team is
-    // never throttled by it: 30,000 a minute per core.
-    rateLimitPerMinute: num("AGENTBOX_RATE_LIMIT_PER_MINUTE", cores * 30_000),
-    maxConcurrentRunsPerKey: num("AGENTBOX_MAX_CONCURRENT_RUNS_PER_KEY", 64),
-    maxJsonDepth: num("AGENTBOX_MAX_JSON_DEPTH", 64),
-    maxHeaderBytes: num("AGENTBOX_MAX_HEADER_BYTES", 16 * 1024),
-    requestTimeoutMs: num("AGENTBOX_REQUEST_TIMEOUT_MS", 300_000),
-    maxListFiles: num("AGENTBOX_MAX_LIST_FILES", 1000),
-    shutdownGraceS: num("AGENTBOX_SHUTDOWN_GRACE_S", 30),
-    mountRootAliases: bool("AGENTBOX_ROOT_ALIASES", false),
-    providersFile: process.env.AGENTBOX_PROVIDERS_FILE || undefined,
-    model: process.env.AGENTBOX_MODEL || undefined,
-    embeddings: loadEmbeddingsConfig(num, bool),
-    localModel: {
-      contextSize: num("AGENTBOX_MODEL_CONTEXT_SIZE", 4096),
-      parallel: Math.max(1, num("AGENTBOX_MODEL_PARALLEL", 1)),
-      gpu: bool("AGENTBOX_MODEL_GPU", false),
-    },
-    reaperIntervalMs: num("AGENTBOX_REAPER_INTERVAL_MS", 1000),
-    // One tenant may take half the host's memory and a quarter of its process table: the rest is
-    // left to the other tenants and the host, whatever one tenant does.
-    tenantMemoryMb: num("AGENTBOX_TENANT_MEMORY_MB", Math.floor(memMb / 2)),
-    tenantProcesses: num("AGENTBOX_TENANT_PROCESSES", Math.floor(hostPids() / 4)),
-    // Workspaces are tmpfs: their files are memory, so the same share as memory.
-    tenantStorageMb: num("AGENTBOX_TENANT_STORAGE_MB", Math.floor(memMb / 2)),
-    ...vectorLimits(memMb),
-    poolPreImport: num("AGENTBOX_POOL_PREIMPORT", 4),
-    warmPoolMax: num("AGENTBOX_WARM_POOL_MAX", Math.min(256, Math.max(16, Math.floor(sandboxCap(memMb) / 10)))),
-    // A start is ~30 ms of CPU (fork, exec, bubblewrap, python start-up) spread over several
-    // processes: two per core keeps the cores busy without starving request handling.
-    maxParallelStarts: num("AGENTBOX_MAX_PARALLEL_STARTS", Math.max(2, cores * 2)),
-    // No fixed count: the queue holds what the measured start speed serves within createWaitMs.
-    startQueue: num("AGENTBOX_START_QUEUE", 0),
-    // A create accepted into the start queue is served within about this (the queue is sized from
-    // the measured start speed; one still waiting at twice this is 503).
-    createWaitMs: num("AGENTBOX_CREATE_WAIT_MS", 1000),
-    maxParallelTeardowns: num("AGENTBOX_MAX_PARALLEL_TEARDOWNS", Math.max(2, cores * 2)),
-    // Sandboxes together never push the host into its own OOM killer: past this the kernel picks a
-    // victim among sandbox processes, never the service or the rest of the host.
-    sandboxesMemoryMb: num("AGENTBOX_SANDBOXES_MEMORY_MB", Math.floor(memMb * 0.85)),
-    memoryReserveMb: num("AGENTBOX_MEMORY_RESERVE_MB", Math.floor(memMb * 0.1)),
-    // On cgroup v1 every busy host process weighs as much as the whole sandbox tree by default, so
-    // a few of them starve every sandbox. The tree weighs as much as two busy processes per core:
-    // the service's main thread still gets a third of a core when sandboxes use everything.
-    sandboxesCpuWeight: num("AGENTBOX_SANDBOXES_CPU_WEIGHT", cores * 2),
-    adminApiKey: process.env.AGENTBOX_ADMIN_KEY || undefined,
-    ...connectionLimits(),
-    maxBackgroundProcesses: num("AGENTBOX_MAX_BACKGROUND_PROCESSES", 16),
-    e2bMaxWatchers: num("AGENTBOX_E2B_MAX_WATCHERS", 8),
-    backgroundOutputBytes: num("AGENTBOX_BACKGROUND_OUTPUT_BYTES", 2 ** 20),
-    maxStdinBytes: num("AGENTBOX_MAX_STDIN_BYTES", 2 ** 20),
-    files: loadFilesConfig(num, dataDir),
-    deployments: loadDeploymentsConfig(num),
-    snapshotDir: path.resolve(process.env.AGENTBOX_SNAPSHOT_DIR || path.join(dataDir, "snapshots")),
-    snapshotMaxBytes: num("AGENTBOX_SNAPSHOT_MAX_BYTES", 2 * 2 ** 30),
-    snapshotsPerTenant: num("AGENTBOX_SNAPSHOTS_PER_TENANT", 100),
-    maxForkCount: num("AGENTBOX_MAX_FORK_COUNT", 10),
-    pausedMaxS: num("AGENTBOX_PAUSED_MAX_S", 3600),
   };
 }
-
-/**
- * Vector memory: every vector of every index is held in memory (its exact copy, its metadata for
- * filters, its graph node; docs/design.md, Vectors). The vectors' accounted bytes together may take
- * an eighth of RAM: what the process holds is up to ~3x that (parsed metadata objects, the graph).
- * One tenant may take half of it; the vector count caps the fixed cost per vector (~0.5 KB of graph
- * links and bookkeeping) that the byte count does not see, at a 32nd of RAM.
- */
-function vectorLimits(memMb: number) {
-  const vectorMemoryMb = num("AGENTBOX_VECTOR_MEMORY_MB", Math.max(64, Math.floor(memMb / 8)));
-  return {
-    vectorMemoryMb,
-    tenantVectorIndexes: num("AGENTBOX_TENANT_VECTOR_INDEXES", 100),
-    tenantVectors: num("AGENTBOX_TENANT_VECTORS", Math.max(10_000, Math.floor(memMb * 64))),
-    tenantVectorStorageMb: num("AGENTBOX_TENANT_VECTOR_STORAGE_MB", Math.max(16, Math.floor(vectorMemoryMb / 2))),
-  };
-}
-
-/**
- * Connection caps sized under the process's open-file limit: client sockets may take half of it,
- * the rest is for sandboxes (pipes, sockets), the database and logs. One address may hold an
- * eighth of the client share, so one noisy client leaves seven eighths to everyone else.
- */
-function connectionLimits(): { maxConnections: number; maxConnectionsPerAddress: number; headerTimeoutMs: number } {
-  const maxConnections = num("AGENTBOX_MAX_CONNECTIONS", Math.max(64, Math.floor(openFileLimit() / 2)));
-  return {
-    maxConnections,
-    maxConnectionsPerAddress: num("AGENTBOX_MAX_CONNECTIONS_PER_ADDRESS", Math.max(16, Math.floor(maxConnections / 8))),
-    headerTimeoutMs: num("AGENTBOX_HEADER_TIMEOUT_MS", 10_000),
-  };
-}
-
-export { openFileLimit };

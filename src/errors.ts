@@ -5,6 +5,7 @@ const STATUS = {
   invalid_request: 400,
   invalid_state: 400,
   unauthorized: 401,
+  tenant_suspended: 403,
   sandbox_not_found: 404,
   context_not_found: 404,
   file_not_found: 404,

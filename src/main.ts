@@ -4,14 +4,19 @@ import fs from "node:fs";
 import { pino } from "pino";
 import { buildApp } from "./api/app.js";
 import { OpenRequests } from "./api/open-requests.js";
+import { loadFilesConfig } from "./files/config.js";
 import { openFiles, openStorageQuota } from "./files/setup.js";
 import { Metrics } from "./api/metrics.js";
 import { loadConfig } from "./config.js";
+import { loadDeploymentsConfig } from "./deployments/config.js";
 import { openDeployments } from "./deployments/setup.js";
 import { EmbeddingService } from "./inference/embeddings.js";
+import { loadEmbeddingsConfig } from "./inference/embeddings-config.js";
 import { loadProviders } from "./inference/providers.js";
+import { inferenceSettings } from "./inference/settings.js";
 import type { NetworkPolicy } from "./network/policy.js";
 import { NetworkService } from "./network/service.js";
+import { networkSettings } from "./network/settings.js";
 import { NetworkStore } from "./network/store.js";
 import { LocalModels } from "./models/source.js";
 import { SandboxManager } from "./sandbox/manager.js";
@@ -19,18 +24,33 @@ import { checkHost } from "./sandbox/preflight.js";
 import { SandboxService } from "./sandbox/service.js";
 import { openDb } from "./store/db.js";
 import { AdminKeys, SqliteKeyStore } from "./store/keys.js";
+import { eventSettings } from "./events/settings.js";
 import { openEvents } from "./events/setup.js";
 import { SqliteSandboxStore } from "./store/sandboxes.js";
 import { SqliteSnapshotStore } from "./store/snapshots.js";
 import { SqliteTenantStore } from "./store/tenants.js";
+import { vectorSettings } from "./vectors/settings.js";
+import { templateSettings } from "./templates/settings.js";
 import { openTemplates } from "./templates/setup.js";
 import { openVectors } from "./vectors/setup.js";
 
 async function main(): Promise<void> {
   const config = loadConfig();
-  const providers = loadProviders(config.providersFile);
+  // Every area's settings, read before anything starts: a bad value stops the start-up with the
+  // variable's name, before a sandbox or a file exists.
+  const inference = inferenceSettings();
+  const filesConfig = loadFilesConfig(config.dataDir);
+  const settings = {
+    events: eventSettings(),
+    network: networkSettings(),
+    embeddings: loadEmbeddingsConfig(),
+    vectors: vectorSettings(),
+    deployments: loadDeploymentsConfig(),
+    templates: templateSettings(config.dataDir),
+  };
+  const providers = loadProviders(inference.providersFile);
   // Pulled models and AGENTBOX_MODEL: after the providers file, which wins a name clash.
-  providers.addSource(new LocalModels(config.dataDir, config.localModel, config.model), "last");
+  providers.addSource(new LocalModels(config.dataDir, inference.localModel, inference.model), "last");
   const logger = pino({ level: config.logLevel });
   checkHost();
   fs.mkdirSync(config.dataDir, { recursive: true });
@@ -49,14 +69,14 @@ async function main(): Promise<void> {
   const tenants = new SqliteTenantStore(db);
   const snapshots = new SqliteSnapshotStore(db);
   // Stored files and snapshots share each tenant's storage quota.
-  const storage = openStorageQuota(config.files, db, tenants, snapshots);
+  const storage = openStorageQuota(filesConfig, db, tenants, snapshots);
   const sandboxes = new SandboxManager(config, new SqliteSandboxStore(db), tenants, logger, snapshots, storage);
   // Before init(): the ends recorded while re-adopting (timed_out, host_restart) are events too.
-  const eventsArea = openEvents(db, sandboxes.events, logger);
+  const eventsArea = openEvents(db, sandboxes.events, logger, settings.events);
   // Before init(): re-adopted sandboxes of tenants' own templates start on their template's root.
-  const templates = await openTemplates(config, db, sandboxes, logger);
+  const templates = await openTemplates(config, db, sandboxes, logger, settings.templates);
   await sandboxes.init();
-  const network = new NetworkService(config, sandboxes, new NetworkStore(db), logger);
+  const network = new NetworkService(config, sandboxes, new NetworkStore(db), logger, settings.network);
   sandboxes.lifecycle.useNetwork({
     capture: (tenantId, id) => network.getPolicy(tenantId, id),
     apply: (tenantId, id, policy) => network.attach(tenantId, id, policy as NetworkPolicy),
@@ -65,18 +85,24 @@ async function main(): Promise<void> {
   const metrics = new Metrics(() => sandboxes.liveCount());
   const sandbox = new SandboxService({ config, sandboxes, tenants, counters: metrics, network });
   const embeddings = new EmbeddingService(db, providers, {
-    config: config.embeddings,
+    config: settings.embeddings,
     counters: metrics,
     onError: (msg, err) => logger.error({ err }, msg),
   });
   metrics.watchEmbeddings(embeddings);
-  const vectorsArea = openVectors(config.dataDir, embeddings, logger, {
-    // The tenant's quotas now (the operator's where set, the defaults elsewhere).
-    quotaOf: (tenantId) => sandboxes.tenantQuotas(tenantId),
-    memoryMb: config.vectorMemoryMb,
-  });
-  const deploymentsArea = openDeployments(config, db, providers, logger);
-  const files = await openFiles(config.files, db, storage, (tenantId, id) => sandboxes.box(tenantId, id), logger);
+  const vectorsArea = openVectors(
+    config.dataDir,
+    embeddings,
+    logger,
+    {
+      // The tenant's quotas now (the operator's where set, the defaults elsewhere).
+      quotaOf: (tenantId) => sandboxes.tenantQuotas(tenantId),
+      memoryMb: config.vectorMemoryMb,
+    },
+    settings.vectors,
+  );
+  const deploymentsArea = openDeployments(config, db, providers, logger, inference.model, settings.deployments);
+  const files = await openFiles(filesConfig, db, storage, (tenantId, id) => sandboxes.box(tenantId, id), logger);
   deploymentsArea.useFiles(files);
   const app = await buildApp(
     {

@@ -274,6 +274,46 @@ describe("files", () => {
     );
   });
 
+  test("watchDir recursive: changes in subdirectories, named by their path under the watched one", async () => {
+    await sbx.files.makeDir("tree/a/b");
+    await sbx.files.write("tree/a/old.txt", "before the watch");
+    const events: { name: string; type: string }[] = [];
+    const seen = async (name: string, type: string) => {
+      for (let i = 0; i < 150 && !events.some((e) => e.name === name && e.type === type); i++) await new Promise((r) => setTimeout(r, 100));
+      assert.ok(
+        events.some((e) => e.name === name && e.type === type),
+        `${type} ${name} in ${JSON.stringify(events)}`,
+      );
+    };
+    const handle = await sbx.files.watchDir(
+      "tree",
+      (e) => {
+        events.push({ name: e.name, type: e.type });
+      },
+      { recursive: true },
+    );
+    try {
+      await sbx.files.write("tree/a/b/deep.txt", "one");
+      await seen("a/b/deep.txt", FilesystemEventType.CREATE);
+      await sbx.files.write("tree/a/b/deep.txt", "one and two");
+      await seen("a/b/deep.txt", FilesystemEventType.WRITE);
+      await sbx.files.makeDir("tree/a/c");
+      await seen("a/c", FilesystemEventType.CREATE);
+      await sbx.files.write("tree/a/c/in-new-dir.txt", "x");
+      await seen("a/c/in-new-dir.txt", FilesystemEventType.CREATE);
+      await sbx.files.remove("tree/a/b");
+      await seen("a/b/deep.txt", FilesystemEventType.REMOVE);
+      await seen("a/b", FilesystemEventType.REMOVE);
+      assert.ok(!events.some((e) => e.name.endsWith("old.txt")), "what was there before the watch is no event");
+      assert.ok(
+        !events.some((e) => e.name === "a" && e.type === FilesystemEventType.WRITE),
+        "a directory's new entries are their own events",
+      );
+    } finally {
+      await handle.stop();
+    }
+  });
+
   test("watchDir: at most AGENTBOX_E2B_MAX_WATCHERS (8) watches per sandbox; a stopped one frees its place", async () => {
     const handles = [];
     for (let i = 0; i < 8; i++) handles.push(await sbx.files.watchDir("/home/user", () => {}));
@@ -361,6 +401,88 @@ describe("commands", () => {
     const gone = await Sandbox.create();
     await gone.kill();
     await assert.rejects(gone.commands.run("true"), (err: unknown) => err instanceof NotFoundError || err instanceof TimeoutError);
+  });
+});
+
+describe("pty", () => {
+  let sbx: Sandbox;
+  before(async () => {
+    sbx = await Sandbox.create();
+    sandboxes.push(sbx.sandboxId);
+  });
+
+  /** A terminal whose output collects in `screen()`; `until` waits for the output to match. */
+  async function terminal(size: { rows: number; cols: number }) {
+    let text = "";
+    const decoder = new TextDecoder();
+    const handle = await sbx.pty.create({
+      ...size,
+      timeoutMs: 0,
+      onData: (data) => {
+        text += decoder.decode(data, { stream: true });
+      },
+    });
+    const type = (keys: string) => sbx.pty.sendInput(handle.pid, new TextEncoder().encode(keys));
+    const until = async (re: RegExp) => {
+      for (let i = 0; i < 200 && !re.test(text); i++) await new Promise((r) => setTimeout(r, 50));
+      assert.match(text, re);
+    };
+    return { handle, type, until, screen: () => text };
+  }
+
+  test("create runs an interactive shell on a terminal of the asked size; input, resize, exit code", async () => {
+    const t = await terminal({ rows: 24, cols: 80 });
+    assert.ok(t.handle.pid > 0);
+    await t.type("tty; stty size; echo TERM=$TERM; [ -t 0 ] && echo stdin-is-a-tty\n");
+    await t.until(/^\/dev\/pts\/\d+\r?$/m);
+    await t.until(/^24 80\r?$/m);
+    await t.until(/^TERM=xterm-256color\r?$/m);
+    await t.until(/^stdin-is-a-tty\r?$/m);
+    const listed = await sbx.commands.list();
+    assert.deepEqual(listed.find((p) => p.pid === t.handle.pid)?.cmd, "/bin/bash", "listed as the shell it runs");
+
+    await sbx.pty.resize(t.handle.pid, { rows: 40, cols: 120 });
+    await t.type("stty size\n");
+    await t.until(/^40 120\r?$/m);
+    // A program on the terminal is told of a resize (SIGWINCH), as under a real terminal.
+    await t.type("trap 'echo winched' WINCH\n");
+    await t.until(/trap 'echo winched' WINCH/);
+    await sbx.pty.resize(t.handle.pid, { rows: 30, cols: 100 });
+    await t.type("true\n");
+    await t.until(/winched\r\n/);
+
+    // Ctrl-C reaches the foreground program through the terminal, not the shell.
+    await t.type("sleep 600\n");
+    await new Promise((r) => setTimeout(r, 300));
+    await t.type("\x03echo after-interrupt\n");
+    await t.until(/^after-interrupt\r?$/m);
+
+    await t.type("exit 7\n");
+    await assert.rejects(t.handle.wait(), (err: unknown) => {
+      assert.ok(err instanceof CommandExitError, String(err));
+      assert.equal(err.exitCode, 7);
+      return true;
+    });
+  });
+
+  test("kill ends a terminal; connect follows one again", async () => {
+    const t = await terminal({ rows: 10, cols: 40 });
+    await t.type("echo first\n");
+    await t.until(/^first\r?$/m);
+    await t.handle.disconnect();
+    let again = "";
+    const followed = await sbx.pty.connect(t.handle.pid, {
+      timeoutMs: 0,
+      onData: (d) => {
+        again += new TextDecoder().decode(d);
+      },
+    });
+    await sbx.pty.sendInput(t.handle.pid, new TextEncoder().encode("echo second\n"));
+    for (let i = 0; i < 200 && !/^second\r?$/m.test(again); i++) await new Promise((r) => setTimeout(r, 50));
+    assert.match(again, /^second\r?$/m);
+    assert.equal(await sbx.pty.kill(t.handle.pid), true);
+    await assert.rejects(followed.wait(), (err: unknown) => err instanceof CommandExitError && err.exitCode === 137);
+    assert.ok(!(await sbx.commands.list()).some((p) => p.pid === t.handle.pid), "no longer listed");
   });
 });
 

@@ -7,14 +7,16 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyRepl
 import type { Logger } from "pino";
 import { templateRoutes } from "../templates/routes.js";
 import { vectorRoutes } from "../vectors/routes.js";
+import { e2bHostRewriter } from "../e2b/hosts.js";
 import { e2bRoutes } from "../e2b/routes.js";
 import { ApiError } from "../errors.js";
 import { embeddingRoutes } from "../inference/embeddings-routes.js";
 import { inferenceRoutes } from "../inference/routes.js";
 import { installAuth } from "./auth.js";
-import { clientError, jsonDepthExceeds, lingerBeforeClose, requestId } from "./bounds.js";
+import { clientError, lingerBeforeClose, requestId } from "./bounds.js";
 import { limitConnections } from "./connections.js";
 import { installErrorHandler, routerError } from "./error-handler.js";
+import { installJsonParser } from "./json-body.js";
 import { installRateLimits } from "./rate-limit.js";
 import { adminRoutes } from "./routes/admin.js";
 import { adminSandboxRoutes } from "./routes/admin-sandboxes.js";
@@ -28,6 +30,7 @@ import { fileRoutes } from "./routes/files.js";
 import { metricsRoutes } from "./routes/metrics.js";
 import { networkRoutes } from "./routes/network.js";
 import { installPortUpgrades, portRoutes } from "./routes/ports.js";
+import { withSuspensions } from "./suspensions.js";
 import { eventRoutes } from "./routes/events.js";
 import { lifecycleRoutes } from "./routes/lifecycle.js";
 import { webhookRoutes } from "./routes/webhooks.js";
@@ -47,7 +50,10 @@ const DOCS_CSP =
 
 export async function buildApp(services: Services, logger: Logger): Promise<FastifyInstance> {
   const { config } = services;
+  // E2B's {port}-{sandboxID}.{domain} host names, only when the operator set a domain (src/e2b/hosts.ts).
+  const e2bHosts = config.e2bDomain ? e2bHostRewriter(config.e2bDomain) : undefined;
   const app = Fastify({
+    rewriteUrl: e2bHosts,
     loggerInstance: logger as FastifyBaseLogger,
     bodyLimit: config.bodyLimitBytes,
     routerOptions: { maxParamLength: 512 },
@@ -107,23 +113,7 @@ export async function buildApp(services: Services, logger: Logger): Promise<Fast
     if (!request.raw.complete && reply.getHeader("connection") === "close") lingerBeforeClose(request.raw.socket);
   });
 
-  // Real clients send `Content-Type: application/json` on GET/DELETE with no body: that is not an error.
-  app.removeContentTypeParser("application/json");
-  app.addContentTypeParser("application/json", { parseAs: "string" }, (_req, body, done) => {
-    const text = String(body);
-    if (text.trim() === "") return done(null, undefined);
-    if (jsonDepthExceeds(text, config.maxJsonDepth)) {
-      return done(new ApiError("invalid_request", `JSON body is nested deeper than ${config.maxJsonDepth} levels`), undefined);
-    }
-    try {
-      done(null, JSON.parse(text));
-    } catch (err) {
-      const e = err as Error & { statusCode?: number; code?: string };
-      e.statusCode = 400;
-      e.code = "FST_ERR_CTP_INVALID_JSON_BODY";
-      done(e, undefined);
-    }
-  });
+  installJsonParser(app, config.maxJsonDepth);
 
   if (services.metrics) {
     const metrics = services.metrics;
@@ -163,7 +153,9 @@ export async function buildApp(services: Services, logger: Logger): Promise<Fast
   app.addSchema(Sandbox);
   app.addSchema(CodeRunResult);
 
-  installAuth(app, services.keys, services.admin, services.openRequests);
+  // Keys as the door sees them: a suspended tenant's are refused and count as inactive.
+  const keys = withSuspensions(services.keys, services.tenants);
+  installAuth(app, keys, services.admin, services.openRequests);
   installErrorHandler(app);
   await installRateLimits(app, services);
 
@@ -183,7 +175,7 @@ export async function buildApp(services: Services, logger: Logger): Promise<Fast
     await app.register(backgroundRoutes, { prefix, services });
     await app.register(fileRoutes, { prefix, services });
     if (services.files)
-      await app.register(sandboxTransferRoutes, { prefix, files: services.files, maxFileBytes: config.files.maxFileBytes });
+      await app.register(sandboxTransferRoutes, { prefix, files: services.files, maxFileBytes: services.files.maxFileBytes });
     await app.register(contextRoutes, { prefix, services });
     if (services.templates) await app.register(templateRoutes, { prefix, templates: services.templates });
     await app.register(metricsRoutes, { prefix, services });
@@ -192,20 +184,20 @@ export async function buildApp(services: Services, logger: Logger): Promise<Fast
       await app.register(portRoutes, {
         prefix,
         network: services.network,
-        keys: services.keys,
+        keys,
         open: services.openRequests,
-        publicUrl: config.network.publicUrl,
+        publicUrl: services.network.settings.publicUrl,
       });
     }
   }
-  if (services.network) installPortUpgrades(app.server, services.network, services.keys, services.openRequests, config.mountRootAliases);
+  if (services.network) installPortUpgrades(app.server, services.network, keys, services.openRequests, config.mountRootAliases, e2bHosts);
   await app.register(adminRoutes, { prefix: "/v1/admin", services });
   await app.register(adminSandboxRoutes, { prefix: "/v1/admin", sandboxes: services.sandboxes });
   if (services.metrics)
     await app.register(statsRoutes, { metrics: services.metrics, liveByTenant: () => services.sandboxes.liveByTenantCounts() });
   await app.register(dashboardRoutes);
   if (services.files)
-    await app.register(storedFileRoutes, { prefix: "/v1", files: services.files, maxFileBytes: config.files.maxFileBytes });
+    await app.register(storedFileRoutes, { prefix: "/v1", files: services.files, maxFileBytes: services.files.maxFileBytes });
   if (services.inference) {
     // The gateway's code tool runs code through the same service (and gates) as POST /code/run.
     const deps = { ...services.inference, sandboxes: services.sandbox, maxJsonDepth: config.maxJsonDepth };

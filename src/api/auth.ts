@@ -20,7 +20,7 @@ declare module "fastify" {
      * Keeps the request under its API key until the response closes: revoking the key calls `end`
      * (by default the connection is dropped). Call it in handlers of requests that may last.
      */
-    holdOpen(end?: () => void): void;
+    holdOpen(end?: (why?: ApiError) => void): void;
   }
 }
 
@@ -31,9 +31,14 @@ const ADMIN = /^\/v1\/admin(\/|$)/;
 const SHARED_PORT = /^(\/v1\/agents)?\/sandboxes\/[^/]+\/ports\/\d+\/_share\//;
 const BEARER = /^Bearer +([\x21-\x7e]{1,512})$/;
 
+/** The key of an `Authorization: Bearer <key>` header (surrounding spaces ignored); undefined when there is none or it is malformed. */
+export function bearerToken(header: string | undefined): string | undefined {
+  return header === undefined ? undefined : BEARER.exec(header.trim())?.[1];
+}
+
 export function installAuth(app: FastifyInstance, keys: KeyStore, admin: AdminKeys, open: OpenRequests): void {
   app.decorateRequest("apiKey", undefined as unknown as ApiKeyRecord);
-  app.decorateReply("holdOpen", function (this: FastifyReply, end?: () => void) {
+  app.decorateReply("holdOpen", function (this: FastifyReply, end?: (why?: ApiError) => void) {
     const key = this.request.apiKey as ApiKeyRecord | undefined;
     if (!key) return;
     const raw = this.raw;
@@ -54,9 +59,8 @@ export function installAuth(app: FastifyInstance, keys: KeyStore, admin: AdminKe
     const header = request.headers.authorization;
     if (!header && SHARED_PORT.test(path) && request.routeOptions.url?.endsWith("/ports/:port/*")) return;
     if (!header) throw new ApiError("unauthorized", "Missing Authorization header; send 'Authorization: Bearer <API key>'");
-    const match = BEARER.exec(header.trim());
-    if (!match) throw new ApiError("unauthorized", "Malformed Authorization header; expected 'Bearer <API key>'");
-    const token = match[1] as string;
+    const token = bearerToken(header);
+    if (!token) throw new ApiError("unauthorized", "Malformed Authorization header; expected 'Bearer <API key>'");
     // By the matched route as well as the raw path: the router decodes percent-escapes the raw path still has.
     if (ADMIN.test(path) || ADMIN.test(request.routeOptions.url ?? "")) {
       if (!admin.verify(token)) throw new ApiError("unauthorized", "This route needs the admin key");

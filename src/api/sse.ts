@@ -2,6 +2,8 @@
 // stream, the framing (`event:` / `data:` lines, one write per event, Nagle off) and the client's
 // disconnect (an aborted signal for the service). The response is opened only when the work
 // starts, so errors before it are ordinary JSON errors; errors after it become the `end` event.
+// openSse, writeSse and clientAbort are the plumbing the inference gateway's streams share.
+import type { OutgoingHttpHeaders, ServerResponse } from "node:http";
 import type { FastifyReply, FastifyRequest } from "fastify";
 import { ApiError } from "../errors.js";
 import { toApiError } from "./error-handler.js";
@@ -13,6 +15,39 @@ export function wantsStream(request: FastifyRequest, bodyStream: boolean | null 
   if (q === true || q === "true" || q === "1") return true;
   const accept = request.headers.accept;
   return accept?.includes("text/event-stream") === true;
+}
+
+/** Takes the response over for server-sent events: the headers hooks already set (request id, rate limits), then `head`. */
+export function openSse(reply: FastifyReply, head: OutgoingHttpHeaders): ServerResponse {
+  reply.hijack();
+  const raw = reply.raw;
+  for (const [name, value] of Object.entries(reply.getHeaders())) if (value !== undefined) raw.setHeader(name, value);
+  raw.writeHead(200, head);
+  raw.flushHeaders();
+  return raw;
+}
+
+/** Writes to a response; returns a promise only when the client is slow (wait for drain or close). */
+export function writeSse(res: ServerResponse, text: string): Promise<void> | undefined {
+  if (res.write(text)) return undefined;
+  return new Promise((resolve) => {
+    const done = () => {
+      res.off("drain", done);
+      res.off("close", done);
+      resolve();
+    };
+    res.on("drain", done);
+    res.on("close", done);
+  });
+}
+
+/** An AbortController aborted when the client goes away before the answer is complete. */
+export function clientAbort(reply: FastifyReply): AbortController {
+  const abort = new AbortController();
+  reply.raw.once("close", () => {
+    if (!reply.raw.writableFinished) abort.abort(new Error("the client closed the connection"));
+  });
+  return abort;
 }
 
 /**
@@ -36,12 +71,12 @@ export class EventStream {
       this.closed = true;
       if (!reply.raw.writableFinished) this.abort.abort();
     });
-    reply.holdOpen(() => this.revoked());
+    reply.holdOpen((why) => this.revoked(why));
   }
 
-  /** The key was revoked: the stream ends now with an error `end`, and the work is told to stop. */
-  private revoked(): void {
-    const e = new ApiError("unauthorized", "The API key was revoked; this stream has ended");
+  /** The key was revoked (or its tenant suspended): the stream ends now with an error `end`, and the work is told to stop. */
+  private revoked(why?: ApiError): void {
+    const e = why ?? new ApiError("unauthorized", "The API key was revoked; this stream has ended");
     this.end({ error: { code: e.code, message: e.message } });
     this.closed = true;
     this.abort.abort();
@@ -55,17 +90,13 @@ export class EventStream {
   open(): void {
     if (this.opened) return;
     this.opened = true;
-    this.reply.hijack();
-    const raw = this.reply.raw;
-    raw.socket?.setNoDelay(true);
-    for (const [name, value] of Object.entries(this.reply.getHeaders())) if (value !== undefined) raw.setHeader(name, value);
-    raw.writeHead(200, {
+    this.reply.raw.socket?.setNoDelay(true);
+    openSse(this.reply, {
       "content-type": "text/event-stream; charset=utf-8",
       "cache-control": "no-cache, no-transform",
       "x-accel-buffering": "no",
       "x-request-id": this.request.id,
     });
-    raw.flushHeaders();
   }
 
   send(event: string, data: unknown): void {

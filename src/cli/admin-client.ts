@@ -20,6 +20,7 @@ export interface TenantJson {
   quotas: Quotas<number | null>;
   effective: Quotas<number>;
   active_keys: number;
+  suspended_at: string | null;
   created_at: string | null;
   updated_at: string | null;
 }
@@ -90,5 +91,10 @@ export class AdminClient {
 
   async setTenant(id: string, quotas: Record<string, number | null>): Promise<TenantJson> {
     return (await this.call<TenantJson>("PUT", `/tenants/${encodeURIComponent(id)}`, quotas)) as TenantJson;
+  }
+
+  /** Suspends (its keys refused, its open requests ended, its sandboxes paused) or resumes a tenant. */
+  async suspendTenant(id: string, suspend: boolean): Promise<TenantJson> {
+    return (await this.call<TenantJson>("POST", `/tenants/${encodeURIComponent(id)}/${suspend ? "suspend" : "resume"}`)) as TenantJson;
   }
 }

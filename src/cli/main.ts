@@ -23,6 +23,8 @@ ${AGENT_USAGE}
   agentbox tenants set TENANT_ID [--max-sandboxes N] [--max-concurrent-runs N] [--memory-mb N]
                                  [--max-processes N] [--storage-mb N] [--max-vector-indexes N]
                                  [--max-vectors N] [--vector-storage-mb N] [--json]     (N or "default")
+  agentbox tenants suspend TENANT_ID    refuse its keys, end what they hold open, pause its sandboxes
+  agentbox tenants resume TENANT_ID     let its keys in again (it resumes its sandboxes itself)
     these talk to the service: --url URL (or AGENTBOX_URL; default http://127.0.0.1:8080) and
     the admin key in AGENTBOX_ADMIN_KEY (or --admin-key KEY, visible to other local users)
   agentbox keys bootstrap --name NAME [--tenant TENANT_ID] [--rate-limit N] [--max-concurrent N] [--json]
@@ -68,7 +70,7 @@ function printCreated(created: KeyJson & { key: string }, json: boolean | undefi
 }
 
 function printTenant(t: TenantJson): void {
-  out(`tenant ${t.tenant_id}  (${t.active_keys} active keys)\n`);
+  out(`tenant ${t.tenant_id}  (${t.active_keys} active keys)${t.suspended_at ? `  SUSPENDED since ${t.suspended_at}` : ""}\n`);
   for (const [name, value] of Object.entries(t.effective)) {
     const set = t.quotas[name as keyof TenantJson["quotas"]];
     out(`  ${name.padEnd(20)} ${String(value).padStart(10)}  ${set === null ? "(default)" : "(set)"}\n`);
@@ -168,10 +170,19 @@ async function main(argv: string[]): Promise<number> {
 
   if ((area !== "keys" && area !== "tenants") || !action) throw new UsageError("");
   const adminKey = values["admin-key"] ?? process.env.AGENTBOX_ADMIN_KEY;
-  const known = ["keys create", "keys list", "keys revoke", "tenants list", "tenants get", "tenants set"];
+  const known = [
+    "keys create",
+    "keys list",
+    "keys revoke",
+    "tenants list",
+    "tenants get",
+    "tenants set",
+    "tenants suspend",
+    "tenants resume",
+  ];
   if (!known.includes(command)) throw new UsageError("");
   if (command === "keys revoke" && !arg) throw new UsageError("keys revoke needs an id or key prefix");
-  if ((command === "tenants get" || command === "tenants set") && !arg) throw new UsageError(`${command} needs a TENANT_ID`);
+  if (command.startsWith("tenants ") && command !== "tenants list" && !arg) throw new UsageError(`${command} needs a TENANT_ID`);
   const input = command === "keys create" ? newKey() : undefined;
   if (!adminKey) throw new UsageError("set AGENTBOX_ADMIN_KEY (or pass --admin-key) to the service's admin key");
   const api = new AdminClient(values.url ?? process.env.AGENTBOX_URL ?? "http://127.0.0.1:8080", adminKey);
@@ -225,6 +236,13 @@ async function main(argv: string[]): Promise<number> {
         if (Object.keys(body).length === 0) throw new UsageError("tenants set needs at least one quota flag");
         tenant = await api.setTenant(arg as string, body);
       } else tenant = await api.getTenant(arg as string);
+      if (values.json) out(`${JSON.stringify(tenant)}\n`);
+      else printTenant(tenant);
+      return 0;
+    }
+    case "tenants suspend":
+    case "tenants resume": {
+      const tenant = await api.suspendTenant(arg as string, command === "tenants suspend");
       if (values.json) out(`${JSON.stringify(tenant)}\n`);
       else printTenant(tenant);
       return 0;

@@ -5,6 +5,7 @@ import { parseArgs } from "node:util";
 import { loadConfig } from "../config.js";
 import { listModels, removeModel } from "../models/registry.js";
 import { type PullProgress, pullModel } from "../models/pull.js";
+import { modelsSettings } from "../models/settings.js";
 
 export const MODELS_USAGE = `  agentbox models pull (https://HOST/PATH/FILE.gguf | hf:OWNER/REPO/FILE.gguf) [--name NAME] [--sha256 HEX] [--json]
   agentbox models list [--json]
@@ -72,7 +73,7 @@ export async function modelsCommand(argv: string[], usageError: (msg: string) =>
         dataDir,
         name: values.name,
         sha256: values.sha256,
-        hfBaseUrl: process.env.AGENTBOX_HF_BASE_URL || undefined,
+        hfBaseUrl: modelsSettings().hfBaseUrl,
         hfToken: process.env.HF_TOKEN || undefined,
         onProgress: progressPrinter(process.stderr.isTTY === true),
       });

@@ -7,6 +7,7 @@ import type { FileService } from "../files/service.js";
 import type { ProviderRegistry } from "../inference/providers.js";
 import { DeploymentStore } from "../store/deployments.js";
 import { Accelerators } from "./accelerators.js";
+import { type DeploymentsConfig, loadDeploymentsConfig } from "./config.js";
 import { DeploymentService } from "./service.js";
 
 export interface DeploymentsArea {
@@ -17,13 +18,21 @@ export interface DeploymentsArea {
   close(): Promise<void>;
 }
 
-export function openDeployments(config: Config, db: Database, providers: ProviderRegistry, logger: Logger): DeploymentsArea {
+/** `modelFile`: AGENTBOX_MODEL (src/inference/settings.ts), which a deployment may name too. */
+export function openDeployments(
+  config: Config,
+  db: Database,
+  providers: ProviderRegistry,
+  logger: Logger,
+  modelFile: string | undefined,
+  settings: DeploymentsConfig = loadDeploymentsConfig(),
+): DeploymentsArea {
   const accelerators = new Accelerators();
   const deployments = new DeploymentService({
     store: new DeploymentStore(db),
-    config: config.deployments,
+    config: settings,
     dataDir: config.dataDir,
-    modelFile: config.model,
+    modelFile,
     accelerators,
     log: (level, msg, extra) => logger[level](extra ?? {}, msg),
   });

@@ -44,12 +44,15 @@ function listedJson(r: Live) {
   };
 }
 
-function detailJson(r: Live, token: string | undefined) {
-  return { ...listedJson(r), envdAccessToken: token, domain: null };
+function detailJson(r: Live, token: string | undefined, domain: string | null) {
+  return { ...listedJson(r), envdAccessToken: token, domain };
 }
 
-/** What create and connect answer: enough for the SDK to reach the sandbox. */
-function connectionJson(r: SandboxRecord, token: string | undefined) {
+/**
+ * What create and connect answer: enough for the SDK to reach the sandbox (`domain`: the operator's
+ * AGENTBOX_E2B_DOMAIN, else null and the SDK keeps its own E2B_DOMAIN).
+ */
+function connectionJson(r: SandboxRecord, token: string | undefined, domain: string | null) {
   return {
     sandboxID: r.id,
     templateID: r.template,
@@ -58,7 +61,7 @@ function connectionJson(r: SandboxRecord, token: string | undefined) {
     envdVersion: ENVD_VERSION,
     envdAccessToken: token,
     trafficAccessToken: token,
-    domain: null,
+    domain,
   };
 }
 
@@ -114,6 +117,7 @@ export const controlRoutes: FastifyPluginAsync<{ services: Services }> = async (
     reply.status(501).send({ code: 501, message: `${request.method} ${path} is not supported by this E2B-compatible API (docs/e2b.md)` });
   });
   const { sandbox } = services;
+  const domain = services.config.e2bDomain ?? null;
   const lifecycle = services.sandboxes.lifecycle;
 
   /** A sandbox that is running or paused (an ended one is gone, as in E2B). */
@@ -139,7 +143,7 @@ export const controlRoutes: FastifyPluginAsync<{ services: Services }> = async (
   for (const url of ["/sandboxes", "/v2/sandboxes"]) {
     app.post<{ Body: CreateBody | undefined }>(url, async (request, reply) => {
       const record = await create(request);
-      return reply.status(201).send(connectionJson(record, accessToken(request)));
+      return reply.status(201).send(connectionJson(record, accessToken(request), domain));
     });
   }
 
@@ -173,7 +177,7 @@ export const controlRoutes: FastifyPluginAsync<{ services: Services }> = async (
   });
 
   app.get<{ Params: IdParams }>("/sandboxes/:sandboxID", async (request) =>
-    detailJson(live(request.apiKey, request.params.sandboxID), accessToken(request)),
+    detailJson(live(request.apiKey, request.params.sandboxID), accessToken(request), domain),
   );
 
   app.delete<{ Params: IdParams }>("/sandboxes/:sandboxID", async (request, reply) => {
@@ -220,13 +224,13 @@ export const controlRoutes: FastifyPluginAsync<{ services: Services }> = async (
   for (const url of ["/sandboxes/:sandboxID/connect", "/v2/sandboxes/:sandboxID/connect"]) {
     app.post<{ Params: IdParams; Body: { timeout?: number } | undefined }>(url, async (request, reply) => {
       const { record, resumed } = await connect(request);
-      return reply.status(resumed ? 201 : 200).send(connectionJson(record, accessToken(request)));
+      return reply.status(resumed ? 201 : 200).send(connectionJson(record, accessToken(request), domain));
     });
   }
   app.post<{ Params: IdParams; Body: { timeout?: number } | undefined }>("/sandboxes/:sandboxID/resume", async (request, reply) => {
     const r = live(request.apiKey, request.params.sandboxID);
     if (r.status !== "paused") throw new ApiError("conflict", `Sandbox '${r.id}' is not paused`);
     const { record } = await connect(request);
-    return reply.status(201).send(connectionJson(record, accessToken(request)));
+    return reply.status(201).send(connectionJson(record, accessToken(request), domain));
   });
 };

@@ -93,9 +93,8 @@ export async function filesystemRoutes(app: FastifyInstance, { services }: { ser
       rpc,
       "/filesystem.Filesystem/WatchDir",
       async (message, request, stream) => {
-        if (message.recursive === true)
-          throw new ConnectError("unimplemented", "Recursive watching is not supported; watch each directory");
-        await watchers.watch(boxOf(request), sandboxIdOf(request), pathOf(message), config.maxListFiles, stream);
+        const recursive = message.recursive === true;
+        await watchers.watch(boxOf(request), sandboxIdOf(request), pathOf(message), config.maxListFiles, stream, recursive);
       },
       { keepalive: {} },
     );

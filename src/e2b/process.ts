@@ -1,13 +1,15 @@
 // envd's process.Process service, mapped onto the sandbox's background processes: every process
 // an E2B client starts (commands.run, foreground or not) is one, so it has a pid, takes stdin and
 // signals, can be listed and reconnected to, and streams its output until it exits. Its output
-// travels as Connect messages (base64 bytes in JSON).
+// travels as Connect messages (base64 bytes in JSON). A process started with `pty` runs on a
+// terminal (pty.ts): its output is the terminal's, its input and window size go to the terminal.
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { Services } from "../api/services.js";
 import { invalid } from "../errors.js";
 import type { BgSignal } from "../sandbox/background.js";
 import { installConnect, type ServerStream, serverStreaming, unary } from "./connect.js";
 import { ConnectError } from "./errors.js";
+import { PtyPids, ptyCommand, ptyInput, ptyResize, ptySize } from "./pty.js";
 import { targetResolver } from "./target.js";
 
 const SIGNALS: Record<string, BgSignal> = { SIGNAL_SIGKILL: "KILL", SIGNAL_SIGTERM: "TERM", "9": "KILL", "15": "TERM" };
@@ -35,13 +37,16 @@ export async function processRoutes(app: FastifyInstance, { services }: { servic
   installConnect(app);
   const { sandbox } = services;
   const sandboxIdOf = targetResolver(services.sandboxes);
+  const ptys = new PtyPids(services.config.maxBackgroundProcesses * 4);
+  services.sandboxes.onEnded((id) => ptys.drop(id));
 
   /** Streams a process's output, then its end; at the call's deadline the process is killed. */
   const follow = async (request: FastifyRequest, pid: number, stream: ServerStream) => {
     const id = sandboxIdOf(request);
+    const onTerminal = ptys.get(id, pid) !== undefined;
     stream.send({ event: { start: { pid } } });
     const follower = {
-      output: (s: "stdout" | "stderr", text: string) => stream.send({ event: { data: { [s]: bytes(text) } } }),
+      output: (s: "stdout" | "stderr", text: string) => stream.send({ event: { data: { [onTerminal ? "pty" : s]: bytes(text) } } }),
       signal: stream.signal,
     };
     const code = await sandbox.followBackground(request.apiKey, id, pid, follower, () => {});
@@ -60,28 +65,31 @@ export async function processRoutes(app: FastifyInstance, { services }: { servic
     "/process.Process/Start",
     async (message, request, stream) => {
       const config = (message.process ?? {}) as { cmd?: unknown; args?: unknown; envs?: unknown; cwd?: unknown };
-      if (message.pty !== undefined && message.pty !== null) throw new ConnectError("unimplemented", "PTYs are not supported");
       if (typeof config.cmd !== "string" || config.cmd === "") throw invalid("'process.cmd' is required");
       const args = config.args ?? [];
       if (!Array.isArray(args) || args.some((a) => typeof a !== "string")) throw invalid("'process.args' must be strings");
       if (config.cwd !== undefined && typeof config.cwd !== "string") throw invalid("'process.cwd' must be a string");
       const environment = stringRecord(config.envs, "process.envs");
+      const terminal = message.pty === undefined || message.pty === null ? undefined : ptySize(message.pty);
+      const run = terminal ? ptyCommand(config.cmd, args as string[], terminal) : { command: config.cmd, args: args as string[] };
       // The command holds an execution slot while its client follows it, as a native commands/run
       // does: refused (before it starts) by the same gates; given back when it exits, is killed,
       // or the stream ends (the client went away or disconnected; the process then runs on
       // outside the slots, as a native background process does).
       const release = sandbox.holdSlot(request.apiKey);
       try {
-        const proc = await sandbox.startBackground(request.apiKey, sandboxIdOf(request), {
-          command: config.cmd,
-          args: args as string[],
+        const id = sandboxIdOf(request);
+        const proc = await sandbox.startBackground(request.apiKey, id, {
+          ...run,
           workingDir: config.cwd || undefined,
           environment,
         });
-        // Without `stdin: true` the process reads an empty stdin, as under envd (a `cat` ends at once).
-        // (One that has exited already has no stdin to close.)
-        if (message.stdin !== true)
-          await sandbox.writeStdin(request.apiKey, sandboxIdOf(request), proc.pid, Buffer.alloc(0), true).catch(() => {});
+        if (terminal) ptys.add(id, proc.pid, { cmd: config.cmd, args: args as string[] });
+        else ptys.delete(id, proc.pid);
+        // Without `stdin: true` the process reads an empty stdin, as under envd (a `cat` ends at once);
+        // a terminal's input stays open. (One that has exited already has no stdin to close.)
+        if (message.stdin !== true && !terminal)
+          await sandbox.writeStdin(request.apiKey, id, proc.pid, Buffer.alloc(0), true).catch(() => {});
         await follow(request, proc.pid, stream);
       } finally {
         release();
@@ -100,19 +108,37 @@ export async function processRoutes(app: FastifyInstance, { services }: { servic
   );
 
   unary(app, "/process.Process/List", async (_message, request) => {
-    const procs = await sandbox.listBackground(request.apiKey, sandboxIdOf(request));
+    const id = sandboxIdOf(request);
+    const procs = await sandbox.listBackground(request.apiKey, id);
     return {
       processes: procs
         .filter((p) => p.status === "running")
-        .map((p) => ({ pid: p.pid, config: { cmd: p.command, args: p.args, envs: {} } })),
+        .map((p) => ({ pid: p.pid, config: { ...(ptys.get(id, p.pid) ?? { cmd: p.command, args: p.args }), envs: {} } })),
     };
   });
 
   unary(app, "/process.Process/SendInput", async (message, request) => {
-    const input = message.input as { stdin?: unknown } | undefined;
-    if (typeof input?.stdin !== "string") throw new ConnectError("unimplemented", "Only 'input.stdin' is supported (no PTYs)");
-    const data = Buffer.from(input.stdin, "base64");
-    await sandbox.writeStdin(request.apiKey, sandboxIdOf(request), pidOf(message), data, false);
+    const input = message.input as { stdin?: unknown; pty?: unknown } | undefined;
+    const given = input?.pty ?? input?.stdin;
+    if (typeof given !== "string") throw invalid("'input.stdin' or 'input.pty' is required");
+    const id = sandboxIdOf(request);
+    const pid = pidOf(message);
+    const data = Buffer.from(given, "base64");
+    // A terminal's helper reads its stdin as frames: every write to it is one (either field, as envd takes both).
+    if (ptys.get(id, pid)) await sandbox.writeStdin(request.apiKey, id, pid, ptyInput(data), false);
+    else if (input?.pty !== undefined) throw invalid(`Process ${pid} has no terminal; send 'input.stdin'`);
+    else await sandbox.writeStdin(request.apiKey, id, pid, data, false);
+    return {};
+  });
+
+  // A terminal's new window size (the SDK's pty.resize); its program gets SIGWINCH.
+  unary(app, "/process.Process/Update", async (message, request) => {
+    const id = sandboxIdOf(request);
+    const pid = pidOf(message);
+    if (message.pty === undefined || message.pty === null) return {};
+    const { rows, cols } = ptySize(message.pty);
+    if (!ptys.get(id, pid)) throw invalid(`Process ${pid} has no terminal to resize`);
+    await sandbox.writeStdin(request.apiKey, id, pid, ptyResize(rows, cols), false);
     return {};
   });
 
@@ -128,9 +154,7 @@ export async function processRoutes(app: FastifyInstance, { services }: { servic
     return {};
   });
 
-  for (const method of ["Update", "StreamInput"]) {
-    app.post(`/process.Process/${method}`, async () => {
-      throw new ConnectError("unimplemented", `process.Process/${method} (PTYs, streamed input) is not supported`);
-    });
-  }
+  app.post("/process.Process/StreamInput", async () => {
+    throw new ConnectError("unimplemented", "process.Process/StreamInput (client-streamed input) is not supported; use SendInput");
+  });
 }

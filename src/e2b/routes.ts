@@ -1,7 +1,8 @@
 // The E2B-compatible API, all under /e2b: the control API (control.ts) and, told apart by path,
 // what E2B's SDKs send into a sandbox when E2B_SANDBOX_URL is set: envd's Connect RPCs and file
 // transfers (process.ts, filesystem.ts) and the code interpreter (interpreter.ts). Which sandbox
-// an in-sandbox request is for comes in the E2b-Sandbox-Id header (target.ts).
+// an in-sandbox request is for comes in the E2b-Sandbox-Id header (target.ts), which a
+// {port}-{sandboxID}.{domain} host name sets before routing (hosts.ts, wired in api/app.ts).
 import type { FastifyPluginAsync } from "fastify";
 import type { Services } from "../api/services.js";
 import { E2B_PREFIX } from "./auth.js";

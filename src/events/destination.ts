@@ -5,7 +5,7 @@ import dns from "node:dns";
 import net from "node:net";
 import { hostRanges } from "../network/host-ranges.js";
 import { addressKey, SPECIAL_RANGES } from "../network/policy.js";
-import { Limiter } from "../sandbox/pool.js";
+import { Limiter } from "../common/limiter.js";
 
 export const MAX_URL_LENGTH = 2048;
 const LOOKUP_TIMEOUT_MS = 5000;

@@ -1,6 +1,7 @@
 // Settings of stored files (/v1/files): where the bytes live, how large a file and a tenant's
-// store may grow, how long a file may live. Read once at start-up by src/config.ts.
+// store may grow, how long a file may live. Declared once; read by the files area's setup.
 import path from "node:path";
+import { defineSettings, readSettings, settingsOf } from "../settings/kernel.js";
 
 export interface S3Settings {
   /** Endpoint of an S3-compatible store (unset: AWS, from the region). */
@@ -33,29 +34,88 @@ export interface FilesConfig {
   maxFilesPerTenant: number;
 }
 
-type Num = (name: string, fallback: number) => number;
+const setting = settingsOf("files");
 
-export function loadFilesConfig(num: Num, dataDir: string): FilesConfig {
-  const env = process.env;
-  const backend = env.AGENTBOX_FILES_BACKEND || "local";
-  if (backend !== "local" && backend !== "s3") throw new Error(`AGENTBOX_FILES_BACKEND must be 'local' or 's3', got '${backend}'`);
-  if (backend === "s3" && !env.AGENTBOX_S3_BUCKET) throw new Error("AGENTBOX_FILES_BACKEND=s3 needs AGENTBOX_S3_BUCKET");
+export const filesSettingsSchema = defineSettings({
+  backend: setting.enum("AGENTBOX_FILES_BACKEND", ["local", "s3"] as const, {
+    default: "local",
+    doc: "Where stored files' bytes live: `local` (disk) or `s3` (an S3-compatible object store).",
+  }),
+  dir: setting.string("AGENTBOX_FILES_DIR", {
+    defaultDoc: "`<data dir>/files`",
+    doc: "Local backend: `objects/` (the files) and `tmp/` (uploads in progress, emptied at start-up).",
+  }),
+  maxFileBytes: setting.number("AGENTBOX_MAX_FILE_BYTES", {
+    default: 512 * 2 ** 20,
+    defaultDoc: "512 MiB",
+    doc: "Largest stored file (upload or export); 413 as soon as the byte past it arrives.",
+  }),
+  tenantQuotaMb: setting.number("AGENTBOX_TENANT_FILES_MB", {
+    default: 10 * 1024,
+    defaultDoc: "10240",
+    doc: "Stored bytes per tenant (stored files and snapshots together), MiB, when the operator set no `storage_mb` quota for the tenant (`tenants set <id> --storage-mb N` / `PUT /v1/admin/tenants/{id}`); 429 past it.",
+  }),
+  maxFilesPerTenant: setting.number("AGENTBOX_MAX_FILES_PER_TENANT", {
+    default: 100_000,
+    defaultDoc: "100000",
+    doc: "Files one tenant may hold (429 past it).",
+  }),
+  maxExpirySeconds: setting.number("AGENTBOX_MAX_FILE_EXPIRY_S", {
+    default: 365 * 24 * 3600,
+    defaultDoc: "31536000 (a year)",
+    doc: "Largest `expires_after`.",
+  }),
+  reaperIntervalMs: setting.number("AGENTBOX_FILES_REAPER_INTERVAL_MS", {
+    default: 60_000,
+    defaultDoc: "60000",
+    atLeast: 50,
+    doc: "How often expired files' rows and bytes are deleted (an expired file is hidden from every read at once).",
+  }),
+  s3Bucket: setting.string("AGENTBOX_S3_BUCKET", { defaultDoc: "—", doc: "S3 backend: the bucket (required with `s3`)." }),
+  s3Endpoint: setting.string("AGENTBOX_S3_ENDPOINT", {
+    defaultDoc: "unset (AWS)",
+    doc: "S3 backend: endpoint of a self-hosted store, e.g. `http://minio:9000`.",
+  }),
+  s3Region: setting.string("AGENTBOX_S3_REGION", { default: "us-east-1", doc: "S3 backend: region." }),
+  s3Prefix: setting.string("AGENTBOX_S3_PREFIX", {
+    default: "files/",
+    allowEmpty: true,
+    doc: "S3 backend: key prefix of this service's objects.",
+  }),
+  s3ForcePathStyle: setting.boolean("AGENTBOX_S3_FORCE_PATH_STYLE", {
+    default: true,
+    doc: "S3 backend: bucket in the path (MinIO, Ceph); `false` for virtual-hosted style.",
+  }),
+  s3AccessKeyId: setting.string("AGENTBOX_S3_ACCESS_KEY_ID", {
+    defaultDoc: "unset",
+    doc: "S3 backend: credentials; unset, the AWS SDK's default chain (environment, instance role).",
+  }),
+  s3SecretAccessKey: setting.string("AGENTBOX_S3_SECRET_ACCESS_KEY", {
+    defaultDoc: "unset",
+    doc: "S3 backend: credentials; unset, the AWS SDK's default chain (environment, instance role).",
+  }),
+});
+
+/** Reads the files settings; `dataDir` is where the local backend lives unless AGENTBOX_FILES_DIR says. */
+export function loadFilesConfig(dataDir: string, env: NodeJS.ProcessEnv = process.env): FilesConfig {
+  const s = readSettings(filesSettingsSchema, env);
+  if (s.backend === "s3" && !s.s3Bucket) throw new Error("AGENTBOX_FILES_BACKEND=s3 needs AGENTBOX_S3_BUCKET");
   return {
-    backend,
-    dir: path.resolve(env.AGENTBOX_FILES_DIR || path.join(dataDir, "files")),
+    backend: s.backend,
+    dir: path.resolve(s.dir ?? path.join(dataDir, "files")),
     s3: {
-      endpoint: env.AGENTBOX_S3_ENDPOINT || undefined,
-      bucket: env.AGENTBOX_S3_BUCKET ?? "",
-      region: env.AGENTBOX_S3_REGION || "us-east-1",
-      prefix: env.AGENTBOX_S3_PREFIX ?? "files/",
-      forcePathStyle: (env.AGENTBOX_S3_FORCE_PATH_STYLE ?? "true").toLowerCase() !== "false",
-      accessKeyId: env.AGENTBOX_S3_ACCESS_KEY_ID || undefined,
-      secretAccessKey: env.AGENTBOX_S3_SECRET_ACCESS_KEY || undefined,
+      endpoint: s.s3Endpoint,
+      bucket: s.s3Bucket ?? "",
+      region: s.s3Region,
+      prefix: s.s3Prefix,
+      forcePathStyle: s.s3ForcePathStyle,
+      accessKeyId: s.s3AccessKeyId,
+      secretAccessKey: s.s3SecretAccessKey,
     },
-    maxFileBytes: num("AGENTBOX_MAX_FILE_BYTES", 512 * 2 ** 20),
-    tenantQuotaMb: num("AGENTBOX_TENANT_FILES_MB", 10 * 1024),
-    maxExpirySeconds: num("AGENTBOX_MAX_FILE_EXPIRY_S", 365 * 24 * 3600),
-    reaperIntervalMs: Math.max(50, num("AGENTBOX_FILES_REAPER_INTERVAL_MS", 60_000)),
-    maxFilesPerTenant: num("AGENTBOX_MAX_FILES_PER_TENANT", 100_000),
+    maxFileBytes: s.maxFileBytes,
+    tenantQuotaMb: s.tenantQuotaMb,
+    maxExpirySeconds: s.maxExpirySeconds,
+    reaperIntervalMs: s.reaperIntervalMs,
+    maxFilesPerTenant: s.maxFilesPerTenant,
   };
 }

@@ -87,6 +87,11 @@ export class FileService {
     this.config = deps.config;
   }
 
+  /** Largest file one upload or export may store (AGENTBOX_MAX_FILE_BYTES). */
+  get maxFileBytes(): number {
+    return this.config.maxFileBytes;
+  }
+
   /** Prepares storage, drops objects no record points to (a crash between storing and recording), starts the reaper. */
   async init(): Promise<void> {
     await this.deps.storage.init();

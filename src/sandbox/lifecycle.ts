@@ -1,41 +1,61 @@
-// Pause, resume, snapshots and forks of live sandboxes, and what a sandbox does when its life runs
-// out (on_timeout) or when it stays paused past the operator's limit (its files go into a snapshot,
-// its processes end, and a resume starts it again from that snapshot: "hibernated"). Every archive
-// written counts against the tenant's storage quota as its bytes arrive, as stored files do.
+// Every transition of a sandbox after its create: pause, resume, snapshots and forks, its end
+// (killed, timed out, out of memory) and the reaper that finds the expired, what a sandbox does
+// when its life runs out (on_timeout), and what happens when it stays paused past the operator's
+// limit (its files go into a snapshot, its processes end, and a resume starts it again from that
+// snapshot: "hibernated"). The sandboxes it works on are the registry's (./registry.ts), the
+// snapshots it writes are kept by ./snapshot-keeper.ts.
 //
 // Kernel state: a pause freezes every process with the cgroup freezer, so a resume continues with
 // memory and kernels as they were ("preserved"); anything started from a snapshot (a create with
 // snapshot_id, a fork, the resume of a hibernated sandbox) gets the files only ("lost").
 import crypto from "node:crypto";
+import type { Logger } from "pino";
+import { Limiter } from "../common/limiter.js";
+import type { Config } from "../config.js";
 import { ApiError, invalid } from "../errors.js";
-import type { EndedBy } from "../events/bus.js";
-import type { StorageQuota } from "../files/quota.js";
-import type { SandboxRecord } from "../store/sandboxes.js";
+import type { EndedBy, LifecycleBus } from "../events/bus.js";
+import { endStatus, type SandboxRecord, type SandboxStore } from "../store/sandboxes.js";
 import type { SnapshotKind, SnapshotRecord, SnapshotStore } from "../store/snapshots.js";
 import type { Box } from "./box.js";
-import type { CreateInput, Live, OnTimeout, SandboxManager } from "./manager.js";
-import { Limiter } from "./pool.js";
-import { SnapshotFiles } from "./snapshots.js";
-
-export type KernelState = "preserved" | "lost";
-
-/** A sandbox whose processes were ended into a snapshot after a long pause; it waits for a resume. */
-interface Hibernated {
-  record: SandboxRecord;
-  snapshot: SnapshotRecord;
-  lifeS: number;
-  onTimeout: OnTimeout;
-  pausedAt: number;
-  pausedByTimeout: boolean;
-  /** The teardown of its old processes and workspace (a resume starts again under the same name). */
-  released: Promise<void>;
-  resuming?: Promise<{ record: SandboxRecord; kernelState: KernelState }>;
-}
+import type {
+  CreateDoor,
+  CreateInput,
+  EndCause,
+  Hibernated,
+  HostDoor,
+  KernelState,
+  Live,
+  OnTimeout,
+  PoolDoor,
+  RegistryDoor,
+} from "./doors.js";
+import type { SnapshotKeeper } from "./snapshot-keeper.js";
 
 /** A sandbox's network policy, as the network area keeps it: captured into snapshots, applied to copies. */
 export interface NetworkSettings {
   capture(tenantId: string, sandboxId: string): unknown;
   apply(tenantId: string, sandboxId: string, policy: unknown): Promise<void>;
+}
+
+export type LifecycleConfig = Pick<Config, "pausedMaxS" | "maxForkCount" | "startQueue">;
+
+/** What Lifecycle is given: its settings and stores, and the doors of the rooms it works with. */
+export interface LifecycleRooms {
+  config: LifecycleConfig;
+  log: Logger;
+  /** Where its transitions are announced (paused, resumed, snapshotted, ended ...). */
+  events: LifecycleBus;
+  store: SandboxStore;
+  /** Where a sandbox's on_timeout and its hibernation snapshot are found again after a restart. */
+  snapshots: SnapshotStore;
+  /** The snapshots' archives, records, cap and storage quota. */
+  keeper: SnapshotKeeper;
+  registry: RegistryDoor;
+  host: HostDoor;
+  /** Told when an end frees room for the warm pool. */
+  pool: PoolDoor;
+  /** Forks make their copies through the service's own create. */
+  creates: CreateDoor;
 }
 
 const message = (err: unknown) => (err instanceof Error ? err.message : String(err));
@@ -45,21 +65,29 @@ const failure = (err: unknown) =>
   err instanceof ApiError ? { code: err.code, message: err.message } : { code: "internal_error", message: "The snapshot failed" };
 
 export class Lifecycle {
-  readonly files: SnapshotFiles;
-  private readonly hibernated = new Map<string, Hibernated>();
-  /** Snapshots being written per tenant (counted against the tenant's cap before their row exists). */
-  private readonly writing = new Map<string, number>();
   private network: NetworkSettings | undefined;
+  private readonly config: LifecycleConfig;
+  private readonly log: Logger;
+  private readonly events: LifecycleBus;
+  private readonly store: SandboxStore;
+  private readonly snapshots: SnapshotStore;
+  private readonly keeper: SnapshotKeeper;
+  private readonly registry: RegistryDoor;
+  private readonly host: HostDoor;
+  private readonly pool: PoolDoor;
+  private readonly creates: CreateDoor;
 
-  constructor(
-    private readonly m: SandboxManager,
-    private readonly snapshots: SnapshotStore,
-    private readonly storage: StorageQuota,
-  ) {
-    this.files = new SnapshotFiles(m.config.snapshotDir, m.config.snapshotMaxBytes);
-    // Archives no record points to (a crash between writing one and recording it, or between
-    // deleting a record and its file; a fork's temporary archive) are never snapshots.
-    this.files.sweep((id) => this.snapshots.get(id) !== undefined);
+  constructor(rooms: LifecycleRooms) {
+    this.config = rooms.config;
+    this.log = rooms.log;
+    this.events = rooms.events;
+    this.store = rooms.store;
+    this.snapshots = rooms.snapshots;
+    this.keeper = rooms.keeper;
+    this.registry = rooms.registry;
+    this.host = rooms.host;
+    this.pool = rooms.pool;
+    this.creates = rooms.creates;
   }
 
   /** Lets snapshots and copies carry the sandbox's network policy. */
@@ -79,26 +107,26 @@ export class Lifecycle {
     reason: string,
     detail: Record<string, unknown> = {},
   ): void {
-    this.m.events.emit({ type, sandboxId: record.id, tenantId: record.tenantId, detail: { reason, ...detail } });
+    this.events.emit({ type, sandboxId: record.id, tenantId: record.tenantId, detail: { reason, ...detail } });
   }
 
   /** The caller's live sandbox (running or paused). */
   private liveOf(tenantId: string, id: string): Live {
-    const live = this.m.live.get(id);
+    const live = this.registry.get(id);
     if (live && live.record.tenantId === tenantId) return live;
-    const record = this.m.get(tenantId, id);
+    const record = this.registry.record(tenantId, id);
     throw new ApiError("invalid_state", `Sandbox '${id}' is ${record.status}; create a new one`);
   }
 
   private hibernatedOf(tenantId: string, id: string): Hibernated | undefined {
-    const h = this.hibernated.get(id);
+    const h = this.registry.hibernated(id);
     return h && h.record.tenantId === tenantId ? h : undefined;
   }
 
   /** Lifecycle operations on one sandbox run one after another; each re-checks that the sandbox is still live. */
   private serial<T>(live: Live, task: () => Promise<T>): Promise<T> {
     const run = async () => {
-      if (this.m.live.get(live.record.id) !== live) {
+      if (this.registry.get(live.record.id) !== live) {
         throw new ApiError("invalid_state", `Sandbox '${live.record.id}' is ${live.record.status}; create a new one`);
       }
       return task();
@@ -138,7 +166,7 @@ export class Lifecycle {
       throw new ApiError("internal_error", `The sandbox could not be paused: ${message(err)}`);
     }
     live.pausedAt = Date.now();
-    live.hibernateAt = live.pausedAt + this.m.config.pausedMaxS * 1000;
+    live.hibernateAt = live.pausedAt + this.config.pausedMaxS * 1000;
     live.pausedByTimeout = byTimeout;
     live.record.status = "paused";
     this.emit("paused", live.record, byTimeout ? "timeout" : "api");
@@ -174,20 +202,90 @@ export class Lifecycle {
     const now = Date.now();
     const at = byTimeout ? now + lifeS * 1000 : Date.parse(record.timeoutAt) + (now - pausedAt);
     record.timeoutAt = new Date(at).toISOString();
-    this.m.store.setTimeout(record.id, record.timeoutAt);
-    this.m.setDeadline(record.id, at);
+    this.store.setTimeout(record.id, record.timeoutAt);
+    this.registry.setDeadline(record.id, at);
+  }
+
+  /** A running sandbox of the caller's gets `timeoutS` seconds of life from now. */
+  setTimeout(tenantId: string, id: string, timeoutS: number): SandboxRecord {
+    this.registry.box(tenantId, id);
+    const live = this.registry.get(id) as Live;
+    live.record.timeoutAt = new Date(Date.now() + timeoutS * 1000).toISOString();
+    live.lifeS = timeoutS;
+    this.store.setTimeout(id, live.record.timeoutAt);
+    this.registry.setDeadline(id, Date.parse(live.record.timeoutAt));
+    this.events.emit({
+      type: "timeout_extended",
+      sandboxId: id,
+      tenantId,
+      detail: { timeout: timeoutS, timeout_at: live.record.timeoutAt },
+    });
+    return live.record;
+  }
+
+  // ---- ends ----
+
+  /** Ends the caller's sandbox; `by`: an API call of the tenant's, or the operator. */
+  async kill(tenantId: string, id: string, by: EndedBy = "api"): Promise<void> {
+    const record = this.registry.record(tenantId, id);
+    if (this.dropHibernated(id, by)) return;
+    if (record.status !== "running" && record.status !== "paused") return;
+    await this.end(id, { reason: "killed", by });
+  }
+
+  /**
+   * Ends a live sandbox for `cause`: its status follows from the reason, the reason itself is kept
+   * in its `ended` event. (The status shorthands stand for a kill and a timeout.)
+   */
+  async end(id: string, cause: EndCause | "terminated" | "timed_out"): Promise<void> {
+    const live = this.registry.leave(id);
+    if (!live) return;
+    this.rememberOnTimeout(id, live.onTimeout, true);
+    this.recordEnd(live.record, typeof cause === "string" ? { reason: cause === "timed_out" ? "timed_out" : "killed" } : cause);
+    // The caller gets its answer once the processes are killed; unmounting and removing the cgroup
+    // go on in the background (a crash midway leaves them to the start-up sweep).
+    await live.box.stop().catch((err) => this.log.error({ err, sandbox_id: id }, "sandbox kill failed"));
+    this.host.track(this.host.release(live.box, true).finally(() => this.pool.fill()));
+  }
+
+  /** Marks a record ended (in memory and in the store) and announces its `ended` event. */
+  recordEnd(record: SandboxRecord, cause: EndCause, at = new Date().toISOString()): void {
+    record.status = endStatus(cause.reason);
+    record.endedAt = at;
+    this.store.end(record.id, record.status, at);
+    this.events.emit({ type: "ended", sandboxId: record.id, tenantId: record.tenantId, at, ...cause });
   }
 
   // ---- the reaper's part ----
 
+  /** Ends the expired sandboxes (or pauses or snapshots them, as they asked); hibernates the long-paused. */
+  async reap(): Promise<void> {
+    const now = Date.now();
+    for (const live of this.registry.all()) {
+      const id = live.record.id;
+      // A paused sandbox's life clock is stopped; paused too long, its files go to a snapshot.
+      if (live.record.status === "paused") {
+        if (live.hibernateAt !== undefined && now >= live.hibernateAt) this.hibernate(live);
+        continue;
+      }
+      if (Date.parse(live.record.timeoutAt) > now) continue;
+      if (live.onTimeout !== "kill") {
+        this.onTimeout(live);
+        continue;
+      }
+      // Not awaited: sandboxes due together end together, each at its deadline.
+      void this.end(id, { reason: "timed_out" }).catch((err) => this.log.error({ err, sandbox_id: id }, "reaper failed"));
+    }
+  }
+
   /** The sandbox's life ran out and it was created with on_timeout pause or snapshot. */
-  onTimeout(live: Live): void {
+  private onTimeout(live: Live): void {
     if (live.op) return; // an operation is under way; the next tick looks again
     if (live.onTimeout === "pause") {
       // A run in progress would outlive its backstop frozen: the pause waits until it is done.
       if (live.box.busy) return;
       this.serial(live, () => this.pauseNow(live, true)).catch((err) =>
-        this.m.log.error({ err, sandbox_id: live.record.id }, "on_timeout pause failed"),
+        this.log.error({ err, sandbox_id: live.record.id }, "on_timeout pause failed"),
       );
       return;
     }
@@ -200,12 +298,12 @@ export class Lifecycle {
       } catch (err) {
         snapshotError = failure(err);
         const log = err instanceof ApiError && err.code === "quota_exceeded" ? "warn" : "error";
-        this.m.log[log]({ err, sandbox_id: live.record.id }, "on_timeout snapshot failed; the sandbox ends without one");
+        this.log[log]({ err, sandbox_id: live.record.id }, "on_timeout snapshot failed; the sandbox ends without one");
       }
     })
       .catch(() => {})
       .finally(() =>
-        this.m.end(live.record.id, { reason: "timed_out", detail: snapshotError ? { snapshot_error: snapshotError } : undefined }),
+        this.end(live.record.id, { reason: "timed_out", detail: snapshotError ? { snapshot_error: snapshotError } : undefined }),
       );
   }
 
@@ -213,33 +311,33 @@ export class Lifecycle {
    * Paused longer than the operator allows: its files go into a snapshot and its processes end, so
    * a paused sandbox does not hold memory for ever. A resume starts it again from that snapshot.
    */
-  hibernate(live: Live): void {
+  private hibernate(live: Live): void {
     if (live.op) return;
     this.serial(live, async () => {
       if (live.record.status !== "paused") return;
       let snapshot: SnapshotRecord;
       try {
         // A tenant already at its storage quota: refused before the sandbox is thawed for nothing.
-        this.storage.check(live.record.tenantId, 1);
+        this.keeper.checkStorage(live.record.tenantId, 1);
         await live.box.resume(); // the copy is made by the sandbox's own processes
         snapshot = await this.write(live, "hibernate");
       } catch (err) {
         // It stays paused, frozen with its memory (held to the tenant's memory quota), and
         // resumable as it was; nothing of its files is lost. Its events say why.
         const log = err instanceof ApiError && err.code === "quota_exceeded" ? "warn" : "error";
-        this.m.log[log]({ err, sandbox_id: live.record.id }, "could not snapshot a long-paused sandbox; it stays paused");
+        this.log[log]({ err, sandbox_id: live.record.id }, "could not snapshot a long-paused sandbox; it stays paused");
         await live.box.pause().catch(() => {});
         // Tried again after another full period, not every tick.
-        live.hibernateAt = Date.now() + this.m.config.pausedMaxS * 1000;
+        live.hibernateAt = Date.now() + this.config.pausedMaxS * 1000;
         this.emit("paused", live.record, "hibernate_failed", { error: failure(err), retry_at: new Date(live.hibernateAt).toISOString() });
         return;
       }
       const id = live.record.id;
-      this.m.dropLive(id);
+      this.registry.leave(id);
       await live.box.stop().catch(() => {});
-      const released = this.m.release(live.box, true, true);
-      this.m.track(released);
-      this.hibernated.set(id, {
+      const released = this.host.release(live.box, true, true);
+      this.host.track(released);
+      this.registry.addHibernated({
         record: live.record,
         snapshot,
         lifeS: live.lifeS,
@@ -248,7 +346,7 @@ export class Lifecycle {
         pausedByTimeout: live.pausedByTimeout === true,
         released,
       });
-    }).catch((err) => this.m.log.error({ err, sandbox_id: live.record.id }, "hibernate failed"));
+    }).catch((err) => this.log.error({ err, sandbox_id: live.record.id }, "hibernate failed"));
   }
 
   /** Starts a hibernated sandbox again under its own id, with its files from its snapshot. */
@@ -256,26 +354,26 @@ export class Lifecycle {
     if (h.resuming) return h.resuming;
     const { record } = h;
     h.resuming = (async () => {
-      this.m.checkRoom(record.tenantId, 1);
+      this.registry.checkRoom(record.tenantId, 1);
       await h.released;
-      const box = await this.m.startBox(record.id, record.hostUid, this.m.customTemplateOf(record));
+      const box = await this.host.start(record.id, record.hostUid, this.host.templateOf(record));
       try {
-        await this.m.cgroups.assign(box.cgroup, record.tenantId, record.hostUid, box.spec.limits, this.m.tenantLimits(record.tenantId));
+        await this.host.assign(box, record.tenantId);
         if (Object.keys(record.envVars).length) await box.setEnv(record.envVars);
-        await this.files.restore(box, this.files.pathOf(h.snapshot.id), h.snapshot.sha256);
+        await this.keeper.files.restore(box, this.keeper.files.pathOf(h.snapshot.id), h.snapshot.sha256);
       } catch (err) {
-        await this.m.release(box, false, true);
+        await this.host.release(box, false, true);
         throw err;
       }
-      this.hibernated.delete(record.id);
+      this.registry.removeHibernated(record.id);
       this.restartClock(record, h.lifeS, h.pausedAt, h.pausedByTimeout);
       record.status = "running";
-      this.m.addLive(record, box, h.lifeS, h.onTimeout);
+      this.registry.join(record, box, h.lifeS, h.onTimeout);
       // Its network state went with its processes: set up again from what the snapshot kept.
       await this.applyNetwork(record, h.snapshot.settings.extra?.network).catch((err) =>
-        this.m.log.error({ err, sandbox_id: record.id }, "could not restore the network policy of a resumed sandbox"),
+        this.log.error({ err, sandbox_id: record.id }, "could not restore the network policy of a resumed sandbox"),
       );
-      void this.removeSnapshot(h.snapshot);
+      void this.keeper.remove(h.snapshot);
       this.emit("resumed", record, "api", { kernel_state: "lost", snapshot_id: h.snapshot.id });
       return { record, kernelState: "lost" as const };
     })().finally(() => {
@@ -304,7 +402,7 @@ export class Lifecycle {
     const snapshot = this.snapshots.hibernated(record.id);
     if (!snapshot) return false;
     const extra = snapshot.settings.extra ?? {};
-    this.hibernated.set(record.id, {
+    this.registry.addHibernated({
       record: { ...record, status: "paused" },
       snapshot,
       lifeS: typeof extra.life_s === "number" ? extra.life_s : 300,
@@ -316,19 +414,15 @@ export class Lifecycle {
     return true;
   }
 
-  hibernatedRecord(id: string): SandboxRecord | undefined {
-    return this.hibernated.get(id)?.record;
-  }
-
   /** Ends a hibernated sandbox (killed): its snapshot goes with it. False when it is not hibernated. */
   dropHibernated(id: string, by: EndedBy): boolean {
-    const h = this.hibernated.get(id);
+    const h = this.registry.hibernated(id);
     if (!h || h.resuming) return false;
-    this.hibernated.delete(id);
-    this.m.recordEnd(h.record, { reason: "killed", by, detail: { hibernated: true } });
+    this.registry.removeHibernated(id);
+    this.recordEnd(h.record, { reason: "killed", by, detail: { hibernated: true } });
     this.rememberOnTimeout(id, h.onTimeout, true);
-    void this.removeSnapshot(h.snapshot);
-    void h.released.finally(() => this.m.usedUids.delete(h.record.hostUid));
+    void this.keeper.remove(h.snapshot);
+    void h.released.finally(() => this.host.freeUid(h.record.hostUid));
     return true;
   }
 
@@ -343,54 +437,16 @@ export class Lifecycle {
     return { template: r.template, envVars: r.envVars, metadata: r.metadata, extra };
   }
 
-  /** Refuses a snapshot past the tenant's cap on their number (counting the ones being written); returns the release. */
-  private reserveSlot(tenantId: string): () => void {
-    const writing = this.writing.get(tenantId) ?? 0;
-    const cap = this.m.config.snapshotsPerTenant;
-    if (this.snapshots.countByTenant(tenantId) + writing >= cap) {
-      throw new ApiError("quota_exceeded", `Your tenant already keeps ${cap} snapshots, its limit; delete some first`);
-    }
-    this.writing.set(tenantId, writing + 1);
-    return () => {
-      const left = (this.writing.get(tenantId) ?? 1) - 1;
-      if (left > 0) this.writing.set(tenantId, left);
-      else this.writing.delete(tenantId);
-    };
-  }
-
   /**
-   * Writes a snapshot of a live sandbox (running, or thawed for the copy) and records it. Its bytes
-   * are reserved against the tenant's storage quota as they arrive (429 quota_exceeded, and nothing
-   * kept, past it) and become the tenant's stored bytes with the record.
+   * Writes a snapshot of a live sandbox (running, or thawed for the copy) with its settings, and
+   * announces it.
    */
   private async write(live: Live, kind: SnapshotKind): Promise<SnapshotRecord> {
     const { record } = live;
-    const release = kind === "hibernate" ? () => {} : this.reserveSlot(record.tenantId);
-    const bytes = this.storage.reserve(record.tenantId);
-    try {
-      const id = `snap_${crypto.randomUUID()}`;
-      const info = await this.files.write(live.box, id, (size) => bytes.grow(size));
-      const snapshot: SnapshotRecord = {
-        id,
-        tenantId: record.tenantId,
-        sandboxId: record.id,
-        kind,
-        createdAt: new Date().toISOString(),
-        ...info,
-        settings: this.settingsOf(live),
-      };
-      try {
-        bytes.commit(() => this.snapshots.insert(snapshot));
-      } catch (err) {
-        await this.files.remove(id);
-        throw err;
-      }
-      this.emit("snapshotted", record, kind === "manual" ? "api" : kind, { snapshot_id: id, size_bytes: info.sizeBytes });
-      return snapshot;
-    } finally {
-      bytes.release();
-      release();
-    }
+    const of = { tenantId: record.tenantId, sandboxId: record.id };
+    const snapshot = await this.keeper.write(live.box, of, kind, () => this.settingsOf(live));
+    this.emit("snapshotted", record, kind === "manual" ? "api" : kind, { snapshot_id: snapshot.id, size_bytes: snapshot.sizeBytes });
+    return snapshot;
   }
 
   /** POST /sandboxes/{id}/snapshots: the sandbox's files and settings, on disk and verified. */
@@ -406,64 +462,35 @@ export class Lifecycle {
         return await this.write(live, "manual");
       } finally {
         if (paused)
-          await live.box.pause().catch((err) => this.m.log.error({ err, sandbox_id: id }, "could not pause again after a snapshot"));
+          await live.box.pause().catch((err) => this.log.error({ err, sandbox_id: id }, "could not pause again after a snapshot"));
       }
     });
   }
 
-  /**
-   * A hibernated sandbox's files are already an archive: a snapshot of it is a second name for that
-   * file. It counts against the storage quota like any snapshot (the hibernated one may go first).
-   */
+  /** A hibernated sandbox's files are already an archive: a snapshot of it is a second name for that file. */
   private async copyHibernated(h: Hibernated): Promise<SnapshotRecord> {
-    const release = this.reserveSlot(h.record.tenantId);
-    const bytes = this.storage.reserve(h.record.tenantId);
-    try {
-      bytes.grow(h.snapshot.sizeBytes);
-      const id = `snap_${crypto.randomUUID()}`;
-      await this.files.link(h.snapshot.id, id);
-      const snapshot: SnapshotRecord = { ...h.snapshot, id, kind: "manual", createdAt: new Date().toISOString() };
-      try {
-        bytes.commit(() => this.snapshots.insert(snapshot));
-      } catch (err) {
-        await this.files.remove(id);
-        throw err;
-      }
-      this.emit("snapshotted", h.record, "api", { snapshot_id: id, size_bytes: snapshot.sizeBytes });
-      return snapshot;
-    } finally {
-      bytes.release();
-      release();
-    }
-  }
-
-  getSnapshot(tenantId: string, id: string): SnapshotRecord {
-    const snapshot = this.snapshots.get(id);
-    if (!snapshot || snapshot.tenantId !== tenantId) throw new ApiError("snapshot_not_found", `Snapshot '${id}' was not found`);
+    const snapshot = await this.keeper.copy(h.snapshot);
+    this.emit("snapshotted", h.record, "api", { snapshot_id: snapshot.id, size_bytes: snapshot.sizeBytes });
     return snapshot;
   }
 
+  getSnapshot(tenantId: string, id: string): SnapshotRecord {
+    return this.keeper.get(tenantId, id);
+  }
+
   listSnapshots(tenantId: string, limit: number, offset: number) {
-    return this.snapshots.listByTenant(tenantId, limit, offset);
+    return this.keeper.list(tenantId, limit, offset);
   }
 
   async deleteSnapshot(tenantId: string, id: string): Promise<void> {
     const snapshot = this.getSnapshot(tenantId, id);
-    if (snapshot.kind === "hibernate" && this.hibernated.get(snapshot.sandboxId)?.snapshot.id === id) {
+    if (snapshot.kind === "hibernate" && this.registry.hibernated(snapshot.sandboxId)?.snapshot.id === id) {
       throw new ApiError(
         "conflict",
         `Snapshot '${id}' holds the files of paused sandbox '${snapshot.sandboxId}': resume or kill it instead`,
       );
     }
-    await this.removeSnapshot(snapshot);
-  }
-
-  private removeSnapshot(snapshot: SnapshotRecord): Promise<void> {
-    // The row first: a crash between the two leaves an orphan file, never a row without its file.
-    this.snapshots.delete(snapshot.id);
-    return this.files
-      .remove(snapshot.id)
-      .catch((err) => this.m.log.error({ err, snapshot_id: snapshot.id }, "could not remove a snapshot file"));
+    await this.keeper.remove(snapshot);
   }
 
   // ---- sandboxes from snapshots ----
@@ -478,7 +505,7 @@ export class Lifecycle {
       envVars: input.envVars ?? s.settings.envVars,
       metadata: input.metadata ?? s.settings.metadata,
       onTimeout: input.onTimeout ?? onTimeout,
-      restore: (box: Box) => this.files.restore(box, this.files.pathOf(s.id), s.sha256),
+      restore: (box: Box) => this.keeper.files.restore(box, this.keeper.files.pathOf(s.id), s.sha256),
       afterCreate: (record) => this.applyNetwork(record, s.settings.extra?.network),
     };
   }
@@ -489,17 +516,17 @@ export class Lifecycle {
    * others are ended and the call fails with the reason.
    */
   async fork(tenantId: string, id: string, count: number): Promise<SandboxRecord[]> {
-    const max = this.m.config.maxForkCount;
+    const max = this.config.maxForkCount;
     if (!Number.isInteger(count) || count < 1 || count > max) throw invalid(`'count' must be an integer from 1 to ${max}`);
     const h = this.hibernatedOf(tenantId, id);
     const live = h ? undefined : this.liveOf(tenantId, id);
-    this.m.checkRoom(tenantId, count);
+    this.registry.checkRoom(tenantId, count);
     // The copies' archive is on disk while they are made: it takes room in the storage quota until then.
-    const bytes = this.storage.reserve(tenantId);
+    const bytes = this.keeper.reserveStorage(tenantId);
     let source: { file: string; sha256: string; temp?: string } | undefined;
     try {
       if (h) {
-        source = { file: this.files.pathOf(h.snapshot.id), sha256: h.snapshot.sha256 };
+        source = { file: this.keeper.files.pathOf(h.snapshot.id), sha256: h.snapshot.sha256 };
         return await this.copies(tenantId, count, h, source, h.snapshot.settings.extra?.network);
       }
       const l = live as Live;
@@ -509,15 +536,15 @@ export class Lifecycle {
         if (paused) await l.box.resume();
         try {
           const temp = `fork_${crypto.randomUUID()}`;
-          const info = await this.files.write(l.box, temp, (size) => bytes.grow(size));
-          return { file: this.files.pathOf(temp), sha256: info.sha256, temp };
+          const info = await this.keeper.files.write(l.box, temp, (size) => bytes.grow(size));
+          return { file: this.keeper.files.pathOf(temp), sha256: info.sha256, temp };
         } finally {
           if (paused) await l.box.pause().catch(() => {});
         }
       });
       return await this.copies(tenantId, count, l, source, policy);
     } finally {
-      if (source?.temp) await this.files.remove(source.temp);
+      if (source?.temp) await this.keeper.files.remove(source.temp);
       bytes.release();
     }
   }
@@ -532,21 +559,21 @@ export class Lifecycle {
   ): Promise<SandboxRecord[]> {
     // Copies made at once: as many creates as one tenant may have waiting for a sandbox start
     // (more would be refused while the pool refills), at least two.
-    const limiter = new Limiter(Math.max(2, Math.floor(this.m.config.startQueue / 2)));
+    const limiter = new Limiter(Math.max(2, Math.floor(this.config.startQueue / 2)));
     const input: CreateInput = {
       template: base.record.template,
       envVars: base.record.envVars,
       metadata: base.record.metadata,
       timeoutS: base.lifeS,
       onTimeout: base.onTimeout,
-      restore: (box: Box) => this.files.restore(box, source.file, source.sha256),
+      restore: (box: Box) => this.keeper.files.restore(box, source.file, source.sha256),
       afterCreate: (record) => this.applyNetwork(record, policy),
     };
-    const settled = await Promise.allSettled(Array.from({ length: count }, () => limiter.run(() => this.m.create(tenantId, input))));
+    const settled = await Promise.allSettled(Array.from({ length: count }, () => limiter.run(() => this.creates.create(tenantId, input))));
     const made = settled.flatMap((r) => (r.status === "fulfilled" ? [r.value] : []));
     const failed = settled.find((r): r is PromiseRejectedResult => r.status === "rejected");
     if (failed) {
-      await Promise.all(made.map((r) => this.m.kill(tenantId, r.id).catch(() => {})));
+      await Promise.all(made.map((r) => this.kill(tenantId, r.id).catch(() => {})));
       throw failed.reason;
     }
     return made;

@@ -1,5 +1,5 @@
-// Warm-pool sizing and the small concurrency limiter used for sandbox starts and teardowns: pure
-// logic, kept apart from the sandbox lifecycle so it can be tested without sandboxes.
+// Warm-pool sizing and the measured speed of sandbox starts (what admission to the start queue
+// reads): pure logic, kept apart from the pool itself (./warm-pool.ts) so it can be tested without sandboxes.
 
 /** The pool keeps this many seconds of recent demand started ahead. */
 const DEMAND_S = 1;
@@ -31,33 +31,6 @@ export class PoolDemand {
     while ((this.creates[0] ?? now) < now - WINDOW_MS) this.creates.shift();
     const demand = Math.ceil((this.creates.length / (WINDOW_MS / 1000)) * DEMAND_S);
     return Math.min(Math.max(this.min, demand), Math.max(this.min, this.max));
-  }
-}
-
-/** At most `limit` tasks at once; the rest wait their turn in order. */
-export class Limiter {
-  private running = 0;
-  private readonly queue: (() => void)[] = [];
-
-  constructor(private readonly limit: number) {}
-
-  get active(): number {
-    return this.running;
-  }
-
-  get waiting(): number {
-    return this.queue.length;
-  }
-
-  async run<T>(task: () => Promise<T>): Promise<T> {
-    if (this.running >= this.limit) await new Promise<void>((resolve) => this.queue.push(resolve));
-    this.running += 1;
-    try {
-      return await task();
-    } finally {
-      this.running -= 1;
-      this.queue.shift()?.();
-    }
   }
 }
 

@@ -30,6 +30,8 @@ export type EffectiveQuotas = { [K in keyof TenantQuotas]: number };
 export interface TenantRecord {
   id: string;
   quotas: TenantQuotas;
+  /** When the operator suspended the tenant (its keys are refused, its open requests ended); null if active. */
+  suspendedAt: string | null;
   createdAt: string;
   updatedAt: string;
 }
@@ -40,6 +42,10 @@ export interface TenantStore {
   /** Sets the given quotas (null clears one back to the default); the others are kept. */
   put(id: string, quotas: Partial<TenantQuotas>): TenantRecord;
   list(): TenantRecord[];
+  /** Suspends (true) or lets the tenant back in (false); a tenant not yet known is created. */
+  setSuspended(id: string, suspended: boolean): TenantRecord;
+  /** Read on every request: from memory. */
+  isSuspended(id: string): boolean;
 }
 
 export const NO_QUOTAS: TenantQuotas = {
@@ -77,6 +83,7 @@ interface Row {
   max_vector_indexes: number | null;
   max_vectors: number | null;
   vector_storage_mb: number | null;
+  suspended_at: string | null;
   created_at: string;
   updated_at: string;
 }
@@ -93,6 +100,7 @@ const toRecord = (r: Row): TenantRecord => ({
     maxVectors: r.max_vectors,
     vectorStorageMb: r.vector_storage_mb,
   },
+  suspendedAt: r.suspended_at,
   createdAt: r.created_at,
   updatedAt: r.updated_at,
 });
@@ -104,6 +112,7 @@ export class SqliteTenantStore implements TenantStore {
   constructor(private readonly db: Db) {
     // Columns of quotas added after the table (databases from before them get them here, unset).
     for (const column of VECTOR_COLUMNS) addColumnIfMissing(db, "tenants", column, "INTEGER");
+    addColumnIfMissing(db, "tenants", "suspended_at", "TEXT");
     for (const row of db.prepare<[], Row>("SELECT * FROM tenants").all()) this.cache.set(row.id, toRecord(row));
   }
 
@@ -111,7 +120,7 @@ export class SqliteTenantStore implements TenantStore {
     const known = this.cache.get(id);
     if (known) return known;
     const epoch = new Date(0).toISOString();
-    return { id, quotas: { ...NO_QUOTAS }, createdAt: epoch, updatedAt: epoch };
+    return { id, quotas: { ...NO_QUOTAS }, suspendedAt: null, createdAt: epoch, updatedAt: epoch };
   }
 
   put(id: string, quotas: Partial<TenantQuotas>): TenantRecord {
@@ -120,6 +129,7 @@ export class SqliteTenantStore implements TenantStore {
     const record: TenantRecord = {
       id,
       quotas: { ...(old?.quotas ?? NO_QUOTAS), ...quotas },
+      suspendedAt: old?.suspendedAt ?? null,
       createdAt: old?.createdAt ?? now,
       updatedAt: now,
     };
@@ -149,6 +159,19 @@ export class SqliteTenantStore implements TenantStore {
       );
     this.cache.set(id, record);
     return record;
+  }
+
+  setSuspended(id: string, suspended: boolean): TenantRecord {
+    const record = this.put(id, {});
+    const suspendedAt = suspended ? (record.suspendedAt ?? new Date().toISOString()) : null;
+    this.db.prepare("UPDATE tenants SET suspended_at = ? WHERE id = ?").run(suspendedAt, id);
+    const updated = { ...record, suspendedAt };
+    this.cache.set(id, updated);
+    return updated;
+  }
+
+  isSuspended(id: string): boolean {
+    return (this.cache.get(id)?.suspendedAt ?? null) !== null;
   }
 
   list(): TenantRecord[] {

@@ -1,62 +1,77 @@
-// Settings of the templates area read from the environment (documented in docs/operations.md).
+// Settings of the templates area (where root filesystems live, which registries, build limits),
+// declared once and read by openTemplates() (src/templates/setup.ts).
 import crypto from "node:crypto";
 import path from "node:path";
+import { defineSettings, readSettings, type Settings, settingsOf } from "../settings/kernel.js";
 
-export interface TemplateSettings {
-  /** Where built root filesystems live; traversable by the sandboxes' host uids (not the private data dir). */
-  dir: string;
-  /** Registries images may be pulled from (host or host:port); docker.io for names without one. */
-  registries: string[];
-  /** Registries reached over plain HTTP or with unverified TLS (a local registry). */
-  insecureRegistries: string[];
-  /** Compressed size of an image's layers, MiB (checked from its manifest before the pull). */
-  maxImageMb: number;
-  /** Size of an unpacked root filesystem, MiB. */
-  maxRootfsMb: number;
-  /** Seconds one build may take in all. */
-  buildTimeoutS: number;
-  /** Builds running at once; more wait in the queue. */
-  parallelBuilds: number;
-  /** Builds waiting; past it a build request is refused (503). */
-  buildQueue: number;
-  /** Templates (with their builds) one tenant may have. */
-  maxPerTenant: number;
-  /** The host uid skopeo and umoci run as (never root: they read untrusted images). */
-  buildUid: number;
-}
+const setting = settingsOf("templates");
 
-function int(name: string, fallback: number, min: number, max: number): number {
-  const raw = process.env[name];
-  if (raw === undefined || raw === "") return fallback;
-  const value = Number(raw);
-  if (!Number.isInteger(value) || value < min || value > max)
-    throw new Error(`${name} must be an integer from ${min} to ${max}, got '${raw}'`);
-  return value;
-}
+export const templateSettingsSchema = defineSettings({
+  dir: setting.string("AGENTBOX_TEMPLATE_DIR", {
+    defaultDoc: "`/var/lib/agentbox-templates/<hash of the data dir>`",
+    doc: "Where built root filesystems live, one directory per digest. Must be traversable (`o+x`) by the sandboxes' host uids all the way up, which is why it is not under the private data dir; the service refuses to start otherwise.",
+  }),
+  registries: setting.list("AGENTBOX_TEMPLATE_REGISTRIES", {
+    default: ["docker.io", "ghcr.io", "quay.io"],
+    defaultDoc: "`docker.io,ghcr.io,quay.io`",
+    doc: "Registries (`host` or `host:port`) images may be pulled from, comma-separated; an image elsewhere is 400 `invalid_request`. A loopback or private registry must be listed explicitly.",
+  }),
+  insecureRegistries: setting.list("AGENTBOX_TEMPLATE_INSECURE_REGISTRIES", {
+    defaultDoc: "none",
+    doc: "Registries reached over plain HTTP or without TLS verification (a local registry).",
+  }),
+  maxImageMb: setting.integer("AGENTBOX_TEMPLATE_MAX_IMAGE_MB", {
+    default: 2048,
+    minimum: 1,
+    maximum: 1 << 20,
+    doc: "Compressed size of an image's layers, read from its manifest before anything is downloaded; over it the build fails with the sizes.",
+  }),
+  maxRootfsMb: setting.integer("AGENTBOX_TEMPLATE_MAX_ROOTFS_MB", {
+    default: 8192,
+    minimum: 1,
+    maximum: 1 << 22,
+    doc: "Disk an unpacked root filesystem may take (counted in blocks); no single file may grow past it while unpacking (`prlimit --fsize`). Over it the build fails.",
+  }),
+  buildTimeoutS: setting.integer("AGENTBOX_TEMPLATE_BUILD_TIMEOUT_S", {
+    default: 900,
+    minimum: 10,
+    maximum: 86400,
+    doc: "One build's deadline: past it its tools are killed, its step ended, and it fails with that reason.",
+  }),
+  parallelBuilds: setting.integer("AGENTBOX_TEMPLATE_PARALLEL_BUILDS", {
+    default: 1,
+    minimum: 1,
+    maximum: 64,
+    doc: "Builds running at once; the others wait in order.",
+  }),
+  buildQueue: setting.integer("AGENTBOX_TEMPLATE_BUILD_QUEUE", {
+    default: 16,
+    maximum: 10000,
+    doc: "Builds that may wait; past it a build request is 503 `at_capacity` with `Retry-After`.",
+  }),
+  maxPerTenant: setting.integer("AGENTBOX_TEMPLATE_MAX_PER_TENANT", {
+    default: 20,
+    minimum: 1,
+    maximum: 100000,
+    doc: "Templates one tenant may have (any state); past it 429 `quota_exceeded`.",
+  }),
+  buildUid: setting.integer("AGENTBOX_TEMPLATE_BUILD_UID", {
+    default: 65534,
+    minimum: 1,
+    maximum: 2 ** 31 - 1,
+    defaultDoc: "`65534` (nobody)",
+    doc: "Host uid and gid skopeo and umoci run as: they read untrusted images and never run as root.",
+  }),
+});
 
-function list(name: string, fallback: string[]): string[] {
-  const raw = process.env[name];
-  if (raw === undefined) return fallback;
-  return raw
-    .split(",")
-    .map((s) => s.trim().toLowerCase())
-    .filter((s) => s !== "");
-}
+export type TemplateSettings = Omit<Settings<typeof templateSettingsSchema>, "dir"> & { dir: string };
 
-export function templateSettings(dataDir: string): TemplateSettings {
+export function templateSettings(dataDir: string, env: NodeJS.ProcessEnv = process.env): TemplateSettings {
+  const s = readSettings(templateSettingsSchema, env);
   return {
+    ...s,
     dir: path.resolve(
-      process.env.AGENTBOX_TEMPLATE_DIR ||
-        path.join("/var/lib/agentbox-templates", crypto.createHash("sha256").update(dataDir).digest("hex").slice(0, 16)),
+      s.dir || path.join("/var/lib/agentbox-templates", crypto.createHash("sha256").update(dataDir).digest("hex").slice(0, 16)),
     ),
-    registries: list("AGENTBOX_TEMPLATE_REGISTRIES", ["docker.io", "ghcr.io", "quay.io"]),
-    insecureRegistries: list("AGENTBOX_TEMPLATE_INSECURE_REGISTRIES", []),
-    maxImageMb: int("AGENTBOX_TEMPLATE_MAX_IMAGE_MB", 2048, 1, 1 << 20),
-    maxRootfsMb: int("AGENTBOX_TEMPLATE_MAX_ROOTFS_MB", 8192, 1, 1 << 22),
-    buildTimeoutS: int("AGENTBOX_TEMPLATE_BUILD_TIMEOUT_S", 900, 10, 86400),
-    parallelBuilds: int("AGENTBOX_TEMPLATE_PARALLEL_BUILDS", 1, 1, 64),
-    buildQueue: int("AGENTBOX_TEMPLATE_BUILD_QUEUE", 16, 0, 10000),
-    maxPerTenant: int("AGENTBOX_TEMPLATE_MAX_PER_TENANT", 20, 1, 100000),
-    buildUid: int("AGENTBOX_TEMPLATE_BUILD_UID", 65534, 1, 2 ** 31 - 1),
   };
 }

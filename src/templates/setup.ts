@@ -6,11 +6,16 @@ import type { SandboxManager } from "../sandbox/manager.js";
 import type { Db } from "../store/db.js";
 import { RootfsStore } from "./rootfs.js";
 import { TemplateService } from "./service.js";
-import { templateSettings } from "./settings.js";
+import type { TemplateSettings } from "./settings.js";
 import { TemplateStore } from "./store.js";
 
-export async function openTemplates(config: Config, db: Db, sandboxes: SandboxManager, logger: Logger): Promise<TemplateService> {
-  const settings = templateSettings(config.dataDir);
+export async function openTemplates(
+  config: Config,
+  db: Db,
+  sandboxes: SandboxManager,
+  logger: Logger,
+  settings: TemplateSettings,
+): Promise<TemplateService> {
   const templates = new TemplateService({
     store: new TemplateStore(db),
     rootfs: new RootfsStore(settings.dir),

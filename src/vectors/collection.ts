@@ -12,7 +12,7 @@ import { exactNearest } from "./exact.js";
 import type { Metadata, Predicate } from "./filter.js";
 import type { GraphParams, GraphWorker } from "./graph-worker.js";
 import { measureRecall, type RecallCurve } from "./recall.js";
-import { DEFAULT_TARGET_RECALL, SEARCH_EF } from "./settings.js";
+import { VECTOR_DEFAULTS } from "./settings.js";
 
 /** HNSW parameters, measured on the benchmark's clustered 1M x 128 set (docs/design.md). */
 const CONNECTIVITY = 32;
@@ -100,9 +100,9 @@ export class Collection {
   /** True while the graph is rebuilt from every vector (until the queue first empties). */
   rebuilding = false;
   /** Candidates an unfiltered graph search walks (adapted to `targetRecall` by measuring). */
-  width = SEARCH_EF;
+  width = VECTOR_DEFAULTS.searchEf;
   /** recall@10 wanted from the graph (the width is chosen to reach it). */
-  targetRecall = DEFAULT_TARGET_RECALL;
+  targetRecall = VECTOR_DEFAULTS.targetRecall;
   /** Last measurement: recall@10 at `width`, and at each width tried. */
   recall: RecallCurve | undefined;
   private measuring: Promise<void> | undefined;

@@ -15,13 +15,12 @@ import type { Metadata } from "./filter.js";
 import { GraphWorker } from "./graph-worker.js";
 import type { RecallCurve } from "./recall.js";
 import { readRecords } from "./record-loader.js";
-import { DEFAULT_TARGET_RECALL, SAVE_IDLE_S, SEARCH_EF } from "./settings.js";
+import { VECTOR_DEFAULTS, type VectorSettings } from "./settings.js";
 import type { RecordRow, VectorDb } from "./store.js";
 
-/** A changed graph is saved once its index had no writes for SAVE_IDLE_MS (so a crash soon after
- * a bulk load finds it saved), and at least every SAVE_EVERY_MS while writes go on. */
+/** A changed graph is saved once its index had no writes for AGENTBOX_VECTOR_SAVE_IDLE_S (so a crash
+ * soon after a bulk load finds it saved), and at least every SAVE_EVERY_MS while writes go on. */
 const SAVE_EVERY_MS = 5 * 60_000;
-const SAVE_IDLE_MS = SAVE_IDLE_S * 1000;
 /** Records per chunk while loading an index (read in a worker, applied here one chunk per event-loop turn). */
 const LOAD_CHUNK = 20_000;
 /** On shutdown, vectors still queued for the graph are inserted before saving it when at most this many. */
@@ -62,15 +61,18 @@ export class EmbeddedEngine implements VectorEngine {
   private readonly timer: NodeJS.Timeout;
   private readonly graphs = new GraphWorker();
   private saving: Promise<void> | undefined;
+  private readonly saveIdleMs: number;
 
   constructor(
     private readonly store: VectorDb,
     dataDir: string,
     private readonly log: (msg: string, fields?: Record<string, unknown>) => void = () => {},
+    private readonly settings: VectorSettings = VECTOR_DEFAULTS,
   ) {
     this.dir = path.join(dataDir, "vector-graphs");
     fs.mkdirSync(this.dir, { recursive: true, mode: 0o700 });
-    this.timer = setInterval(() => void this.saveAll(false), Math.min(SAVE_IDLE_MS, 30_000));
+    this.saveIdleMs = settings.saveIdleS * 1000;
+    this.timer = setInterval(() => void this.saveAll(false), Math.min(this.saveIdleMs, 30_000));
     this.timer.unref();
     this.measureTimer = setInterval(() => {
       for (const c of this.open.values()) void c.maybeMeasure(true);
@@ -81,7 +83,8 @@ export class EmbeddedEngine implements VectorEngine {
   /** Search width and target of a new or loaded index (target from its catalog row). */
   private newCollection(spec: IndexSpec, expected = 0): Collection {
     const c = new Collection(spec.dimension, spec.metric, this.graphs, spec.id, this.log, expected);
-    if (spec.targetRecall !== undefined) c.targetRecall = spec.targetRecall;
+    c.width = this.settings.searchEf;
+    c.targetRecall = spec.targetRecall ?? this.settings.targetRecall;
     // A new width is worth keeping across a restart: saved with the graph at the next save.
     c.onMeasured = () => {
       c.dirty = true;
@@ -294,9 +297,14 @@ export class EmbeddedEngine implements VectorEngine {
 
   health(spec: IndexSpec): IndexHealth {
     const c = this.open.get(spec.id);
-    const target = spec.targetRecall ?? c?.targetRecall ?? DEFAULT_TARGET_RECALL;
+    const target = spec.targetRecall ?? c?.targetRecall ?? this.settings.targetRecall;
     if (!c || c.loading)
-      return { status: "loading", pending: this.store.count(spec.id), searchWidth: c?.width ?? SEARCH_EF, targetRecall: target };
+      return {
+        status: "loading",
+        pending: this.store.count(spec.id),
+        searchWidth: c?.width ?? this.settings.searchEf,
+        targetRecall: target,
+      };
     return {
       status: c.building ? "building" : c.pendingCount() > 0 ? "indexing" : "ready",
       pending: c.pendingCount(),
@@ -326,7 +334,7 @@ export class EmbeddedEngine implements VectorEngine {
           // A graph half rebuilt would be rebuilt again from its start; an index still being
           // written to is saved at the slower pace.
           const now = performance.now();
-          const idle = now - c.changedAt >= SAVE_IDLE_MS && c.pendingCount() === 0;
+          const idle = now - c.changedAt >= this.saveIdleMs && c.pendingCount() === 0;
           if (c.rebuilding || (!idle && now - c.savedAt < SAVE_EVERY_MS)) continue;
         }
         c.savedAt = performance.now();

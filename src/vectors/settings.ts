@@ -1,29 +1,38 @@
-// Settings of the vectors area read from the environment (documented in docs/operations.md).
+// Settings of the vectors area (search width, graph saving, target recall), declared once and read
+// by openVectors() (src/vectors/setup.ts).
+import { defineSettings, readSettings, type Settings, settingsOf } from "../settings/kernel.js";
 
-function positiveInt(name: string, fallback: number, max: number): number {
-  const raw = process.env[name];
-  if (raw === undefined || raw === "") return fallback;
-  const value = Number(raw);
-  if (!Number.isInteger(value) || value < 1 || value > max) throw new Error(`${name} must be an integer from 1 to ${max}, got '${raw}'`);
-  return value;
+const setting = settingsOf("vectors");
+
+export const vectorSettingsSchema = defineSettings({
+  searchEf: setting.integer("AGENTBOX_VECTOR_SEARCH_EF", {
+    table: "service",
+    default: 48,
+    minimum: 1,
+    maximum: 4096,
+    doc: "Starting vector search width (HNSW ef at search time, 1–4096): how many candidates a search walks in the graph (the best are then scored exactly) until the index has measured its recall and chosen its own width for its `target_recall`. Higher is better recall and slower search (see design.md, Vectors).",
+  }),
+  saveIdleS: setting.integer("AGENTBOX_VECTOR_SAVE_IDLE_S", {
+    table: "service",
+    default: 30,
+    minimum: 1,
+    maximum: 3600,
+    doc: "Seconds without writes after which an index's changed graph is saved to disk (checked every 30 s or this, whichever is shorter; while writes go on, every 5 minutes; always on a graceful stop). A crash after the save leaves no graph to rebuild at the next start.",
+  }),
+  targetRecall: setting.number("AGENTBOX_VECTOR_TARGET_RECALL", {
+    table: "service",
+    default: 0.97,
+    minimum: 0.5,
+    maximum: 1,
+    doc: "recall@10 an index's searches should reach unless it sets its own `target_recall` (0.5–1): each index measures its recall on a sample of its own vectors and widens or narrows its search width to keep it.",
+  }),
+});
+
+export type VectorSettings = Settings<typeof vectorSettingsSchema>;
+
+export function vectorSettings(env: NodeJS.ProcessEnv = process.env): VectorSettings {
+  return readSettings(vectorSettingsSchema, env);
 }
 
-/** Candidates an unfiltered graph search walks and rescores exactly (HNSW's ef at search time):
- * higher is better recall and slower search. */
-export const SEARCH_EF = positiveInt("AGENTBOX_VECTOR_SEARCH_EF", 48, 4096);
-
-/** Seconds without writes after which an index's changed graph is saved (a crash after that
- * leaves nothing to rebuild). */
-export const SAVE_IDLE_S = positiveInt("AGENTBOX_VECTOR_SAVE_IDLE_S", 30, 3600);
-
-/** recall@10 an index's searches should reach unless it sets its own (each index measures its
- * recall and widens or narrows its search to keep it). */
-export const DEFAULT_TARGET_RECALL = fraction("AGENTBOX_VECTOR_TARGET_RECALL", 0.97);
-
-function fraction(name: string, fallback: number): number {
-  const raw = process.env[name];
-  if (raw === undefined || raw === "") return fallback;
-  const value = Number(raw);
-  if (!Number.isFinite(value) || value < 0.5 || value > 1) throw new Error(`${name} must be a number from 0.5 to 1, got '${raw}'`);
-  return value;
-}
+/** The declared defaults, for an engine or index made without settings (unit tests): no variable is read. */
+export const VECTOR_DEFAULTS: VectorSettings = readSettings(vectorSettingsSchema, {});

@@ -3,6 +3,7 @@ import type { Logger } from "pino";
 import { EmbeddedEngine } from "./embedded.js";
 import { VectorLimits, type VectorLimitsConfig } from "./limits.js";
 import { type TextEmbedder, VectorService } from "./service.js";
+import { type VectorSettings, vectorSettings } from "./settings.js";
 import { VectorDb } from "./store.js";
 
 export interface VectorsArea {
@@ -13,9 +14,15 @@ export interface VectorsArea {
   close(): Promise<void>;
 }
 
-export function openVectors(dataDir: string, embeddings: TextEmbedder, logger: Logger, limits: VectorLimitsConfig): VectorsArea {
+export function openVectors(
+  dataDir: string,
+  embeddings: TextEmbedder,
+  logger: Logger,
+  limits: VectorLimitsConfig,
+  settings: VectorSettings = vectorSettings(),
+): VectorsArea {
   const store = new VectorDb(dataDir);
-  const engine = new EmbeddedEngine(store, dataDir, (msg, fields) => logger.info(fields ?? {}, msg));
+  const engine = new EmbeddedEngine(store, dataDir, (msg, fields) => logger.info(fields ?? {}, msg), settings);
   const vectors = new VectorService(store, engine, new VectorLimits(store, limits), embeddings);
   return {
     vectors,

@@ -74,6 +74,10 @@ export async function startServer(
       AGENTBOX_ADMIN_KEY: adminKey,
       AGENTBOX_LOG_LEVEL: "warn",
       AGENTBOX_WARM_POOL: "2",
+      // Tests check behaviour, not admission (the tests of admission set their own): on a busy
+      // machine one sandbox start can take longer than the default bound, and a create the default
+      // would refuse at once (503, retry) is let wait for its start instead.
+      AGENTBOX_CREATE_WAIT_MS: "30000",
       ...opts.env,
     },
     stdio: ["ignore", "pipe", "pipe"],

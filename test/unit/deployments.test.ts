@@ -4,8 +4,6 @@ import { test } from "node:test";
 import { gpuMatches, parseNvidiaSmi } from "../../src/deployments/accelerators.js";
 import { loadDeploymentsConfig } from "../../src/deployments/config.js";
 
-const num = (_name: string, fallback: number) => fallback;
-
 function withServers<T>(value: string | undefined, fn: () => T): T {
   const before = process.env.AGENTBOX_DEPLOYMENT_SERVERS;
   if (value === undefined) delete process.env.AGENTBOX_DEPLOYMENT_SERVERS;
@@ -31,16 +29,16 @@ test("nvidia-smi CSV: one accelerator per GPU line, memory in GiB; noise ignored
 });
 
 test("server commands: parsed with defaults; a command without {port} or bad JSON is refused at start", () => {
-  const ok = withServers('{"llama": {"command": ["llama-server", "-m", "/m.gguf", "--port", "{port}"]}}', () => loadDeploymentsConfig(num));
+  const ok = withServers('{"llama": {"command": ["llama-server", "-m", "/m.gguf", "--port", "{port}"]}}', () => loadDeploymentsConfig());
   assert.deepEqual(ok.servers.llama, {
     command: ["llama-server", "-m", "/m.gguf", "--port", "{port}"],
     healthPath: "/health",
     tools: false,
   });
-  assert.throws(() => withServers('{"x": {"command": ["srv", "--port", "8000"]}}', () => loadDeploymentsConfig(num)), /\{port\}/);
-  assert.throws(() => withServers('{"x": {"command": []}}', () => loadDeploymentsConfig(num)), /non-empty array/);
-  assert.throws(() => withServers("{nope", () => loadDeploymentsConfig(num)), /must be JSON/);
-  assert.deepEqual(withServers(undefined, () => loadDeploymentsConfig(num)).servers, {});
+  assert.throws(() => withServers('{"x": {"command": ["srv", "--port", "8000"]}}', () => loadDeploymentsConfig()), /\{port\}/);
+  assert.throws(() => withServers('{"x": {"command": []}}', () => loadDeploymentsConfig()), /non-empty array/);
+  assert.throws(() => withServers("{nope", () => loadDeploymentsConfig()), /must be JSON/);
+  assert.deepEqual(withServers(undefined, () => loadDeploymentsConfig()).servers, {});
 });
 
 test("gpu_model in the spellings clients use matches the GPU; another model or the CPU does not", () => {

@@ -3,6 +3,7 @@ import assert from "node:assert/strict";
 import { EventEmitter } from "node:events";
 import { test } from "node:test";
 import { holdUntilClosed, OpenRequests } from "../../src/api/open-requests.js";
+import { ApiError } from "../../src/errors.js";
 
 test("endKey ends every open request of that key and no other, and forgets them", () => {
   const open = new OpenRequests();
@@ -53,4 +54,18 @@ test("holdUntilClosed ends at once a request whose key was revoked before it was
   );
   assert.equal(ended, 1);
   assert.equal(open.size, 0);
+});
+
+test("endTenant ends every open request of every key of that tenant, with the reason, and no other tenant's", () => {
+  const open = new OpenRequests();
+  const ended: string[] = [];
+  const why = new ApiError("tenant_suspended", "suspended");
+  open.hold({ keyId: "k1", tenantId: "t1" }, (w) => ended.push(`a:${w?.code}`));
+  open.hold({ keyId: "k2", tenantId: "t1" }, (w) => ended.push(`b:${w?.code}`));
+  open.hold({ keyId: "k3", tenantId: "t2" }, () => ended.push("other tenant"));
+  assert.equal(open.endTenant("t1", why), 2);
+  assert.deepEqual(ended.sort(), ["a:tenant_suspended", "b:tenant_suspended"]);
+  assert.equal(open.size, 1);
+  assert.equal(open.endTenant("t1", why), 0, "nothing is ended twice");
+  assert.equal(open.endKey("k1"), 0, "the ended ones are forgotten");
 });

@@ -1,7 +1,8 @@
-// Warm-pool sizing and the start/teardown limiter (src/sandbox/pool.ts): pure logic, no sandboxes.
+// Warm-pool sizing and start meter (src/sandbox/pool.ts) and the limiter (src/common/limiter.ts): pure logic, no sandboxes.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { Limiter, PoolDemand, StartMeter } from "../../src/sandbox/pool.js";
+import { Limiter } from "../../src/common/limiter.js";
+import { PoolDemand, StartMeter } from "../../src/sandbox/pool.js";
 
 test("the pool target follows the creates of the last seconds, between its minimum and maximum", () => {
   const demand = new PoolDemand(4, 50);

@@ -4845,6 +4845,11 @@ export interface paths {
                                 active_keys: number;
                                 /**
                                  * Format: date-time
+                                 * @description When the operator suspended the tenant (its keys are refused with 403 tenant_suspended); null if active
+                                 */
+                                suspended_at: string | null;
+                                /**
+                                 * Format: date-time
                                  * @description When quotas were first set; null if never
                                  */
                                 created_at: string | null;
@@ -4936,6 +4941,11 @@ export interface paths {
                             };
                             /** @description API keys of this tenant that are not revoked */
                             active_keys: number;
+                            /**
+                             * Format: date-time
+                             * @description When the operator suspended the tenant (its keys are refused with 403 tenant_suspended); null if active
+                             */
+                            suspended_at: string | null;
                             /**
                              * Format: date-time
                              * @description When quotas were first set; null if never
@@ -5045,6 +5055,11 @@ export interface paths {
                             active_keys: number;
                             /**
                              * Format: date-time
+                             * @description When the operator suspended the tenant (its keys are refused with 403 tenant_suspended); null if active
+                             */
+                            suspended_at: string | null;
+                            /**
+                             * Format: date-time
                              * @description When quotas were first set; null if never
                              */
                             created_at: string | null;
@@ -5074,6 +5089,218 @@ export interface paths {
             };
         };
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/admin/tenants/{id}/suspend": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Suspend a tenant
+         * @description Every key of the tenant is refused from the next request on (403 tenant_suspended), what its keys hold open ends at once (event streams, file transfers, connections relayed to sandbox ports, share links), and its running sandboxes are paused (frozen: no CPU, memory kept). Resuming the tenant lets its keys in again; it resumes its sandboxes itself. Suspending a suspended tenant changes nothing.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    /** @description Tenant id (letters, digits, . _ : -; up to 128) */
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            tenant_id: string;
+                            /** @description As set by the operator; null: the service's default */
+                            quotas: {
+                                max_sandboxes: number | null;
+                                max_concurrent_runs: number | null;
+                                memory_mb: number | null;
+                                max_processes: number | null;
+                                storage_mb: number | null;
+                                max_vector_indexes: number | null;
+                                max_vectors: number | null;
+                                vector_storage_mb: number | null;
+                            };
+                            /** @description What applies: the set value, or the default where none is set */
+                            effective: {
+                                /** @description Live sandboxes at once */
+                                max_sandboxes: number;
+                                /** @description code/run and commands/run executing at once, over all the tenant's keys */
+                                max_concurrent_runs: number;
+                                /** @description Memory of all the tenant's sandboxes together, MiB */
+                                memory_mb: number;
+                                /** @description Processes and threads of all the tenant's sandboxes together */
+                                max_processes: number;
+                                /** @description Bytes of the tenant's stored files and snapshots together, writes in flight included, MiB */
+                                storage_mb: number;
+                                /** @description Vector indexes at once */
+                                max_vector_indexes: number;
+                                /** @description Vectors in all the tenant's indexes together */
+                                max_vectors: number;
+                                /** @description Bytes of all the tenant's vectors together (embedding, metadata JSON and id of each), MiB */
+                                vector_storage_mb: number;
+                            };
+                            /** @description API keys of this tenant that are not revoked */
+                            active_keys: number;
+                            /**
+                             * Format: date-time
+                             * @description When the operator suspended the tenant (its keys are refused with 403 tenant_suspended); null if active
+                             */
+                            suspended_at: string | null;
+                            /**
+                             * Format: date-time
+                             * @description When quotas were first set; null if never
+                             */
+                            created_at: string | null;
+                            /** Format: date-time */
+                            updated_at: string | null;
+                        };
+                    };
+                };
+                /** @description Every error response has this shape */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/admin/tenants/{id}/resume": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Let a suspended tenant back in
+         * @description Its keys work again from the next request on; its sandboxes stay paused until it resumes them.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    /** @description Tenant id (letters, digits, . _ : -; up to 128) */
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            tenant_id: string;
+                            /** @description As set by the operator; null: the service's default */
+                            quotas: {
+                                max_sandboxes: number | null;
+                                max_concurrent_runs: number | null;
+                                memory_mb: number | null;
+                                max_processes: number | null;
+                                storage_mb: number | null;
+                                max_vector_indexes: number | null;
+                                max_vectors: number | null;
+                                vector_storage_mb: number | null;
+                            };
+                            /** @description What applies: the set value, or the default where none is set */
+                            effective: {
+                                /** @description Live sandboxes at once */
+                                max_sandboxes: number;
+                                /** @description code/run and commands/run executing at once, over all the tenant's keys */
+                                max_concurrent_runs: number;
+                                /** @description Memory of all the tenant's sandboxes together, MiB */
+                                memory_mb: number;
+                                /** @description Processes and threads of all the tenant's sandboxes together */
+                                max_processes: number;
+                                /** @description Bytes of the tenant's stored files and snapshots together, writes in flight included, MiB */
+                                storage_mb: number;
+                                /** @description Vector indexes at once */
+                                max_vector_indexes: number;
+                                /** @description Vectors in all the tenant's indexes together */
+                                max_vectors: number;
+                                /** @description Bytes of all the tenant's vectors together (embedding, metadata JSON and id of each), MiB */
+                                vector_storage_mb: number;
+                            };
+                            /** @description API keys of this tenant that are not revoked */
+                            active_keys: number;
+                            /**
+                             * Format: date-time
+                             * @description When the operator suspended the tenant (its keys are refused with 403 tenant_suspended); null if active
+                             */
+                            suspended_at: string | null;
+                            /**
+                             * Format: date-time
+                             * @description When quotas were first set; null if never
+                             */
+                            created_at: string | null;
+                            /** Format: date-time */
+                            updated_at: string | null;
+                        };
+                    };
+                };
+                /** @description Every error response has this shape */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+            };
+        };
         delete?: never;
         options?: never;
         head?: never;

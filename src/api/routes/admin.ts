@@ -1,5 +1,5 @@
 // The operator's admin API under /v1/admin: create, list and revoke API keys; read and set tenant
-// quotas. Authenticated by the admin key only (auth.ts); the stores do the work.
+// quotas; suspend and resume tenants. Authenticated by the admin key only (auth.ts); the stores do the work.
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { ApiError } from "../../errors.js";
 import type { ApiKeyRecord } from "../../store/keys.js";
@@ -19,6 +19,7 @@ import {
 } from "../schemas/admin.js";
 import { errors } from "../schemas/common.js";
 import type { Services } from "../services.js";
+import { suspendTenant } from "../suspensions.js";
 
 const keyJson = (r: ApiKeyRecord) => ({
   id: r.id,
@@ -52,6 +53,7 @@ export const adminRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = as
     quotas: quotasJson(record.quotas),
     effective: quotasJson(effectiveQuotas(record.quotas, defaults)),
     active_keys: activeKeys,
+    suspended_at: record.suspendedAt,
     created_at: configured ? record.createdAt : null,
     updated_at: configured ? record.updatedAt : null,
   });
@@ -205,6 +207,51 @@ export const adminRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = as
         throw err;
       }
       request.log.info({ tenant_id: id, quotas: record.quotas }, "admin: tenant quotas set");
+      return tenantJson(record, true, activeKeys(id));
+    },
+  );
+
+  app.post(
+    "/tenants/:id/suspend",
+    {
+      schema: {
+        tags,
+        summary: "Suspend a tenant",
+        description:
+          "Every key of the tenant is refused from the next request on (403 tenant_suspended), what its keys hold open ends at " +
+          "once (event streams, file transfers, connections relayed to sandbox ports, share links), and its running sandboxes " +
+          "are paused (frozen: no CPU, memory kept). Resuming the tenant lets its keys in again; it resumes its sandboxes itself. " +
+          "Suspending a suspended tenant changes nothing.",
+        params: TenantIdParams,
+        response: { 200: Tenant, ...errors(400, 401) },
+      },
+    },
+    async (request) => {
+      const { id } = request.params;
+      const done = await suspendTenant(services, id);
+      request.log.info(
+        { tenant_id: id, open_requests_ended: done.openRequestsEnded, paused: done.paused, pause_failed: done.failed },
+        "admin: tenant suspended",
+      );
+      return tenantJson(tenants.get(id), true, activeKeys(id));
+    },
+  );
+
+  app.post(
+    "/tenants/:id/resume",
+    {
+      schema: {
+        tags,
+        summary: "Let a suspended tenant back in",
+        description: "Its keys work again from the next request on; its sandboxes stay paused until it resumes them.",
+        params: TenantIdParams,
+        response: { 200: Tenant, ...errors(400, 401) },
+      },
+    },
+    async (request) => {
+      const { id } = request.params;
+      const record = tenants.setSuspended(id, false);
+      request.log.info({ tenant_id: id }, "admin: tenant resumed");
       return tenantJson(record, true, activeKeys(id));
     },
   );

@@ -13,6 +13,7 @@ import type { FastifyRequest } from "fastify";
 import { ApiError, invalid } from "../../errors.js";
 import type { NetworkService } from "../../network/service.js";
 import type { KeyStore } from "../../store/keys.js";
+import { bearerToken } from "../auth.js";
 import { type Holder, holdUntilClosed, type OpenRequests } from "../open-requests.js";
 import { errors } from "../schemas/common.js";
 import { HostUrl, PortParams, ShareBody, ShareResponse } from "../schemas/network.js";
@@ -223,8 +224,6 @@ function refuse(socket: Duplex, err: unknown): void {
 /** How long a refused upgrade's socket stays open for its client to read the answer. */
 const REFUSE_LINGER_MS = 5000;
 
-const BEARER = /^Bearer +([\x21-\x7e]{1,512})$/;
-
 /**
  * WebSocket (any Upgrade) requests to port URLs: authenticated like the HTTP route, then the
  * request goes to the sandbox's port as it came (minus our credentials) and bytes flow both ways.
@@ -236,17 +235,19 @@ export function installPortUpgrades(
   keys: KeyStore,
   open: OpenRequests,
   rootAliases: boolean,
+  /** Maps a host-named port URL (E2B's {port}-{id}.{domain}) onto its path form, as the HTTP routes see it. */
+  rewrite?: (req: http.IncomingMessage) => string,
 ): void {
   server.on("upgrade", (req: http.IncomingMessage, socket: Duplex, head: Buffer) => {
     socket.on("error", () => socket.destroy());
     void (async () => {
-      const url = req.url ?? "";
+      const url = rewrite ? rewrite(req) : (req.url ?? "");
       const target = parseTarget(url);
       if (!target || (!rootAliases && !url.startsWith("/v1/agents/"))) throw new ApiError("not_found", "No WebSocket endpoint here");
       let key: Holder | undefined;
       if (target.token === undefined) {
-        const m = BEARER.exec((req.headers.authorization ?? "").trim());
-        key = holderOf(m ? keys.verify(m[1] as string) : undefined);
+        const token = bearerToken(req.headers.authorization);
+        key = holderOf(token ? keys.verify(token) : undefined);
         if (!key)
           throw new ApiError("unauthorized", "Missing or invalid API key; send 'Authorization: Bearer <API key>' or use a share link");
       }

@@ -113,6 +113,9 @@ export const Tenant = Type.Object(
     quotas: StoredQuotas,
     effective: EffectiveQuotas,
     active_keys: Type.Integer({ description: "API keys of this tenant that are not revoked" }),
+    suspended_at: Type.Union([Timestamp, Type.Null()], {
+      description: "When the operator suspended the tenant (its keys are refused with 403 tenant_suspended); null if active",
+    }),
     created_at: Type.Union([Timestamp, Type.Null()], { description: "When quotas were first set; null if never" }),
     updated_at: Type.Union([Timestamp, Type.Null()]),
   },

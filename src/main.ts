@@ -17,17 +17,19 @@ import { inferenceSettings } from "./inference/settings.js";
 import type { NetworkPolicy } from "./network/policy.js";
 import { NetworkService } from "./network/service.js";
 import { networkSettings } from "./network/settings.js";
-import { NetworkStore } from "./network/store.js";
+import { SqliteNetworkStore } from "./network/store.js";
 import { LocalModels } from "./models/source.js";
 import { SandboxManager } from "./sandbox/manager.js";
 import { checkHost } from "./sandbox/preflight.js";
 import { SandboxService } from "./sandbox/service.js";
 import { openDb } from "./store/db.js";
-import { AdminKeys, SqliteKeyStore } from "./store/keys.js";
 import { eventSettings } from "./events/settings.js";
+import { AdminKeys, KeyDirectory } from "./store/key-directory.js";
+import { SqliteAdminKeyStore, SqliteKeyStore } from "./store/keys.js";
 import { openEvents } from "./events/setup.js";
 import { SqliteSandboxStore } from "./store/sandboxes.js";
 import { SqliteSnapshotStore } from "./store/snapshots.js";
+import { TenantDirectory } from "./store/tenant-directory.js";
 import { SqliteTenantStore } from "./store/tenants.js";
 import { vectorSettings } from "./vectors/settings.js";
 import { templateSettings } from "./templates/settings.js";
@@ -55,9 +57,9 @@ async function main(): Promise<void> {
   checkHost();
   fs.mkdirSync(config.dataDir, { recursive: true });
   const db = openDb(config.dataDir);
-  const keys = new SqliteKeyStore(db, config.bootstrapApiKey);
-  const admin = new AdminKeys(db, config.adminApiKey);
-  const firstAdminKey = admin.ensure();
+  const keys = new KeyDirectory(new SqliteKeyStore(db), config.bootstrapApiKey);
+  const admin = new AdminKeys(new SqliteAdminKeyStore(db), config.adminApiKey);
+  const firstAdminKey = await admin.ensure();
   if (firstAdminKey) {
     // The only time this key is ever shown: the database keeps its hash.
     process.stderr.write(
@@ -66,7 +68,7 @@ async function main(): Promise<void> {
     );
     logger.warn("admin key generated and printed once on stderr");
   }
-  const tenants = new SqliteTenantStore(db);
+  const tenants = await TenantDirectory.open(new SqliteTenantStore(db));
   const snapshots = new SqliteSnapshotStore(db);
   // Stored files and snapshots share each tenant's storage quota.
   const storage = openStorageQuota(filesConfig, db, tenants, snapshots);
@@ -76,7 +78,7 @@ async function main(): Promise<void> {
   // Before init(): re-adopted sandboxes of tenants' own templates start on their template's root.
   const templates = await openTemplates(config, db, sandboxes, logger, settings.templates);
   await sandboxes.init();
-  const network = new NetworkService(config, sandboxes, new NetworkStore(db), logger, settings.network);
+  const network = new NetworkService(config, sandboxes, new SqliteNetworkStore(db), logger, settings.network);
   sandboxes.lifecycle.useNetwork({
     capture: (tenantId, id) => network.getPolicy(tenantId, id),
     apply: (tenantId, id, policy) => network.attach(tenantId, id, policy as NetworkPolicy),
@@ -101,7 +103,7 @@ async function main(): Promise<void> {
     },
     settings.vectors,
   );
-  const deploymentsArea = openDeployments(config, db, providers, logger, inference.model, settings.deployments);
+  const deploymentsArea = await openDeployments(config, db, providers, logger, inference.model, settings.deployments);
   const files = await openFiles(filesConfig, db, storage, (tenantId, id) => sandboxes.box(tenantId, id), logger);
   deploymentsArea.useFiles(files);
   const app = await buildApp(
@@ -162,7 +164,7 @@ async function main(): Promise<void> {
     await providers.close();
     await vectorsClosed;
     await embeddings.close();
-    keys.close();
+    await keys.close();
     db.close();
     logger.info("stopped");
     process.exit(0);

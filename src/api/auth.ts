@@ -8,7 +8,8 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { ApiError } from "../errors.js";
 import { E2B_PATH, e2bToken } from "../e2b/auth.js";
-import type { AdminKeys, ApiKeyRecord, KeyStore } from "../store/keys.js";
+import type { AdminKeys, ApiKeys } from "../store/key-directory.js";
+import type { ApiKeyRecord } from "../store/keys.js";
 import { holdUntilClosed, type OpenRequests } from "./open-requests.js";
 
 declare module "fastify" {
@@ -36,7 +37,7 @@ export function bearerToken(header: string | undefined): string | undefined {
   return header === undefined ? undefined : BEARER.exec(header.trim())?.[1];
 }
 
-export function installAuth(app: FastifyInstance, keys: KeyStore, admin: AdminKeys, open: OpenRequests): void {
+export function installAuth(app: FastifyInstance, keys: ApiKeys, admin: AdminKeys, open: OpenRequests): void {
   app.decorateRequest("apiKey", undefined as unknown as ApiKeyRecord);
   app.decorateReply("holdOpen", function (this: FastifyReply, end?: (why?: ApiError) => void) {
     const key = this.request.apiKey as ApiKeyRecord | undefined;
@@ -51,7 +52,7 @@ export function installAuth(app: FastifyInstance, keys: KeyStore, admin: AdminKe
     if (E2B_PATH.test(path)) {
       const token = e2bToken(request.headers);
       if (!token) throw new ApiError("unauthorized", "Missing API key; send 'X-API-KEY: <API key>' (E2B_API_KEY)");
-      const key = keys.verify(token);
+      const key = await keys.verify(token);
       if (!key) throw new ApiError("unauthorized", "Invalid or revoked API key");
       request.apiKey = key;
       return;
@@ -63,10 +64,10 @@ export function installAuth(app: FastifyInstance, keys: KeyStore, admin: AdminKe
     if (!token) throw new ApiError("unauthorized", "Malformed Authorization header; expected 'Bearer <API key>'");
     // By the matched route as well as the raw path: the router decodes percent-escapes the raw path still has.
     if (ADMIN.test(path) || ADMIN.test(request.routeOptions.url ?? "")) {
-      if (!admin.verify(token)) throw new ApiError("unauthorized", "This route needs the admin key");
+      if (!(await admin.verify(token))) throw new ApiError("unauthorized", "This route needs the admin key");
       return;
     }
-    const key = keys.verify(token);
+    const key = await keys.verify(token);
     if (!key) throw new ApiError("unauthorized", "Invalid or revoked API key");
     request.apiKey = key;
   });

@@ -14,13 +14,13 @@ import { modelRoutes } from "./routes/models.js";
 import { keepRawBody } from "./routes/serving.js";
 import { usageRoutes } from "./routes/usage.js";
 import type { InferenceDeps } from "./types.js";
-import { UsageLog } from "./usage.js";
+import { SqliteUsageStore, UsageLog } from "./usage.js";
 
 export { NO_CHAT_MODEL } from "./routes/serving.js";
 
 export async function inferenceRoutes(app: FastifyInstance, opts: { deps: InferenceDeps }): Promise<void> {
   const { deps } = opts;
-  const usageLog = new UsageLog(deps.db);
+  const usageLog = new UsageLog(new SqliteUsageStore(deps.db), (err) => app.log.warn({ err }, "token usage not stored"));
   app.addHook("onClose", async () => usageLog.flush());
   // JSON bodies in this scope keep their bytes as well (same rules as the app's own parser).
   installJsonParser(app, deps.maxJsonDepth ?? 64, keepRawBody);

@@ -1,6 +1,6 @@
 // Records of tenants' templates and their builds (SQLite, in the service's database). A template's
 // root filesystem itself is a directory named by its digest (./rootfs.ts); rows only point at it.
-import { type Db, ensureTables } from "../store/db.js";
+import { type Db, type Migration, migrate } from "../store/db.js";
 
 export type TemplateState = "building" | "ready" | "failed";
 export type BuildStatus = "pending" | "started" | "running" | "completed" | "failed";
@@ -101,13 +101,14 @@ const toBuild = (r: BuildRow): BuildRecord => ({
   createdAt: r.created_at,
 });
 
-export class TemplateStore {
-  private readonly stmts;
-
-  constructor(db: Db) {
-    ensureTables(
-      db,
-      `CREATE TABLE IF NOT EXISTS templates (
+/** The templates area's schema (run by the store's constructor through the one migration runner). */
+export const TEMPLATE_MIGRATIONS: Migration[] = [
+  {
+    area: "templates",
+    version: 1,
+    up: (db) =>
+      db.exec(
+        `CREATE TABLE IF NOT EXISTS templates (
          id TEXT PRIMARY KEY,
          tenant_id TEXT NOT NULL,
          name TEXT NOT NULL,
@@ -138,7 +139,15 @@ export class TemplateStore {
          created_at TEXT NOT NULL
        );
        CREATE INDEX IF NOT EXISTS template_builds_template ON template_builds (template_id, created_at);`,
-    );
+      ),
+  },
+];
+
+export class TemplateStore {
+  private readonly stmts;
+
+  constructor(db: Db) {
+    migrate(db, TEMPLATE_MIGRATIONS);
     this.stmts = {
       insertTemplate: db.prepare(
         `INSERT INTO templates (id, tenant_id, name, description, vcpu_count, memory_mb, disk_mb, base_image, environment, tags, rootfs, python, state, created_at, updated_at)

@@ -14,10 +14,8 @@ import { EmbeddingService } from "./inference/embeddings.js";
 import { loadEmbeddingsConfig } from "./inference/embeddings-config.js";
 import { loadProviders } from "./inference/providers.js";
 import { inferenceSettings } from "./inference/settings.js";
-import type { NetworkPolicy } from "./network/policy.js";
-import { NetworkService } from "./network/service.js";
 import { networkSettings } from "./network/settings.js";
-import { SqliteNetworkStore } from "./network/store.js";
+import { openNetwork } from "./network/setup.js";
 import { LocalModels } from "./models/source.js";
 import { SandboxManager } from "./sandbox/manager.js";
 import { checkHost } from "./sandbox/preflight.js";
@@ -73,12 +71,7 @@ async function main(): Promise<void> {
   // Before init(): the ends recorded while re-adopting (timed_out, host_restart) are events too.
   const eventsArea = openEvents(db, sandboxes.events, logger, settings.events);
   await sandboxes.init();
-  const network = new NetworkService(config, sandboxes, new SqliteNetworkStore(db), logger, settings.network);
-  sandboxes.lifecycle.useNetwork({
-    capture: (tenantId, id) => network.getPolicy(tenantId, id),
-    apply: (tenantId, id, policy) => network.attach(tenantId, id, policy as NetworkPolicy),
-  });
-  await network.init();
+  const network = await openNetwork(config, db, sandboxes, logger, settings.network);
   const metrics = new Metrics(() => sandboxes.liveCount());
   const sandbox = new SandboxService({ config, sandboxes, tenants, counters: metrics, network });
   const embeddings = new EmbeddingService(db, providers, {

@@ -28,7 +28,7 @@ declare module "fastify" {
 // `/` and `/assets/` are the dashboard's static files: the page sends the key on its own API calls.
 const PUBLIC = [/^\/health$/, /^\/metrics$/, /^\/openapi\.json$/, /^\/docs(\/|$)/, /^\/$/, /^\/assets\/[^/]+$/];
 const ADMIN = /^\/v1\/admin(\/|$)/;
-/** A share link of a sandbox port: its signed token stands in for the key, checked by the route (routes/ports.ts). */
+/** A share link of a sandbox port: its signed token stands in for the key, checked by the route (src/network/routes/ports.ts). */
 const SHARED_PORT = /^(\/v1\/agents)?\/sandboxes\/[^/]+\/ports\/\d+\/_share\//;
 const BEARER = /^Bearer +([\x21-\x7e]{1,512})$/;
 

@@ -8,7 +8,7 @@ import { fileURLToPath } from "node:url";
 import { serverSettingsSchema } from "../src/config.js";
 import { deploymentsSettingsSchema } from "../src/deployments/config.js";
 import { eventSettingsSchema } from "../src/events/settings.js";
-import { filesSettingsSchema } from "../src/files/config.js";
+import { filesSettingsSchema } from "../src/files/settings.js";
 import { embeddingsSettingsSchema } from "../src/inference/embeddings-config.js";
 import { inferenceSettingsSchema } from "../src/inference/settings.js";
 import { modelsSettingsSchema } from "../src/models/settings.js";

@@ -4,7 +4,7 @@ import fs from "node:fs";
 import { pino } from "pino";
 import { buildApp } from "./api/app.js";
 import { OpenRequests } from "./api/open-requests.js";
-import { loadFilesConfig } from "./files/config.js";
+import { loadFilesConfig } from "./files/settings.js";
 import { openFiles, openStorageQuota } from "./files/setup.js";
 import { Metrics } from "./api/metrics.js";
 import { loadConfig } from "./config.js";

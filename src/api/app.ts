@@ -35,7 +35,7 @@ import { lifecycleRoutes } from "./routes/lifecycle.js";
 import { webhookRoutes } from "../events/routes/webhooks.js";
 import { sandboxRoutes } from "./routes/sandboxes.js";
 import { statsRoutes } from "./routes/stats.js";
-import { sandboxTransferRoutes, storedFileRoutes } from "./routes/stored-files.js";
+import { sandboxTransferRoutes, storedFileRoutes } from "../files/routes.js";
 import { CodeRunResult } from "./schemas/code.js";
 import { ErrorEnvelope } from "./schemas/common.js";
 import { Sandbox } from "./schemas/sandbox.js";

@@ -14,7 +14,7 @@ import { SqliteNetworkStore } from "../../src/network/store.js";
 import { appliedVersions, type Db, openDb } from "../../src/store/db.js";
 import { SqliteDeploymentStore } from "../../src/store/deployments.js";
 import { SqliteEventStore } from "../../src/events/store/events.js";
-import { SqliteFileStore } from "../../src/store/files.js";
+import { SqliteFileStore } from "../../src/files/store.js";
 import { hashKey, SqliteAdminKeyStore, SqliteKeyStore } from "../../src/store/keys.js";
 import { SqliteSandboxStore } from "../../src/store/sandboxes.js";
 import { SqliteSnapshotStore } from "../../src/store/snapshots.js";

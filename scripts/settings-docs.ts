@@ -6,7 +6,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { serverSettingsSchema } from "../src/config.js";
-import { deploymentsSettingsSchema } from "../src/deployments/config.js";
+import { deploymentsSettingsSchema } from "../src/deployments/settings.js";
 import { eventSettingsSchema } from "../src/events/settings.js";
 import { filesSettingsSchema } from "../src/files/settings.js";
 import { embeddingsSettingsSchema } from "../src/inference/embeddings-config.js";

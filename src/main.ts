@@ -8,7 +8,7 @@ import { loadFilesConfig } from "./files/settings.js";
 import { openFiles, openStorageQuota } from "./files/setup.js";
 import { Metrics } from "./api/metrics.js";
 import { loadConfig } from "./config.js";
-import { loadDeploymentsConfig } from "./deployments/config.js";
+import { loadDeploymentsConfig } from "./deployments/settings.js";
 import { openDeployments } from "./deployments/setup.js";
 import { EmbeddingService } from "./inference/embeddings.js";
 import { loadEmbeddingsConfig } from "./inference/embeddings-config.js";

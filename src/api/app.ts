@@ -24,7 +24,7 @@ import { codeRoutes } from "./routes/code.js";
 import { commandRoutes } from "./routes/commands.js";
 import { contextRoutes } from "./routes/contexts.js";
 import { dashboardRoutes } from "./routes/dashboard.js";
-import { deploymentRoutes } from "./routes/deployments.js";
+import { deploymentRoutes } from "../deployments/routes.js";
 import { fileRoutes } from "./routes/files.js";
 import { metricsRoutes } from "./routes/metrics.js";
 import { networkRoutes } from "../network/routes/network.js";

@@ -1,7 +1,7 @@
 // What route handlers depend on, bundled once at start-up.
 import type { Database } from "better-sqlite3";
 import type { Config } from "../config.js";
-import type { DeploymentRouteDeps } from "./routes/deployments.js";
+import type { DeploymentRouteDeps } from "../deployments/routes.js";
 import type { EventsArea } from "../events/setup.js";
 import type { FileService } from "../files/service.js";
 import type { EmbeddingService } from "../inference/embeddings.js";

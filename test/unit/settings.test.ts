@@ -3,7 +3,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { loadConfig } from "../../src/config.js";
-import { loadDeploymentsConfig } from "../../src/deployments/config.js";
+import { loadDeploymentsConfig } from "../../src/deployments/settings.js";
 import { eventSettings } from "../../src/events/settings.js";
 import { loadFilesConfig } from "../../src/files/settings.js";
 import { networkSettings } from "../../src/network/settings.js";

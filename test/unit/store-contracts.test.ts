@@ -8,7 +8,7 @@ import { SqliteWebhookStore } from "../../src/events/store/webhooks.js";
 import { SqliteUsageStore } from "../../src/inference/usage.js";
 import { SqliteNetworkStore } from "../../src/network/store.js";
 import { type Db, openDb } from "../../src/store/db.js";
-import { SqliteDeploymentStore } from "../../src/store/deployments.js";
+import { SqliteDeploymentStore } from "../../src/deployments/store.js";
 import { SqliteEventStore } from "../../src/events/store/events.js";
 import { SqliteFileStore } from "../../src/files/store.js";
 import { SqliteAdminKeyStore, SqliteKeyStore } from "../../src/store/keys.js";

@@ -22,13 +22,10 @@ import { checkHost } from "./sandbox/preflight.js";
 import { SandboxService } from "./sandbox/service.js";
 import { openDb } from "./store/db.js";
 import { eventSettings } from "./events/settings.js";
-import { AdminKeys, KeyDirectory } from "./store/key-directory.js";
-import { SqliteAdminKeyStore, SqliteKeyStore } from "./store/keys.js";
 import { openEvents } from "./events/setup.js";
 import { SqliteSandboxStore } from "./store/sandboxes.js";
 import { SqliteSnapshotStore } from "./store/snapshots.js";
-import { TenantDirectory } from "./store/tenant-directory.js";
-import { SqliteTenantStore } from "./store/tenants.js";
+import { openTenancy } from "./tenancy/setup.js";
 import { vectorSettings } from "./vectors/settings.js";
 import { openVectors } from "./vectors/setup.js";
 
@@ -52,18 +49,8 @@ async function main(): Promise<void> {
   checkHost();
   fs.mkdirSync(config.dataDir, { recursive: true });
   const db = openDb(config.dataDir);
-  const keys = new KeyDirectory(new SqliteKeyStore(db), config.bootstrapApiKey);
-  const admin = new AdminKeys(new SqliteAdminKeyStore(db), config.adminApiKey);
-  const firstAdminKey = await admin.ensure();
-  if (firstAdminKey) {
-    // The only time this key is ever shown: the database keeps its hash.
-    process.stderr.write(
-      `\n===== AGENTBOX ADMIN KEY (shown once, store it now; only its hash is kept) =====\n${firstAdminKey}\n` +
-        "===== (set AGENTBOX_ADMIN_KEY to choose your own; `agentbox admin rotate-key` makes a new one) =====\n\n",
-    );
-    logger.warn("admin key generated and printed once on stderr");
-  }
-  const tenants = await TenantDirectory.open(new SqliteTenantStore(db));
+  const tenancy = await openTenancy(config, db, logger);
+  const { tenants } = tenancy;
   const snapshots = new SqliteSnapshotStore(db);
   // Stored files and snapshots share each tenant's storage quota.
   const storage = openStorageQuota(filesConfig, db, tenants, snapshots);
@@ -97,9 +84,9 @@ async function main(): Promise<void> {
   const app = await buildApp(
     {
       config,
-      keys,
+      keys: tenancy.keys,
       openRequests: new OpenRequests(),
-      admin,
+      admin: tenancy.admin,
       tenants,
       sandboxes,
       sandbox,
@@ -151,7 +138,7 @@ async function main(): Promise<void> {
     await providers.close();
     await vectorsClosed;
     await embeddings.close();
-    await keys.close();
+    await tenancy.close();
     db.close();
     logger.info("stopped");
     process.exit(0);

@@ -8,6 +8,7 @@ import type { Logger } from "pino";
 import { vectorRoutes } from "../vectors/routes.js";
 import { e2bHostRewriter } from "../e2b/hosts.js";
 import { e2bRoutes } from "../e2b/routes.js";
+import { tenantQuotaDefaults } from "../config.js";
 import { ApiError } from "../errors.js";
 import { embeddingRoutes } from "../inference/embeddings-routes.js";
 import { inferenceRoutes } from "../inference/routes.js";
@@ -17,7 +18,7 @@ import { limitConnections } from "./connections.js";
 import { installErrorHandler, routerError } from "./error-handler.js";
 import { installJsonParser } from "./json-body.js";
 import { installRateLimits } from "./rate-limit.js";
-import { adminRoutes } from "./routes/admin.js";
+import { adminRoutes } from "../tenancy/routes.js";
 import { adminSandboxRoutes } from "./routes/admin-sandboxes.js";
 import { backgroundRoutes } from "./routes/background.js";
 import { codeRoutes } from "./routes/code.js";
@@ -29,7 +30,7 @@ import { fileRoutes } from "./routes/files.js";
 import { metricsRoutes } from "./routes/metrics.js";
 import { networkRoutes } from "../network/routes/network.js";
 import { installPortUpgrades, portRoutes } from "../network/routes/ports.js";
-import { withSuspensions } from "./suspensions.js";
+import { withSuspensions } from "../tenancy/suspensions.js";
 import { eventRoutes } from "../events/routes/events.js";
 import { lifecycleRoutes } from "./routes/lifecycle.js";
 import { webhookRoutes } from "../events/routes/webhooks.js";
@@ -189,7 +190,14 @@ export async function buildApp(services: Services, logger: Logger): Promise<Fast
     }
   }
   if (services.network) installPortUpgrades(app.server, services.network, keys, services.openRequests, config.mountRootAliases, e2bHosts);
-  await app.register(adminRoutes, { prefix: "/v1/admin", services });
+  await app.register(adminRoutes, {
+    prefix: "/v1/admin",
+    keys: services.keys,
+    tenants: services.tenants,
+    defaults: tenantQuotaDefaults(config),
+    openRequests: services.openRequests,
+    sandboxes: services.sandboxes,
+  });
   await app.register(adminSandboxRoutes, { prefix: "/v1/admin", sandboxes: services.sandboxes });
   if (services.metrics)
     await app.register(statsRoutes, { metrics: services.metrics, liveByTenant: () => services.sandboxes.liveByTenantCounts() });

@@ -8,8 +8,8 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { ApiError } from "../errors.js";
 import { E2B_PATH, e2bToken } from "../e2b/auth.js";
-import type { AdminKeys, ApiKeys } from "../store/key-directory.js";
-import type { ApiKeyRecord } from "../store/keys.js";
+import type { AdminKeys, ApiKeys } from "../tenancy/key-directory.js";
+import type { ApiKeyRecord } from "../tenancy/store/keys.js";
 import { holdUntilClosed, type OpenRequests } from "./open-requests.js";
 
 declare module "fastify" {

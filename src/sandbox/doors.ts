@@ -5,7 +5,7 @@
 import type { EndedBy, EndReason, EventDetail } from "../events/bus.js";
 import type { SandboxRecord } from "../store/sandboxes.js";
 import type { SnapshotRecord } from "../store/snapshots.js";
-import type { EffectiveQuotas } from "../store/tenants.js";
+import type { EffectiveQuotas } from "../tenancy/store/tenants.js";
 import type { Box } from "./box.js";
 import type { TenantLimits } from "./cgroup.js";
 

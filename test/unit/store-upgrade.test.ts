@@ -15,10 +15,10 @@ import { appliedVersions, type Db, openDb } from "../../src/store/db.js";
 import { SqliteDeploymentStore } from "../../src/deployments/store.js";
 import { SqliteEventStore } from "../../src/events/store/events.js";
 import { SqliteFileStore } from "../../src/files/store.js";
-import { hashKey, SqliteAdminKeyStore, SqliteKeyStore } from "../../src/store/keys.js";
+import { hashKey, SqliteAdminKeyStore, SqliteKeyStore } from "../../src/tenancy/store/keys.js";
 import { SqliteSandboxStore } from "../../src/store/sandboxes.js";
 import { SqliteSnapshotStore } from "../../src/store/snapshots.js";
-import { SqliteTenantStore } from "../../src/store/tenants.js";
+import { SqliteTenantStore } from "../../src/tenancy/store/tenants.js";
 import { VectorDb } from "../../src/vectors/store.js";
 
 const FIXTURES = path.join(import.meta.dirname, "..", "fixtures", "db");

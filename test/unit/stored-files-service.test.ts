@@ -18,8 +18,8 @@ import { LocalStorage } from "../../src/files/storage.js";
 import { openDb } from "../../src/store/db.js";
 import { SqliteFileStore } from "../../src/files/store.js";
 import { SqliteSnapshotStore } from "../../src/store/snapshots.js";
-import { TenantDirectory } from "../../src/store/tenant-directory.js";
-import { SqliteTenantStore } from "../../src/store/tenants.js";
+import { TenantDirectory } from "../../src/tenancy/tenant-directory.js";
+import { SqliteTenantStore } from "../../src/tenancy/store/tenants.js";
 
 const MiB = 2 ** 20;
 const dirs: string[] = [];

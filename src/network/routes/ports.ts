@@ -12,7 +12,7 @@ import { Type } from "@sinclair/typebox";
 import type { FastifyRequest } from "fastify";
 import { ApiError, invalid } from "../../errors.js";
 import type { NetworkService } from "../service.js";
-import type { ApiKeys } from "../../store/key-directory.js";
+import type { ApiKeys } from "../../tenancy/key-directory.js";
 import { bearerToken } from "../../api/auth.js";
 import { type Holder, holdUntilClosed, type OpenRequests } from "../../api/open-requests.js";
 import { errors } from "../../api/schemas/common.js";

@@ -5,7 +5,7 @@ import crypto from "node:crypto";
 import path from "node:path";
 import { e2bDomain } from "./e2b/hosts.js";
 import { defineSettings, type Machine, readSettings, settingsOf } from "./settings/kernel.js";
-import type { EffectiveQuotas } from "./store/tenants.js";
+import type { EffectiveQuotas } from "./tenancy/store/tenants.js";
 
 export interface Limits {
   /** Memory cap of one sandbox (all its processes and its tmpfs files), MiB. */

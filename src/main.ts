@@ -4,33 +4,28 @@ import fs from "node:fs";
 import { pino } from "pino";
 import { buildApp } from "./api/app.js";
 import { OpenRequests } from "./api/open-requests.js";
-import { loadFilesConfig } from "./files/config.js";
+import { loadFilesConfig } from "./files/settings.js";
 import { openFiles, openStorageQuota } from "./files/setup.js";
 import { Metrics } from "./api/metrics.js";
 import { loadConfig } from "./config.js";
-import { loadDeploymentsConfig } from "./deployments/config.js";
+import { loadDeploymentsConfig } from "./deployments/settings.js";
 import { openDeployments } from "./deployments/setup.js";
 import { EmbeddingService } from "./inference/embeddings.js";
 import { loadEmbeddingsConfig } from "./inference/embeddings-config.js";
 import { loadProviders } from "./inference/providers.js";
 import { inferenceSettings } from "./inference/settings.js";
-import type { NetworkPolicy } from "./network/policy.js";
-import { NetworkService } from "./network/service.js";
 import { networkSettings } from "./network/settings.js";
-import { SqliteNetworkStore } from "./network/store.js";
+import { openNetwork } from "./network/setup.js";
 import { LocalModels } from "./models/source.js";
 import { SandboxManager } from "./sandbox/manager.js";
 import { checkHost } from "./sandbox/preflight.js";
 import { SandboxService } from "./sandbox/service.js";
 import { openDb } from "./store/db.js";
 import { eventSettings } from "./events/settings.js";
-import { AdminKeys, KeyDirectory } from "./store/key-directory.js";
-import { SqliteAdminKeyStore, SqliteKeyStore } from "./store/keys.js";
 import { openEvents } from "./events/setup.js";
 import { SqliteSandboxStore } from "./store/sandboxes.js";
 import { SqliteSnapshotStore } from "./store/snapshots.js";
-import { TenantDirectory } from "./store/tenant-directory.js";
-import { SqliteTenantStore } from "./store/tenants.js";
+import { openTenancy } from "./tenancy/setup.js";
 import { vectorSettings } from "./vectors/settings.js";
 import { templateSettings } from "./templates/settings.js";
 import { openTemplates } from "./templates/setup.js";
@@ -57,18 +52,8 @@ async function main(): Promise<void> {
   checkHost();
   fs.mkdirSync(config.dataDir, { recursive: true });
   const db = openDb(config.dataDir);
-  const keys = new KeyDirectory(new SqliteKeyStore(db), config.bootstrapApiKey);
-  const admin = new AdminKeys(new SqliteAdminKeyStore(db), config.adminApiKey);
-  const firstAdminKey = await admin.ensure();
-  if (firstAdminKey) {
-    // The only time this key is ever shown: the database keeps its hash.
-    process.stderr.write(
-      `\n===== AGENTBOX ADMIN KEY (shown once, store it now; only its hash is kept) =====\n${firstAdminKey}\n` +
-        "===== (set AGENTBOX_ADMIN_KEY to choose your own; `agentbox admin rotate-key` makes a new one) =====\n\n",
-    );
-    logger.warn("admin key generated and printed once on stderr");
-  }
-  const tenants = await TenantDirectory.open(new SqliteTenantStore(db));
+  const tenancy = await openTenancy(config, db, logger);
+  const { tenants } = tenancy;
   const snapshots = new SqliteSnapshotStore(db);
   // Stored files and snapshots share each tenant's storage quota.
   const storage = openStorageQuota(filesConfig, db, tenants, snapshots);
@@ -78,12 +63,7 @@ async function main(): Promise<void> {
   // Before init(): re-adopted sandboxes of tenants' own templates start on their template's root.
   const templates = await openTemplates(config, db, sandboxes, logger, settings.templates);
   await sandboxes.init();
-  const network = new NetworkService(config, sandboxes, new SqliteNetworkStore(db), logger, settings.network);
-  sandboxes.lifecycle.useNetwork({
-    capture: (tenantId, id) => network.getPolicy(tenantId, id),
-    apply: (tenantId, id, policy) => network.attach(tenantId, id, policy as NetworkPolicy),
-  });
-  await network.init();
+  const network = await openNetwork(config, db, sandboxes, logger, settings.network);
   const metrics = new Metrics(() => sandboxes.liveCount());
   const sandbox = new SandboxService({ config, sandboxes, tenants, counters: metrics, network });
   const embeddings = new EmbeddingService(db, providers, {
@@ -109,9 +89,9 @@ async function main(): Promise<void> {
   const app = await buildApp(
     {
       config,
-      keys,
+      keys: tenancy.keys,
       openRequests: new OpenRequests(),
-      admin,
+      admin: tenancy.admin,
       tenants,
       sandboxes,
       sandbox,
@@ -164,7 +144,7 @@ async function main(): Promise<void> {
     await providers.close();
     await vectorsClosed;
     await embeddings.close();
-    await keys.close();
+    await tenancy.close();
     db.close();
     logger.info("stopped");
     process.exit(0);

@@ -9,6 +9,7 @@ import { templateRoutes } from "../templates/routes.js";
 import { vectorRoutes } from "../vectors/routes.js";
 import { e2bHostRewriter } from "../e2b/hosts.js";
 import { e2bRoutes } from "../e2b/routes.js";
+import { tenantQuotaDefaults } from "../config.js";
 import { ApiError } from "../errors.js";
 import { embeddingRoutes } from "../inference/embeddings-routes.js";
 import { inferenceRoutes } from "../inference/routes.js";
@@ -18,25 +19,25 @@ import { limitConnections } from "./connections.js";
 import { installErrorHandler, routerError } from "./error-handler.js";
 import { installJsonParser } from "./json-body.js";
 import { installRateLimits } from "./rate-limit.js";
-import { adminRoutes } from "./routes/admin.js";
+import { adminRoutes } from "../tenancy/routes.js";
 import { adminSandboxRoutes } from "./routes/admin-sandboxes.js";
 import { backgroundRoutes } from "./routes/background.js";
 import { codeRoutes } from "./routes/code.js";
 import { commandRoutes } from "./routes/commands.js";
 import { contextRoutes } from "./routes/contexts.js";
 import { dashboardRoutes } from "./routes/dashboard.js";
-import { deploymentRoutes } from "./routes/deployments.js";
+import { deploymentRoutes } from "../deployments/routes.js";
 import { fileRoutes } from "./routes/files.js";
 import { metricsRoutes } from "./routes/metrics.js";
-import { networkRoutes } from "./routes/network.js";
-import { installPortUpgrades, portRoutes } from "./routes/ports.js";
-import { withSuspensions } from "./suspensions.js";
-import { eventRoutes } from "./routes/events.js";
+import { networkRoutes } from "../network/routes/network.js";
+import { installPortUpgrades, portRoutes } from "../network/routes/ports.js";
+import { withSuspensions } from "../tenancy/suspensions.js";
+import { eventRoutes } from "../events/routes/events.js";
 import { lifecycleRoutes } from "./routes/lifecycle.js";
-import { webhookRoutes } from "./routes/webhooks.js";
+import { webhookRoutes } from "../events/routes/webhooks.js";
 import { sandboxRoutes } from "./routes/sandboxes.js";
 import { statsRoutes } from "./routes/stats.js";
-import { sandboxTransferRoutes, storedFileRoutes } from "./routes/stored-files.js";
+import { sandboxTransferRoutes, storedFileRoutes } from "../files/routes.js";
 import { CodeRunResult } from "./schemas/code.js";
 import { ErrorEnvelope } from "./schemas/common.js";
 import { Sandbox } from "./schemas/sandbox.js";
@@ -191,7 +192,14 @@ export async function buildApp(services: Services, logger: Logger): Promise<Fast
     }
   }
   if (services.network) installPortUpgrades(app.server, services.network, keys, services.openRequests, config.mountRootAliases, e2bHosts);
-  await app.register(adminRoutes, { prefix: "/v1/admin", services });
+  await app.register(adminRoutes, {
+    prefix: "/v1/admin",
+    keys: services.keys,
+    tenants: services.tenants,
+    defaults: tenantQuotaDefaults(config),
+    openRequests: services.openRequests,
+    sandboxes: services.sandboxes,
+  });
   await app.register(adminSandboxRoutes, { prefix: "/v1/admin", sandboxes: services.sandboxes });
   if (services.metrics)
     await app.register(statsRoutes, { metrics: services.metrics, liveByTenant: () => services.sandboxes.liveByTenantCounts() });

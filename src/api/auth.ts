@@ -8,8 +8,8 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { ApiError } from "../errors.js";
 import { E2B_PATH, e2bToken } from "../e2b/auth.js";
-import type { AdminKeys, ApiKeys } from "../store/key-directory.js";
-import type { ApiKeyRecord } from "../store/keys.js";
+import type { AdminKeys, ApiKeys } from "../tenancy/key-directory.js";
+import type { ApiKeyRecord } from "../tenancy/store/keys.js";
 import { holdUntilClosed, type OpenRequests } from "./open-requests.js";
 
 declare module "fastify" {
@@ -28,7 +28,7 @@ declare module "fastify" {
 // `/` and `/assets/` are the dashboard's static files: the page sends the key on its own API calls.
 const PUBLIC = [/^\/health$/, /^\/metrics$/, /^\/openapi\.json$/, /^\/docs(\/|$)/, /^\/$/, /^\/assets\/[^/]+$/];
 const ADMIN = /^\/v1\/admin(\/|$)/;
-/** A share link of a sandbox port: its signed token stands in for the key, checked by the route (routes/ports.ts). */
+/** A share link of a sandbox port: its signed token stands in for the key, checked by the route (src/network/routes/ports.ts). */
 const SHARED_PORT = /^(\/v1\/agents)?\/sandboxes\/[^/]+\/ports\/\d+\/_share\//;
 const BEARER = /^Bearer +([\x21-\x7e]{1,512})$/;
 

@@ -1,7 +1,7 @@
 // What route handlers depend on, bundled once at start-up.
 import type { Database } from "better-sqlite3";
 import type { Config } from "../config.js";
-import type { DeploymentRouteDeps } from "./routes/deployments.js";
+import type { DeploymentRouteDeps } from "../deployments/routes.js";
 import type { EventsArea } from "../events/setup.js";
 import type { FileService } from "../files/service.js";
 import type { EmbeddingService } from "../inference/embeddings.js";
@@ -9,8 +9,8 @@ import type { ProviderRegistry } from "../inference/providers.js";
 import type { NetworkService } from "../network/service.js";
 import type { SandboxManager } from "../sandbox/manager.js";
 import type { SandboxService } from "../sandbox/service.js";
-import type { AdminKeys, KeyDirectory } from "../store/key-directory.js";
-import type { TenantDirectory } from "../store/tenant-directory.js";
+import type { AdminKeys, KeyDirectory } from "../tenancy/key-directory.js";
+import type { TenantDirectory } from "../tenancy/tenant-directory.js";
 import type { TemplateService } from "../templates/service.js";
 import type { VectorService } from "../vectors/service.js";
 import type { Metrics } from "./metrics.js";

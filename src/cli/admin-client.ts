@@ -1,5 +1,5 @@
 // The admin API as the CLI calls it: one method per route, errors as thrown messages.
-import type { KeyRow } from "../store/keys.js";
+import type { KeyRow } from "../tenancy/store/keys.js";
 
 /** A key as the admin API shows it: its stored fields (last_used_at only in listings). */
 export type KeyJson = Omit<KeyRow, "last_used_at"> & { last_used_at?: string | null };

@@ -19,7 +19,7 @@ import type {
   Provider,
   TextCompletion,
 } from "../inference/types.js";
-import type { DeploymentRow, DeploymentStatus } from "../store/deployments.js";
+import type { DeploymentRow, DeploymentStatus } from "./store.js";
 import { type Launch, Replica } from "./replica.js";
 
 export interface DeploymentSettings {

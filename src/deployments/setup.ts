@@ -5,9 +5,9 @@ import type { Logger } from "pino";
 import type { Config } from "../config.js";
 import type { FileService } from "../files/service.js";
 import type { ProviderRegistry } from "../inference/providers.js";
-import { SqliteDeploymentStore } from "../store/deployments.js";
+import { SqliteDeploymentStore } from "./store.js";
 import { Accelerators } from "./accelerators.js";
-import { type DeploymentsConfig, loadDeploymentsConfig } from "./config.js";
+import { type DeploymentsConfig, loadDeploymentsConfig } from "./settings.js";
 import { DeploymentService } from "./service.js";
 
 export interface DeploymentsArea {

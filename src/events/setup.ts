@@ -3,9 +3,9 @@
 import type { Logger } from "pino";
 import type { LifecycleBus } from "./bus.js";
 import type { Db } from "../store/db.js";
-import { type EventStore, SqliteEventStore } from "../store/events.js";
+import { type EventStore, SqliteEventStore } from "./store/events.js";
 import { type EventSettings, eventSettings } from "./settings.js";
-import { SqliteWebhookStore } from "./webhook-store.js";
+import { SqliteWebhookStore } from "./store/webhooks.js";
 import { WebhookService } from "./webhooks.js";
 
 export interface EventsArea {

@@ -10,7 +10,7 @@ import { ApiError, invalid } from "../errors.js";
 import { EVENT_TYPES, type EmittedEvent, type EventType } from "./bus.js";
 import { DestinationError, parseWebhookUrl, resolveDestination } from "./destination.js";
 import type { EventSettings } from "./settings.js";
-import type { Attempt, Delivery, Webhook, WebhookStore } from "./webhook-store.js";
+import type { Attempt, Delivery, Webhook, WebhookStore } from "./store/webhooks.js";
 
 export const SIGNATURE_HEADER = "X-AgentBox-Signature";
 export const MIN_SECRET = 16;

@@ -12,7 +12,7 @@ import {
   S3Client,
 } from "@aws-sdk/client-s3";
 import { Upload } from "@aws-sdk/lib-storage";
-import type { S3Settings } from "./config.js";
+import type { S3Settings } from "./settings.js";
 import type { ByteRange, FileStorage } from "./storage.js";
 
 /** S3's smallest part; with QUEUE parts in flight an upload holds ~10 MiB of the service's memory. */

@@ -7,8 +7,8 @@ import type { Logger } from "pino";
 import { ApiError, invalid } from "../errors.js";
 import type { Box } from "../sandbox/box.js";
 import { download, Upload } from "../sandbox/files.js";
-import type { FileListQuery, FileRecord, SqliteFileStore } from "../store/files.js";
-import type { FilesConfig } from "./config.js";
+import type { FileListQuery, FileRecord, SqliteFileStore } from "./store.js";
+import type { FilesConfig } from "./settings.js";
 import type { Reservation, StorageQuota } from "./quota.js";
 import type { ByteRange, FileStorage } from "./storage.js";
 

@@ -3,10 +3,10 @@
 import type { Logger } from "pino";
 import type { Box } from "../sandbox/box.js";
 import type { Db } from "../store/db.js";
-import { SqliteFileStore } from "../store/files.js";
+import { SqliteFileStore } from "./store.js";
 import type { SnapshotStore } from "../store/snapshots.js";
-import type { TenantDirectory } from "../store/tenant-directory.js";
-import type { FilesConfig } from "./config.js";
+import type { TenantDirectory } from "../tenancy/tenant-directory.js";
+import type { FilesConfig } from "./settings.js";
 import { StorageQuota } from "./quota.js";
 import { FileService } from "./service.js";
 import { type FileStorage, LocalStorage } from "./storage.js";

@@ -6,7 +6,7 @@ import type { Limits } from "../config.js";
 import type { EndedBy, EndReason, EventDetail } from "../events/bus.js";
 import type { SandboxRecord } from "../store/sandboxes.js";
 import type { SnapshotRecord } from "../store/snapshots.js";
-import type { EffectiveQuotas } from "../store/tenants.js";
+import type { EffectiveQuotas } from "../tenancy/store/tenants.js";
 import type { Box } from "./box.js";
 import type { TemplateRoot } from "./bwrap.js";
 import type { TenantLimits } from "./cgroup.js";

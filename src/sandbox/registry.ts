@@ -3,7 +3,7 @@
 // deadline, who is told when one leaves, and the caps a new one must fit under.
 import { ApiError, sandboxNotFound, sandboxPaused } from "../errors.js";
 import type { ListFilter, SandboxRecord, SandboxStore } from "../store/sandboxes.js";
-import type { EffectiveQuotas } from "../store/tenants.js";
+import type { EffectiveQuotas } from "../tenancy/store/tenants.js";
 import type { Box } from "./box.js";
 import { DeadlineQueue } from "./deadlines.js";
 import type { Hibernated, Live, OnTimeout, RegistryDoor, ServiceState } from "./doors.js";

@@ -6,9 +6,9 @@
 // It knows nothing of HTTP: its errors are ApiErrors, mapped to statuses in one place.
 import { type Config, tenantQuotaDefaults } from "../config.js";
 import { ApiError, invalid } from "../errors.js";
-import type { ApiKeyRecord } from "../store/keys.js";
+import type { ApiKeyRecord } from "../tenancy/store/keys.js";
 import type { ListFilter, SandboxRecord } from "../store/sandboxes.js";
-import type { TenantDirectory } from "../store/tenant-directory.js";
+import type { TenantDirectory } from "../tenancy/tenant-directory.js";
 import {
   type BackgroundFollower,
   type BackgroundOutput,

@@ -60,7 +60,7 @@ export const CORE_MIGRATIONS: Migration[] = [
    CREATE INDEX usage_key ON usage (key_id, created_at);`),
   },
 
-  // Per-tenant quotas set by an operator (src/store/tenants.ts); a NULL column means the default.
+  // Per-tenant quotas set by an operator (src/tenancy/store/tenants.ts); a NULL column means the default.
   {
     area: "core",
     version: 2,
@@ -77,7 +77,7 @@ export const CORE_MIGRATIONS: Migration[] = [
    );`),
   },
 
-  // The operator's admin key (src/store/keys.ts AdminKeys), only as a hash; and when each API key
+  // The operator's admin key (src/tenancy/store/keys.ts AdminKeys), only as a hash; and when each API key
   // was last used (written at most once a minute per key, off the request path).
   {
     area: "core",

@@ -1,8 +1,8 @@
 // The contracts of EventStore and WebhookStore: what any implementation must do.
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import type { Attempt, WebhookStore } from "../../src/events/webhook-store.js";
-import type { EventStore } from "../../src/store/events.js";
+import type { Attempt, WebhookStore } from "../../src/events/store/webhooks.js";
+import type { EventStore } from "../../src/events/store/events.js";
 
 /** An event store, and a way to mark a sandbox ended (events are pruned by their sandbox's end). */
 export interface EventHarness {

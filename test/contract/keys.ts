@@ -2,7 +2,7 @@
 // from test/unit/store-contracts.test.ts).
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { type AdminKeyStore, type ApiKeyRecord, hashKey, type KeyStore } from "../../src/store/keys.js";
+import { type AdminKeyStore, type ApiKeyRecord, hashKey, type KeyStore } from "../../src/tenancy/store/keys.js";
 
 const record = (id: string, over: Partial<ApiKeyRecord> = {}): ApiKeyRecord => ({
   id,

@@ -3,7 +3,7 @@
 // so the same suite holds once they return promises, and for any other implementation.
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import type { FileRecord, FileStore } from "../../src/store/files.js";
+import type { FileRecord, FileStore } from "../../src/files/store.js";
 import type { SandboxRecord, SandboxStore } from "../../src/store/sandboxes.js";
 import type { SnapshotRecord, SnapshotStore } from "../../src/store/snapshots.js";
 

@@ -4,7 +4,7 @@ import { describe, test } from "node:test";
 import type { UsageStore } from "../../src/inference/usage.js";
 import type { NetworkPolicy } from "../../src/network/policy.js";
 import type { NetworkStore } from "../../src/network/store.js";
-import type { DeploymentRow, DeploymentStore } from "../../src/store/deployments.js";
+import type { DeploymentRow, DeploymentStore } from "../../src/deployments/store.js";
 
 const policy = (allow: string[]) => ({ allow_out: allow }) as unknown as NetworkPolicy;
 

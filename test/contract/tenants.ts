@@ -1,7 +1,7 @@
 // The contract of TenantStore: what any implementation must do.
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { NO_QUOTAS, type TenantStore } from "../../src/store/tenants.js";
+import { NO_QUOTAS, type TenantStore } from "../../src/tenancy/store/tenants.js";
 
 export function describeTenantStoreContract(name: string, makeStore: () => Promise<TenantStore>): void {
   describe(`TenantStore contract: ${name}`, () => {

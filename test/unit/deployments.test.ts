@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { gpuMatches, parseNvidiaSmi } from "../../src/deployments/accelerators.js";
-import { loadDeploymentsConfig } from "../../src/deployments/config.js";
+import { loadDeploymentsConfig } from "../../src/deployments/settings.js";
 
 function withServers<T>(value: string | undefined, fn: () => T): T {
   const before = process.env.AGENTBOX_DEPLOYMENT_SERVERS;

@@ -10,10 +10,10 @@ import { test } from "node:test";
 import { LifecycleBus } from "../../src/events/bus.js";
 import { DestinationError, isPrivateAddress, parseWebhookUrl } from "../../src/events/destination.js";
 import { backoffMs, signature } from "../../src/events/webhooks.js";
-import { SqliteWebhookStore } from "../../src/events/webhook-store.js";
+import { SqliteWebhookStore } from "../../src/events/store/webhooks.js";
 import { DeadlineQueue } from "../../src/sandbox/deadlines.js";
 import { openDb } from "../../src/store/db.js";
-import { SqliteEventStore } from "../../src/store/events.js";
+import { SqliteEventStore } from "../../src/events/store/events.js";
 import { endStatus, type SandboxRecord, SqliteSandboxStore } from "../../src/store/sandboxes.js";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

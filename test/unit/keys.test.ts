@@ -9,8 +9,8 @@ import path from "node:path";
 import { afterEach, beforeEach, test } from "node:test";
 import { ConnectionCounter } from "../../src/api/connections.js";
 import { type Db, openDb } from "../../src/store/db.js";
-import { AdminKeys, KeyDirectory } from "../../src/store/key-directory.js";
-import { SqliteAdminKeyStore, SqliteKeyStore } from "../../src/store/keys.js";
+import { AdminKeys, KeyDirectory } from "../../src/tenancy/key-directory.js";
+import { SqliteAdminKeyStore, SqliteKeyStore } from "../../src/tenancy/store/keys.js";
 
 let dir: string;
 let db: Db;

@@ -9,7 +9,7 @@ import { ApiError } from "../../src/errors.js";
 import type { Box } from "../../src/sandbox/box.js";
 import { Registry } from "../../src/sandbox/registry.js";
 import type { SandboxRecord, SandboxStore } from "../../src/store/sandboxes.js";
-import type { EffectiveQuotas } from "../../src/store/tenants.js";
+import type { EffectiveQuotas } from "../../src/tenancy/store/tenants.js";
 
 const SANDBOX = path.join(import.meta.dirname, "../../src/sandbox");
 const ROOMS = ["registry.ts", "warm-pool.ts", "host.ts", "lifecycle.ts", "snapshot-keeper.ts"];

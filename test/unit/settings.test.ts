@@ -3,9 +3,9 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { loadConfig } from "../../src/config.js";
-import { loadDeploymentsConfig } from "../../src/deployments/config.js";
+import { loadDeploymentsConfig } from "../../src/deployments/settings.js";
 import { eventSettings } from "../../src/events/settings.js";
-import { loadFilesConfig } from "../../src/files/config.js";
+import { loadFilesConfig } from "../../src/files/settings.js";
 import { networkSettings } from "../../src/network/settings.js";
 import { defineSettings, type Machine, readSettings, settingsOf } from "../../src/settings/kernel.js";
 import { vectorSettings } from "../../src/vectors/settings.js";

@@ -1,7 +1,7 @@
 // Pure logic of stored files: Range header parsing and stored file names.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { parseRange } from "../../src/api/routes/stored-files.js";
+import { parseRange } from "../../src/files/routes.js";
 import { cleanFilename } from "../../src/files/service.js";
 
 test("parseRange: one range, suffixes, open ends, clamping, and what is ignored or unsatisfiable", () => {

@@ -2,7 +2,7 @@
 import { type Static, Type } from "@sinclair/typebox";
 import { METADATA_FILTER_KEY, SANDBOX_STATUSES } from "../../store/sandboxes.js";
 import { Pagination, StringMap } from "./common.js";
-import { NetworkRules } from "./network.js";
+import { NetworkRules } from "../../network/schemas.js";
 import { LifecycleCreateFields } from "./lifecycle-create.js";
 
 export const Sandbox = Type.Object(

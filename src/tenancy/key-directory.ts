@@ -4,7 +4,7 @@
 // AdminKeys does the same for the operator's admin key. Keys are revoked only through this class
 // (the admin API), which forgets them at once.
 import crypto from "node:crypto";
-import { type AdminKeyStore, type ApiKeyRecord, hashKey, type KeyStore, type NewKey } from "./keys.js";
+import { type AdminKeyStore, type ApiKeyRecord, hashKey, type KeyStore, type NewKey } from "./store/keys.js";
 
 const sameHash = (a: string, b: string) => a.length === b.length && crypto.timingSafeEqual(Buffer.from(a), Buffer.from(b));
 

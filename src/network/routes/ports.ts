@@ -11,12 +11,12 @@ import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { Type } from "@sinclair/typebox";
 import type { FastifyRequest } from "fastify";
 import { ApiError, invalid } from "../../errors.js";
-import type { NetworkService } from "../../network/service.js";
-import type { ApiKeys } from "../../store/key-directory.js";
-import { bearerToken } from "../auth.js";
-import { type Holder, holdUntilClosed, type OpenRequests } from "../open-requests.js";
-import { errors } from "../schemas/common.js";
-import { HostUrl, PortParams, ShareBody, ShareResponse } from "../schemas/network.js";
+import type { NetworkService } from "../service.js";
+import type { ApiKeys } from "../../tenancy/key-directory.js";
+import { bearerToken } from "../../api/auth.js";
+import { type Holder, holdUntilClosed, type OpenRequests } from "../../api/open-requests.js";
+import { errors } from "../../api/schemas/common.js";
+import { HostUrl, PortParams, ShareBody, ShareResponse } from "../schemas.js";
 
 /** The proxied path: which sandbox and port, the share token if any, what to ask the sandbox for. */
 const PORT_PATH = /^(?:\/v1\/agents)?\/sandboxes\/([^/?]{1,128})\/ports\/(\d{1,5})(?:\/_share\/([^/?]{1,2100}))?(\/[^?]*)?(\?.*)?$/;

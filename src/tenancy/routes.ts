@@ -1,10 +1,9 @@
 // The operator's admin API under /v1/admin: create, list and revoke API keys; read and set tenant
 // quotas; suspend and resume tenants. Authenticated by the admin key only (auth.ts); the stores do the work.
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
-import { ApiError } from "../../errors.js";
-import type { ApiKeyRecord } from "../../store/keys.js";
-import { tenantQuotaDefaults } from "../../config.js";
-import { effectiveQuotas, type TenantQuotas, type TenantRecord } from "../../store/tenants.js";
+import { ApiError } from "../errors.js";
+import type { ApiKeyRecord } from "./store/keys.js";
+import { type EffectiveQuotas, effectiveQuotas, type TenantQuotas, type TenantRecord } from "./store/tenants.js";
 import {
   CreatedKey,
   CreateKeyBody,
@@ -16,10 +15,22 @@ import {
   Tenant,
   TenantIdParams,
   TenantList,
-} from "../schemas/admin.js";
-import { errors } from "../schemas/common.js";
-import type { Services } from "../services.js";
-import { suspendTenant } from "../suspensions.js";
+} from "./schemas.js";
+import { errors } from "../api/schemas/common.js";
+import type { ApiKeys } from "./key-directory.js";
+import { type SuspendDeps, suspendTenant } from "./suspensions.js";
+import type { TenantDirectory } from "./tenant-directory.js";
+
+/** What the admin routes act on: the keys and tenants, and what revoking a key or suspending a tenant ends. */
+export interface AdminRouteOptions extends SuspendDeps {
+  keys: ApiKeys;
+  tenants: TenantDirectory;
+  /** The quotas of a tenant that has none of its own set (tenantQuotaDefaults of the server's settings). */
+  defaults: EffectiveQuotas;
+  openRequests: SuspendDeps["openRequests"] & { endKey(keyId: string): number };
+  /** A tenant's new quotas applied at once to its live sandboxes' cgroups. */
+  sandboxes: SuspendDeps["sandboxes"] & { applyTenantQuotas(tenantId: string): Promise<void> };
+}
 
 const keyJson = (r: ApiKeyRecord) => ({
   id: r.id,
@@ -43,10 +54,9 @@ const quotasJson = <T extends number | null>(q: { [K in keyof TenantQuotas]: T }
   vector_storage_mb: q.vectorStorageMb,
 });
 
-export const adminRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (app, { services }) => {
-  const { keys, tenants, config } = services;
+export const adminRoutes: FastifyPluginAsyncTypebox<AdminRouteOptions> = async (app, options) => {
+  const { keys, tenants, defaults } = options;
   const tags = ["admin"];
-  const defaults = tenantQuotaDefaults(config);
 
   const tenantJson = (record: TenantRecord, configured: boolean, activeKeys: number) => ({
     tenant_id: record.id,
@@ -126,7 +136,7 @@ export const adminRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = as
         throw new ApiError("not_found", `No active API key with id '${id}'`);
       }
       // Its open streams, transfers and port connections end now, not when they would have.
-      const ended = services.openRequests.endKey(id);
+      const ended = options.openRequests.endKey(id);
       request.log.info({ key_id: id, tenant_id: record.tenantId, open_requests_ended: ended }, "admin: API key revoked");
       return { message: "API key revoked", id };
     },
@@ -200,7 +210,7 @@ export const adminRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = as
       const record = await tenants.put(id, change);
       try {
         // The tenant's parent cgroups get the new memory and process limits now, not at its next sandbox.
-        await services.sandboxes.applyTenantQuotas(id);
+        await options.sandboxes.applyTenantQuotas(id);
       } catch (err) {
         // Not applied (e.g. the sandboxes already use more memory): keep what was there before.
         await tenants.put(id, before);
@@ -228,7 +238,7 @@ export const adminRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = as
     },
     async (request) => {
       const { id } = request.params;
-      const done = await suspendTenant(services, id);
+      const done = await suspendTenant(options, id);
       request.log.info(
         { tenant_id: id, open_requests_ended: done.openRequestsEnded, paused: done.paused, pause_failed: done.failed },
         "admin: tenant suspended",

@@ -1,7 +1,7 @@
 // Sandbox lifecycle events as stored: a bounded history per sandbox, kept for a retention period
 // after the sandbox ended (what GET /sandboxes/{id}/events serves).
-import type { EmittedEvent, EventType } from "../events/bus.js";
-import { type Db, type Migration, migrate } from "./db.js";
+import type { EmittedEvent, EventType } from "../bus.js";
+import { type Db, type Migration, migrate } from "../../store/db.js";
 
 export interface StoredEvent {
   type: EventType;

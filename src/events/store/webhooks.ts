@@ -1,8 +1,8 @@
 // Webhooks and their deliveries as stored: registrations per tenant, and every delivery with its
 // state, next attempt and attempt log, so that pending deliveries survive a restart.
 import crypto from "node:crypto";
-import { type Db, type Migration, migrate } from "../store/db.js";
-import type { EventType } from "./bus.js";
+import { type Db, type Migration, migrate } from "../../store/db.js";
+import type { EventType } from "../bus.js";
 
 export interface Webhook {
   id: string;

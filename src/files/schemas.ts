@@ -1,7 +1,7 @@
 // Stored files (/v1/files) and their way into and out of sandboxes: the file object (the hosted
 // API's upload answer plus the OpenAI file object's fields), list, delete, import/export.
 import { Type } from "@sinclair/typebox";
-import { PURPOSES } from "../../files/service.js";
+import { PURPOSES } from "./service.js";
 
 export const Purpose = Type.Union(
   PURPOSES.map((p) => Type.Literal(p)),

@@ -1,7 +1,7 @@
 // Tenants and their quotas: what one tenant (all of its API keys together) may hold at once. An
 // operator sets them (admin API); a quota left unset (null) takes the service-wide default from
 // the configuration, so a tenant that was never configured needs no row at all.
-import { addColumnIfMissing, type Db, type Migration, migrate } from "./db.js";
+import { addColumnIfMissing, type Db, type Migration, migrate } from "../../store/db.js";
 
 /** The tenants table is made by the core migrations (src/store/db.ts); these are its later columns. */
 export const TENANT_MIGRATIONS: Migration[] = [

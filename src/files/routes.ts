@@ -5,11 +5,11 @@ import type { Readable } from "node:stream";
 import multipart from "@fastify/multipart";
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { Type } from "@sinclair/typebox";
-import { ApiError, invalid } from "../../errors.js";
-import { cleanFilename, type FileService, type Staged } from "../../files/service.js";
-import type { ByteRange } from "../../files/storage.js";
-import type { FileRecord } from "../../store/files.js";
-import { errors, SandboxIdParams } from "../schemas/common.js";
+import { ApiError, invalid } from "../errors.js";
+import { cleanFilename, type FileService, type Staged } from "./service.js";
+import type { ByteRange } from "./storage.js";
+import type { FileRecord } from "./store.js";
+import { errors, SandboxIdParams } from "../api/schemas/common.js";
 import {
   ExportBody,
   FileDeleteResult,
@@ -20,8 +20,8 @@ import {
   ImportBody,
   ImportResult,
   UploadFileResult,
-} from "../schemas/stored-files.js";
-import { discardBody } from "./files.js";
+} from "./schemas.js";
+import { discardBody } from "../api/routes/files.js";
 
 const MiB = 2 ** 20;
 

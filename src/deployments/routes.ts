@@ -1,9 +1,9 @@
 // /v1/deployments (create, list, get, delete) and /v1/accelerators: thin adapters over
 // src/deployments/ (DeploymentService, Accelerators).
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
-import type { Accelerators } from "../../deployments/accelerators.js";
-import type { DeploymentService } from "../../deployments/service.js";
-import { errors } from "../schemas/common.js";
+import type { Accelerators } from "./accelerators.js";
+import type { DeploymentService } from "./service.js";
+import { errors } from "../api/schemas/common.js";
 import {
   AcceleratorList,
   CreateDeploymentBody,
@@ -12,7 +12,7 @@ import {
   DeploymentIdParams,
   DeploymentItem,
   DeploymentList,
-} from "../schemas/deployments.js";
+} from "./schemas.js";
 
 export interface DeploymentRouteDeps {
   deployments: DeploymentService;

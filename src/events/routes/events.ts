@@ -1,9 +1,9 @@
 // A sandbox's lifecycle events (created, paused, ..., ended with its reason), live or ended.
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
-import type { EventStore } from "../../store/events.js";
+import type { EventStore } from "../store/events.js";
 import type { SandboxService } from "../../sandbox/service.js";
-import { errors, SandboxIdParams } from "../schemas/common.js";
-import { SandboxEventList } from "../schemas/events.js";
+import { errors, SandboxIdParams } from "../../api/schemas/common.js";
+import { SandboxEventList } from "../schemas.js";
 
 export const eventRoutes: FastifyPluginAsyncTypebox<{ sandbox: SandboxService; events: EventStore }> = async (app, { sandbox, events }) => {
   app.get(

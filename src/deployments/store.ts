@@ -1,6 +1,6 @@
 // Deployment rows: what each tenant asked to run (model, replica bounds, hardware) and the
 // deployment's last known status. The replicas themselves live only in memory (src/deployments/).
-import { type Db, type Migration, migrate } from "./db.js";
+import { type Db, type Migration, migrate } from "../store/db.js";
 
 export type DeploymentStatus = "creating" | "running" | "failed" | "deleting";
 

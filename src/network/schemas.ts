@@ -1,6 +1,6 @@
 // Schemas of a sandbox's network: egress policy, egress log, port URLs and share links.
 import { Type } from "@sinclair/typebox";
-import { MAX_RULES } from "../../network/policy.js";
+import { MAX_RULES } from "./policy.js";
 
 const Entries = (what: string) =>
   Type.Array(Type.String({ minLength: 1, maxLength: 260 }), {

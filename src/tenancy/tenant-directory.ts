@@ -1,7 +1,7 @@
 // The tenants' quotas as the service reads them: every sandbox create and every run asks, so the
 // configured tenants are read from the TenantStore once at start and kept in memory; a change is
 // written through the store first, then kept. Only this process changes them (the admin API).
-import { NO_QUOTAS, type TenantQuotas, type TenantRecord, type TenantStore } from "./tenants.js";
+import { NO_QUOTAS, type TenantQuotas, type TenantRecord, type TenantStore } from "./store/tenants.js";
 
 export class TenantDirectory {
   private constructor(

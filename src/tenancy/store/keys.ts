@@ -1,8 +1,8 @@
 // API keys as stored: created by an operator, kept only as SHA-256 hashes (the key itself is shown
 // once, at creation). Also the operator's admin key, stored the same way. The caches and the
-// bootstrap key in front of these stores are in key-directory.ts.
+// bootstrap key in front of these stores are in src/tenancy/key-directory.ts.
 import crypto from "node:crypto";
-import type { Db } from "./db.js";
+import type { Db } from "../../store/db.js";
 
 export interface ApiKeyRecord {
   id: string;

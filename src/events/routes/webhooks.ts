@@ -1,8 +1,8 @@
 // Webhooks: register, list and delete a tenant's webhooks, and see each one's delivery attempts.
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
-import type { Webhook } from "../../events/webhook-store.js";
-import type { WebhookService } from "../../events/webhooks.js";
-import { errors } from "../schemas/common.js";
+import type { Webhook } from "../store/webhooks.js";
+import type { WebhookService } from "../webhooks.js";
+import { errors } from "../../api/schemas/common.js";
 import {
   CreateWebhookBody,
   DeleteWebhookResponse,
@@ -11,7 +11,7 @@ import {
   WebhookIdParams,
   WebhookJson,
   WebhookList,
-} from "../schemas/events.js";
+} from "../schemas.js";
 
 const webhookJson = (h: Webhook) => ({ id: h.id, url: h.url, events: h.events, created_at: h.createdAt });
 

@@ -1,9 +1,9 @@
 // A sandbox's egress policy (GET/PUT /sandboxes/{id}/network) and egress log (GET .../network/log).
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
-import { policyJson } from "../../network/policy.js";
-import type { NetworkService } from "../../network/service.js";
-import { errors, SandboxIdParams } from "../schemas/common.js";
-import { EgressLog, EgressLogQuery, NetworkPolicyBody, NetworkPolicyJson } from "../schemas/network.js";
+import { policyJson } from "../policy.js";
+import type { NetworkService } from "../service.js";
+import { errors, SandboxIdParams } from "../../api/schemas/common.js";
+import { EgressLog, EgressLogQuery, NetworkPolicyBody, NetworkPolicyJson } from "../schemas.js";
 
 export const networkRoutes: FastifyPluginAsyncTypebox<{ network: NetworkService }> = async (app, { network }) => {
   const tags = ["network"];

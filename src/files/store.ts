@@ -1,6 +1,6 @@
 // Stored file records (/v1/files): one row per committed file object, written only after its bytes
 // are safely in storage. Expired rows are invisible to every read; the reaper deletes them.
-import { type Db, type Migration, migrate } from "./db.js";
+import { type Db, type Migration, migrate } from "../store/db.js";
 
 export interface FileRecord {
   id: string;

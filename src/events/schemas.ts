@@ -1,8 +1,8 @@
 // Lifecycle event and webhook schemas.
 import { Type } from "@sinclair/typebox";
-import { EVENT_TYPES } from "../../events/bus.js";
-import { MAX_URL_LENGTH } from "../../events/destination.js";
-import { MAX_SECRET } from "../../events/webhooks.js";
+import { EVENT_TYPES } from "./bus.js";
+import { MAX_URL_LENGTH } from "./destination.js";
+import { MAX_SECRET } from "./webhooks.js";
 
 const EventTypeName = Type.Union(
   EVENT_TYPES.map((t) => Type.Literal(t)),

@@ -2,8 +2,8 @@
 // counts as inactive, so what it holds open ends (open-requests.ts) and the share links it made stop
 // working. Applied to the key store the HTTP layer authenticates with; the store itself is unchanged.
 import { ApiError } from "../errors.js";
-import type { ApiKeys } from "../store/key-directory.js";
-import type { TenantDirectory } from "../store/tenant-directory.js";
+import type { ApiKeys } from "./key-directory.js";
+import type { TenantDirectory } from "./tenant-directory.js";
 
 export const TENANT_SUSPENDED = "Your tenant is suspended by the operator";
 

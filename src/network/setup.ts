@@ -1,0 +1,27 @@
+// Wiring of the network area at start-up: the service and its policy store, hooked into the sandbox
+// lifecycle (snapshots and copies carry a sandbox's policy), with the policies of re-adopted sandboxes back.
+import type { Logger } from "pino";
+import type { Config } from "../config.js";
+import type { SandboxManager } from "../sandbox/manager.js";
+import type { Db } from "../store/db.js";
+import type { NetworkPolicy } from "./policy.js";
+import { NetworkService } from "./service.js";
+import { type NetworkSettings, networkSettings } from "./settings.js";
+import { SqliteNetworkStore } from "./store.js";
+
+/** Call after the manager's init(): the sandboxes it re-adopted get their stored policies back. */
+export async function openNetwork(
+  config: Config,
+  db: Db,
+  sandboxes: SandboxManager,
+  logger: Logger,
+  settings: NetworkSettings = networkSettings(),
+): Promise<NetworkService> {
+  const network = new NetworkService(config, sandboxes, new SqliteNetworkStore(db), logger, settings);
+  sandboxes.lifecycle.useNetwork({
+    capture: (tenantId, id) => network.getPolicy(tenantId, id),
+    apply: (tenantId, id, policy) => network.attach(tenantId, id, policy as NetworkPolicy),
+  });
+  await network.init();
+  return network;
+}

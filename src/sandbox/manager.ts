@@ -4,7 +4,7 @@
 // what is still alive in the records, sweep every workspace and cgroup no record owns), shutdown.
 import os from "node:os";
 import type { Logger } from "pino";
-import { type Config, tenantQuotaDefaults } from "../config.js";
+import { type SandboxConfig, tenantQuotaDefaults } from "./settings.js";
 import { ApiError } from "../errors.js";
 import { type EndedBy, LifecycleBus } from "../events/bus.js";
 import type { StorageQuota } from "../files/quota.js";
@@ -40,7 +40,7 @@ export class SandboxManager {
   private readonly refill = () => this.pool.fill();
 
   constructor(
-    private readonly config: Config,
+    private readonly config: SandboxConfig,
     readonly store: SandboxStore,
     private readonly tenants: TenantStore,
     log: Logger,

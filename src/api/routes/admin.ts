@@ -3,7 +3,7 @@
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { ApiError } from "../../errors.js";
 import type { ApiKeyRecord } from "../../store/keys.js";
-import { tenantQuotaDefaults } from "../../config.js";
+import { tenantQuotaDefaults } from "../../sandbox/settings.js";
 import { effectiveQuotas, type TenantQuotas, type TenantRecord } from "../../store/tenants.js";
 import {
   CreatedKey,

@@ -26,6 +26,7 @@ import http from "node:http";
 import os from "node:os";
 import { pathToFileURL } from "node:url";
 import { openDb } from "../src/store/db.js";
+import { KeyDirectory } from "../src/store/key-directory.js";
 import { SqliteKeyStore } from "../src/store/keys.js";
 import { startServer } from "../test/helpers/server.js";
 import { machineSpeed } from "./code-run.js";
@@ -338,12 +339,19 @@ export async function killAll(url: string, report: LoadReport): Promise<void> {
 }
 
 /** Creates `n` API keys (each its own tenant) directly in the service's database, as the CLI does. */
-export function createKeys(dataDir: string, n: number, opts: { rateLimitPerMinute?: number; maxConcurrentRuns?: number } = {}): string[] {
+export async function createKeys(
+  dataDir: string,
+  n: number,
+  opts: { rateLimitPerMinute?: number; maxConcurrentRuns?: number } = {},
+): Promise<string[]> {
   const db = openDb(dataDir);
+  const keys = new KeyDirectory(new SqliteKeyStore(db));
   try {
-    const store = new SqliteKeyStore(db);
-    return Array.from({ length: n }, (_, i) => store.create({ name: `load-${i}`, ...opts }).key);
+    const made: string[] = [];
+    for (let i = 0; i < n; i++) made.push((await keys.create({ name: `load-${i}`, ...opts })).key);
+    return made;
   } finally {
+    await keys.close();
     db.close();
   }
 }
@@ -461,7 +469,7 @@ async function main(): Promise<void> {
       },
     });
     url = server.url;
-    keys = createKeys(server.dataDir, (oneKey ? 1 : Number(process.env.LOAD_KEYS ?? 10)) + 1);
+    keys = await createKeys(server.dataDir, (oneKey ? 1 : Number(process.env.LOAD_KEYS ?? 10)) + 1);
     dispose = async () => {
       if (process.env.LOAD_LOG_FILE) (await import("node:fs")).writeFileSync(process.env.LOAD_LOG_FILE, server.logs());
       await server.dispose();

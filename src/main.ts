@@ -18,18 +18,20 @@ import { inferenceSettings } from "./inference/settings.js";
 import type { NetworkPolicy } from "./network/policy.js";
 import { NetworkService } from "./network/service.js";
 import { networkSettings } from "./network/settings.js";
-import { NetworkStore } from "./network/store.js";
+import { SqliteNetworkStore } from "./network/store.js";
 import { LocalModels } from "./models/source.js";
 import { SandboxManager } from "./sandbox/manager.js";
 import { checkHost } from "./sandbox/preflight.js";
 import { SandboxService } from "./sandbox/service.js";
 import { sandboxSettings } from "./sandbox/settings.js";
 import { openDb } from "./store/db.js";
-import { AdminKeys, SqliteKeyStore } from "./store/keys.js";
 import { eventSettings } from "./events/settings.js";
+import { AdminKeys, KeyDirectory } from "./store/key-directory.js";
+import { SqliteAdminKeyStore, SqliteKeyStore } from "./store/keys.js";
 import { openEvents } from "./events/setup.js";
 import { SqliteSandboxStore } from "./store/sandboxes.js";
 import { SqliteSnapshotStore } from "./store/snapshots.js";
+import { TenantDirectory } from "./store/tenant-directory.js";
 import { SqliteTenantStore } from "./store/tenants.js";
 import { vectorSettings } from "./vectors/settings.js";
 import { openVectors } from "./vectors/setup.js";
@@ -55,9 +57,9 @@ async function main(): Promise<void> {
   checkHost();
   fs.mkdirSync(config.dataDir, { recursive: true });
   const db = openDb(config.dataDir);
-  const keys = new SqliteKeyStore(db, config.bootstrapApiKey);
-  const admin = new AdminKeys(db, config.adminApiKey);
-  const firstAdminKey = admin.ensure();
+  const keys = new KeyDirectory(new SqliteKeyStore(db), config.bootstrapApiKey);
+  const admin = new AdminKeys(new SqliteAdminKeyStore(db), config.adminApiKey);
+  const firstAdminKey = await admin.ensure();
   if (firstAdminKey) {
     // The only time this key is ever shown: the database keeps its hash.
     process.stderr.write(
@@ -66,7 +68,7 @@ async function main(): Promise<void> {
     );
     logger.warn("admin key generated and printed once on stderr");
   }
-  const tenants = new SqliteTenantStore(db);
+  const tenants = await TenantDirectory.open(new SqliteTenantStore(db));
   const snapshots = new SqliteSnapshotStore(db);
   // Stored files and snapshots share each tenant's storage quota.
   const storage = openStorageQuota(filesConfig, db, tenants, snapshots);
@@ -74,7 +76,7 @@ async function main(): Promise<void> {
   // Before init(): the ends recorded while re-adopting (timed_out, host_restart) are events too.
   const eventsArea = openEvents(db, sandboxes.events, logger, settings.events);
   await sandboxes.init();
-  const network = new NetworkService(config, sandboxes, new NetworkStore(db), logger, settings.network);
+  const network = new NetworkService(config, sandboxes, new SqliteNetworkStore(db), logger, settings.network);
   sandboxes.lifecycle.useNetwork({
     capture: (tenantId, id) => network.getPolicy(tenantId, id),
     apply: (tenantId, id, policy) => network.attach(tenantId, id, policy as NetworkPolicy),
@@ -99,7 +101,7 @@ async function main(): Promise<void> {
     },
     settings.vectors,
   );
-  const deploymentsArea = openDeployments(config, db, providers, logger, inference.model, settings.deployments);
+  const deploymentsArea = await openDeployments(config, db, providers, logger, inference.model, settings.deployments);
   const files = await openFiles(filesConfig, db, storage, (tenantId, id) => sandboxes.box(tenantId, id), logger);
   deploymentsArea.useFiles(files);
   const app = await buildApp(
@@ -159,7 +161,7 @@ async function main(): Promise<void> {
     await providers.close();
     await vectorsClosed;
     await embeddings.close();
-    keys.close();
+    await keys.close();
     db.close();
     logger.info("stopped");
     process.exit(0);

@@ -56,7 +56,7 @@ async function listAll(server: TestServer, key: string): Promise<SandboxBody[]> 
 describe("kill -9 under load, then restart on the same data dir", () => {
   test("no record lost, running sandboxes usable with their files, no orphan mount/dir/cgroup/process", async () => {
     const first = await start();
-    const keys = createKeys(first.dataDir, 2);
+    const keys = await createKeys(first.dataDir, 2);
     const call = client({ url: first.url, key: keys[0] as string });
 
     // Sandboxes with files and long work in flight at the moment of the crash.

@@ -459,7 +459,7 @@ describe("fuzzing every route", () => {
     const health = await fetch(`${server.url}/health`);
     assert.equal(health.status, 200);
     // A new tenant: the fuzzer may have used up the first one's quota and killed its sandboxes.
-    const [key] = createKeys(server.dataDir, 1);
+    const [key] = await createKeys(server.dataDir, 1);
     const call = client({ url: server.url, key: key as string });
     const made = await call<{ sandbox_id: string }>("POST", "/v1/agents/sandboxes", {});
     assert.equal(made.status, 201);

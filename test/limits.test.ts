@@ -37,8 +37,8 @@ after(async () => {
 });
 
 /** A client for a fresh key (its own tenant) with the given per-key overrides. */
-function newKey(opts: { rateLimitPerMinute?: number; maxConcurrentRuns?: number } = {}) {
-  const [key] = createKeys(server.dataDir, 1, opts);
+async function newKey(opts: { rateLimitPerMinute?: number; maxConcurrentRuns?: number } = {}) {
+  const [key] = await createKeys(server.dataDir, 1, opts);
   return client({ url: server.url, key: key as string });
 }
 
@@ -79,7 +79,7 @@ function retryAfter(headers: Headers): number {
 
 describe("requests per minute per API key", () => {
   test("5 per minute: headers count down, the 6th is 429 rate_limited with Retry-After and RateLimit-*", async () => {
-    const call = newKey();
+    const call = await newKey();
     for (let i = 0; i < 5; i++) {
       const res = await call("GET", "/v1/agents/sandboxes");
       assert.equal(res.status, 200);
@@ -102,8 +102,8 @@ describe("requests per minute per API key", () => {
   });
 
   test("the limit is per key; a key's own limit overrides the default; public routes and bad keys are not counted", async () => {
-    const limited = newKey({ rateLimitPerMinute: 2 });
-    const other = newKey();
+    const limited = await newKey({ rateLimitPerMinute: 2 });
+    const other = await newKey();
     assert.equal((await limited("GET", "/v1/agents/sandboxes")).status, 200);
     assert.equal((await limited("GET", "/v1/agents/templates")).status, 200);
     const third = await limited("GET", "/v1/agents/sandboxes");
@@ -123,14 +123,14 @@ describe("requests per minute per API key", () => {
     const anonymous = await client({ url: server.url, key: "not-a-key" })("GET", "/v1/agents/sandboxes");
     assert.equal(anonymous.status, 401);
     assertEnvelope(anonymous.body, "unauthorized");
-    const unlimited = newKey({ rateLimitPerMinute: 0 });
+    const unlimited = await newKey({ rateLimitPerMinute: 0 });
     for (let i = 0; i < 8; i++) assert.equal((await unlimited("GET", "/v1/agents/sandboxes")).status, 200, "a limit of 0 is no limit");
   });
 });
 
 describe("executions at once per API key", () => {
   test("a second run or command while one runs is 429 rate_limited with Retry-After; free again once it ends", async () => {
-    const call = roomy();
+    const call = await roomy();
     const id = await createSandbox(call);
     const slow = call("POST", `/v1/agents/sandboxes/${id}/code/run`, {
       language: "python",
@@ -169,7 +169,7 @@ describe("executions at once per API key", () => {
   });
 
   test("a key's own concurrency limit overrides the default", async () => {
-    const call = roomy(2);
+    const call = await roomy(2);
     const id = await createSandbox(call);
     const runs = await Promise.all([
       call("POST", `/v1/agents/sandboxes/${id}/commands/run`, { command: "sleep 0.5; echo a" }),
@@ -186,8 +186,8 @@ describe("executions at once per API key", () => {
 describe("capacity", () => {
   test("past the global cap on executions: 503 at_capacity with Retry-After (a tenant over its fair share: 429)", async () => {
     // A lone tenant gets at most half of the 3 slots' share (2, the floor); a second tenant the rest.
-    const a = roomy(10);
-    const b = roomy(10);
+    const a = await roomy(10);
+    const b = await roomy(10);
     const idA = await createSandbox(a);
     const idB = await createSandbox(b);
     const before = await metric("agentbox_at_capacity_total");
@@ -217,7 +217,7 @@ describe("capacity", () => {
   });
 
   test("per-tenant quota: 429 quota_exceeded with Retry-After, also for creates racing each other", async () => {
-    const call = roomy();
+    const call = await roomy();
     const before = await metric('agentbox_rate_limited_total{reason="tenant_quota"}');
     const results = await Promise.all([1, 2, 3, 4].map(() => call<{ sandbox_id: string }>("POST", "/v1/agents/sandboxes", {})));
     const statuses = results.map((r) => r.status).sort();
@@ -235,9 +235,9 @@ describe("capacity", () => {
   });
 
   test("past the global cap on live sandboxes: 503 at_capacity with Retry-After; a kill makes room", async () => {
-    const a = roomy();
-    const b = roomy();
-    const c = roomy();
+    const a = await roomy();
+    const b = await roomy();
+    const c = await roomy();
     const ids = [await createSandbox(a), await createSandbox(a), await createSandbox(b), await createSandbox(b)];
     const health = (await (await fetch(`${server.url}/health`)).json()) as { live_sandboxes: number };
     assert.equal(health.live_sandboxes, 4);
@@ -264,7 +264,7 @@ describe("bounds on requests", () => {
   let id: string;
 
   before(async () => {
-    call = roomy();
+    call = await roomy();
     id = await createSandbox(call);
   });
 
@@ -369,7 +369,7 @@ describe("bounds on requests", () => {
 
 describe("observability", () => {
   test("every log line of a request carries its id, the one in the x-request-id header", async () => {
-    const call = roomy();
+    const call = await roomy();
     const res = await call("GET", "/v1/agents/sandboxes/unknown-sandbox", undefined, { "x-request-id": "obs-trace-7" });
     assert.equal(res.status, 404);
     assert.equal(res.headers.get("x-request-id"), "obs-trace-7");
@@ -386,7 +386,7 @@ describe("observability", () => {
   });
 
   test("metrics: requests by route and status, latency, executions by language and outcome, live sandboxes, kernel restarts", async () => {
-    const call = roomy();
+    const call = await roomy();
     const id = await createSandbox(call);
     const restartsBefore = await metric('agentbox_kernel_restarts_total{language="bash"}');
     const exit = await call<{ error: string }>("POST", `/v1/agents/sandboxes/${id}/code/run`, { language: "bash", code: "exit 3" });

@@ -20,7 +20,7 @@ before(async () => {
   server = await startServer({
     env: { AGENTBOX_WARM_POOL: "4", AGENTBOX_WARM_POOL_MAX: String(POOL_MAX), AGENTBOX_RATE_LIMIT_PER_MINUTE: "1000000" },
   });
-  keys = createKeys(server.dataDir, 3);
+  keys = await createKeys(server.dataDir, 3);
 });
 
 after(async () => {

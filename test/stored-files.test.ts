@@ -11,6 +11,7 @@ import os from "node:os";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
 import { openDb } from "../src/store/db.js";
+import { KeyDirectory } from "../src/store/key-directory.js";
 import { SqliteKeyStore } from "../src/store/keys.js";
 import { SqliteTenantStore } from "../src/store/tenants.js";
 import { assertError, type Call, createSandbox } from "./helpers/api.js";
@@ -37,10 +38,11 @@ interface FileJson {
 async function serviceWithTenants(env: Record<string, string>, quotas: Record<string, number> = {}) {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "agentbox-files-"));
   const db = openDb(dataDir);
-  const keys = new SqliteKeyStore(db);
-  const made = ["alpha", "beta"].map((t) => keys.create({ name: t, tenantId: t }).key);
+  const keys = new KeyDirectory(new SqliteKeyStore(db));
+  const made = [(await keys.create({ name: "alpha", tenantId: "alpha" })).key, (await keys.create({ name: "beta", tenantId: "beta" })).key];
+  await keys.close();
   const tenants = new SqliteTenantStore(db);
-  for (const [t, mb] of Object.entries(quotas)) tenants.put(t, { storageMb: mb });
+  for (const [t, mb] of Object.entries(quotas)) await tenants.put(t, { storageMb: mb }, new Date().toISOString());
   db.close();
   const server = await startServer({ dataDir, env });
   return { server, keys: made as [string, string] };

@@ -8,7 +8,8 @@
 import type { IncomingHttpHeaders } from "node:http";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { ApiError } from "../errors.js";
-import type { AdminKeys, ApiKeyRecord, KeyStore } from "../store/keys.js";
+import type { AdminKeys, ApiKeys } from "../store/key-directory.js";
+import type { ApiKeyRecord } from "../store/keys.js";
 import { holdUntilClosed, type OpenRequests } from "./open-requests.js";
 
 declare module "fastify" {
@@ -47,7 +48,7 @@ export interface KeyHeaders {
 
 export function installAuth(
   app: FastifyInstance,
-  keys: KeyStore,
+  keys: ApiKeys,
   admin: AdminKeys,
   open: OpenRequests,
   keyHeaders: KeyHeaders[] = [],
@@ -67,7 +68,7 @@ export function installAuth(
     if (own) {
       const token = own.token(request.headers);
       if (!token) throw new ApiError("unauthorized", own.missing);
-      const key = keys.verify(token);
+      const key = await keys.verify(token);
       if (!key) throw new ApiError("unauthorized", "Invalid or revoked API key");
       request.apiKey = key;
       return;
@@ -79,10 +80,10 @@ export function installAuth(
     if (!token) throw new ApiError("unauthorized", "Malformed Authorization header; expected 'Bearer <API key>'");
     // By the matched route as well as the raw path: the router decodes percent-escapes the raw path still has.
     if (ADMIN.test(path) || ADMIN.test(request.routeOptions.url ?? "")) {
-      if (!admin.verify(token)) throw new ApiError("unauthorized", "This route needs the admin key");
+      if (!(await admin.verify(token))) throw new ApiError("unauthorized", "This route needs the admin key");
       return;
     }
-    const key = keys.verify(token);
+    const key = await keys.verify(token);
     if (!key) throw new ApiError("unauthorized", "Invalid or revoked API key");
     request.apiKey = key;
   });

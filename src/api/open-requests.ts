@@ -91,13 +91,20 @@ export function holdUntilClosed(
   holder: Holder,
   closable: { readonly closed: boolean; once(event: "close", listener: () => void): unknown },
   end: End,
-  isActive: (keyId: string) => boolean,
+  isActive: (keyId: string) => boolean | Promise<boolean>,
 ): void {
   if (closable.closed) return;
   const release = open.hold(holder, end);
   closable.once("close", release);
-  if (!isActive(holder.keyId)) {
+  const stop = () => {
     release();
     end();
+  };
+  const active = isActive(holder.keyId);
+  if (typeof active === "boolean") {
+    if (!active) stop();
+    return;
   }
+  // A key whose state cannot be read is treated as revoked.
+  active.then((yes) => yes || stop(), stop);
 }

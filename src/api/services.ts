@@ -10,8 +10,8 @@ import type { NetworkService } from "../network/service.js";
 import type { SandboxManager } from "../sandbox/manager.js";
 import type { SandboxService } from "../sandbox/service.js";
 import type { SandboxConfig } from "../sandbox/settings.js";
-import type { AdminKeys, KeyStore } from "../store/keys.js";
-import type { TenantStore } from "../store/tenants.js";
+import type { AdminKeys, KeyDirectory } from "../store/key-directory.js";
+import type { TenantDirectory } from "../store/tenant-directory.js";
 import type { VectorService } from "../vectors/service.js";
 import type { Metrics } from "./metrics.js";
 import type { OpenRequests } from "./open-requests.js";
@@ -19,13 +19,13 @@ import type { OpenRequests } from "./open-requests.js";
 export interface Services {
   /** The server-wide settings, the sandbox area's (routes check run timeouts and sizes against them) and the E2B API's. */
   config: SandboxConfig & E2bSettings;
-  keys: KeyStore;
+  keys: KeyDirectory;
   /** Streams, transfers and port connections open now, by API key: revoking a key ends its own. */
   openRequests: OpenRequests;
   /** The operator's admin key (the /v1/admin routes). */
   admin: AdminKeys;
   /** Tenants and their quotas. */
-  tenants: TenantStore;
+  tenants: TenantDirectory;
   sandboxes: SandboxManager;
   /** Everything a caller does with its sandboxes (runs, commands, contexts), whichever route it came through. */
   sandbox: SandboxService;

@@ -2,18 +2,18 @@
 // counts as inactive, so what it holds open ends (open-requests.ts) and the share links it made stop
 // working. Applied to the key store the HTTP layer authenticates with; the store itself is unchanged.
 import { ApiError } from "../errors.js";
-import type { KeyStore } from "../store/keys.js";
-import type { TenantStore } from "../store/tenants.js";
+import type { ApiKeys } from "../store/key-directory.js";
+import type { TenantDirectory } from "../store/tenant-directory.js";
 
 export const TENANT_SUSPENDED = "Your tenant is suspended by the operator";
 
-export function withSuspensions(keys: KeyStore, tenants: TenantStore): KeyStore {
+export function withSuspensions(keys: ApiKeys, tenants: TenantDirectory): ApiKeys {
   // Only the bootstrap key is not stored (and isActive() is false for unknown ids anyway).
-  const tenantOf = (id: string) => keys.get(id)?.tenantId ?? keys.bootstrapTenant;
+  const tenantOf = async (id: string) => (await keys.get(id))?.tenantId ?? keys.bootstrapTenant;
   return {
     create: (input) => keys.create(input),
-    verify(token) {
-      const key = keys.verify(token);
+    async verify(token) {
+      const key = await keys.verify(token);
       if (key && tenants.isSuspended(key.tenantId)) throw new ApiError("tenant_suspended", TENANT_SUSPENDED);
       return key;
     },
@@ -23,9 +23,9 @@ export function withSuspensions(keys: KeyStore, tenants: TenantStore): KeyStore 
     get bootstrapTenant() {
       return keys.bootstrapTenant;
     },
-    isActive(id) {
-      if (!keys.isActive(id)) return false;
-      const tenant = tenantOf(id);
+    async isActive(id) {
+      if (!(await keys.isActive(id))) return false;
+      const tenant = await tenantOf(id);
       return tenant === undefined || !tenants.isSuspended(tenant);
     },
     flush: () => keys.flush(),
@@ -34,7 +34,7 @@ export function withSuspensions(keys: KeyStore, tenants: TenantStore): KeyStore 
 
 /** What suspending a tenant acts on. */
 export interface SuspendDeps {
-  tenants: TenantStore;
+  tenants: TenantDirectory;
   openRequests: { endTenant(tenantId: string, why: ApiError): number };
   sandboxes: {
     list(tenantId: string, limit: number, offset: number, filter: { status: "running" }): { sandboxes: { id: string }[] };
@@ -51,7 +51,7 @@ export async function suspendTenant(
   deps: SuspendDeps,
   tenantId: string,
 ): Promise<{ openRequestsEnded: number; paused: number; failed: number }> {
-  deps.tenants.setSuspended(tenantId, true);
+  await deps.tenants.setSuspended(tenantId, true);
   const why = new ApiError("tenant_suspended", `${TENANT_SUSPENDED}; this stream has ended`);
   const openRequestsEnded = deps.openRequests.endTenant(tenantId, why);
   const running = deps.sandboxes.list(tenantId, Number.MAX_SAFE_INTEGER, 0, { status: "running" }).sandboxes;

@@ -8,7 +8,8 @@ import path from "node:path";
 import { parseArgs } from "node:util";
 import { loadConfig } from "../config.js";
 import { openDb } from "../store/db.js";
-import { AdminKeys, SqliteKeyStore } from "../store/keys.js";
+import { AdminKeys, KeyDirectory } from "../store/key-directory.js";
+import { SqliteAdminKeyStore, SqliteKeyStore } from "../store/keys.js";
 import { AdminClient, type KeyJson, type TenantJson } from "./admin-client.js";
 import { AGENT_AREAS, AGENT_USAGE, agentCommand } from "./agent-commands.js";
 import { MODELS_USAGE, modelsCommand } from "./models.js";
@@ -140,14 +141,14 @@ async function main(argv: string[]): Promise<number> {
     const db = openDb(loadConfig().dataDir);
     try {
       if (command === "admin rotate-key") {
-        const key = new AdminKeys(db).rotate();
+        const key = await new AdminKeys(new SqliteAdminKeyStore(db)).rotate();
         out(`Admin key (shown once, store it now; the previous one no longer works):\n${key}\n`);
         if (process.env.AGENTBOX_ADMIN_KEY) out("note: a service started with AGENTBOX_ADMIN_KEY uses that key instead\n");
         return 0;
       }
-      const keys = new SqliteKeyStore(db);
-      const { key, record } = keys.create(newKey());
-      keys.close();
+      const keys = new KeyDirectory(new SqliteKeyStore(db));
+      const { key, record } = await keys.create(newKey());
+      await keys.close();
       printCreated(
         {
           key,

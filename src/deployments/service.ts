@@ -105,6 +105,8 @@ export class DeploymentService implements ModelSource {
   private readonly byId = new Map<string, Deployment>();
   /** `${tenant}\n${name}` → deployment, for the gateway (deleting ones are not here). */
   private readonly byName = new Map<string, Deployment>();
+  /** Rows of creates awaiting their insert: counted by admit() like live deployments. */
+  private readonly inserting = new Map<string, DeploymentRow>();
 
   constructor(private readonly deps: DeploymentServiceDeps) {}
 
@@ -141,10 +143,10 @@ export class DeploymentService implements ModelSource {
   }
 
   /** Starts the deployments the database has (after a restart); finishes deletions cut short. */
-  init(): void {
-    for (const row of this.deps.store.all()) {
+  async init(): Promise<void> {
+    for (const row of await this.deps.store.all()) {
       if (row.status === "deleting") {
-        this.deps.store.remove(row.id);
+        await this.deps.store.remove(row.id);
         fs.rmSync(this.fileCopy(row.id), { force: true });
         continue;
       }
@@ -154,14 +156,14 @@ export class DeploymentService implements ModelSource {
       } catch (err) {
         row.status = "failed";
         row.reason = (err as Error).message;
-        this.deps.store.setStatus(row.id, "failed", row.reason);
+        await this.deps.store.setStatus(row.id, "failed", row.reason);
         this.start(row, undefined);
         continue;
       }
       if (row.status !== "failed") {
         row.status = "creating";
         row.reason = null;
-        this.deps.store.setStatus(row.id, "creating", null);
+        await this.deps.store.setStatus(row.id, "creating", null);
       }
       this.start(row, row.status === "failed" ? undefined : launch);
     }
@@ -250,7 +252,9 @@ export class DeploymentService implements ModelSource {
     const started = launch ?? { launch: () => ({ command: "false", args: [], env: {}, healthPath: "/" }), tools: false };
     const d = new Deployment(row, started.launch, started.tools, config, {
       onStatus: (dep) => {
-        store.setStatus(dep.row.id, dep.row.status, dep.row.reason);
+        store
+          .setStatus(dep.row.id, dep.row.status, dep.row.reason)
+          .catch((err: Error) => log("warn", "deployment status not stored", { deployment: dep.row.id, error: err.message }));
         log(dep.row.status === "failed" ? "warn" : "info", "deployment status", {
           deployment: dep.row.id,
           status: dep.row.status,
@@ -264,6 +268,28 @@ export class DeploymentService implements ModelSource {
     this.byId.set(row.id, d);
     if (row.status !== "deleting") this.byName.set(`${row.tenant_id}\n${row.name}`, d);
     return d;
+  }
+
+  /**
+   * Refuses a deployment that does not fit: the tenant has that name or as many as allowed, or the
+   * host's min_replicas would go over its cap. Rows being inserted count (`inserting`): checked
+   * and reserved in one synchronous step, so two creates cannot both pass while one awaits the store.
+   */
+  private admit(tenantId: string, name: string, min: number): void {
+    const { config } = this.deps;
+    const live = [...[...this.byId.values()].map((d) => d.row), ...this.inserting.values()];
+    const mine = live.filter((row) => row.tenant_id === tenantId && row.status !== "deleting");
+    if (mine.some((row) => row.name === name)) throw new ApiError("conflict", `A deployment named '${name}' already exists`);
+    // Every deployment's min_replicas always run: they must fit the host's cap together.
+    const reserved = live.reduce((n, row) => n + (row.status === "deleting" || row.status === "failed" ? 0 : row.min_replicas), 0);
+    if (reserved + min > config.maxHostReplicas)
+      throw new ApiError(
+        "at_capacity",
+        `This host runs at most ${config.maxHostReplicas} replicas and ${reserved} are reserved by min_replicas of existing deployments`,
+        60,
+      );
+    if (mine.length >= config.maxPerTenant)
+      throw new ApiError("quota_exceeded", `This tenant has ${mine.length} deployments, the most allowed; delete one first`);
   }
 
   async create(tenantId: string, input: CreateDeployment): Promise<CreateResult> {
@@ -299,21 +325,7 @@ export class DeploymentService implements ModelSource {
           `This host has no ${gpuCount > 1 ? `${gpuCount} GPUs` : "GPU"} '${gpuModel}' (GET /v1/accelerators lists its hardware; hw_type 'cpu' runs on the CPU)`,
         );
     }
-    const mine = [...this.byId.values()].filter((d) => d.row.tenant_id === tenantId && d.row.status !== "deleting");
-    if (mine.some((d) => d.row.name === name)) throw new ApiError("conflict", `A deployment named '${name}' already exists`);
-    // Every deployment's min_replicas always run: they must fit the host's cap together.
-    const reserved = [...this.byId.values()].reduce(
-      (n, d) => n + (d.row.status === "deleting" || d.row.status === "failed" ? 0 : d.row.min_replicas),
-      0,
-    );
-    if (reserved + min > config.maxHostReplicas)
-      throw new ApiError(
-        "at_capacity",
-        `This host runs at most ${config.maxHostReplicas} replicas and ${reserved} are reserved by min_replicas of existing deployments`,
-        60,
-      );
-    if (mine.length >= config.maxPerTenant)
-      throw new ApiError("quota_exceeded", `This tenant has ${mine.length} deployments, the most allowed; delete one first`);
+    this.admit(tenantId, name, min);
     const id = `dep_${crypto.randomBytes(10).toString("hex")}`;
     if (FILE_ID.test(input.model_name)) await this.copyStoredFile(tenantId, input.model_name, id);
     let launch: ReturnType<DeploymentService["launcher"]>;
@@ -337,8 +349,22 @@ export class DeploymentService implements ModelSource {
       reason: null,
       created_at: new Date().toISOString(),
     };
-    // The row's uniqueness is the last word (a deleting deployment of that name may still be in the table).
-    if (!this.deps.store.insert(row)) {
+    // Checked again after the awaits above, and reserved until the row is in (or refused).
+    try {
+      this.admit(tenantId, name, min);
+    } catch (err) {
+      fs.rmSync(this.fileCopy(id), { force: true });
+      throw err;
+    }
+    this.inserting.set(id, row);
+    let inserted: boolean;
+    try {
+      // The row's uniqueness is the last word (a deleting deployment of that name may still be in the table).
+      inserted = await this.deps.store.insert(row);
+    } finally {
+      this.inserting.delete(id);
+    }
+    if (!inserted) {
       fs.rmSync(this.fileCopy(id), { force: true });
       throw new ApiError("conflict", `A deployment named '${name}' already exists`);
     }
@@ -396,7 +422,9 @@ export class DeploymentService implements ModelSource {
       this.byName.delete(`${tenantId}\n${d.row.name}`);
       void d.drain().finally(() => {
         this.byId.delete(id);
-        this.deps.store.remove(id);
+        this.deps.store
+          .remove(id)
+          .catch((err: Error) => this.deps.log("warn", "deployment row not removed", { deployment: id, error: err.message }));
         fs.rmSync(this.fileCopy(id), { force: true });
         fs.rmSync(path.join(socketRoot(this.deps.dataDir), id), { recursive: true, force: true });
       });

@@ -5,7 +5,7 @@ import type { Logger } from "pino";
 import type { Config } from "../config.js";
 import type { FileService } from "../files/service.js";
 import type { ProviderRegistry } from "../inference/providers.js";
-import { DeploymentStore } from "../store/deployments.js";
+import { SqliteDeploymentStore } from "../store/deployments.js";
 import { Accelerators } from "./accelerators.js";
 import { type DeploymentsConfig, loadDeploymentsConfig } from "./config.js";
 import { DeploymentService } from "./service.js";
@@ -19,17 +19,17 @@ export interface DeploymentsArea {
 }
 
 /** `modelFile`: AGENTBOX_MODEL (src/inference/settings.ts), which a deployment may name too. */
-export function openDeployments(
+export async function openDeployments(
   config: Config,
   db: Database,
   providers: ProviderRegistry,
   logger: Logger,
   modelFile: string | undefined,
   settings: DeploymentsConfig = loadDeploymentsConfig(),
-): DeploymentsArea {
+): Promise<DeploymentsArea> {
   const accelerators = new Accelerators();
   const deployments = new DeploymentService({
-    store: new DeploymentStore(db),
+    store: new SqliteDeploymentStore(db),
     config: settings,
     dataDir: config.dataDir,
     modelFile,
@@ -38,7 +38,7 @@ export function openDeployments(
   });
   // Asked before the providers file: a tenant's deployment name is what that tenant means.
   providers.addSource(deployments, "first");
-  deployments.init();
+  await deployments.init();
   return {
     deployments,
     accelerators,

@@ -3,14 +3,14 @@
 import type { Logger } from "pino";
 import type { LifecycleBus } from "./bus.js";
 import type { Db } from "../store/db.js";
-import { SqliteEventStore } from "../store/events.js";
+import { type EventStore, SqliteEventStore } from "../store/events.js";
 import { type EventSettings, eventSettings } from "./settings.js";
-import { WebhookStore } from "./webhook-store.js";
+import { SqliteWebhookStore } from "./webhook-store.js";
 import { WebhookService } from "./webhooks.js";
 
 export interface EventsArea {
   settings: EventSettings;
-  events: SqliteEventStore;
+  events: EventStore;
   webhooks: WebhookService;
   close(): Promise<void>;
 }
@@ -20,20 +20,22 @@ const PRUNE_EVERY_MS = 10 * 60_000;
 /** Call before the manager's init(): the ends it records at start-up (e.g. `host_restart`) are events too. */
 export function openEvents(db: Db, bus: LifecycleBus, log: Logger, settings = eventSettings()): EventsArea {
   const events = new SqliteEventStore(db, settings.perSandbox);
-  const webhookStore = new WebhookStore(db);
+  const webhookStore = new SqliteWebhookStore(db);
   const webhooks = new WebhookService(webhookStore, settings, log);
-  bus.on((event) => events.add(event));
+  bus.on((event) => {
+    events.add(event).catch((err) => log.warn({ err, sandbox_id: event.sandboxId }, "events: event not stored"));
+  });
   bus.on((event) => webhooks.onEvent(event));
-  const prune = () => {
+  const prune = async () => {
     try {
-      events.prune(new Date(Date.now() - settings.retentionS * 1000).toISOString());
-      webhookStore.trimHistory(settings.webhookHistoryPerHook);
+      await events.prune(new Date(Date.now() - settings.retentionS * 1000).toISOString());
+      await webhookStore.trimHistory(settings.webhookHistoryPerHook);
     } catch (err) {
       log.warn({ err }, "events: prune failed");
     }
   };
-  prune();
-  const timer = setInterval(prune, PRUNE_EVERY_MS);
+  void prune();
+  const timer = setInterval(() => void prune(), PRUNE_EVERY_MS);
   timer.unref();
   webhooks.start();
   return {

@@ -1,7 +1,7 @@
 // Webhooks and their deliveries as stored: registrations per tenant, and every delivery with its
 // state, next attempt and attempt log, so that pending deliveries survive a restart.
 import crypto from "node:crypto";
-import { type Db, ensureTables } from "../store/db.js";
+import { type Db, type Migration, migrate } from "../store/db.js";
 import type { EventType } from "./bus.js";
 
 export interface Webhook {
@@ -80,16 +80,50 @@ const toDelivery = (r: DeliveryRow): Delivery => ({
   log: JSON.parse(r.log) as Attempt[],
 });
 
+export interface WebhookStore {
+  /** Registers a webhook unless the tenant has `maxPerTenant` already (checked and inserted in one
+   * atomic step); undefined when it has. */
+  addHook(tenantId: string, url: string, events: EventType[], secret: string, maxPerTenant: number): Promise<Webhook | undefined>;
+  /** The tenant's webhooks, oldest first. */
+  hooksOf(tenantId: string): Promise<Webhook[]>;
+  countHooks(tenantId: string): Promise<number>;
+  /** The tenant's webhook, or undefined (another tenant's webhook does not exist for it). */
+  hook(tenantId: string, id: string): Promise<Webhook | undefined>;
+  /** Removes a webhook and every delivery of it (pending ones are not sent any more). */
+  deleteHook(id: string): Promise<void>;
+  pendingCount(webhookId: string): Promise<number>;
+  /**
+   * Queues a delivery (due at once) as pending unless its webhook has `maxPending` pending already;
+   * then it is stored as failed with `refusal` as its one attempt. Checked and inserted in one
+   * atomic step; returns the state it got.
+   */
+  enqueue(d: NewDelivery, maxPending: number, refusal: Attempt): Promise<DeliveryState>;
+  /** Pending deliveries whose next attempt is due at `now`, soonest first, except those of `skipHooks`. */
+  due(now: number, limit: number, skipHooks?: string[]): Promise<Delivery[]>;
+  /** When the next pending delivery is due (ms since the epoch), if any is pending. */
+  nextDue(): Promise<number | undefined>;
+  /** Writes a delivery's state, attempts, next attempt and log (the log cut to its first and last attempts). */
+  save(d: Delivery): Promise<void>;
+  /** The webhook's deliveries, newest first. */
+  deliveries(webhookId: string, limit: number): Promise<Delivery[]>;
+  /** Keeps the newest `keep` finished deliveries of every webhook. */
+  trimHistory(keep: number): Promise<void>;
+}
+
+/** A delivery as queued: due at `createdAt`. */
+export type NewDelivery = Omit<Delivery, "attempts" | "log" | "state" | "nextAttemptAt">;
+
 /** Attempts kept in a delivery's log (the first few and the last ones tell the story). */
 const MAX_LOG = 30;
 
-export class WebhookStore {
-  private readonly stmts;
-
-  constructor(private readonly db: Db) {
-    ensureTables(
-      db,
-      `CREATE TABLE IF NOT EXISTS webhooks (
+export const WEBHOOK_MIGRATIONS: Migration[] = [
+  {
+    area: "webhooks",
+    version: 1,
+    // IF NOT EXISTS: databases from before versioned areas already have these tables.
+    up: (db) =>
+      db.exec(
+        `CREATE TABLE IF NOT EXISTS webhooks (
          id TEXT PRIMARY KEY,
          tenant_id TEXT NOT NULL,
          url TEXT NOT NULL,
@@ -112,10 +146,23 @@ export class WebhookStore {
        );
        CREATE INDEX IF NOT EXISTS webhook_deliveries_due ON webhook_deliveries (state, next_attempt_at);
        CREATE INDEX IF NOT EXISTS webhook_deliveries_by_hook ON webhook_deliveries (webhook_id, state, created_at);`,
-    );
+      ),
+  },
+];
+
+export class SqliteWebhookStore implements WebhookStore {
+  private readonly stmts;
+  /** The pending count and the insert of enqueue(), in one transaction. */
+  private readonly enqueueTx: (d: NewDelivery, maxPending: number, refusal: Attempt) => DeliveryState;
+
+  constructor(private readonly db: Db) {
+    migrate(db, WEBHOOK_MIGRATIONS);
     this.stmts = {
+      // One statement: the count and the insert cannot be split by another registration.
       insertHook: db.prepare(
-        "INSERT INTO webhooks (id, tenant_id, url, events, secret, created_at) VALUES (@id, @tenant_id, @url, @events, @secret, @created_at)",
+        `INSERT INTO webhooks (id, tenant_id, url, events, secret, created_at)
+         SELECT @id, @tenant_id, @url, @events, @secret, @created_at
+         WHERE (SELECT COUNT(*) FROM webhooks WHERE tenant_id = @tenant_id) < @max`,
       ),
       hooksOf: db.prepare<[string], HookRow>("SELECT * FROM webhooks WHERE tenant_id = ? ORDER BY created_at, id"),
       hook: db.prepare<[string], HookRow>("SELECT * FROM webhooks WHERE id = ?"),
@@ -146,82 +193,84 @@ export class WebhookStore {
            SELECT id FROM webhook_deliveries WHERE webhook_id = ? AND state != 'pending' ORDER BY created_at DESC LIMIT ?)`,
       ),
     };
+    this.enqueueTx = db.transaction((d: NewDelivery, maxPending: number, refusal: Attempt): DeliveryState => {
+      const full = (this.stmts.pendingOf.get(d.webhookId)?.n ?? 0) >= maxPending;
+      const state: DeliveryState = full ? "failed" : "pending";
+      this.stmts.insertDelivery.run({
+        id: d.id,
+        webhook_id: d.webhookId,
+        tenant_id: d.tenantId,
+        event: d.event,
+        payload: d.payload,
+        state,
+        created_at: d.createdAt,
+        next_attempt_at: d.createdAt,
+        log: JSON.stringify(full ? [refusal] : []),
+      });
+      return state;
+    });
   }
 
-  addHook(tenantId: string, url: string, events: EventType[], secret: string): Webhook {
+  async addHook(tenantId: string, url: string, events: EventType[], secret: string, maxPerTenant: number): Promise<Webhook | undefined> {
     const hook: Webhook = { id: `wh_${crypto.randomUUID()}`, tenantId, url, events, secret, createdAt: new Date().toISOString() };
-    this.stmts.insertHook.run({
+    const res = this.stmts.insertHook.run({
       id: hook.id,
       tenant_id: tenantId,
       url,
       events: JSON.stringify(events),
       secret,
       created_at: hook.createdAt,
+      max: maxPerTenant,
     });
-    return hook;
+    return res.changes === 1 ? hook : undefined;
   }
 
-  hooksOf(tenantId: string): Webhook[] {
+  async hooksOf(tenantId: string): Promise<Webhook[]> {
     return this.stmts.hooksOf.all(tenantId).map(toHook);
   }
 
-  countHooks(tenantId: string): number {
+  async countHooks(tenantId: string): Promise<number> {
     return this.stmts.countHooks.get(tenantId)?.n ?? 0;
   }
 
-  /** The tenant's webhook, or undefined (another tenant's webhook does not exist for it). */
-  hook(tenantId: string, id: string): Webhook | undefined {
+  async hook(tenantId: string, id: string): Promise<Webhook | undefined> {
     const row = this.stmts.hook.get(id);
     return row && row.tenant_id === tenantId ? toHook(row) : undefined;
   }
 
-  /** Removes a webhook and every delivery of it (pending ones are not sent any more). */
-  deleteHook(id: string): void {
+  async deleteHook(id: string): Promise<void> {
     this.db.transaction(() => {
       this.stmts.deleteHook.run(id);
       this.stmts.deleteHookDeliveries.run(id);
     })();
   }
 
-  pendingCount(webhookId: string): number {
+  async pendingCount(webhookId: string): Promise<number> {
     return this.stmts.pendingOf.get(webhookId)?.n ?? 0;
   }
 
-  addDelivery(d: Omit<Delivery, "attempts" | "log">, log: Attempt[] = []): void {
-    this.stmts.insertDelivery.run({
-      id: d.id,
-      webhook_id: d.webhookId,
-      tenant_id: d.tenantId,
-      event: d.event,
-      payload: d.payload,
-      state: d.state,
-      created_at: d.createdAt,
-      next_attempt_at: d.nextAttemptAt,
-      log: JSON.stringify(log),
-    });
+  async enqueue(d: NewDelivery, maxPending: number, refusal: Attempt): Promise<DeliveryState> {
+    return this.enqueueTx(d, maxPending, refusal);
   }
 
-  /** Pending deliveries whose next attempt is due at `now`, soonest first, except those of `skipHooks`. */
-  due(now: number, limit: number, skipHooks: string[] = []): Delivery[] {
+  async due(now: number, limit: number, skipHooks: string[] = []): Promise<Delivery[]> {
     return this.stmts.due.all(now, JSON.stringify(skipHooks), limit).map(toDelivery);
   }
 
-  /** When the next pending delivery is due (ms since the epoch), if any is pending. */
-  nextDue(): number | undefined {
+  async nextDue(): Promise<number | undefined> {
     return this.stmts.nextDue.get()?.at ?? undefined;
   }
 
-  save(d: Delivery): void {
+  async save(d: Delivery): Promise<void> {
     const log = d.log.length > MAX_LOG ? [...d.log.slice(0, 5), ...d.log.slice(-(MAX_LOG - 5))] : d.log;
     this.stmts.update.run({ id: d.id, state: d.state, attempts: d.attempts, next_attempt_at: d.nextAttemptAt, log: JSON.stringify(log) });
   }
 
-  deliveries(webhookId: string, limit: number): Delivery[] {
+  async deliveries(webhookId: string, limit: number): Promise<Delivery[]> {
     return this.stmts.deliveriesOf.all(webhookId, limit).map(toDelivery);
   }
 
-  /** Keeps the newest `keep` finished deliveries of every webhook. */
-  trimHistory(keep: number): void {
+  async trimHistory(keep: number): Promise<void> {
     for (const { id } of this.stmts.hookIds.all()) this.stmts.trimHistory.run(id, id, keep);
   }
 }

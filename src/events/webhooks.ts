@@ -60,6 +60,8 @@ export class WebhookService {
   private timerAt = Number.POSITIVE_INFINITY;
   private readonly aborts = new Set<AbortController>();
   private closed = false;
+  private pumping = false;
+  private pumpAgain = false;
   /** Each tenant's webhooks (read at every event, changed only by create and delete). */
   private readonly cache = new Map<string, Webhook[]>();
 
@@ -81,12 +83,8 @@ export class WebhookService {
     if (input.secret !== undefined && (input.secret.length < MIN_SECRET || input.secret.length > MAX_SECRET)) {
       throw invalid(`The secret must be ${MIN_SECRET} to ${MAX_SECRET} characters`);
     }
-    if (this.store.countHooks(tenantId) >= this.settings.webhooksPerTenant) {
-      throw new ApiError(
-        "quota_exceeded",
-        `Your tenant already has ${this.settings.webhooksPerTenant} webhooks, its limit; delete one first`,
-      );
-    }
+    // Checked early (no DNS lookup for a tenant at its limit) and again by the insert itself.
+    if ((await this.store.countHooks(tenantId)) >= this.settings.webhooksPerTenant) throw this.tooMany();
     try {
       await resolveDestination(url, this.settings.webhookAllowPrivate);
     } catch (err) {
@@ -94,30 +92,39 @@ export class WebhookService {
       throw err;
     }
     const secret = input.secret ?? `whsec_${crypto.randomBytes(24).toString("base64url")}`;
-    const hook = this.store.addHook(tenantId, url.href, [...new Set(input.events)] as EventType[], secret);
+    const events = [...new Set(input.events)] as EventType[];
+    const hook = await this.store.addHook(tenantId, url.href, events, secret, this.settings.webhooksPerTenant);
+    if (!hook) throw this.tooMany();
     this.cache.delete(tenantId);
     return { hook, generatedSecret: input.secret === undefined };
   }
 
-  list(tenantId: string): Webhook[] {
+  private tooMany(): ApiError {
+    return new ApiError(
+      "quota_exceeded",
+      `Your tenant already has ${this.settings.webhooksPerTenant} webhooks, its limit; delete one first`,
+    );
+  }
+
+  list(tenantId: string): Promise<Webhook[]> {
     return this.store.hooksOf(tenantId);
   }
 
-  get(tenantId: string, id: string): Webhook {
-    const hook = this.store.hook(tenantId, id);
+  async get(tenantId: string, id: string): Promise<Webhook> {
+    const hook = await this.store.hook(tenantId, id);
     if (!hook) throw new ApiError("not_found", `Webhook '${id}' was not found`);
     return hook;
   }
 
-  delete(tenantId: string, id: string): void {
-    this.get(tenantId, id);
-    this.store.deleteHook(id);
+  async delete(tenantId: string, id: string): Promise<void> {
+    await this.get(tenantId, id);
+    await this.store.deleteHook(id);
     this.cache.delete(tenantId);
   }
 
-  deliveries(tenantId: string, id: string, limit: number): DeliveryView[] {
-    this.get(tenantId, id);
-    return this.store.deliveries(id, limit).map((d) => ({
+  async deliveries(tenantId: string, id: string, limit: number): Promise<DeliveryView[]> {
+    await this.get(tenantId, id);
+    return (await this.store.deliveries(id, limit)).map((d) => ({
       id: d.id,
       event: d.event,
       status: d.state,
@@ -128,12 +135,17 @@ export class WebhookService {
     }));
   }
 
-  /** The bus listener: queues a delivery per subscribed webhook (one insert each; sending is later). */
+  /** The bus listener: queues a delivery per subscribed webhook (sending is later). */
   onEvent(event: EmittedEvent): void {
     if (this.closed) return;
+    this.queue(event).catch((err) => this.log.warn({ err, sandbox_id: event.sandboxId }, "webhooks: event not queued"));
+  }
+
+  /** One insert per subscribed webhook; the pending cap is checked by each insert itself. */
+  private async queue(event: EmittedEvent): Promise<void> {
     let hooks = this.cache.get(event.tenantId);
     if (!hooks) {
-      hooks = this.store.hooksOf(event.tenantId);
+      hooks = await this.store.hooksOf(event.tenantId);
       this.cache.set(event.tenantId, hooks);
     }
     const now = Date.now();
@@ -151,20 +163,14 @@ export class WebhookService {
         detail: { ...event.detail, ...(event.type === "ended" && event.by ? { by: event.by } : {}) },
       });
       const base = { id, webhookId: hook.id, tenantId: hook.tenantId, event: event.type, payload, createdAt: now };
-      if (this.store.pendingCount(hook.id) >= this.settings.webhookQueuePerHook) {
-        // The receiver is far behind: this event is recorded as not delivered rather than queued without end.
-        this.store.addDelivery({ ...base, state: "failed", nextAttemptAt: now }, [
-          {
-            at: new Date(now).toISOString(),
-            status_code: null,
-            error: "not sent: too many deliveries pending for this webhook",
-            duration_ms: 0,
-          },
-        ]);
-        continue;
-      }
-      this.store.addDelivery({ ...base, state: "pending", nextAttemptAt: now });
-      queued = true;
+      const refusal = {
+        at: new Date(now).toISOString(),
+        status_code: null,
+        error: "not sent: too many deliveries pending for this webhook",
+        duration_ms: 0,
+      };
+      // The receiver far behind: the event is recorded as not delivered rather than queued without end.
+      if ((await this.store.enqueue(base, this.settings.webhookQueuePerHook, refusal)) === "pending") queued = true;
     }
     if (queued) this.schedule(now);
   }
@@ -190,21 +196,41 @@ export class WebhookService {
       () => {
         this.timer = undefined;
         this.timerAt = Number.POSITIVE_INFINITY;
-        this.pump();
+        void this.pump();
       },
       Math.max(0, at - Date.now()),
     );
     this.timer.unref();
   }
 
-  private pump(): void {
+  /** One pump at a time: a wake-up while one runs makes it go round once more. */
+  private async pump(): Promise<void> {
+    if (this.pumping) {
+      this.pumpAgain = true;
+      return;
+    }
+    this.pumping = true;
+    try {
+      do {
+        this.pumpAgain = false;
+        await this.pumpOnce();
+      } while (this.pumpAgain && !this.closed);
+    } catch (err) {
+      this.log.warn({ err }, "webhooks: delivery queue not read");
+      this.schedule(Date.now() + 1000);
+    } finally {
+      this.pumping = false;
+    }
+  }
+
+  private async pumpOnce(): Promise<void> {
     if (this.closed) return;
     const now = Date.now();
     // Webhooks at their share are left out of the query: a backlog of one never keeps the others
     // waiting (a few rounds, since one batch may fill a webhook's share).
     for (let round = 0; round < 4 && this.running < this.settings.webhookConcurrency; round++) {
       const full = [...this.perHook].filter(([, n]) => n >= this.settings.webhookConcurrencyPerHook).map(([id]) => id);
-      const batch = this.store.due(now, this.settings.webhookConcurrency - this.running, full);
+      const batch = await this.store.due(now, this.settings.webhookConcurrency - this.running, full);
       if (batch.length === 0) break;
       for (const d of batch) {
         if (this.running >= this.settings.webhookConcurrency) break;
@@ -225,13 +251,13 @@ export class WebhookService {
       }
     }
     // Due work left (slots full) is picked up when an attempt finishes; otherwise wake at the next due time.
-    const next = this.store.nextDue();
+    const next = await this.store.nextDue();
     if (next !== undefined && next > now) this.schedule(next);
     else if (next !== undefined && this.running === 0) this.schedule(now + 1000);
   }
 
   private async attempt(d: Delivery): Promise<void> {
-    const hook = this.store.hook(d.tenantId, d.webhookId);
+    const hook = await this.store.hook(d.tenantId, d.webhookId);
     if (!hook) return;
     const n = d.attempts + 1;
     const retryAt =
@@ -239,7 +265,7 @@ export class WebhookService {
     // Written before sending: a crash during the attempt leaves the delivery to be retried, not lost.
     d.attempts = n;
     d.nextAttemptAt = retryAt;
-    this.store.save(d);
+    await this.store.save(d);
     const started = Date.now();
     let statusCode: number | null = null;
     let error: string | null = null;
@@ -257,7 +283,7 @@ export class WebhookService {
       if (Date.now() + wait - d.createdAt > this.settings.webhookRetryWindowMs) d.state = "failed";
       else d.nextAttemptAt = Date.now() + wait;
     }
-    if (this.store.hook(d.tenantId, d.webhookId)) this.store.save(d);
+    if (await this.store.hook(d.tenantId, d.webhookId)) await this.store.save(d);
     if (error)
       this.log.info({ webhook_id: hook.id, delivery_id: d.id, attempt: n, error, final: d.state === "failed" }, "webhook delivery failed");
   }

@@ -5,7 +5,7 @@ import type { Box } from "../sandbox/box.js";
 import type { Db } from "../store/db.js";
 import { SqliteFileStore } from "../store/files.js";
 import type { SnapshotStore } from "../store/snapshots.js";
-import type { TenantStore } from "../store/tenants.js";
+import type { TenantDirectory } from "../store/tenant-directory.js";
 import type { FilesConfig } from "./config.js";
 import { StorageQuota } from "./quota.js";
 import { FileService } from "./service.js";
@@ -17,7 +17,7 @@ const MiB = 2 ** 20;
  * The stored bytes of each tenant (its files and its snapshots) against its storage_mb quota, or
  * AGENTBOX_TENANT_FILES_MB when the operator set none.
  */
-export function openStorageQuota(config: FilesConfig, db: Db, tenants: TenantStore, snapshots: SnapshotStore): StorageQuota {
+export function openStorageQuota(config: FilesConfig, db: Db, tenants: TenantDirectory, snapshots: SnapshotStore): StorageQuota {
   const files = new SqliteFileStore(db);
   return new StorageQuota({
     limit: (tenantId) => (tenants.get(tenantId).quotas.storageMb ?? config.tenantQuotaMb) * MiB,

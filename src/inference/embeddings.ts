@@ -8,7 +8,7 @@ import type { EmbeddingsConfig } from "./embeddings-config.js";
 import { DEFAULT_EMBEDDING_DIMENSIONS, DEFAULT_EMBEDDING_MODEL } from "./embeddings-local.js";
 import type { ProviderRegistry } from "./providers.js";
 import type { ModelInfo } from "./types.js";
-import { UsageLog } from "./usage.js";
+import { SqliteUsageStore, UsageLog } from "./usage.js";
 
 export interface EmbeddingRequest {
   model?: string;
@@ -74,7 +74,7 @@ export class EmbeddingService {
     private readonly providers: ProviderRegistry,
     private readonly opts: EmbeddingServiceOptions,
   ) {
-    this.usage = new UsageLog(db);
+    this.usage = new UsageLog(new SqliteUsageStore(db), (err) => opts.onError?.("embeddings: token usage not stored", err as Error));
     this.builtin = new BuiltinEmbedder(opts.config, opts.counters);
   }
 
@@ -165,7 +165,7 @@ export class EmbeddingService {
   }
 
   async close(): Promise<void> {
-    this.usage.flush();
+    await this.usage.flush();
     await this.builtin.close();
   }
 }

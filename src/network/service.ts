@@ -83,13 +83,13 @@ export class NetworkService {
 
   /** Gives re-adopted sandboxes their policy back; removes socket directories no sandbox owns. */
   async init(): Promise<void> {
-    for (const row of this.store.all()) {
+    for (const row of await this.store.all()) {
       try {
         this.sandboxes.box(row.tenantId, row.sandboxId);
         await this.apply(row.tenantId, row.sandboxId, row.policy);
       } catch (err) {
         if (!(err instanceof ApiError)) this.log.warn({ err, sandbox_id: row.sandboxId }, "network: policy not restored");
-        this.store.remove(row.sandboxId);
+        await this.store.remove(row.sandboxId);
       }
     }
     const root = `${this.config.workspaceDir}.net`;
@@ -236,7 +236,7 @@ export class NetworkService {
     const n = this.state(tenantId, sandboxId, policy);
     n.policy = policy;
     n.matcher = this.matcher(policy);
-    this.store.save(sandboxId, tenantId, policy);
+    await this.store.save(sandboxId, tenantId, policy);
     const on = egressEnabled(policy);
     // A sandbox started again under the same id (resumed from a snapshot) has a fresh socket directory.
     if (n.egress && !fs.existsSync(path.join(n.dir, "egress.sock"))) {
@@ -336,7 +336,7 @@ export class NetworkService {
     this.nets.delete(id);
     n.egress?.close();
     n.ports?.close();
-    this.store.remove(id);
+    this.store.remove(id).catch((err) => this.log.warn({ err, sandbox_id: id }, "network: stored policy not removed"));
     fs.rmSync(n.dir, { recursive: true, force: true });
   }
 }

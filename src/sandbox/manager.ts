@@ -10,7 +10,8 @@ import { type EndedBy, LifecycleBus } from "../events/bus.js";
 import type { StorageQuota } from "../files/quota.js";
 import type { ListFilter, SandboxRecord, SandboxStore } from "../store/sandboxes.js";
 import type { SnapshotStore } from "../store/snapshots.js";
-import { type EffectiveQuotas, effectiveQuotas, type TenantStore } from "../store/tenants.js";
+import type { TenantDirectory } from "../store/tenant-directory.js";
+import { type EffectiveQuotas, effectiveQuotas } from "../store/tenants.js";
 import type { Box } from "./box.js";
 import type { TenantLimits } from "./cgroup.js";
 import type { CreateInput, EndCause, ServiceState } from "./doors.js";
@@ -42,7 +43,7 @@ export class SandboxManager {
   constructor(
     private readonly config: SandboxConfig,
     readonly store: SandboxStore,
-    private readonly tenants: TenantStore,
+    private readonly tenants: TenantDirectory,
     log: Logger,
     snapshots: SnapshotStore,
     /** Tenants' stored bytes (stored files and snapshots together): snapshots are held to it. */

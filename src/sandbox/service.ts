@@ -8,7 +8,7 @@ import { type SandboxConfig, tenantQuotaDefaults } from "./settings.js";
 import { ApiError, invalid } from "../errors.js";
 import type { ApiKeyRecord } from "../store/keys.js";
 import type { ListFilter, SandboxRecord } from "../store/sandboxes.js";
-import type { TenantStore } from "../store/tenants.js";
+import type { TenantDirectory } from "../store/tenant-directory.js";
 import {
   type BackgroundFollower,
   type BackgroundOutput,
@@ -113,7 +113,7 @@ export function sandboxPath(p: string): string {
 export interface SandboxServiceDeps {
   config: SandboxConfig;
   sandboxes: SandboxManager;
-  tenants: TenantStore;
+  tenants: TenantDirectory;
   counters?: ServiceCounters;
   /** Bytes a sandbox moved through the egress proxy (added to its network counters). */
   network?: { bytes(sandboxId: string): { rx: number; tx: number } };

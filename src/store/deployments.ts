@@ -1,7 +1,6 @@
 // Deployment rows: what each tenant asked to run (model, replica bounds, hardware) and the
 // deployment's last known status. The replicas themselves live only in memory (src/deployments/).
-import type { Database } from "better-sqlite3";
-import { ensureTables } from "./db.js";
+import { type Db, type Migration, migrate } from "./db.js";
 
 export type DeploymentStatus = "creating" | "running" | "failed" | "deleting";
 
@@ -21,50 +20,72 @@ export interface DeploymentRow {
   created_at: string;
 }
 
-export class DeploymentStore {
-  constructor(private readonly db: Database) {
-    ensureTables(
-      db,
-      `CREATE TABLE IF NOT EXISTS deployments (
-        id TEXT PRIMARY KEY,
-        tenant_id TEXT NOT NULL,
-        name TEXT NOT NULL,
-        model_name TEXT NOT NULL,
-        hw_type TEXT NOT NULL,
-        gpu_model TEXT,
-        gpu_count INTEGER NOT NULL,
-        min_replicas INTEGER NOT NULL,
-        max_replicas INTEGER NOT NULL,
-        status TEXT NOT NULL,
-        reason TEXT,
-        created_at TEXT NOT NULL,
-        UNIQUE (tenant_id, name)
-      )`,
-    );
-  }
+export interface DeploymentStore {
+  /** Inserts a row; false when the tenant already has a deployment of that name (checked by the insert itself). */
+  insert(row: DeploymentRow): Promise<boolean>;
+  /** Every row, oldest first. */
+  all(): Promise<DeploymentRow[]>;
+  setStatus(id: string, status: DeploymentStatus, reason: string | null): Promise<void>;
+  remove(id: string): Promise<void>;
+}
 
-  /** Inserts a row; false when the tenant already has a deployment of that name. */
-  insert(row: DeploymentRow): boolean {
-    const r = this.db
-      .prepare(
+export const DEPLOYMENT_MIGRATIONS: Migration[] = [
+  {
+    area: "deployments",
+    version: 1,
+    // IF NOT EXISTS: databases from before versioned areas already have the table.
+    up: (db) =>
+      db.exec(
+        `CREATE TABLE IF NOT EXISTS deployments (
+          id TEXT PRIMARY KEY,
+          tenant_id TEXT NOT NULL,
+          name TEXT NOT NULL,
+          model_name TEXT NOT NULL,
+          hw_type TEXT NOT NULL,
+          gpu_model TEXT,
+          gpu_count INTEGER NOT NULL,
+          min_replicas INTEGER NOT NULL,
+          max_replicas INTEGER NOT NULL,
+          status TEXT NOT NULL,
+          reason TEXT,
+          created_at TEXT NOT NULL,
+          UNIQUE (tenant_id, name)
+        )`,
+      ),
+  },
+];
+
+export class SqliteDeploymentStore implements DeploymentStore {
+  private readonly stmts;
+
+  constructor(db: Db) {
+    migrate(db, DEPLOYMENT_MIGRATIONS);
+    this.stmts = {
+      insert: db.prepare(
         `INSERT OR IGNORE INTO deployments (id, tenant_id, name, model_name, hw_type, gpu_model, gpu_count, min_replicas,
           max_replicas, status, reason, created_at)
          VALUES (@id, @tenant_id, @name, @model_name, @hw_type, @gpu_model, @gpu_count, @min_replicas, @max_replicas,
           @status, @reason, @created_at)`,
-      )
-      .run(row);
-    return r.changes === 1;
+      ),
+      all: db.prepare<[], DeploymentRow>("SELECT * FROM deployments ORDER BY created_at, id"),
+      setStatus: db.prepare("UPDATE deployments SET status = ?, reason = ? WHERE id = ?"),
+      remove: db.prepare("DELETE FROM deployments WHERE id = ?"),
+    };
   }
 
-  all(): DeploymentRow[] {
-    return this.db.prepare("SELECT * FROM deployments ORDER BY created_at, id").all() as DeploymentRow[];
+  async insert(row: DeploymentRow): Promise<boolean> {
+    return this.stmts.insert.run(row).changes === 1;
   }
 
-  setStatus(id: string, status: DeploymentStatus, reason: string | null): void {
-    this.db.prepare("UPDATE deployments SET status = ?, reason = ? WHERE id = ?").run(status, reason, id);
+  async all(): Promise<DeploymentRow[]> {
+    return this.stmts.all.all();
   }
 
-  remove(id: string): void {
-    this.db.prepare("DELETE FROM deployments WHERE id = ?").run(id);
+  async setStatus(id: string, status: DeploymentStatus, reason: string | null): Promise<void> {
+    this.stmts.setStatus.run(status, reason, id);
+  }
+
+  async remove(id: string): Promise<void> {
+    this.stmts.remove.run(id);
   }
 }

@@ -1,7 +1,7 @@
 // Sandbox lifecycle events as stored: a bounded history per sandbox, kept for a retention period
 // after the sandbox ended (what GET /sandboxes/{id}/events serves).
 import type { EmittedEvent, EventType } from "../events/bus.js";
-import { type Db, ensureTables } from "./db.js";
+import { type Db, type Migration, migrate } from "./db.js";
 
 export interface StoredEvent {
   type: EventType;
@@ -17,19 +17,26 @@ interface Row {
   detail: string;
 }
 
+export interface EventStore {
+  /** Appends an event and keeps only the sandbox's newest `perSandbox` (one atomic step). */
+  add(event: EmittedEvent): Promise<void>;
+  /** The sandbox's events, oldest first (the caller has checked the sandbox is the tenant's). */
+  list(tenantId: string, sandboxId: string): Promise<StoredEvent[]>;
+  /** Removes the events of sandboxes that ended before `cutoff` (ISO-8601); returns how many. */
+  prune(cutoff: string): Promise<number>;
+}
+
 /** The serialised detail of one event is cut to this (a detail is a few ids and numbers). */
 const MAX_DETAIL_CHARS = 4096;
 
-export class SqliteEventStore {
-  private readonly stmts;
-
-  constructor(
-    private readonly db: Db,
-    private readonly perSandbox: number,
-  ) {
-    ensureTables(
-      db,
-      `CREATE TABLE IF NOT EXISTS sandbox_events (
+export const EVENT_MIGRATIONS: Migration[] = [
+  {
+    area: "events",
+    version: 1,
+    // IF NOT EXISTS: databases from before versioned areas already have these tables.
+    up: (db) =>
+      db.exec(
+        `CREATE TABLE IF NOT EXISTS sandbox_events (
          id INTEGER PRIMARY KEY AUTOINCREMENT,
          sandbox_id TEXT NOT NULL,
          tenant_id TEXT NOT NULL,
@@ -39,7 +46,18 @@ export class SqliteEventStore {
          detail TEXT NOT NULL
        );
        CREATE INDEX IF NOT EXISTS sandbox_events_by_sandbox ON sandbox_events (sandbox_id, id);`,
-    );
+      ),
+  },
+];
+
+export class SqliteEventStore implements EventStore {
+  private readonly stmts;
+
+  constructor(
+    private readonly db: Db,
+    private readonly perSandbox: number,
+  ) {
+    migrate(db, EVENT_MIGRATIONS);
     this.stmts = {
       insert: db.prepare("INSERT INTO sandbox_events (sandbox_id, tenant_id, type, at, reason, detail) VALUES (?, ?, ?, ?, ?, ?)"),
       // Keeps the newest `perSandbox` events of the sandbox.
@@ -57,7 +75,7 @@ export class SqliteEventStore {
     };
   }
 
-  add(event: EmittedEvent): void {
+  async add(event: EmittedEvent): Promise<void> {
     const reason = event.type === "ended" ? event.reason : null;
     const detail: Record<string, unknown> = { ...event.detail };
     if (event.type === "ended" && event.by) detail.by = event.by;
@@ -69,8 +87,7 @@ export class SqliteEventStore {
     })();
   }
 
-  /** The sandbox's events, oldest first (the caller has checked the sandbox is the tenant's). */
-  list(tenantId: string, sandboxId: string): StoredEvent[] {
+  async list(tenantId: string, sandboxId: string): Promise<StoredEvent[]> {
     return this.stmts.list.all(sandboxId, tenantId, this.perSandbox).map((r) => ({
       type: r.type,
       at: r.at,
@@ -79,8 +96,7 @@ export class SqliteEventStore {
     }));
   }
 
-  /** Removes the events of sandboxes that ended before `cutoff` (ISO-8601); returns how many. */
-  prune(cutoff: string): number {
+  async prune(cutoff: string): Promise<number> {
     return this.stmts.prune.run(cutoff).changes;
   }
 }

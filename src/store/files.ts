@@ -1,6 +1,6 @@
 // Stored file records (/v1/files): one row per committed file object, written only after its bytes
 // are safely in storage. Expired rows are invisible to every read; the reaper deletes them.
-import { type Db, ensureTables } from "./db.js";
+import { type Db, type Migration, migrate } from "./db.js";
 
 export interface FileRecord {
   id: string;
@@ -50,13 +50,37 @@ export interface FileListQuery {
   purpose?: string;
 }
 
+/**
+ * The stored files' records. Still synchronous: the storage quota (src/files/quota.ts) reads the
+ * tenant's committed bytes inside a synchronous reservation step; moving it behind a promise needs
+ * that quota to keep its own count first.
+ */
+export interface FileStore {
+  insert(f: FileRecord): void;
+  /** The tenant's live file, or undefined (another tenant's file, an expired one and a missing one look the same). */
+  get(tenantId: string, id: string, now?: number): FileRecord | undefined;
+  /** One page of the tenant's live files (by upload order, the cursor exclusive), and whether more follow. */
+  list(tenantId: string, q: FileListQuery, now?: number): { files: FileRecord[]; hasMore: boolean };
+  /** Removes the row; true if it was there. */
+  delete(id: string): boolean;
+  /** Bytes and files the tenant holds (expired ones count until they are removed). */
+  usage(tenantId: string): { bytes: number; files: number };
+  /** Up to `limit` files whose expiry has passed, soonest expired first. */
+  expired(now: number, limit: number): FileRecord[];
+  /** Whether any row points at this storage key. */
+  hasKey(storageKey: string): boolean;
+}
+
 const LIVE = "(expires_at IS NULL OR expires_at > @now)";
 
-export class SqliteFileStore {
-  constructor(private readonly db: Db) {
-    ensureTables(
-      db,
-      `CREATE TABLE IF NOT EXISTS stored_files (
+export const FILE_MIGRATIONS: Migration[] = [
+  {
+    area: "files",
+    version: 1,
+    // IF NOT EXISTS: databases from before versioned areas already have these tables.
+    up: (db) =>
+      db.exec(
+        `CREATE TABLE IF NOT EXISTS stored_files (
          seq INTEGER PRIMARY KEY AUTOINCREMENT,
          id TEXT NOT NULL UNIQUE,
          tenant_id TEXT NOT NULL,
@@ -70,7 +94,13 @@ export class SqliteFileStore {
        );
        CREATE INDEX IF NOT EXISTS stored_files_tenant ON stored_files (tenant_id, seq);
        CREATE INDEX IF NOT EXISTS stored_files_expiry ON stored_files (expires_at) WHERE expires_at IS NOT NULL;`,
-    );
+      ),
+  },
+];
+
+export class SqliteFileStore implements FileStore {
+  constructor(private readonly db: Db) {
+    migrate(db, FILE_MIGRATIONS);
   }
 
   insert(f: FileRecord): void {

@@ -1,5 +1,6 @@
-// API keys: created by an operator, stored only as SHA-256 hashes, shown once at creation. Also the
-// operator's admin key (AdminKeys), which manages keys and tenants and is never a tenant's key.
+// API keys as stored: created by an operator, kept only as SHA-256 hashes (the key itself is shown
+// once, at creation). Also the operator's admin key, stored the same way. The caches and the
+// bootstrap key in front of these stores are in key-directory.ts.
 import crypto from "node:crypto";
 import type { Db } from "./db.js";
 
@@ -23,20 +24,6 @@ export interface NewKey {
   maxConcurrentRuns?: number;
 }
 
-export interface KeyStore {
-  create(input: NewKey): { key: string; record: ApiKeyRecord };
-  verify(key: string): ApiKeyRecord | undefined;
-  list(): ApiKeyRecord[];
-  get(id: string): ApiKeyRecord | undefined;
-  revoke(idOrPrefix: string): boolean;
-  /** The tenant of the bootstrap key (AGENTBOX_API_KEY), which is never stored, when one is set. */
-  readonly bootstrapTenant: string | undefined;
-  /** The key with this id works now (it exists and is not revoked). */
-  isActive(id: string): boolean;
-  /** Writes the pending last-used times now (they are otherwise written once a minute). */
-  flush(): void;
-}
-
 /** A key's row as stored (snake_case); the admin API shows the same fields (see KeyJson in the CLI's client). */
 export interface KeyRow {
   id: string;
@@ -50,7 +37,7 @@ export interface KeyRow {
   last_used_at: string | null;
 }
 
-const toRecord = (r: KeyRow): ApiKeyRecord => ({
+export const toKeyRecord = (r: KeyRow): ApiKeyRecord => ({
   id: r.id,
   tenantId: r.tenant_id,
   name: r.name,
@@ -64,171 +51,114 @@ const toRecord = (r: KeyRow): ApiKeyRecord => ({
 
 export const hashKey = (key: string) => crypto.createHash("sha256").update(key).digest("hex");
 
-const sameHash = (a: string, b: string) => a.length === b.length && crypto.timingSafeEqual(Buffer.from(a), Buffer.from(b));
-
-/** The bootstrap key from AGENTBOX_API_KEY: valid for the default tenant, never stored. */
-export const BOOTSTRAP_TENANT = "default";
-const BOOTSTRAP_ID = "bootstrap";
-
-/** How often last-used times reach the database: a key used all the time costs one write a minute. */
-const LAST_USED_FLUSH_MS = 60_000;
+/** The API keys' table (made by the core migrations in db.ts). */
+export interface KeyStore {
+  /** Stores a new key by its hash; throws when the id or the hash exists already. */
+  insert(record: ApiKeyRecord, hash: string): Promise<void>;
+  /** The key with this hash, if it exists and is not revoked. */
+  findActiveByHash(hash: string): Promise<ApiKeyRecord | undefined>;
+  /** Every key, revoked ones too, oldest first. */
+  list(): Promise<ApiKeyRecord[]>;
+  get(id: string): Promise<ApiKeyRecord | undefined>;
+  /** Revokes the active key whose id or prefix this is; false when there is none. */
+  revoke(idOrPrefix: string, at: string): Promise<boolean>;
+  /** The key with this id exists and is not revoked. */
+  isActive(id: string): Promise<boolean>;
+  /** Writes last-use times (ISO-8601) of many keys at once. */
+  touch(lastUsed: Array<[id: string, at: string]>): Promise<void>;
+}
 
 export class SqliteKeyStore implements KeyStore {
-  private readonly byHash;
-  private readonly activeById;
-  private readonly bootstrapHash: string | undefined;
-  /** Last use per key id (ms), kept in memory on the request path and written by the timer. */
-  private readonly lastUsed = new Map<string, number>();
-  private readonly dirty = new Set<string>();
-  private readonly timer: NodeJS.Timeout;
+  private readonly stmts;
+  private readonly touchAll: (lastUsed: Array<[string, string]>) => void;
 
-  constructor(
-    private readonly db: Db,
-    bootstrapKey?: string,
-  ) {
-    this.byHash = db.prepare<[string], KeyRow>("SELECT * FROM api_keys WHERE hash = ? AND revoked_at IS NULL");
-    this.activeById = db.prepare<[string], { ok: number }>("SELECT 1 AS ok FROM api_keys WHERE id = ? AND revoked_at IS NULL");
-    this.bootstrapHash = bootstrapKey ? hashKey(bootstrapKey) : undefined;
-    this.timer = setInterval(() => this.flush(), LAST_USED_FLUSH_MS).unref();
-  }
-
-  get bootstrapTenant(): string | undefined {
-    return this.bootstrapHash === undefined ? undefined : BOOTSTRAP_TENANT;
-  }
-
-  create(input: NewKey) {
-    const key = `abx_${crypto.randomBytes(24).toString("base64url")}`;
-    const row: KeyRow = {
-      id: crypto.randomUUID(),
-      tenant_id: input.tenantId ?? crypto.randomUUID(),
-      name: input.name,
-      prefix: key.slice(0, 10),
-      created_at: new Date().toISOString(),
-      revoked_at: null,
-      rate_limit_per_minute: input.rateLimitPerMinute ?? null,
-      max_concurrent_runs: input.maxConcurrentRuns ?? null,
-      last_used_at: null,
-    };
-    this.db
-      .prepare(
+  constructor(private readonly db: Db) {
+    this.stmts = {
+      insert: db.prepare(
         `INSERT INTO api_keys (id, tenant_id, name, prefix, hash, created_at, rate_limit_per_minute, max_concurrent_runs)
          VALUES (@id, @tenant_id, @name, @prefix, @hash, @created_at, @rate_limit_per_minute, @max_concurrent_runs)`,
-      )
-      .run({ ...row, hash: hashKey(key) });
-    return { key, record: toRecord(row) };
+      ),
+      byHash: db.prepare<[string], KeyRow>("SELECT * FROM api_keys WHERE hash = ? AND revoked_at IS NULL"),
+      activeById: db.prepare<[string], { ok: number }>("SELECT 1 AS ok FROM api_keys WHERE id = ? AND revoked_at IS NULL"),
+      list: db.prepare<[], KeyRow>("SELECT * FROM api_keys ORDER BY created_at, id"),
+      get: db.prepare<[string], KeyRow>("SELECT * FROM api_keys WHERE id = ?"),
+      revoke: db.prepare("UPDATE api_keys SET revoked_at = ? WHERE (id = ? OR prefix = ?) AND revoked_at IS NULL"),
+      touch: db.prepare("UPDATE api_keys SET last_used_at = ? WHERE id = ?"),
+    };
+    this.touchAll = db.transaction((lastUsed: Array<[string, string]>) => {
+      for (const [id, at] of lastUsed) this.stmts.touch.run(at, id);
+    });
   }
 
-  verify(key: string): ApiKeyRecord | undefined {
-    const hash = hashKey(key);
-    if (this.bootstrapHash !== undefined && sameHash(hash, this.bootstrapHash)) {
-      return {
-        id: BOOTSTRAP_ID,
-        tenantId: BOOTSTRAP_TENANT,
-        name: "bootstrap",
-        prefix: key.slice(0, 10),
-        createdAt: new Date(0).toISOString(),
-        revokedAt: null,
-        rateLimitPerMinute: null,
-        maxConcurrentRuns: null,
-        lastUsedAt: null,
-      };
-    }
-    const row = this.byHash.get(hash);
-    if (!row) return undefined;
-    this.lastUsed.set(row.id, Date.now());
-    this.dirty.add(row.id);
-    return toRecord(row);
+  async insert(r: ApiKeyRecord, hash: string): Promise<void> {
+    this.stmts.insert.run({
+      id: r.id,
+      tenant_id: r.tenantId,
+      name: r.name,
+      prefix: r.prefix,
+      hash,
+      created_at: r.createdAt,
+      rate_limit_per_minute: r.rateLimitPerMinute,
+      max_concurrent_runs: r.maxConcurrentRuns,
+    });
   }
 
-  private withLastUse(record: ApiKeyRecord): ApiKeyRecord {
-    const ms = this.lastUsed.get(record.id);
-    return ms === undefined ? record : { ...record, lastUsedAt: new Date(ms).toISOString() };
+  async findActiveByHash(hash: string): Promise<ApiKeyRecord | undefined> {
+    const row = this.stmts.byHash.get(hash);
+    return row && toKeyRecord(row);
   }
 
-  list(): ApiKeyRecord[] {
-    return this.db
-      .prepare<[], KeyRow>("SELECT * FROM api_keys ORDER BY created_at, id")
-      .all()
-      .map((r) => this.withLastUse(toRecord(r)));
+  async list(): Promise<ApiKeyRecord[]> {
+    return this.stmts.list.all().map(toKeyRecord);
   }
 
-  get(id: string): ApiKeyRecord | undefined {
-    const row = this.db.prepare<[string], KeyRow>("SELECT * FROM api_keys WHERE id = ?").get(id);
-    return row ? this.withLastUse(toRecord(row)) : undefined;
+  async get(id: string): Promise<ApiKeyRecord | undefined> {
+    const row = this.stmts.get.get(id);
+    return row && toKeyRecord(row);
   }
 
-  isActive(id: string): boolean {
-    if (id === BOOTSTRAP_ID) return this.bootstrapHash !== undefined;
-    return this.activeById.get(id) !== undefined;
+  async revoke(idOrPrefix: string, at: string): Promise<boolean> {
+    return this.stmts.revoke.run(at, idOrPrefix, idOrPrefix).changes > 0;
   }
 
-  revoke(idOrPrefix: string): boolean {
-    const res = this.db
-      .prepare("UPDATE api_keys SET revoked_at = ? WHERE (id = ? OR prefix = ?) AND revoked_at IS NULL")
-      .run(new Date().toISOString(), idOrPrefix, idOrPrefix);
-    return res.changes > 0;
+  async isActive(id: string): Promise<boolean> {
+    return this.stmts.activeById.get(id) !== undefined;
   }
 
-  flush(): void {
-    if (this.dirty.size === 0 || !this.db.open) return;
-    const update = this.db.prepare("UPDATE api_keys SET last_used_at = ? WHERE id = ?");
-    const ids = [...this.dirty];
-    this.dirty.clear();
-    this.db.transaction(() => {
-      for (const id of ids) update.run(new Date(this.lastUsed.get(id) ?? Date.now()).toISOString(), id);
-    })();
-  }
-
-  /** Stops the flush timer after writing what is pending. */
-  close(): void {
-    clearInterval(this.timer);
-    this.flush();
+  async touch(lastUsed: Array<[id: string, at: string]>): Promise<void> {
+    // The service closing writes what is pending; a database already closed has nothing to take it.
+    if (lastUsed.length === 0 || !this.db.open) return;
+    this.touchAll(lastUsed);
   }
 }
 
-/**
- * The operator's admin key. From AGENTBOX_ADMIN_KEY when set (then nothing is stored); otherwise one
- * generated at first start, shown once and stored only as its hash. Read from the database on each
- * check: admin requests are rare, and a key rotated with the CLI takes effect at once.
- */
-export class AdminKeys {
-  private readonly envHash: string | undefined;
+/** The operator's admin key as stored: only its hash (one row; rotation replaces it). */
+export interface AdminKeyStore {
+  /** The stored hashes (none, or one). */
+  hashes(): Promise<string[]>;
+  /** Replaces whatever is stored by this key, in one atomic step. */
+  replace(id: string, prefix: string, hash: string, createdAt: string): Promise<void>;
+}
 
-  constructor(
-    private readonly db: Db,
-    envKey?: string,
-  ) {
-    this.envHash = envKey ? hashKey(envKey) : undefined;
+export class SqliteAdminKeyStore implements AdminKeyStore {
+  private readonly replaceTx: (id: string, prefix: string, hash: string, createdAt: string) => void;
+  private readonly hashesStmt;
+
+  constructor(db: Db) {
+    this.hashesStmt = db.prepare<[], { hash: string }>("SELECT hash FROM admin_keys");
+    const clear = db.prepare("DELETE FROM admin_keys");
+    const insert = db.prepare("INSERT INTO admin_keys (id, prefix, hash, created_at) VALUES (?, ?, ?, ?)");
+    this.replaceTx = db.transaction((id: string, prefix: string, hash: string, createdAt: string) => {
+      clear.run();
+      insert.run(id, prefix, hash, createdAt);
+    });
   }
 
-  /** Where the admin key comes from. */
-  get source(): "environment" | "stored" | "none" {
-    if (this.envHash) return "environment";
-    return this.db.prepare("SELECT 1 FROM admin_keys LIMIT 1").get() ? "stored" : "none";
+  async hashes(): Promise<string[]> {
+    return this.hashesStmt.all().map((r) => r.hash);
   }
 
-  /** At start: with no key from the environment and none stored, makes one and returns it (to show once). */
-  ensure(): string | undefined {
-    if (this.source !== "none") return undefined;
-    return this.rotate();
-  }
-
-  /** Replaces the stored admin key with a new one and returns it (the old one stops working at once). */
-  rotate(): string {
-    const key = `abxadm_${crypto.randomBytes(32).toString("base64url")}`;
-    this.db.transaction(() => {
-      this.db.prepare("DELETE FROM admin_keys").run();
-      this.db
-        .prepare("INSERT INTO admin_keys (id, prefix, hash, created_at) VALUES (?, ?, ?, ?)")
-        .run(crypto.randomUUID(), key.slice(0, 12), hashKey(key), new Date().toISOString());
-    })();
-    return key;
-  }
-
-  verify(key: string): boolean {
-    const hash = hashKey(key);
-    if (this.envHash !== undefined) return sameHash(hash, this.envHash);
-    const stored = this.db.prepare<[], { hash: string }>("SELECT hash FROM admin_keys").all();
-    return stored.some((row) => sameHash(hash, row.hash));
+  async replace(id: string, prefix: string, hash: string, createdAt: string): Promise<void> {
+    this.replaceTx(id, prefix, hash, createdAt);
   }
 }

@@ -2,7 +2,7 @@
 // and SHA-256, and the sandbox's settings at the time (restored with the files). The archive itself
 // is a file in the snapshot directory (src/sandbox/snapshots.ts); a row exists only once its file
 // is complete and verified.
-import { type Db, ensureTables } from "./db.js";
+import { type Db, type Migration, migrate } from "./db.js";
 
 /** Why a snapshot was taken: asked for, at the sandbox's timeout (on_timeout: snapshot), or after a pause that lasted too long. */
 export type SnapshotKind = "manual" | "timeout" | "hibernate";
@@ -66,13 +66,14 @@ const toRecord = (r: Row): SnapshotRecord => ({
   settings: JSON.parse(r.settings),
 });
 
-export class SqliteSnapshotStore implements SnapshotStore {
-  private readonly stmts;
-
-  constructor(db: Db) {
-    ensureTables(
-      db,
-      `CREATE TABLE IF NOT EXISTS snapshots (
+export const SNAPSHOT_MIGRATIONS: Migration[] = [
+  {
+    area: "snapshots",
+    version: 1,
+    // IF NOT EXISTS: databases from before versioned areas already have these tables.
+    up: (db) =>
+      db.exec(
+        `CREATE TABLE IF NOT EXISTS snapshots (
          id TEXT PRIMARY KEY,
          tenant_id TEXT NOT NULL,
          sandbox_id TEXT NOT NULL,
@@ -86,7 +87,15 @@ export class SqliteSnapshotStore implements SnapshotStore {
        CREATE INDEX IF NOT EXISTS snapshots_tenant ON snapshots (tenant_id, created_at);
        CREATE INDEX IF NOT EXISTS snapshots_sandbox ON snapshots (sandbox_id, kind);
        CREATE TABLE IF NOT EXISTS sandbox_on_timeout (sandbox_id TEXT PRIMARY KEY, on_timeout TEXT NOT NULL);`,
-    );
+      ),
+  },
+];
+
+export class SqliteSnapshotStore implements SnapshotStore {
+  private readonly stmts;
+
+  constructor(db: Db) {
+    migrate(db, SNAPSHOT_MIGRATIONS);
     this.stmts = {
       insert: db.prepare(
         `INSERT INTO snapshots (id, tenant_id, sandbox_id, kind, created_at, size_bytes, files, sha256, settings)

@@ -1,9 +1,25 @@
 // Tenants and their quotas: what one tenant (all of its API keys together) may hold at once. An
 // operator sets them (admin API); a quota left unset (null) takes the service-wide default from
 // the configuration, so a tenant that was never configured needs no row at all.
-import { addColumnIfMissing, type Db } from "./db.js";
+import { addColumnIfMissing, type Db, type Migration, migrate } from "./db.js";
 
-const VECTOR_COLUMNS = ["max_vector_indexes", "max_vectors", "vector_storage_mb"];
+/** The tenants table is made by the core migrations (src/store/db.ts); these are its later columns. */
+export const TENANT_MIGRATIONS: Migration[] = [
+  {
+    area: "tenants",
+    version: 1,
+    // The vector quotas. Databases from before versioned areas may have them already.
+    up: (db) => {
+      for (const column of ["max_vector_indexes", "max_vectors", "vector_storage_mb"]) addColumnIfMissing(db, "tenants", column, "INTEGER");
+    },
+  },
+  {
+    area: "tenants",
+    version: 2,
+    // Suspension. Databases from before versioned areas may have it already.
+    up: (db) => void addColumnIfMissing(db, "tenants", "suspended_at", "TEXT"),
+  },
+];
 
 /** Quotas as stored: null means "the configured default". */
 export interface TenantQuotas {
@@ -37,15 +53,16 @@ export interface TenantRecord {
 }
 
 export interface TenantStore {
-  /** The tenant's record; one with every quota unset when the operator never configured it. */
-  get(id: string): TenantRecord;
-  /** Sets the given quotas (null clears one back to the default); the others are kept. */
-  put(id: string, quotas: Partial<TenantQuotas>): TenantRecord;
-  list(): TenantRecord[];
-  /** Suspends (true) or lets the tenant back in (false); a tenant not yet known is created. */
-  setSuspended(id: string, suspended: boolean): TenantRecord;
-  /** Read on every request: from memory. */
-  isSuspended(id: string): boolean;
+  /** The tenant's record, or undefined when the operator never configured it. */
+  get(id: string): Promise<TenantRecord | undefined>;
+  /** Sets the given quotas (null clears one back to the default), keeping the others, in one
+   * atomic step; creates the record if need be. */
+  put(id: string, quotas: Partial<TenantQuotas>, at: string): Promise<TenantRecord>;
+  /** Every configured tenant, by id. */
+  list(): Promise<TenantRecord[]>;
+  /** Suspends (since `at`, or since an earlier suspension still in force) or lets the tenant back in
+   * (false), in one atomic step; creates the record if need be. */
+  setSuspended(id: string, suspended: boolean, at: string): Promise<TenantRecord>;
 }
 
 export const NO_QUOTAS: TenantQuotas = {
@@ -106,36 +123,16 @@ const toRecord = (r: Row): TenantRecord => ({
 });
 
 export class SqliteTenantStore implements TenantStore {
-  /** Read on every sandbox create and every run: kept in memory, written through. */
-  private readonly cache = new Map<string, TenantRecord>();
+  private readonly stmts;
+  private readonly putTx: (id: string, quotas: Partial<TenantQuotas>, at: string) => TenantRecord;
+  private readonly suspendTx: (id: string, suspended: boolean, at: string) => TenantRecord;
 
-  constructor(private readonly db: Db) {
-    // Columns of quotas added after the table (databases from before them get them here, unset).
-    for (const column of VECTOR_COLUMNS) addColumnIfMissing(db, "tenants", column, "INTEGER");
-    addColumnIfMissing(db, "tenants", "suspended_at", "TEXT");
-    for (const row of db.prepare<[], Row>("SELECT * FROM tenants").all()) this.cache.set(row.id, toRecord(row));
-  }
-
-  get(id: string): TenantRecord {
-    const known = this.cache.get(id);
-    if (known) return known;
-    const epoch = new Date(0).toISOString();
-    return { id, quotas: { ...NO_QUOTAS }, suspendedAt: null, createdAt: epoch, updatedAt: epoch };
-  }
-
-  put(id: string, quotas: Partial<TenantQuotas>): TenantRecord {
-    const now = new Date().toISOString();
-    const old = this.cache.get(id);
-    const record: TenantRecord = {
-      id,
-      quotas: { ...(old?.quotas ?? NO_QUOTAS), ...quotas },
-      suspendedAt: old?.suspendedAt ?? null,
-      createdAt: old?.createdAt ?? now,
-      updatedAt: now,
-    };
-    const q = record.quotas;
-    this.db
-      .prepare(
+  constructor(db: Db) {
+    migrate(db, TENANT_MIGRATIONS);
+    this.stmts = {
+      get: db.prepare<[string], Row>("SELECT * FROM tenants WHERE id = ?"),
+      list: db.prepare<[], Row>("SELECT * FROM tenants ORDER BY id"),
+      upsert: db.prepare(
         `INSERT INTO tenants (id, max_sandboxes, max_concurrent_runs, memory_mb, max_processes, storage_mb,
            max_vector_indexes, max_vectors, vector_storage_mb, created_at, updated_at)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
@@ -143,8 +140,20 @@ export class SqliteTenantStore implements TenantStore {
            memory_mb = excluded.memory_mb, max_processes = excluded.max_processes, storage_mb = excluded.storage_mb,
            max_vector_indexes = excluded.max_vector_indexes, max_vectors = excluded.max_vectors,
            vector_storage_mb = excluded.vector_storage_mb, updated_at = excluded.updated_at`,
-      )
-      .run(
+      ),
+    };
+    // Read, merge and write in one transaction: two changes of different quotas both stay.
+    this.putTx = db.transaction((id: string, quotas: Partial<TenantQuotas>, at: string): TenantRecord => {
+      const old = this.stmts.get.get(id);
+      const record: TenantRecord = {
+        id,
+        quotas: { ...(old ? toRecord(old).quotas : NO_QUOTAS), ...quotas },
+        suspendedAt: old?.suspended_at ?? null,
+        createdAt: old?.created_at ?? at,
+        updatedAt: at,
+      };
+      const q = record.quotas;
+      this.stmts.upsert.run(
         id,
         q.maxSandboxes,
         q.maxConcurrentRuns,
@@ -155,26 +164,33 @@ export class SqliteTenantStore implements TenantStore {
         q.maxVectors,
         q.vectorStorageMb,
         record.createdAt,
-        now,
+        at,
       );
-    this.cache.set(id, record);
-    return record;
+      return record;
+    });
+    const suspend = db.prepare("UPDATE tenants SET suspended_at = ? WHERE id = ?");
+    this.suspendTx = db.transaction((id: string, suspended: boolean, at: string): TenantRecord => {
+      const record = this.putTx(id, {}, at);
+      const suspendedAt = suspended ? (record.suspendedAt ?? at) : null;
+      suspend.run(suspendedAt, id);
+      return { ...record, suspendedAt };
+    });
   }
 
-  setSuspended(id: string, suspended: boolean): TenantRecord {
-    const record = this.put(id, {});
-    const suspendedAt = suspended ? (record.suspendedAt ?? new Date().toISOString()) : null;
-    this.db.prepare("UPDATE tenants SET suspended_at = ? WHERE id = ?").run(suspendedAt, id);
-    const updated = { ...record, suspendedAt };
-    this.cache.set(id, updated);
-    return updated;
+  async get(id: string): Promise<TenantRecord | undefined> {
+    const row = this.stmts.get.get(id);
+    return row && toRecord(row);
   }
 
-  isSuspended(id: string): boolean {
-    return (this.cache.get(id)?.suspendedAt ?? null) !== null;
+  async put(id: string, quotas: Partial<TenantQuotas>, at: string): Promise<TenantRecord> {
+    return this.putTx(id, quotas, at);
   }
 
-  list(): TenantRecord[] {
-    return [...this.cache.values()].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  async list(): Promise<TenantRecord[]> {
+    return this.stmts.list.all().map(toRecord);
+  }
+
+  async setSuspended(id: string, suspended: boolean, at: string): Promise<TenantRecord> {
+    return this.suspendTx(id, suspended, at);
   }
 }

@@ -4,10 +4,9 @@
 // replaced or deleted vector leaves a tombstone with its graph label, so a saved graph can be
 // brought up to date by replaying what came after it. Each index row keeps its vector count and
 // bytes with every write, and this process keeps their sums per tenant, for the quotas.
-import fs from "node:fs";
 import path from "node:path";
-import Database from "better-sqlite3";
-import { addColumnIfMissing } from "../store/db.js";
+import type Database from "better-sqlite3";
+import { addColumnIfMissing, type Migration, migrate, openSqlite } from "../store/db.js";
 import type { Admit, Metric } from "./engine.js";
 import type { Metadata } from "./filter.js";
 
@@ -88,6 +87,33 @@ export function recordBytes(id: string, embeddingBytes: number, metadataJson: st
 }
 const RECORD_BYTES_SQL = "length(embedding) + length(CAST(metadata AS BLOB)) + length(CAST(id AS BLOB))";
 
+/** The vectors database's schema. The first four adopt databases from before versioned areas (the
+ * table may be there, with or without each later column); new changes are plain new versions. */
+export const VECTOR_MIGRATIONS: Migration[] = [
+  { area: "vectors", version: 1, up: (db) => db.exec(SCHEMA) },
+  {
+    area: "vectors",
+    version: 2,
+    // Databases from before the count was kept: counted once.
+    up: (db) => {
+      if (addColumnIfMissing(db, "vector_indexes", "vector_count", "INTEGER NOT NULL DEFAULT 0"))
+        db.exec("UPDATE vector_indexes SET vector_count = (SELECT COUNT(*) FROM vectors WHERE index_id = vector_indexes.id)");
+    },
+  },
+  {
+    area: "vectors",
+    version: 3,
+    // And from before the bytes were: summed once.
+    up: (db) => {
+      if (addColumnIfMissing(db, "vector_indexes", "bytes", "INTEGER NOT NULL DEFAULT 0"))
+        db.exec(
+          `UPDATE vector_indexes SET bytes = (SELECT COALESCE(SUM(${RECORD_BYTES_SQL}), 0) FROM vectors WHERE index_id = vector_indexes.id)`,
+        );
+    },
+  },
+  { area: "vectors", version: 4, up: (db) => void addColumnIfMissing(db, "vector_indexes", "target_recall", "REAL") },
+];
+
 /** What a tenant holds: its indexes, and the vectors and their bytes in all of them. */
 export interface VectorUsage {
   indexes: number;
@@ -129,26 +155,10 @@ export class VectorDb {
   readonly file: string;
 
   constructor(dataDir: string) {
-    fs.mkdirSync(dataDir, { recursive: true, mode: 0o700 });
     const file = path.join(dataDir, "vectors.db");
     this.file = file;
-    this.db = new Database(file);
-    fs.chmodSync(file, 0o600);
-    this.db.pragma("journal_mode = WAL");
-    // A committed write survives the process being killed (it is in the WAL); NORMAL skips the
-    // per-commit fsync that only power loss would need.
-    this.db.pragma("synchronous = NORMAL");
-    this.db.pragma("busy_timeout = 5000");
-    this.db.exec(SCHEMA);
-    // Databases from before the count was kept: counted once.
-    if (addColumnIfMissing(this.db, "vector_indexes", "vector_count", "INTEGER NOT NULL DEFAULT 0"))
-      this.db.exec("UPDATE vector_indexes SET vector_count = (SELECT COUNT(*) FROM vectors WHERE index_id = vector_indexes.id)");
-    // And from before the bytes were: summed once.
-    if (addColumnIfMissing(this.db, "vector_indexes", "bytes", "INTEGER NOT NULL DEFAULT 0"))
-      this.db.exec(
-        `UPDATE vector_indexes SET bytes = (SELECT COALESCE(SUM(${RECORD_BYTES_SQL}), 0) FROM vectors WHERE index_id = vector_indexes.id)`,
-      );
-    addColumnIfMissing(this.db, "vector_indexes", "target_recall", "REAL");
+    this.db = openSqlite(file);
+    migrate(this.db, VECTOR_MIGRATIONS);
     const db = this.db;
     this.st = {
       insertIndex: db.prepare(

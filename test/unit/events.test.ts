@@ -10,7 +10,7 @@ import { test } from "node:test";
 import { LifecycleBus } from "../../src/events/bus.js";
 import { DestinationError, isPrivateAddress, parseWebhookUrl } from "../../src/events/destination.js";
 import { backoffMs, signature } from "../../src/events/webhooks.js";
-import { WebhookStore } from "../../src/events/webhook-store.js";
+import { SqliteWebhookStore } from "../../src/events/webhook-store.js";
 import { DeadlineQueue } from "../../src/sandbox/deadlines.js";
 import { openDb } from "../../src/store/db.js";
 import { SqliteEventStore } from "../../src/store/events.js";
@@ -175,7 +175,7 @@ const record = (id: string, endedAt: string | null): SandboxRecord => ({
   endedAt,
 });
 
-test("event store: the newest N per sandbox, tenant-scoped, pruned after the retention of ended sandboxes", () => {
+test("event store: the newest N per sandbox, tenant-scoped, pruned after the retention of ended sandboxes", async () => {
   const { db, done } = tempDb();
   try {
     const sandboxes = new SqliteSandboxStore(db);
@@ -183,65 +183,74 @@ test("event store: the newest N per sandbox, tenant-scoped, pruned after the ret
     sandboxes.insert(record("live", null));
     const store = new SqliteEventStore(db, 10);
     for (let i = 0; i < 15; i++)
-      store.add({
+      await store.add({
         type: "timeout_extended",
         sandboxId: "live",
         tenantId: "t1",
         at: `2026-01-01T00:00:${String(i).padStart(2, "0")}.000Z`,
         detail: { i },
       });
-    store.add({ type: "ended", sandboxId: "old", tenantId: "t1", at: "2026-01-01T00:01:00.000Z", reason: "killed", by: "operator" });
-    const live = store.list("t1", "live");
+    await store.add({ type: "ended", sandboxId: "old", tenantId: "t1", at: "2026-01-01T00:01:00.000Z", reason: "killed", by: "operator" });
+    const live = await store.list("t1", "live");
     assert.equal(live.length, 10);
     assert.deepEqual(
       live.map((e) => e.detail.i),
       [5, 6, 7, 8, 9, 10, 11, 12, 13, 14],
     );
-    assert.deepEqual(store.list("t2", "live"), []);
-    assert.deepEqual(store.list("t1", "old"), [
+    assert.deepEqual(await store.list("t2", "live"), []);
+    assert.deepEqual(await store.list("t1", "old"), [
       { type: "ended", at: "2026-01-01T00:01:00.000Z", reason: "killed", detail: { by: "operator" } },
     ]);
-    assert.equal(store.prune("2026-01-01T00:00:30.000Z"), 0);
-    assert.equal(store.prune("2026-01-02T00:00:00.000Z"), 1);
-    assert.deepEqual(store.list("t1", "old"), []);
-    assert.equal(store.list("t1", "live").length, 10);
+    assert.equal(await store.prune("2026-01-01T00:00:30.000Z"), 0);
+    assert.equal(await store.prune("2026-01-02T00:00:00.000Z"), 1);
+    assert.deepEqual(await store.list("t1", "old"), []);
+    assert.equal((await store.list("t1", "live")).length, 10);
   } finally {
     done();
   }
 });
 
-test("webhook store: tenant-scoped webhooks, due deliveries skip busy webhooks, history trimmed, delete drops deliveries", () => {
+test("webhook store: tenant-scoped webhooks, due deliveries skip busy webhooks, history trimmed, delete drops deliveries", async () => {
   const { db, done } = tempDb();
   try {
-    const store = new WebhookStore(db);
-    const a = store.addHook("t1", "https://a.example/", ["ended"], "s".repeat(16));
-    const b = store.addHook("t1", "https://b.example/", ["created"], "s".repeat(16));
-    assert.equal(store.hook("t2", a.id), undefined);
-    assert.equal(store.countHooks("t1"), 2);
-    const add = (id: string, hook: string, at: number, state: "pending" | "delivered" = "pending") =>
-      store.addDelivery({ id, webhookId: hook, tenantId: "t1", event: "ended", payload: "{}", state, createdAt: at, nextAttemptAt: at });
-    for (let i = 0; i < 5; i++) add(`a${i}`, a.id, 100 + i);
-    add("b0", b.id, 200);
+    const store = new SqliteWebhookStore(db);
+    const a = await store.addHook("t1", "https://a.example/", ["ended"], "s".repeat(16), 10);
+    assert.ok(a);
+    const b = await store.addHook("t1", "https://b.example/", ["created"], "s".repeat(16), 10);
+    assert.ok(b);
+    assert.equal(await store.hook("t2", a.id), undefined);
+    assert.equal(await store.countHooks("t1"), 2);
+    const refusal = { at: "2026-01-01T00:00:00.000Z", status_code: null, error: "full", duration_ms: 0 };
+    const add = async (id: string, hook: string, at: number, state: "pending" | "delivered" = "pending") => {
+      await store.enqueue({ id, webhookId: hook, tenantId: "t1", event: "ended", payload: "{}", createdAt: at }, 100, refusal);
+      if (state === "delivered") {
+        const [d] = (await store.deliveries(hook, 100)).filter((x) => x.id === id);
+        assert.ok(d);
+        await store.save({ ...d, state });
+      }
+    };
+    for (let i = 0; i < 5; i++) await add(`a${i}`, a.id, 100 + i);
+    await add("b0", b.id, 200);
     assert.deepEqual(
-      store.due(1000, 3).map((d) => d.id),
+      (await store.due(1000, 3)).map((d) => d.id),
       ["a0", "a1", "a2"],
     );
     assert.deepEqual(
-      store.due(1000, 3, [a.id]).map((d) => d.id),
+      (await store.due(1000, 3, [a.id])).map((d) => d.id),
       ["b0"],
     );
-    assert.deepEqual(store.due(150, 10, [a.id]), []);
-    assert.equal(store.nextDue(), 100);
-    for (let i = 0; i < 6; i++) add(`done${i}`, b.id, 300 + i, "delivered");
-    store.trimHistory(2);
+    assert.deepEqual(await store.due(150, 10, [a.id]), []);
+    assert.equal(await store.nextDue(), 100);
+    for (let i = 0; i < 6; i++) await add(`done${i}`, b.id, 300 + i, "delivered");
+    await store.trimHistory(2);
     assert.deepEqual(
-      store.deliveries(b.id, 100).map((d) => d.id),
+      (await store.deliveries(b.id, 100)).map((d) => d.id),
       ["done5", "done4", "b0"],
     );
-    store.deleteHook(a.id);
-    assert.equal(store.pendingCount(a.id), 0);
+    await store.deleteHook(a.id);
+    assert.equal(await store.pendingCount(a.id), 0);
     assert.deepEqual(
-      store.due(1000, 10).map((d) => d.id),
+      (await store.due(1000, 10)).map((d) => d.id),
       ["b0"],
     );
   } finally {

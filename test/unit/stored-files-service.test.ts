@@ -18,6 +18,7 @@ import { LocalStorage } from "../../src/files/storage.js";
 import { openDb } from "../../src/store/db.js";
 import { SqliteFileStore } from "../../src/store/files.js";
 import { SqliteSnapshotStore } from "../../src/store/snapshots.js";
+import { TenantDirectory } from "../../src/store/tenant-directory.js";
 import { SqliteTenantStore } from "../../src/store/tenants.js";
 
 const MiB = 2 ** 20;
@@ -28,12 +29,12 @@ after(() => {
 });
 
 /** A file service over local storage and the given database; it has no sandboxes to import from or export to. */
-function fileService(config: FilesConfig, store: SqliteFileStore, db: ReturnType<typeof openDb>): FileService {
+async function fileService(config: FilesConfig, store: SqliteFileStore, db: ReturnType<typeof openDb>): Promise<FileService> {
   return new FileService({
     config,
     store,
     storage: new LocalStorage(config.dir),
-    quota: openStorageQuota(config, db, new SqliteTenantStore(db), new SqliteSnapshotStore(db)),
+    quota: openStorageQuota(config, db, await TenantDirectory.open(new SqliteTenantStore(db)), new SqliteSnapshotStore(db)),
     box: () => {
       throw new Error("no sandboxes here");
     },
@@ -65,7 +66,7 @@ async function service(overrides: Partial<FilesConfig> = {}) {
     ...overrides,
   };
   const store = new SqliteFileStore(db);
-  const files = fileService(config, store, db);
+  const files = await fileService(config, store, db);
   await files.init();
   return { files, store, config, db };
 }
@@ -190,7 +191,7 @@ test("the reaper deletes expired files (rows and bytes); start-up sweeps temp fi
   fs.mkdirSync(path.join(config.dir, "objects", "zz"), { recursive: true });
   fs.writeFileSync(path.join(config.dir, "objects", "zz", "file-orphanzz"), "x");
   files.close();
-  const again = fileService(config, store, db);
+  const again = await fileService(config, store, db);
   await again.init();
   again.close();
   assert.deepEqual(fs.readdirSync(path.join(config.dir, "tmp")), []);

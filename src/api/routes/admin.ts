@@ -58,9 +58,9 @@ export const adminRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = as
     updated_at: configured ? record.updatedAt : null,
   });
   /** Active keys of a tenant: the stored ones, and the bootstrap key, which is not stored but is one. */
-  const countActive = (all: ReturnType<typeof keys.list>, tenantId: string) =>
+  const countActive = (all: ApiKeyRecord[], tenantId: string) =>
     all.filter((k) => k.tenantId === tenantId && k.revokedAt === null).length + (keys.bootstrapTenant === tenantId ? 1 : 0);
-  const activeKeys = (tenantId: string) => countActive(keys.list(), tenantId);
+  const activeKeys = async (tenantId: string) => countActive(await keys.list(), tenantId);
   const isConfigured = (tenantId: string) => tenants.list().some((t) => t.id === tenantId);
 
   app.post(
@@ -76,7 +76,7 @@ export const adminRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = as
     },
     async (request, reply) => {
       const b = request.body;
-      const { key, record } = keys.create({
+      const { key, record } = await keys.create({
         name: b.name.trim(),
         tenantId: b.tenant_id,
         rateLimitPerMinute: b.rate_limit_per_minute,
@@ -100,7 +100,7 @@ export const adminRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = as
     },
     async (request) => {
       const only = request.query.tenant_id;
-      const rows = keys.list().filter((k) => only === undefined || k.tenantId === only);
+      const rows = (await keys.list()).filter((k) => only === undefined || k.tenantId === only);
       return { keys: rows.map((r) => ({ ...keyJson(r), last_used_at: r.lastUsedAt })) };
     },
   );
@@ -121,8 +121,8 @@ export const adminRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = as
     },
     async (request) => {
       const { id } = request.params;
-      const record = keys.get(id);
-      if (!record || record.revokedAt !== null || !keys.revoke(id)) {
+      const record = await keys.get(id);
+      if (!record || record.revokedAt !== null || !(await keys.revoke(id))) {
         throw new ApiError("not_found", `No active API key with id '${id}'`);
       }
       // Its open streams, transfers and port connections end now, not when they would have.
@@ -144,7 +144,7 @@ export const adminRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = as
       },
     },
     async () => {
-      const all = keys.list();
+      const all = await keys.list();
       const configured = new Set(tenants.list().map((t) => t.id));
       const bootstrap = keys.bootstrapTenant === undefined ? [] : [keys.bootstrapTenant];
       const ids = [...new Set([...configured, ...all.map((k) => k.tenantId), ...bootstrap])].sort();
@@ -165,7 +165,7 @@ export const adminRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = as
     },
     async (request) => {
       const { id } = request.params;
-      return tenantJson(tenants.get(id), isConfigured(id), activeKeys(id));
+      return tenantJson(tenants.get(id), isConfigured(id), await activeKeys(id));
     },
   );
 
@@ -197,17 +197,17 @@ export const adminRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = as
       if (b.max_vectors !== undefined) change.maxVectors = b.max_vectors;
       if (b.vector_storage_mb !== undefined) change.vectorStorageMb = b.vector_storage_mb;
       const before = tenants.get(id).quotas;
-      const record = tenants.put(id, change);
+      const record = await tenants.put(id, change);
       try {
         // The tenant's parent cgroups get the new memory and process limits now, not at its next sandbox.
         await services.sandboxes.applyTenantQuotas(id);
       } catch (err) {
         // Not applied (e.g. the sandboxes already use more memory): keep what was there before.
-        tenants.put(id, before);
+        await tenants.put(id, before);
         throw err;
       }
       request.log.info({ tenant_id: id, quotas: record.quotas }, "admin: tenant quotas set");
-      return tenantJson(record, true, activeKeys(id));
+      return tenantJson(record, true, await activeKeys(id));
     },
   );
 
@@ -233,7 +233,7 @@ export const adminRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = as
         { tenant_id: id, open_requests_ended: done.openRequestsEnded, paused: done.paused, pause_failed: done.failed },
         "admin: tenant suspended",
       );
-      return tenantJson(tenants.get(id), true, activeKeys(id));
+      return tenantJson(tenants.get(id), true, await activeKeys(id));
     },
   );
 
@@ -250,9 +250,9 @@ export const adminRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = as
     },
     async (request) => {
       const { id } = request.params;
-      const record = tenants.setSuspended(id, false);
+      const record = await tenants.setSuspended(id, false);
       request.log.info({ tenant_id: id }, "admin: tenant resumed");
-      return tenantJson(record, true, activeKeys(id));
+      return tenantJson(record, true, await activeKeys(id));
     },
   );
 };

@@ -1,14 +1,11 @@
 // A sandbox's lifecycle events (created, paused, ..., ended with its reason), live or ended.
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
-import type { SqliteEventStore } from "../../store/events.js";
+import type { EventStore } from "../../store/events.js";
 import type { SandboxService } from "../../sandbox/service.js";
 import { errors, SandboxIdParams } from "../schemas/common.js";
 import { SandboxEventList } from "../schemas/events.js";
 
-export const eventRoutes: FastifyPluginAsyncTypebox<{ sandbox: SandboxService; events: SqliteEventStore }> = async (
-  app,
-  { sandbox, events },
-) => {
+export const eventRoutes: FastifyPluginAsyncTypebox<{ sandbox: SandboxService; events: EventStore }> = async (app, { sandbox, events }) => {
   app.get(
     "/sandboxes/:sandbox_id/events",
     {

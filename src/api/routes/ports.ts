@@ -12,7 +12,7 @@ import { Type } from "@sinclair/typebox";
 import type { FastifyRequest } from "fastify";
 import { ApiError, invalid } from "../../errors.js";
 import type { NetworkService } from "../../network/service.js";
-import type { KeyStore } from "../../store/keys.js";
+import type { ApiKeys } from "../../store/key-directory.js";
 import { bearerToken } from "../auth.js";
 import { type Holder, holdUntilClosed, type OpenRequests } from "../open-requests.js";
 import { errors } from "../schemas/common.js";
@@ -61,10 +61,10 @@ function parseTarget(url: string): Target | undefined {
  * Who reaches the target: the share token's tenant and key (a link works only while the key that
  * made it does), else the API key's; throws 401 otherwise.
  */
-function holderFor(network: NetworkService, keys: KeyStore, target: Target, key: Holder | undefined): Holder {
+async function holderFor(network: NetworkService, keys: ApiKeys, target: Target, key: Holder | undefined): Promise<Holder> {
   if (target.token !== undefined) {
     const claim = network.shareClaim(target.token, target.sandboxId, target.port);
-    if (!claim || !keys.isActive(claim.keyId)) throw new ApiError("unauthorized", "This share link is invalid or has expired");
+    if (!claim || !(await keys.isActive(claim.keyId))) throw new ApiError("unauthorized", "This share link is invalid or has expired");
     return claim;
   }
   if (!key) throw new ApiError("unauthorized", "Missing Authorization header; send 'Authorization: Bearer <API key>' or use a share link");
@@ -94,7 +94,7 @@ function parsePort(raw: string): number {
 
 export const portRoutes: FastifyPluginAsyncTypebox<{
   network: NetworkService;
-  keys: KeyStore;
+  keys: ApiKeys;
   open: OpenRequests;
   publicUrl: string | undefined;
 }> = async (app, { network, keys, open, publicUrl }) => {
@@ -143,7 +143,7 @@ export const portRoutes: FastifyPluginAsyncTypebox<{
   const proxy = async (request: FastifyRequest, reply: import("fastify").FastifyReply) => {
     const target = parseTarget(request.url);
     if (!target) throw invalid("Malformed port URL");
-    const holder = holderFor(network, keys, target, holderOf(request.apiKey as typeof request.apiKey | undefined));
+    const holder = await holderFor(network, keys, target, holderOf(request.apiKey as typeof request.apiKey | undefined));
     const sock = await network.openPort(holder.tenantId, target.sandboxId, target.port);
     reply.hijack();
     const res = reply.raw;
@@ -232,7 +232,7 @@ const REFUSE_LINGER_MS = 5000;
 export function installPortUpgrades(
   server: http.Server,
   network: NetworkService,
-  keys: KeyStore,
+  keys: ApiKeys,
   open: OpenRequests,
   rootAliases: boolean,
   /** Maps a host-named port URL (E2B's {port}-{id}.{domain}) onto its path form, as the HTTP routes see it. */
@@ -247,11 +247,11 @@ export function installPortUpgrades(
       let key: Holder | undefined;
       if (target.token === undefined) {
         const token = bearerToken(req.headers.authorization);
-        key = holderOf(token ? keys.verify(token) : undefined);
+        key = holderOf(token ? await keys.verify(token) : undefined);
         if (!key)
           throw new ApiError("unauthorized", "Missing or invalid API key; send 'Authorization: Bearer <API key>' or use a share link");
       }
-      const holder = holderFor(network, keys, target, key);
+      const holder = await holderFor(network, keys, target, key);
       const sock: net.Socket = await network.openPort(holder.tenantId, target.sandboxId, target.port);
       if (socket.destroyed) return void sock.destroy();
       holdUntilClosed(

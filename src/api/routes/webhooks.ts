@@ -38,7 +38,7 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<{ webhooks: WebhookService
     "/webhooks",
     { schema: { tags, summary: "List your webhooks", response: { 200: WebhookList, ...errors(401) } } },
     async (request) => ({
-      webhooks: webhooks.list(request.apiKey.tenantId).map(webhookJson),
+      webhooks: (await webhooks.list(request.apiKey.tenantId)).map(webhookJson),
     }),
   );
 
@@ -53,7 +53,7 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<{ webhooks: WebhookService
       },
     },
     async (request) => {
-      webhooks.delete(request.apiKey.tenantId, request.params.webhook_id);
+      await webhooks.delete(request.apiKey.tenantId, request.params.webhook_id);
       return { message: "Webhook deleted", id: request.params.webhook_id };
     },
   );
@@ -71,7 +71,7 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<{ webhooks: WebhookService
     },
     async (request) => {
       const limit = Math.min(500, Math.max(1, Number(request.query.limit ?? 100)));
-      return { deliveries: webhooks.deliveries(request.apiKey.tenantId, request.params.webhook_id, limit) };
+      return { deliveries: await webhooks.deliveries(request.apiKey.tenantId, request.params.webhook_id, limit) };
     },
   );
 };

@@ -1,0 +1,229 @@
+// The contracts of SandboxStore, SnapshotStore and FileStore. Their SQLite implementations still
+// answer synchronously (their callers have not moved to promises yet); every call here is awaited,
+// so the same suite holds once they return promises, and for any other implementation.
+import assert from "node:assert/strict";
+import { describe, test } from "node:test";
+import type { FileRecord, FileStore } from "../../src/store/files.js";
+import type { SandboxRecord, SandboxStore } from "../../src/store/sandboxes.js";
+import type { SnapshotRecord, SnapshotStore } from "../../src/store/snapshots.js";
+
+const sandbox = (id: string, over: Partial<SandboxRecord> = {}): SandboxRecord => ({
+  id,
+  tenantId: "t1",
+  template: "python-base-v1",
+  status: "running",
+  metadata: {},
+  envVars: {},
+  cpuCount: 1,
+  memoryMb: 512,
+  hostUid: 2000,
+  startedAt: "2026-01-01T00:00:00.000Z",
+  timeoutAt: "2026-01-01T00:05:00.000Z",
+  endedAt: null,
+  ...over,
+});
+
+export function describeSandboxStoreContract(name: string, makeStore: () => Promise<SandboxStore>): void {
+  describe(`SandboxStore contract: ${name}`, () => {
+    test("insert and get (metadata and env round-trip); not found; a duplicate id is refused", async () => {
+      const store = await makeStore();
+      const a = sandbox("a", { metadata: { team: "x", n: 2 }, envVars: { K: "v" } });
+      await store.insert(a);
+      assert.deepEqual(await store.get("a"), a);
+      assert.equal(await store.get("nothing"), undefined);
+      await assert.rejects(async () => store.insert(a));
+    });
+
+    test("list by tenant: newest first, paged, with the total; filtered by status and metadata", async () => {
+      const store = await makeStore();
+      for (let i = 0; i < 5; i++)
+        await store.insert(
+          sandbox(`s${i}`, {
+            startedAt: `2026-01-01T00:00:0${i}.000Z`,
+            metadata: { team: i % 2 ? "odd" : "even", n: i },
+            status: i === 4 ? "terminated" : "running",
+          }),
+        );
+      await store.insert(sandbox("other", { tenantId: "t2" }));
+      const page = await store.listByTenant("t1", 2, 1);
+      assert.deepEqual(
+        page.sandboxes.map((s) => s.id),
+        ["s3", "s2"],
+      );
+      assert.equal(page.total, 5);
+      const odd = await store.listByTenant("t1", 10, 0, { metadata: [["team", "odd"]] });
+      assert.deepEqual(
+        odd.sandboxes.map((s) => s.id),
+        ["s3", "s1"],
+      );
+      assert.equal(odd.total, 2);
+      const byNumber = await store.listByTenant("t1", 10, 0, { metadata: [["n", "2"]] });
+      assert.deepEqual(
+        byNumber.sandboxes.map((s) => s.id),
+        ["s2"],
+      );
+      const ended = await store.listByTenant("t1", 10, 0, { status: "terminated" });
+      assert.deepEqual(
+        ended.sandboxes.map((s) => s.id),
+        ["s4"],
+      );
+      assert.deepEqual(await store.listByTenant("t3", 10, 0), { sandboxes: [], total: 0 });
+    });
+
+    test("running: listed and counted (per tenant too); timeout moves and end happen only while running", async () => {
+      const store = await makeStore();
+      await store.insert(sandbox("a"));
+      await store.insert(sandbox("b", { tenantId: "t2" }));
+      assert.equal(await store.countRunning(), 2);
+      assert.equal(await store.countRunning("t1"), 1);
+      await store.setTimeout("a", "2026-01-01T01:00:00.000Z");
+      assert.equal((await store.get("a"))?.timeoutAt, "2026-01-01T01:00:00.000Z");
+      await store.end("a", "timed_out", "2026-01-01T01:00:00.000Z");
+      await store.end("a", "terminated", "2026-01-01T02:00:00.000Z");
+      await store.setTimeout("a", "2026-01-01T03:00:00.000Z");
+      const a = await store.get("a");
+      assert.deepEqual(a && [a.status, a.endedAt, a.timeoutAt], ["timed_out", "2026-01-01T01:00:00.000Z", "2026-01-01T01:00:00.000Z"]);
+      assert.deepEqual(
+        (await store.listRunning()).map((s) => s.id),
+        ["b"],
+      );
+      assert.equal(await store.countRunning("t1"), 0);
+    });
+  });
+}
+
+const snapshot = (id: string, over: Partial<SnapshotRecord> = {}): SnapshotRecord => ({
+  id,
+  tenantId: "t1",
+  sandboxId: "s1",
+  kind: "manual",
+  createdAt: "2026-01-01T00:00:00.000Z",
+  sizeBytes: 100,
+  files: 2,
+  sha256: "abc",
+  settings: { template: "python-base-v1", envVars: { A: "1" }, metadata: { m: 1 }, extra: { network: { allow_out: [] } } },
+  ...over,
+});
+
+export function describeSnapshotStoreContract(name: string, makeStore: () => Promise<SnapshotStore>): void {
+  describe(`SnapshotStore contract: ${name}`, () => {
+    test("insert, get, list newest first with total, count and bytes per tenant, delete", async () => {
+      const store = await makeStore();
+      assert.equal(await store.get("nothing"), undefined);
+      assert.equal(await store.bytesByTenant("t1"), 0);
+      for (let i = 0; i < 3; i++) await store.insert(snapshot(`p${i}`, { createdAt: `2026-01-01T00:00:0${i}.000Z`, sizeBytes: 10 + i }));
+      await store.insert(snapshot("q", { tenantId: "t2" }));
+      assert.deepEqual(await store.get("p1"), snapshot("p1", { createdAt: "2026-01-01T00:00:01.000Z", sizeBytes: 11 }));
+      const page = await store.listByTenant("t1", 2, 0);
+      assert.deepEqual(
+        page.snapshots.map((s) => s.id),
+        ["p2", "p1"],
+      );
+      assert.equal(page.total, 3);
+      assert.equal(await store.countByTenant("t1"), 3);
+      assert.equal(await store.bytesByTenant("t1"), 33);
+      await store.delete("p0");
+      await store.delete("nothing");
+      assert.equal(await store.countByTenant("t1"), 2);
+      await assert.rejects(async () => store.insert(snapshot("p1")), "a duplicate id is refused");
+    });
+
+    test("hibernated: the newest hibernate snapshot of the sandbox only", async () => {
+      const store = await makeStore();
+      await store.insert(snapshot("m", { kind: "manual", createdAt: "2026-01-01T00:00:09.000Z" }));
+      assert.equal(await store.hibernated("s1"), undefined);
+      await store.insert(snapshot("h1", { kind: "hibernate", createdAt: "2026-01-01T00:00:01.000Z" }));
+      await store.insert(snapshot("h2", { kind: "hibernate", createdAt: "2026-01-01T00:00:02.000Z" }));
+      assert.equal((await store.hibernated("s1"))?.id, "h2");
+      assert.equal(await store.hibernated("s2"), undefined);
+    });
+
+    test("on_timeout per sandbox: set, replace, forget", async () => {
+      const store = await makeStore();
+      assert.equal(await store.onTimeout("s1"), undefined);
+      await store.setOnTimeout("s1", "snapshot");
+      await store.setOnTimeout("s1", "pause");
+      assert.equal(await store.onTimeout("s1"), "pause");
+      await store.setOnTimeout("s1", null);
+      assert.equal(await store.onTimeout("s1"), undefined);
+    });
+  });
+}
+
+const file = (id: string, over: Partial<FileRecord> = {}): FileRecord => ({
+  id,
+  tenantId: "t1",
+  filename: `${id}.txt`,
+  purpose: "assistants",
+  bytes: 10,
+  sha256: "abc",
+  storageKey: `key/${id}`,
+  createdAt: 1000,
+  expiresAt: null,
+  ...over,
+});
+
+export function describeFileStoreContract(name: string, makeStore: () => Promise<FileStore>): void {
+  describe(`FileStore contract: ${name}`, () => {
+    test("insert and get: only the tenant's own, live file; a duplicate id is refused", async () => {
+      const store = await makeStore();
+      await store.insert(file("a"));
+      await store.insert(file("gone", { expiresAt: 2000 }));
+      assert.deepEqual(await store.get("t1", "a"), file("a"));
+      assert.equal(await store.get("t2", "a"), undefined);
+      assert.equal(await store.get("t1", "gone", 3000), undefined, "expired");
+      assert.equal((await store.get("t1", "gone", 1500))?.id, "gone");
+      assert.equal(await store.get("t1", "nothing"), undefined);
+      await assert.rejects(async () => store.insert(file("a")));
+    });
+
+    test("list: upload order either way, a cursor, purpose filter, hasMore; an unknown cursor gives an empty page", async () => {
+      const store = await makeStore();
+      for (const id of ["f1", "f2", "f3", "f4"]) await store.insert(file(id, { purpose: id === "f3" ? "batch" : "assistants" }));
+      await store.insert(file("x", { tenantId: "t2" }));
+      const first = await store.list("t1", { limit: 2, order: "asc" }, 5000);
+      assert.deepEqual(
+        first.files.map((f) => f.id),
+        ["f1", "f2"],
+      );
+      assert.equal(first.hasMore, true);
+      const rest = await store.list("t1", { limit: 2, order: "asc", after: "f2" }, 5000);
+      assert.deepEqual(
+        rest.files.map((f) => f.id),
+        ["f3", "f4"],
+      );
+      assert.equal(rest.hasMore, false);
+      assert.deepEqual(
+        (await store.list("t1", { limit: 10, order: "desc" }, 5000)).files.map((f) => f.id),
+        ["f4", "f3", "f2", "f1"],
+      );
+      assert.deepEqual(
+        (await store.list("t1", { limit: 10, order: "asc", purpose: "batch" }, 5000)).files.map((f) => f.id),
+        ["f3"],
+      );
+      assert.deepEqual((await store.list("t1", { limit: 10, order: "asc", after: "nothing" }, 5000)).files, []);
+    });
+
+    test("usage counts expired files until removed; expired lists them soonest first; delete and hasKey", async () => {
+      const store = await makeStore();
+      await store.insert(file("a", { bytes: 5 }));
+      await store.insert(file("b", { bytes: 7, expiresAt: 3000 }));
+      await store.insert(file("c", { bytes: 1, expiresAt: 2000 }));
+      assert.deepEqual(await store.usage("t1"), { bytes: 13, files: 3 });
+      assert.deepEqual(await store.usage("t2"), { bytes: 0, files: 0 });
+      assert.deepEqual(
+        (await store.expired(5000, 10)).map((f) => f.id),
+        ["c", "b"],
+      );
+      assert.deepEqual(
+        (await store.expired(2500, 10)).map((f) => f.id),
+        ["c"],
+      );
+      assert.equal(await store.hasKey("key/b"), true);
+      assert.equal(await store.delete("b"), true);
+      assert.equal(await store.delete("b"), false);
+      assert.equal(await store.hasKey("key/b"), false);
+      assert.deepEqual(await store.usage("t1"), { bytes: 6, files: 2 });
+    });
+  });
+}

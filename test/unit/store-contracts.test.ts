@@ -1,0 +1,63 @@
+// Every store's contract (test/contract/) run against the SQLite implementations, each test on a
+// fresh database in a temporary directory.
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { after } from "node:test";
+import { SqliteWebhookStore } from "../../src/events/webhook-store.js";
+import { SqliteUsageStore } from "../../src/inference/usage.js";
+import { SqliteNetworkStore } from "../../src/network/store.js";
+import { type Db, openDb } from "../../src/store/db.js";
+import { SqliteDeploymentStore } from "../../src/store/deployments.js";
+import { SqliteEventStore } from "../../src/store/events.js";
+import { SqliteFileStore } from "../../src/store/files.js";
+import { SqliteAdminKeyStore, SqliteKeyStore } from "../../src/store/keys.js";
+import { SqliteSandboxStore } from "../../src/store/sandboxes.js";
+import { SqliteSnapshotStore } from "../../src/store/snapshots.js";
+import { SqliteTenantStore } from "../../src/store/tenants.js";
+import { describeEventStoreContract, describeWebhookStoreContract } from "../contract/events.js";
+import { describeAdminKeyStoreContract, describeKeyStoreContract } from "../contract/keys.js";
+import { describeFileStoreContract, describeSandboxStoreContract, describeSnapshotStoreContract } from "../contract/records.js";
+import { describeDeploymentStoreContract, describeNetworkStoreContract, describeUsageStoreContract } from "../contract/small-stores.js";
+import { describeTenantStoreContract } from "../contract/tenants.js";
+
+const opened: { db: Db; dir: string }[] = [];
+
+function freshDb(): Db {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "agentbox-contract-"));
+  const db = openDb(dir);
+  opened.push({ db, dir });
+  return db;
+}
+
+after(() => {
+  for (const { db, dir } of opened) {
+    db.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+describeKeyStoreContract("sqlite", async () => new SqliteKeyStore(freshDb()));
+describeAdminKeyStoreContract("sqlite", async () => new SqliteAdminKeyStore(freshDb()));
+describeTenantStoreContract("sqlite", async () => new SqliteTenantStore(freshDb()));
+describeEventStoreContract("sqlite", 5, async () => {
+  const db = freshDb();
+  const store = new SqliteEventStore(db, 5);
+  return {
+    store,
+    // Events are pruned by the sandbox record's end (the sandboxes table of the core migrations).
+    sandboxEnded: async (id, endedAt) => {
+      db.prepare(
+        `INSERT INTO sandboxes (id, tenant_id, template, status, metadata, env_vars, cpu_count, memory_mb, host_uid, started_at, timeout_at, ended_at)
+         VALUES (?, 't1', 'x', 'terminated', '{}', '{}', 1, 1, 1, ?, ?, ?)`,
+      ).run(id, endedAt, endedAt, endedAt);
+    },
+  };
+});
+describeWebhookStoreContract("sqlite", async () => new SqliteWebhookStore(freshDb()));
+describeNetworkStoreContract("sqlite", async () => new SqliteNetworkStore(freshDb()));
+describeDeploymentStoreContract("sqlite", async () => new SqliteDeploymentStore(freshDb()));
+describeUsageStoreContract("sqlite", async () => new SqliteUsageStore(freshDb()));
+describeSandboxStoreContract("sqlite", async () => new SqliteSandboxStore(freshDb()));
+describeSnapshotStoreContract("sqlite", async () => new SqliteSnapshotStore(freshDb()));
+describeFileStoreContract("sqlite", async () => new SqliteFileStore(freshDb()));

@@ -1,14 +1,26 @@
 // The E2B-compatible API against the native one, in the same run on the same service: sandbox
 // create, and a warm runCode('1') (python), through E2B's own SDK (@e2b/code-interpreter, env
-// vars only) and through the native routes (keep-alive client).
+// vars only) and through the native routes (keep-alive client), one of each in turn so both see
+// the same machine. Prints the machine's own speed first and the facade's cost (SDK minus native)
+// at p50 and p99 after the table.
+import os from "node:os";
 import { Sandbox } from "@e2b/code-interpreter";
 import { startServer } from "../test/helpers/server.js";
-import { keepAliveClient, printTable, type Row, sleep, timed } from "./lib.js";
+import { machineSpeed } from "./code-run.js";
+import { added, keepAliveClient, printTable, type Row, sleep, timed } from "./lib.js";
 
 const RUNS = Number(process.env.BENCH_E2B_RUNS ?? 100);
 const CREATES = Number(process.env.BENCH_E2B_CREATES ?? 15);
 
 export async function benchE2b(): Promise<string> {
+  const speed = await machineSpeed();
+  const load = os
+    .loadavg()
+    .map((l) => l.toFixed(2))
+    .join(" ");
+  process.stdout.write(
+    `machine: a fresh sandboxed python (print(1)) takes ${speed.toFixed(1)} ms p50 here, now; ${os.availableParallelism()} cores, load average ${load}\n`,
+  );
   const server = await startServer({ env: { AGENTBOX_WARM_POOL: "4", AGENTBOX_RATE_LIMIT_PER_MINUTE: "100000000" } });
   try {
     process.env.E2B_API_URL = `${server.url}/e2b`;
@@ -52,7 +64,11 @@ export async function benchE2b(): Promise<string> {
       { name: "warm run '1': POST .../code/run", samples: runNative },
       { name: "warm run '1': sbx.runCode() (E2B SDK)", samples: runSdk },
     ];
-    return printTable("E2B SDK vs the native API (same service, same run)", rows);
+    const table = printTable("E2B SDK vs the native API (same service, same run)", rows);
+    const cost = (a: number[], b: number[]) => `${added(a, b, 50).toFixed(2)} ms p50, ${added(a, b, 99).toFixed(2)} ms p99`;
+    const summary = `facade cost (SDK minus native): create ${cost(native, viaSdk)}; warm run ${cost(runNative, runSdk)}`;
+    process.stdout.write(`${summary}\n\n`);
+    return `${table}\n\n${summary}`;
   } finally {
     await server.dispose();
   }

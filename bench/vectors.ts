@@ -1,45 +1,50 @@
-// Vector search and embeddings, end to end through the real service. For each size (N vectors of D
-// dimensions; a seeded Gaussian mixture with a decaying spectrum per cluster, like real embeddings),
-// measures: upsert throughput in batches of 1,000; recall@10 against exact top-10 computed by brute
-// force here (usearch's SIMD exact search; plain, and with a filter matching 10 %); HTTP search
-// latency with one client and its speed-up over that brute-force baseline in the same run;
-// searches/s with 16 clients; start-up time with N stored; resident memory per vector. Then the default embedding model, batches of 32.
+// Vector search and embeddings, end to end through the real service.
+// 1. For each size (N vectors of D dimensions; a seeded Gaussian mixture with a decaying spectrum per
+//    cluster, like real embeddings): upsert throughput in batches of 1,000; recall@10 against exact
+//    top-10 computed by brute force here (usearch's SIMD exact search; plain, and with a filter
+//    matching 10 %); HTTP search latency with one client and its speed-up over that brute-force
+//    baseline in the same run; searches/s with 16 clients; start-up time with N stored; resident
+//    memory per vector.
+// 2. Recall by search width on the benchmark's data, hard clustered data and real sentence
+//    embeddings (vectors-recall.ts).
+// 3. Search latency during a bulk load, and the first write and search after restarts with N stored
+//    (vectors-restart.ts).
+// 4. The default embedding model, batches of 32.
+// Every table is printed with this machine's speed measured in the same run and its load average.
 //
-//   node --import tsx bench/vectors.ts
+//   npm run bench:vectors [-- --quick] [-- --only=sizes,recall,restart,embeddings] [-- --n=1000000]
 //   BENCH_VECTOR_SIZES=1000000x128,100000x384 (default)  BENCH_QUERIES=200  BENCH_SEARCHES=2000
+//   BENCH_RESTART_N=1000000 (--quick: 50,000)  BENCH_RECALL_N=50000  BENCH_SENTENCES=4000 (--quick: 2,000)
 import fs from "node:fs";
-import { createRequire } from "node:module";
 import { startServer, type TestServer } from "../test/helpers/server.js";
 import { mixture, rng } from "../test/helpers/vectors-data.js";
+import { machineSpeed } from "./code-run.js";
 import { keepAliveClient, percentile, printTable } from "./lib.js";
+import { BATCH, BENCH_ENV, encodeBatches, exactTopK, loadAverage, machineLine, upsertAll, vec, waitIndex } from "./vectors-lib.js";
+import { benchRecall } from "./vectors-recall.js";
+import { benchRestart } from "./vectors-restart.js";
 
-const SIZES = (process.env.BENCH_VECTOR_SIZES ?? "1000000x128,100000x384")
+const QUICK = process.argv.includes("--quick");
+const arg = (name: string) => process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
+const PARTS = (arg("only") ?? "sizes,recall,restart,embeddings").split(",");
+const SIZES = (process.env.BENCH_VECTOR_SIZES ?? (QUICK ? "50000x128" : "1000000x128,100000x384"))
   .split(",")
   .map((s) => s.split("x").map(Number) as [number, number]);
+const RESTART_N = Number(arg("n") ?? process.env.BENCH_RESTART_N ?? (QUICK ? 50_000 : 1_000_000));
+const RECALL_N = Number(process.env.BENCH_RECALL_N ?? 50_000);
+const SENTENCES = Number(process.env.BENCH_SENTENCES ?? (QUICK ? 2_000 : 4_000));
+/** How long a restart's measurement waits for the index to be ready before reporting "more than". */
+const READY_WAIT_S = Number(process.env.BENCH_READY_WAIT_S ?? 900);
 const QUERIES = Number(process.env.BENCH_QUERIES ?? 200);
 const SEARCHES = Number(process.env.BENCH_SEARCHES ?? 2000);
 const CLIENTS = 16;
 const ROUNDS = 3;
-/** The per-key rate limit would cap a benchmark of thousands of searches a second. */
-const BENCH_ENV = { AGENTBOX_LOG_LEVEL: "warn", AGENTBOX_RATE_LIMIT_PER_MINUTE: "100000000" };
-const BATCH = 1000;
-// Loaded as CommonJS: the package's ES module build cannot locate its prebuilt binary.
-const usearch = createRequire(import.meta.url)("usearch") as typeof import("usearch").default;
-
-/** Exact top-k by squared Euclidean distance (usearch's SIMD brute force: a strong baseline). */
-function exactTopK(data: Float32Array, dim: number, queries: Float32Array[], k: number, threads: number): number[][] {
-  const m = usearch.exactSearch(data, queries, dim, k, usearch.MetricKind.L2sq, threads);
-  if (m instanceof usearch.BatchMatches) return queries.map((_, q) => Array.from(m.get(q).keys, Number));
-  return [Array.from(m.keys, Number)];
-}
 
 function rssBytes(pid: number | undefined): number {
   if (pid === undefined) return Number.NaN;
   const m = /VmRSS:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${pid}/status`, "utf8"));
   return m ? Number(m[1]) * 1024 : Number.NaN;
 }
-
-const vec = (a: Float32Array, dim: number, i: number) => Array.from(a.subarray(i * dim, (i + 1) * dim));
 
 async function benchSize(n: number, dim: number): Promise<string[]> {
   const label = `${n.toLocaleString("en")} × ${dim}`;
@@ -59,35 +64,13 @@ async function benchSize(n: number, dim: number): Promise<string[]> {
     // generator replays recorded requests: encoding 1,000 vectors as JSON takes the client ~30 ms,
     // which on two cores would be taken from the service being measured.
     const e0 = performance.now();
-    const batches: Buffer[] = [];
-    for (let start = 0; start < n; start += BATCH) {
-      const vectors = [];
-      for (let i = start; i < Math.min(n, start + BATCH); i++)
-        vectors.push({ id: String(i), embedding: vec(data, dim, i), metadata: { g: i % 10 } });
-      batches.push(Buffer.from(JSON.stringify({ vectors })));
-    }
+    const batches = encodeBatches(data, dim, n);
     process.stdout.write(`${batches.length} upsert bodies encoded in ${((performance.now() - e0) / 1000).toFixed(1)} s\n`);
-    const upsertSamples: number[] = [];
-    let next = 0;
     const u0 = performance.now();
-    await Promise.all(
-      [0, 1].map(async () => {
-        while (next < batches.length) {
-          const body = batches[next++] as Buffer;
-          const t = performance.now();
-          const res = await call("POST", `/v1/vectors/${index}/batch`, body);
-          upsertSamples.push(performance.now() - t);
-          if (res.status !== 200) throw new Error(`upsert: ${res.status} ${JSON.stringify(res.body)}`);
-        }
-      }),
-    );
+    const upsertSamples = await upsertAll(call, index, batches);
     const upsertWall = performance.now() - u0;
     process.stdout.write(`upserted ${n} in ${(upsertWall / 1000).toFixed(1)} s; waiting for the graph\n`);
-    for (;;) {
-      const s = await call<{ status: string }>("GET", `/v1/vectors/indexes/${index}`);
-      if (s.body.status === "ready") break;
-      await new Promise((r) => setTimeout(r, 250));
-    }
+    await waitIndex(call, index, (v) => v.status === "ready");
     const indexedWall = performance.now() - u0;
     const rss = rssBytes(server.process.pid);
 
@@ -233,7 +216,7 @@ async function benchEmbeddings(): Promise<string> {
       perSentence.push((performance.now() - t) / 32);
     }
     return printTable("embeddings, default model (universal-sentence-encoder-lite), batches of 32: ms per sentence", [
-      { name: "ms per sentence", samples: perSentence, wallMs: perSentence.reduce((a, b) => a + b, 0), ops: perSentence.length * 32 },
+      { name: "ms per sentence", samples: perSentence, wallMs: perSentence.reduce((a, b) => a + b, 0) * 32, ops: perSentence.length * 32 },
     ]);
   } finally {
     await server.dispose();
@@ -242,8 +225,18 @@ async function benchEmbeddings(): Promise<string> {
 
 export async function benchVectors(): Promise<string[]> {
   const out: string[] = [];
-  for (const [n, dim] of SIZES) out.push(...(await benchSize(n, dim)));
-  out.push(await benchEmbeddings());
+  const speed = await machineSpeed();
+  const machine = () => machineLine(speed);
+  process.stdout.write(`${machine()}\n`);
+  if (PARTS.includes("recall")) out.push(...(await benchRecall(RECALL_N, SENTENCES, machine)));
+  if (PARTS.includes("restart")) out.push(...(await benchRestart(RESTART_N, 128, machine, READY_WAIT_S)));
+  if (PARTS.includes("sizes"))
+    for (const [n, dim] of SIZES) {
+      out.push(...(await benchSize(n, dim)));
+      process.stdout.write(`${machine()}\n`);
+    }
+  if (PARTS.includes("embeddings")) out.push(await benchEmbeddings());
+  process.stdout.write(`\nload average at the end: ${loadAverage()}\n`);
   return out;
 }
 

@@ -16,6 +16,7 @@ import { modelsSettingsSchema } from "../src/models/settings.js";
 import { networkSettingsSchema } from "../src/network/settings.js";
 import { sandboxSettingsSchema } from "../src/sandbox/settings.js";
 import { type SettingMeta, settingsList } from "../src/settings/kernel.js";
+import { templateSettingsSchema } from "../src/templates/settings.js";
 import { vectorSettingsSchema } from "../src/vectors/settings.js";
 
 /** Every settings schema of the service, in the order their rows appear within a table. */
@@ -31,6 +32,7 @@ const SCHEMAS = [
   networkSettingsSchema,
   eventSettingsSchema,
   deploymentsSettingsSchema,
+  templateSettingsSchema,
 ];
 
 /** The column headers of each table (the last column says what the setting does, or what a client sees past it). */
@@ -48,6 +50,7 @@ const TABLES: Record<string, [string, string, string]> = {
   snapshots: ["Variable", "Default", "Meaning"],
   events: ["Variable", "Default", "Meaning"],
   deployments: ["Variable", "Default", "Meaning"],
+  templates: ["Variable", "Default", "Meaning"],
 };
 
 export function allSettings(): SettingMeta[] {

@@ -17,6 +17,12 @@ need=()
 command -v mount >/dev/null || need+=(mount)
 # The browser the dashboard's tests drive (playwright-core with this executable; nothing downloaded).
 [ -x /usr/bin/chromium ] || need+=(chromium)
+# Custom templates (src/templates/): skopeo pulls images, umoci unpacks them; buildah is for
+# Dockerfile builds; docker-registry is the local registry the template tests push their images to.
+[ -x /usr/bin/skopeo ] || need+=(skopeo)
+[ -x /usr/bin/umoci ] || need+=(umoci)
+[ -x /usr/bin/buildah ] || need+=(buildah)
+[ -x /usr/bin/docker-registry ] || need+=(docker-registry)
 installed=$(dpkg-query -W -f='${db:Status-Abbrev} ${Package}\n' "${DATA_PACKAGES[@]}" 2>/dev/null | awk '$1 == "ii" { print $2 }' || true)
 for pkg in "${DATA_PACKAGES[@]}"; do
   grep -qx "$pkg" <<<"$installed" || need+=("$pkg")

@@ -34,6 +34,8 @@ import { SqliteSnapshotStore } from "./store/snapshots.js";
 import { TenantDirectory } from "./store/tenant-directory.js";
 import { SqliteTenantStore } from "./store/tenants.js";
 import { vectorSettings } from "./vectors/settings.js";
+import { templateSettings } from "./templates/settings.js";
+import { openTemplates } from "./templates/setup.js";
 import { openVectors } from "./vectors/setup.js";
 
 async function main(): Promise<void> {
@@ -49,6 +51,7 @@ async function main(): Promise<void> {
     embeddings: loadEmbeddingsConfig(),
     vectors: vectorSettings(),
     deployments: loadDeploymentsConfig(),
+    templates: templateSettings(config.dataDir),
   };
   const providers = loadProviders(inference.providersFile);
   // Pulled models and AGENTBOX_MODEL: after the providers file, which wins a name clash.
@@ -75,6 +78,8 @@ async function main(): Promise<void> {
   const sandboxes = new SandboxManager(config, new SqliteSandboxStore(db), tenants, logger, snapshots, storage);
   // Before init(): the ends recorded while re-adopting (timed_out, host_restart) are events too.
   const eventsArea = openEvents(db, sandboxes.events, logger, settings.events);
+  // Before init(): re-adopted sandboxes of tenants' own templates start on their template's root.
+  const templates = await openTemplates(config, db, sandboxes, logger, settings.templates);
   await sandboxes.init();
   const network = new NetworkService(config, sandboxes, new SqliteNetworkStore(db), logger, settings.network);
   sandboxes.lifecycle.useNetwork({
@@ -120,6 +125,7 @@ async function main(): Promise<void> {
       vectors: vectorsArea.vectors,
       deployments: deploymentsArea,
       files,
+      templates,
     },
     logger,
   );

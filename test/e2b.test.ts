@@ -2,7 +2,7 @@
 // the real service with only E2B_API_URL, E2B_SANDBOX_URL and E2B_API_KEY set: the control API,
 // the code interpreter, files and commands, and the SDKs' own error types.
 import assert from "node:assert/strict";
-import { after, before, describe, test } from "node:test";
+import { before, describe, test } from "node:test";
 import { Sandbox as CodeSandbox } from "@e2b/code-interpreter";
 import {
   AuthenticationError,
@@ -12,25 +12,15 @@ import {
   RateLimitError,
   Sandbox,
   type SandboxOpts,
+  Template,
   TimeoutError,
 } from "e2b";
 import { createKey } from "./helpers/leftovers.js";
-import { client, startServer, type TestServer } from "./helpers/server.js";
+import { e2bService, seenEvent } from "./helpers/e2b.js";
+import { client } from "./helpers/server.js";
 
-let server: TestServer;
-const sandboxes: string[] = [];
-
-before(async () => {
-  server = await startServer();
-  process.env.E2B_API_URL = `${server.url}/e2b`;
-  process.env.E2B_SANDBOX_URL = `${server.url}/e2b`;
-  process.env.E2B_API_KEY = server.key;
-});
-
-after(async () => {
-  for (const id of sandboxes) await Sandbox.kill(id).catch(() => {});
-  await server?.dispose();
-});
+const e2b = e2bService();
+const sandboxes = e2b.sandboxes;
 
 async function codeSandbox(opts?: SandboxOpts): Promise<CodeSandbox> {
   const sbx = await CodeSandbox.create(opts);
@@ -77,7 +67,7 @@ describe("control API", () => {
   });
 
   test("the key in E2B's own format (e2b_ + hex of the key, as E2B's Python SDK requires) works too", async () => {
-    const apiKey = `e2b_${Buffer.from(server.key).toString("hex")}`;
+    const apiKey = `e2b_${Buffer.from(e2b.server.key).toString("hex")}`;
     const sbx = await CodeSandbox.create({ apiKey });
     sandboxes.push(sbx.sandboxId);
     assert.equal((await sbx.runCode("1 + 1")).text, "2");
@@ -89,7 +79,7 @@ describe("control API", () => {
   test("what is not mapped says so (not a missing sandbox)", async () => {
     const sbx = await Sandbox.create();
     sandboxes.push(sbx.sandboxId);
-    await assert.rejects(sbx.createSnapshot(), (err: unknown) => {
+    await assert.rejects(sbx.updateNetwork({ allowOut: ["1.1.1.1"] }), (err: unknown) => {
       assert.ok(!(err instanceof NotFoundError), String(err));
       assert.match(String(err), /501.*not supported/);
       return true;
@@ -195,6 +185,68 @@ describe("code interpreter", () => {
   });
 });
 
+describe("snapshots, forks and templates", () => {
+  test("createSnapshot, listSnapshots, Sandbox.create from the snapshot, deleteSnapshot", async () => {
+    const sbx = await Sandbox.create();
+    sandboxes.push(sbx.sandboxId);
+    await sbx.files.write("app/state.json", '{"step": 1}');
+    const snapshot = await sbx.createSnapshot({ name: "my-snapshot" });
+    assert.equal(typeof snapshot.snapshotId, "string");
+    assert.deepEqual(snapshot.names, [], "snapshots here are named by their id only");
+
+    const mine = await sbx.listSnapshots().nextItems();
+    assert.deepEqual(
+      mine.map((s) => s.snapshotId),
+      [snapshot.snapshotId],
+    );
+    const all = await Sandbox.listSnapshots().nextItems();
+    assert.ok(all.some((s) => s.snapshotId === snapshot.snapshotId));
+    // Natively it is the same snapshot.
+    const native = await client({ url: e2b.server.url, key: e2b.server.key })<{ sandbox_id: string }>(
+      "GET",
+      `/v1/agents/snapshots/${snapshot.snapshotId}`,
+    );
+    assert.equal(native.body.sandbox_id, sbx.sandboxId);
+
+    const copy = await Sandbox.create(snapshot.snapshotId);
+    sandboxes.push(copy.sandboxId);
+    assert.notEqual(copy.sandboxId, sbx.sandboxId);
+    assert.equal(await copy.files.read("app/state.json"), '{"step": 1}');
+    assert.equal((await copy.commands.run("cat app/state.json")).stdout, '{"step": 1}');
+
+    assert.equal(await Sandbox.deleteSnapshot(snapshot.snapshotId), true);
+    assert.equal(await Sandbox.deleteSnapshot(snapshot.snapshotId), false, "a deleted snapshot is gone");
+    assert.deepEqual(await sbx.listSnapshots().nextItems(), []);
+    await assert.rejects(Sandbox.createSnapshot("nosuchsandbox"), NotFoundError);
+  });
+
+  test("Sandbox.fork: copies with the sandbox's files, each a sandbox of its own", async () => {
+    const sbx = await Sandbox.create();
+    sandboxes.push(sbx.sandboxId);
+    await sbx.files.write("forked.txt", "from the parent");
+    const forks = await Sandbox.fork(sbx.sandboxId, { count: 2, timeoutMs: 600_000 });
+    assert.equal(forks.length, 2);
+    for (const f of forks) {
+      assert.ok(f instanceof Sandbox, String(f));
+      sandboxes.push(f.sandboxId);
+      assert.equal(await f.files.read("forked.txt"), "from the parent");
+      assert.ok((await f.getInfo()).endAt.getTime() - Date.now() > 500_000, "the fork's timeout is the one asked for");
+    }
+    const [first] = forks;
+    assert.ok(first instanceof Sandbox);
+    await first.files.write("forked.txt", "changed in a fork");
+    assert.equal(await sbx.files.read("forked.txt"), "from the parent", "a fork is a copy");
+    await assert.rejects(Sandbox.fork("nosuchsandbox"), NotFoundError);
+  });
+
+  test("Template.exists: E2B's default names and this service's templates", async () => {
+    assert.equal(await Template.exists("code-interpreter-v1"), true);
+    assert.equal(await Template.exists("base"), true);
+    assert.equal(await Template.exists("python-base-v1"), true);
+    assert.equal(await Template.exists("no-such-template"), false);
+  });
+});
+
 describe("files", () => {
   let sbx: Sandbox;
   before(async () => {
@@ -247,13 +299,7 @@ describe("files", () => {
     await sbx.files.makeDir("watched");
     await sbx.files.write("watched/before.txt", "already here");
     const events: { name: string; type: string }[] = [];
-    const seen = async (name: string, type: string) => {
-      for (let i = 0; i < 150 && !events.some((e) => e.name === name && e.type === type); i++) await new Promise((r) => setTimeout(r, 100));
-      assert.ok(
-        events.some((e) => e.name === name && e.type === type),
-        `${type} ${name} in ${JSON.stringify(events)}`,
-      );
-    };
+    const seen = (name: string, type: string) => seenEvent(events, name, type);
     const handle = await sbx.files.watchDir("watched", (e) => {
       events.push({ name: e.name, type: e.type });
     });
@@ -278,13 +324,7 @@ describe("files", () => {
     await sbx.files.makeDir("tree/a/b");
     await sbx.files.write("tree/a/old.txt", "before the watch");
     const events: { name: string; type: string }[] = [];
-    const seen = async (name: string, type: string) => {
-      for (let i = 0; i < 150 && !events.some((e) => e.name === name && e.type === type); i++) await new Promise((r) => setTimeout(r, 100));
-      assert.ok(
-        events.some((e) => e.name === name && e.type === type),
-        `${type} ${name} in ${JSON.stringify(events)}`,
-      );
-    };
+    const seen = (name: string, type: string) => seenEvent(events, name, type);
     const handle = await sbx.files.watchDir(
       "tree",
       (e) => {
@@ -505,12 +545,12 @@ describe("tenant isolation", () => {
   test("another tenant's key reaches none of a sandbox's E2B routes", async () => {
     const sbx = await codeSandbox();
     await sbx.runCode("secret = 'mine'");
-    const other = createKey(server.dataDir, "e2b-other-tenant").key;
+    const other = createKey(e2b.server.dataDir, "e2b-other-tenant").key;
     await assert.rejects(Sandbox.connect(sbx.sandboxId, { apiKey: other }), NotFoundError);
     await assert.rejects(Sandbox.getInfo(sbx.sandboxId, { apiKey: other }), NotFoundError);
     assert.equal(await Sandbox.kill(sbx.sandboxId, { apiKey: other }), false);
     const inSandbox = (path: string, body: string, type = "application/json") =>
-      fetch(`${server.url}/e2b${path}`, {
+      fetch(`${e2b.server.url}/e2b${path}`, {
         method: "POST",
         headers: { "content-type": type, "x-access-token": other, "e2b-sandbox-id": sbx.sandboxId, "e2b-sandbox-port": "49999" },
         body,
@@ -547,13 +587,13 @@ describe("Connect wire format", () => {
   test("a quiet process stream gets keepalives at the asked interval, then its end", async () => {
     const sbx = await Sandbox.create();
     sandboxes.push(sbx.sandboxId);
-    const res = await fetch(`${server.url}/e2b/process.Process/Start`, {
+    const res = await fetch(`${e2b.server.url}/e2b/process.Process/Start`, {
       method: "POST",
       headers: {
         "content-type": "application/connect+json",
         "connect-protocol-version": "1",
         "keepalive-ping-interval": "1",
-        "x-access-token": server.key,
+        "x-access-token": e2b.server.key,
         "e2b-sandbox-id": sbx.sandboxId,
       },
       body: new Uint8Array(envelope({ process: { cmd: "/bin/bash", args: ["-c", "sleep 2.5; echo hi"] } })),
@@ -573,7 +613,7 @@ describe("Connect wire format", () => {
 
 describe("key revocation", () => {
   test("revoking the key ends a command stream of the E2B SDK at once", async () => {
-    const admin = client({ url: server.url, key: server.adminKey });
+    const admin = client({ url: e2b.server.url, key: e2b.server.adminKey });
     const made = await admin<{ key: string; id: string }>("POST", "/v1/admin/keys", { name: "e2b-doomed", tenant_id: "e2b-revoke" });
     assert.equal(made.status, 201, JSON.stringify(made.body));
     const sbx = await Sandbox.create({ apiKey: made.body.key });
@@ -598,7 +638,7 @@ describe("key revocation", () => {
 
 describe("execution slots", () => {
   test("a command holds a slot while its client follows it: a second one over the key's limit is refused, as natively", async () => {
-    const admin = client({ url: server.url, key: server.adminKey });
+    const admin = client({ url: e2b.server.url, key: e2b.server.adminKey });
     const made = await admin<{ key: string }>("POST", "/v1/admin/keys", {
       name: "e2b-one-run",
       tenant_id: "e2b-slots",
@@ -626,7 +666,7 @@ describe("execution slots", () => {
 
     await assert.rejects(sbx.commands.run("echo two"), RateLimitError);
     // On the wire: resource_exhausted with the Retry-After of the native 429, before any process starts.
-    const res = await fetch(`${server.url}/e2b/process.Process/Start`, {
+    const res = await fetch(`${e2b.server.url}/e2b/process.Process/Start`, {
       method: "POST",
       headers: { "content-type": "application/connect+json", "x-access-token": apiKey, "e2b-sandbox-id": sbx.sandboxId },
       body: new Uint8Array(envelope({ process: { cmd: "/bin/bash", args: ["-c", "touch /home/user/ran"] } })),
@@ -647,7 +687,7 @@ describe("execution slots", () => {
   });
 
   test("a command whose client disconnects gives its slot back and runs on, as a native background process", async () => {
-    const admin = client({ url: server.url, key: server.adminKey });
+    const admin = client({ url: e2b.server.url, key: e2b.server.adminKey });
     const made = await admin<{ key: string }>("POST", "/v1/admin/keys", {
       name: "e2b-one-run-2",
       tenant_id: "e2b-slots",

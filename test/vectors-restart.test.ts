@@ -11,7 +11,7 @@ import { eventually } from "./helpers/leftovers.js";
 import { client, startServer } from "./helpers/server.js";
 import { clustered } from "./helpers/vectors-data.js";
 
-const N = 40_000;
+const N = 50_000;
 const DIM = 32;
 const BATCH = 1000;
 
@@ -95,6 +95,10 @@ test("restarts: a graceful stop leaves no graph to rebuild; after a crash, write
     const early = await call("POST", `/v1/vectors/${id}/batch`, { vectors: [{ id: "after-crash", embedding: vec(data, N + 1) }] });
     const writeMs = performance.now() - t0;
     assert.equal(early.status, 200);
+    // Acknowledged before the index could answer from its graph: the write did not wait for the
+    // records to load or the graph to be rebuilt (before, the first write waited for both).
+    const afterWrite = (await view(call, id)).status;
+    assert.ok(afterWrite === "loading" || afterWrite === "building", `status right after the first write: ${afterWrite}`);
     const stored = data.subarray(0, (N + 2) * DIM);
     const ids = (i: number) => (i < N ? `v${i}` : i === N ? "after-stop" : "after-crash");
     let exactWhileBuilding = 0;

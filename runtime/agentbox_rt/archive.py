@@ -12,11 +12,12 @@ import selectors
 import signal
 
 from .procs import signal_group, spawn
+from .programs import own_python
 from .protocol import send
 from .state import HOME, base_env, children, sel
 from .stats import own_io
 
-TOOL = ["/usr/bin/python3", "-I", "/opt/agentbox/archive_tool.py"]
+TOOL = [*own_python(), "-I", "/opt/agentbox/archive_tool.py"]
 MAX_ARCHIVES = 4
 ERR_KEEP = 64 << 10
 F_SETPIPE_SZ = 1031

@@ -10,6 +10,7 @@ import time
 
 from .files import resolve
 from .procs import signal_group, spawn
+from .programs import program
 from .protocol import MAX_FRAME, send
 from .state import HOME, children, env_for
 from .streams import Stream
@@ -57,7 +58,7 @@ class Background:
         in_r, in_w = os.pipe()
         try:
             # stdin is fd 0 of the child (spawn moves extra fds after /dev/null).
-            self.pid = spawn(["/bin/bash", "--norc", "--noprofile", "-c", self.command], cwd, env_for(req.get("env")), out_w, err_w, {0: in_r})
+            self.pid = spawn([*program("/bin/bash"), "--norc", "--noprofile", "-c", self.command], cwd, env_for(req.get("env")), out_w, err_w, {0: in_r})
         finally:
             for fd in (out_w, err_w, in_r):
                 os.close(fd)

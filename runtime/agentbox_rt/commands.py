@@ -4,6 +4,7 @@ import signal
 import time
 
 from .procs import signal_group, spawn
+from .programs import program
 from .protocol import send
 from .state import children, env_for, runs
 from .streams import Job, Stream
@@ -19,7 +20,7 @@ class Command(Job):
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
         try:
-            self.pid = spawn(["/bin/bash", "--norc", "--noprofile", "-c", req["command"]], cwd, env_for(req.get("env")), out_w, err_w, {})
+            self.pid = spawn([*program("/bin/bash"), "--norc", "--noprofile", "-c", req["command"]], cwd, env_for(req.get("env")), out_w, err_w, {})
         finally:
             os.close(out_w)
             os.close(err_w)

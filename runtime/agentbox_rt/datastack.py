@@ -6,6 +6,7 @@ import re
 import sys
 import time
 
+from .programs import system_path
 from .state import base_env
 from .stats import own_io, proc_io
 
@@ -107,7 +108,7 @@ def _import_stack():
     # Only from the system's packages: never a same-named file in the workspace (a restarted
     # sandbox keeps its files), which would be user code nobody ran.
     saved_path = sys.path[:]
-    sys.path[:] = [p for p in sys.path if p.startswith("/usr/")]
+    sys.path[:] = system_path(sys.path)
     try:
         for name in PREWARM_MODULES:
             __import__(name)

@@ -19,6 +19,7 @@ from . import datastack
 from .datastack import prewarm
 from .display import Results, hook_matplotlib
 from .procs import signal_group, spawn
+from .programs import program, system_path
 from .protocol import MAX_FRAME, send
 from .state import HOME, children, env_for, kernels, runs, sel
 from .streams import Job, Stream
@@ -66,10 +67,10 @@ class Kernel:
                     os._exit(70)
         else:
             if lang == "bash":
-                argv = ["/bin/bash", "--norc", "--noprofile", "-c", BASH_DRIVER]
+                argv = [*program("/bin/bash"), "--norc", "--noprofile", "-c", BASH_DRIVER]
                 ctl_target = 3
             else:
-                argv = ["/usr/bin/node", "--max-old-space-size=4096", NODE_KERNEL]
+                argv = [*program("/usr/bin/node"), "--max-old-space-size=4096", NODE_KERNEL]
                 ctl_target = 3
             pid = spawn(argv, cwd, kenv, out_w, err_w, {ctl_target: child.fileno()})
         child.close()
@@ -334,7 +335,7 @@ def python_kernel(ctl_fd, out_w, err_w, cwd, env, warm=False):
     sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), encoding="utf-8", errors="backslashreplace", write_through=True)
     sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), encoding="utf-8", errors="backslashreplace", write_through=True)
     sys.argv = [""]
-    sys.path[:] = [p for p in sys.path if p.startswith("/usr/")]
+    sys.path[:] = system_path(sys.path)
     sys.path.insert(0, "")
     ctl = socket.socket(fileno=3)
     reader = ctl.makefile("rb")

@@ -4,6 +4,7 @@
 import os
 
 from .procs import spawn
+from .programs import own_python
 from .state import HOME, base_env, children
 
 RELAY = "/opt/agentbox/agentbox_rt/netrelay.py"
@@ -36,7 +37,7 @@ def start_relay(header):
     null = os.open("/dev/null", os.O_WRONLY)
     try:
         env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
-        pid = spawn(["/usr/bin/python3", "-I", "-S", RELAY, str(port)], HOME, env, null, null, {})
+        pid = spawn([*own_python(), "-I", "-S", RELAY, str(port)], HOME, env, null, null, {})
     finally:
         os.close(null)
     relay["pid"] = pid

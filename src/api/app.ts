@@ -5,6 +5,7 @@ import swaggerUi from "@fastify/swagger-ui";
 import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply } from "fastify";
 import type { Logger } from "pino";
+import { templateRoutes } from "../templates/routes.js";
 import { vectorRoutes } from "../vectors/routes.js";
 import { E2B_KEY_HEADERS } from "../e2b/auth.js";
 import { e2bHostRewriter } from "../e2b/hosts.js";
@@ -177,6 +178,7 @@ export async function buildApp(services: Services, logger: Logger): Promise<Fast
     if (services.files)
       await app.register(sandboxTransferRoutes, { prefix, files: services.files, maxFileBytes: services.files.maxFileBytes });
     await app.register(contextRoutes, { prefix, services });
+    if (services.templates) await app.register(templateRoutes, { prefix, templates: services.templates });
     await app.register(metricsRoutes, { prefix, services });
     if (services.network) {
       await app.register(networkRoutes, { prefix, network: services.network });

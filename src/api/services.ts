@@ -12,6 +12,7 @@ import type { SandboxService } from "../sandbox/service.js";
 import type { SandboxConfig } from "../sandbox/settings.js";
 import type { AdminKeys, KeyDirectory } from "../store/key-directory.js";
 import type { TenantDirectory } from "../store/tenant-directory.js";
+import type { TemplateService } from "../templates/service.js";
 import type { VectorService } from "../vectors/service.js";
 import type { Metrics } from "./metrics.js";
 import type { OpenRequests } from "./open-requests.js";
@@ -42,4 +43,6 @@ export interface Services {
   files?: FileService;
   /** Sandbox lifecycle events and webhooks (/sandboxes/{id}/events, /webhooks); absent, no such routes. */
   events?: EventsArea;
+  /** Tenants' own templates (/templates/build, get, delete, builds); absent, only the built-ins. */
+  templates?: TemplateService;
 }

@@ -1,12 +1,13 @@
-// The Connect protocol's JSON encoding, for the few envd methods the E2B SDKs call: unary calls
-// are a JSON body in and out (errors as `{code, message}` with a matching HTTP status), and
+// The Connect protocol's JSON encoding, for the envd methods the E2B SDKs call: unary calls are a
+// JSON body in and out (errors as `{code, message}` with a matching HTTP status), and
 // server-streaming calls take one enveloped JSON message and answer with enveloped messages and
-// a final end-of-stream envelope (flag 0x02) that carries the error, if any. Envelope: one flags
-// byte, a 32-bit big-endian length, the JSON. (Why by hand and not @connectrpc/connect-node:
-// docs/e2b.md.)
-import { PassThrough } from "node:stream";
+// a final end-of-stream envelope (flag 0x02) that carries the error, if any. Client-streaming
+// calls (StreamInput) read enveloped messages from the request body as they arrive (chunked, over
+// HTTP/1.1 or 2) and answer like a server stream of one message. Envelope: one flags byte, a
+// 32-bit big-endian length, the JSON. (Why by hand and not @connectrpc/connect-node: docs/e2b.md.)
+import { addAbortSignal, PassThrough, type Readable } from "node:stream";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
-import { invalid } from "../errors.js";
+import { ApiError, invalid } from "../errors.js";
 import { apiErrorOf, ConnectError, connectCode, installConnectErrors, retryAfterMetadata } from "./errors.js";
 
 const END_STREAM = 0x02;
@@ -85,8 +86,29 @@ export class ServerStream {
   }
 }
 
+/**
+ * The enveloped messages of a client stream, each as soon as it is whole: at most `maxMessage`
+ * bytes each (the service's body limit), uncompressed.
+ */
+async function* clientMessages(body: Readable, maxMessage: number): AsyncGenerator<Record<string, unknown>> {
+  let buf: Buffer = Buffer.alloc(0);
+  for await (const chunk of body) {
+    buf = buf.length === 0 ? (chunk as Buffer) : Buffer.concat([buf, chunk as Buffer]);
+    while (buf.length >= 5) {
+      const len = buf.readUInt32BE(1);
+      if (buf.readUInt8(0) !== 0) throw invalid("Compressed or end-of-stream envelopes are not taken from a client");
+      if (len > maxMessage) throw new ApiError("payload_too_large", `A message is larger than ${maxMessage} bytes`);
+      if (buf.length < 5 + len) break;
+      yield asMessage(JSON.parse(buf.subarray(5, 5 + len).toString("utf8")));
+      buf = buf.subarray(5 + len);
+    }
+  }
+  if (buf.length > 0) throw invalid("The stream ended inside a message");
+}
+
 type Unary = (message: Record<string, unknown>, request: FastifyRequest) => Promise<unknown>;
 type Streaming = (message: Record<string, unknown>, request: FastifyRequest, stream: ServerStream) => Promise<void>;
+type ClientStreaming = (messages: AsyncIterable<Record<string, unknown>>, request: FastifyRequest) => Promise<unknown>;
 
 /** Registers the Connect content types and error answers in `app` (a plugin scope of its own). */
 export function installConnect(app: FastifyInstance): void {
@@ -98,6 +120,15 @@ export function unary(app: FastifyInstance, path: string, handler: Unary): void 
   app.post(path, async (request) => (await handler(asMessage(request.body), request)) ?? {});
 }
 
+/** Ends `stream` with `err` as Connect says it. */
+function endWith(stream: ServerStream, err: unknown, request: FastifyRequest): void {
+  if (err instanceof ConnectError) stream.end({ code: err.code, message: err.message });
+  else {
+    const api = apiErrorOf(err as Error, request.log);
+    stream.end({ code: connectCode(api), message: api.message }, retryAfterMetadata(api));
+  }
+}
+
 /** A server-streaming method (`keepalive`: its keepalive message); an error before or during the stream ends it with that error. */
 export function serverStreaming(app: FastifyInstance, path: string, handler: Streaming, keepalive?: unknown): void {
   app.post(path, async (request, reply) => {
@@ -107,12 +138,35 @@ export function serverStreaming(app: FastifyInstance, path: string, handler: Str
       await handler(message, request, stream);
       stream.end();
     } catch (err) {
-      if (err instanceof ConnectError) stream.end({ code: err.code, message: err.message });
-      else {
-        const api = apiErrorOf(err as Error, request.log);
-        stream.end({ code: connectCode(api), message: api.message }, retryAfterMetadata(api));
-      }
+      endWith(stream, err, request);
     }
     return reply;
+  });
+}
+
+/**
+ * A client-streaming method, in a plugin scope of its own (its request body is read as it comes,
+ * not buffered): the handler gets the messages as they arrive and its answer is sent when the
+ * client's stream ends. The call's deadline or the client going away ends the reading.
+ */
+export async function clientStreaming(app: FastifyInstance, path: string, handler: ClientStreaming): Promise<void> {
+  await app.register(async (scope) => {
+    scope.removeContentTypeParser(STREAM_TYPE);
+    scope.addContentTypeParser(STREAM_TYPE, (_request, payload, done) => done(null, payload));
+    const maxMessage = scope.initialConfig.bodyLimit ?? 2 ** 20;
+    scope.post(path, async (request, reply) => {
+      const body = request.body as Readable;
+      const stream = new ServerStream(request, reply);
+      addAbortSignal(stream.signal, body);
+      try {
+        stream.send((await handler(clientMessages(body, maxMessage), request)) ?? {});
+        stream.end();
+      } catch (err) {
+        if (stream.deadlinePassed)
+          endWith(stream, new ConnectError("deadline_exceeded", "The input stream ran past the call's timeout"), request);
+        else endWith(stream, err, request);
+      }
+      return reply;
+    });
   });
 }

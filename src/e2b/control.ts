@@ -7,6 +7,7 @@ import { ApiError, invalid, sandboxNotFound } from "../errors.js";
 import type { Caller } from "../sandbox/service.js";
 import { MAX_METADATA_FILTERS, METADATA_FILTER_KEY, type SandboxRecord } from "../store/sandboxes.js";
 import { installControlErrors } from "./errors.js";
+import { paged } from "./paging.js";
 
 /**
  * The envd version sandboxes report. The SDKs switch features on by it: 0.5.2 is the newest whose
@@ -16,13 +17,13 @@ import { installControlErrors } from "./errors.js";
 export const ENVD_VERSION = "0.5.2";
 
 /** E2B's template names that mean "the default sandbox" here (the code interpreter's and the base one). */
-const DEFAULT_TEMPLATES = new Set(["base", "code-interpreter", "code-interpreter-v1", "code-interpreter-stateful"]);
+export const DEFAULT_TEMPLATES = new Set(["base", "code-interpreter", "code-interpreter-v1", "code-interpreter-stateful"]);
 
 type Live = SandboxRecord & { status: "running" | "paused" };
 const isLive = (r: SandboxRecord): r is Live => r.status === "running" || r.status === "paused";
 
 /** The caller's key, handed back as the sandbox's access token (the in-sandbox requests carry it). */
-function accessToken(request: FastifyRequest): string | undefined {
+export function accessToken(request: FastifyRequest): string | undefined {
   const v = request.headers["x-api-key"];
   return (Array.isArray(v) ? v[0] : v)?.trim();
 }
@@ -52,7 +53,7 @@ function detailJson(r: Live, token: string | undefined, domain: string | null) {
  * What create and connect answer: enough for the SDK to reach the sandbox (`domain`: the operator's
  * AGENTBOX_E2B_DOMAIN, else null and the SDK keeps its own E2B_DOMAIN).
  */
-function connectionJson(r: SandboxRecord, token: string | undefined, domain: string | null) {
+export function connectionJson(r: SandboxRecord, token: string | undefined, domain: string | null) {
   return {
     sandboxID: r.id,
     templateID: r.template,
@@ -77,7 +78,7 @@ interface IdParams {
   sandboxID: string;
 }
 
-function checkedSeconds(value: unknown, name: string): number | undefined {
+export function checkedSeconds(value: unknown, name: string): number | undefined {
   if (value === undefined || value === null) return undefined;
   if (typeof value !== "number" || !Number.isInteger(value) || value < 0) throw invalid(`'${name}' must be a whole number of seconds`);
   return value;
@@ -106,8 +107,6 @@ function states(raw: unknown): ("running" | "paused")[] {
   return [...new Set(given)] as ("running" | "paused")[];
 }
 
-const MAX_PAGE = 100;
-
 export const controlRoutes: FastifyPluginAsync<{ services: Services }> = async (app, { services }) => {
   installControlErrors(app);
   // What E2B has and this service does not map (templates, snapshots, volumes, ...): said so, not a
@@ -119,6 +118,16 @@ export const controlRoutes: FastifyPluginAsync<{ services: Services }> = async (
   const { sandbox } = services;
   const domain = services.config.e2bDomain ?? null;
   const lifecycle = services.sandboxes.lifecycle;
+
+  /** The caller's snapshot of that id, if there is one. */
+  const snapshotOf = (tenantId: string, id: string) => {
+    try {
+      return lifecycle.getSnapshot(tenantId, id);
+    } catch (err) {
+      if (err instanceof ApiError && err.code === "snapshot_not_found") return undefined;
+      throw err;
+    }
+  };
 
   /** A sandbox that is running or paused (an ended one is gone, as in E2B). */
   const live = (caller: Caller, id: string): Live => {
@@ -132,8 +141,12 @@ export const controlRoutes: FastifyPluginAsync<{ services: Services }> = async (
     if (typeof body !== "object" || Array.isArray(body)) throw invalid("The body must be a JSON object");
     const template = body.templateID;
     if (template !== undefined && typeof template !== "string") throw invalid("'templateID' must be a string");
+    // A snapshot's id names the snapshot to start from (the SDKs' Sandbox.create(snapshotId)).
+    const named = template === undefined || DEFAULT_TEMPLATES.has(template) ? undefined : template;
+    const snapshotId = named === undefined ? undefined : snapshotOf(request.apiKey.tenantId, named)?.id;
     return sandbox.createSandbox(request.apiKey, {
-      template: template === undefined || DEFAULT_TEMPLATES.has(template) ? undefined : template,
+      template: snapshotId ? undefined : named,
+      snapshotId,
       timeoutS: checkedSeconds(body.timeout, "timeout"),
       metadata: stringMap(body.metadata, "metadata"),
       envVars: stringMap(body.envVars, "envVars"),
@@ -164,16 +177,9 @@ export const controlRoutes: FastifyPluginAsync<{ services: Services }> = async (
 
   // The SDKs' list: filtered by metadata and state, paged by `limit` and an opaque `nextToken` (an offset here).
   app.get<{ Querystring: Record<string, unknown> }>("/v2/sandboxes", async (request, reply) => {
-    const q = request.query;
-    const limit = q.limit === undefined ? MAX_PAGE : Number(q.limit);
-    if (!Number.isInteger(limit) || limit < 1 || limit > MAX_PAGE) throw invalid(`'limit' must be 1 to ${MAX_PAGE}`);
-    const offset = q.nextToken === undefined || q.nextToken === "" ? 0 : Number(q.nextToken);
-    if (!Number.isInteger(offset) || offset < 0) throw invalid("'nextToken' is not one this service gave out");
-    const all = list(request.apiKey, q);
-    if (q.order === "desc") all.reverse();
-    const page = all.slice(offset, offset + limit);
-    if (offset + limit < all.length) reply.header("x-next-token", String(offset + limit));
-    return page.map(listedJson);
+    const all = list(request.apiKey, request.query);
+    if (request.query.order === "desc") all.reverse();
+    return paged(all, request.query, reply).map(listedJson);
   });
 
   app.get<{ Params: IdParams }>("/sandboxes/:sandboxID", async (request) =>

@@ -1,6 +1,7 @@
-// envd's filesystem.Filesystem service (Stat, ListDir, MakeDir, Move, Remove, WatchDir) and its REST side
-// (GET/POST /files, GET /health), mapped onto the sandbox's file operations (src/sandbox/files.ts):
-// paths resolve inside the sandbox exactly as they do for the native file routes.
+// envd's filesystem.Filesystem service (Stat, ListDir, MakeDir, Move, Remove, WatchDir and the polled
+// watchers) and its REST side (GET/POST /files, GET /health), mapped onto the sandbox's file
+// operations (src/sandbox/files.ts): paths resolve inside the sandbox exactly as they do for the
+// native file routes.
 import multipart from "@fastify/multipart";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { Services } from "../api/services.js";
@@ -16,6 +17,13 @@ function pathOf(message: Record<string, unknown>, name = "path"): string {
   const p = message[name];
   if (typeof p !== "string" || p === "") throw invalid(`'${name}' is required`);
   return p;
+}
+
+/** A watcher's id, as proto3 JSON names it (`watcherId`) or as the proto does (`watcher_id`). */
+function watcherIdOf(message: Record<string, unknown>): string {
+  const id = message.watcherId ?? message.watcher_id;
+  if (typeof id !== "string" || id === "") throw invalid("'watcherId' is required");
+  return id;
 }
 
 const baseName = (p: string) => p.split("/").filter(Boolean).pop() ?? "/";
@@ -43,6 +51,7 @@ export async function filesystemRoutes(app: FastifyInstance, { services }: { ser
   const sandboxIdOf = targetResolver(services.sandboxes);
   const boxOf = (request: FastifyRequest) => sandboxes.box(request.apiKey.tenantId, sandboxIdOf(request));
   const watchers = new Watchers(config.e2bMaxWatchers);
+  sandboxes.onEnded((id) => watchers.dropSandbox(id));
 
   /** The entry at `path` (its parent's listing has the details), or not_found. */
   const entryAt = async (request: FastifyRequest, path: string) => {
@@ -99,11 +108,22 @@ export async function filesystemRoutes(app: FastifyInstance, { services }: { ser
       { keepalive: {} },
     );
 
-    for (const method of ["CreateWatcher", "GetWatcherEvents", "RemoveWatcher"]) {
-      rpc.post(`/filesystem.Filesystem/${method}`, async () => {
-        throw new ConnectError("unimplemented", `filesystem.Filesystem/${method} (polled watchers) is not supported; use WatchDir`);
-      });
-    }
+    // Polled watchers (the Python SDK's synchronous watch_dir): the same polling watch, its events
+    // kept until the client asks for them.
+    unary(rpc, "/filesystem.Filesystem/CreateWatcher", async (message, request) => {
+      const id = sandboxIdOf(request);
+      const boxOf = () => sandboxes.box(request.apiKey.tenantId, id);
+      return { watcherId: await watchers.create(boxOf, id, pathOf(message), config.maxListFiles, message.recursive === true) };
+    });
+
+    unary(rpc, "/filesystem.Filesystem/GetWatcherEvents", async (message, request) => ({
+      events: watchers.events(sandboxIdOf(request), watcherIdOf(message)),
+    }));
+
+    unary(rpc, "/filesystem.Filesystem/RemoveWatcher", async (message, request) => {
+      watchers.remove(sandboxIdOf(request), watcherIdOf(message));
+      return {};
+    });
   });
 
   await app.register(async (rest) => {

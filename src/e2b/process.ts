@@ -5,9 +5,9 @@
 // terminal (pty.ts): its output is the terminal's, its input and window size go to the terminal.
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { Services } from "../api/services.js";
-import { invalid } from "../errors.js";
+import { ApiError, invalid } from "../errors.js";
 import type { BgSignal } from "../sandbox/background.js";
-import { installConnect, type ServerStream, serverStreaming, unary } from "./connect.js";
+import { clientStreaming, installConnect, type ServerStream, serverStreaming, unary } from "./connect.js";
 import { ConnectError } from "./errors.js";
 import { PtyPids, ptyCommand, ptyInput, ptyResize, ptySize } from "./pty.js";
 import { targetResolver } from "./target.js";
@@ -117,17 +117,42 @@ export async function processRoutes(app: FastifyInstance, { services }: { servic
     };
   });
 
-  unary(app, "/process.Process/SendInput", async (message, request) => {
-    const input = message.input as { stdin?: unknown; pty?: unknown } | undefined;
+  /** Writes a ProcessInput (`stdin` or `pty`, base64) to process `pid`. */
+  const sendInput = async (request: FastifyRequest, id: string, pid: number, value: unknown) => {
+    const input = value as { stdin?: unknown; pty?: unknown } | undefined;
     const given = input?.pty ?? input?.stdin;
     if (typeof given !== "string") throw invalid("'input.stdin' or 'input.pty' is required");
-    const id = sandboxIdOf(request);
-    const pid = pidOf(message);
     const data = Buffer.from(given, "base64");
     // A terminal's helper reads its stdin as frames: every write to it is one (either field, as envd takes both).
     if (ptys.get(id, pid)) await sandbox.writeStdin(request.apiKey, id, pid, ptyInput(data), false);
     else if (input?.pty !== undefined) throw invalid(`Process ${pid} has no terminal; send 'input.stdin'`);
     else await sandbox.writeStdin(request.apiKey, id, pid, data, false);
+  };
+
+  unary(app, "/process.Process/SendInput", async (message, request) => {
+    await sendInput(request, sandboxIdOf(request), pidOf(message), message.input);
+    return {};
+  });
+
+  // Input as a client stream: `start` (the process) first, then `data` messages written in order
+  // as they arrive, `keepalive`s ignored. No E2B SDK sends it (docs/e2b.md); a Connect client that
+  // streams request bodies (HTTP/1.1 chunked or HTTP/2) can.
+  await clientStreaming(app, "/process.Process/StreamInput", async (messages, request) => {
+    const id = sandboxIdOf(request);
+    let pid: number | undefined;
+    for await (const message of messages) {
+      if (pid === undefined) {
+        const start = message.start as Record<string, unknown> | undefined;
+        if (!start) throw invalid("The first message of StreamInput must be 'start' with the process");
+        pid = pidOf(start);
+        const procs = await sandbox.listBackground(request.apiKey, id);
+        if (!procs.some((p) => p.pid === pid && p.status === "running"))
+          throw new ApiError("process_not_found", `No running process ${pid}`);
+      } else if (message.data !== undefined) {
+        await sendInput(request, id, pid, (message.data as { input?: unknown } | null)?.input);
+      } else if (message.keepalive === undefined) throw invalid("StreamInput messages are 'start', 'data' or 'keepalive'");
+    }
+    if (pid === undefined) throw invalid("StreamInput ended before its 'start' message");
     return {};
   });
 
@@ -152,9 +177,5 @@ export async function processRoutes(app: FastifyInstance, { services }: { servic
     if (!signal) throw invalid("'signal' must be SIGNAL_SIGKILL or SIGNAL_SIGTERM");
     await sandbox.signalBackground(request.apiKey, sandboxIdOf(request), pidOf(message), signal);
     return {};
-  });
-
-  app.post("/process.Process/StreamInput", async () => {
-    throw new ConnectError("unimplemented", "process.Process/StreamInput (client-streamed input) is not supported; use SendInput");
   });
 }

@@ -1,9 +1,12 @@
-// envd's filesystem.Filesystem/WatchDir, by polling: the sandbox's supervisor has no file-event
-// source, so a watch lists the directory (the sandbox's own file-list operation) every
-// WATCH_INTERVAL_MS and streams the difference: new names as create, changed size or modification
-// time as write, vanished names as remove. A recursive watch lists the whole tree each time (one
-// listing per directory, AGENTBOX_MAX_LIST_FILES entries in all) and names entries by their path
-// under the watched directory, as envd does. At most AGENTBOX_E2B_MAX_WATCHERS per sandbox.
+// envd's directory watches, by polling: the sandbox's supervisor has no file-event source, so a
+// watch lists the directory (the sandbox's own file-list operation) every WATCH_INTERVAL_MS and
+// reports the difference: new names as create, changed size or modification time as write,
+// vanished names as remove. A recursive watch lists the whole tree each time (one listing per
+// directory, AGENTBOX_MAX_LIST_FILES entries in all) and names entries by their path under the
+// watched directory, as envd does. Two ways to follow one: WatchDir streams the events, and a
+// polled watcher (CreateWatcher, GetWatcherEvents, RemoveWatcher: the Python SDK's synchronous
+// watch_dir) keeps them until asked. Both count against AGENTBOX_E2B_MAX_WATCHERS per sandbox.
+import { randomUUID } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
 import { ApiError, invalid } from "../errors.js";
 import type { Box } from "../sandbox/box.js";
@@ -15,6 +18,14 @@ import { ConnectError } from "./errors.js";
 export const WATCH_INTERVAL_MS = 250;
 
 type EventType = "EVENT_TYPE_CREATE" | "EVENT_TYPE_WRITE" | "EVENT_TYPE_REMOVE";
+
+/** envd's FilesystemEvent (JSON). */
+export interface FilesystemEvent {
+  name: string;
+  type: EventType;
+}
+
+type Listing = Map<string, string>;
 
 /** A listing reduced to what tells a change: name → size and modification time. */
 function snapshot(entries: FileEntry[]): Map<string, string> {
@@ -49,8 +60,8 @@ async function treeSnapshot(box: Box, root: string, maxEntries: number): Promise
 }
 
 /** The events that turn listing `before` into `after`, in name order per kind. */
-export function diff(before: Map<string, string>, after: Map<string, string>): { name: string; type: EventType }[] {
-  const events: { name: string; type: EventType }[] = [];
+export function diff(before: Listing, after: Listing): FilesystemEvent[] {
+  const events: FilesystemEvent[] = [];
   for (const [name, stamp] of after) {
     const old = before.get(name);
     if (old === undefined) events.push({ name, type: "EVENT_TYPE_CREATE" });
@@ -60,38 +71,171 @@ export function diff(before: Map<string, string>, after: Map<string, string>): {
   return events;
 }
 
-/** Watches per sandbox, to bound the listing work one sandbox's clients can ask for. */
+/** A directory to watch, as the caller named it, resolved and checked once the watch starts. */
+interface Watched {
+  path: string;
+  recursive: boolean;
+  maxEntries: number;
+}
+
+/** The listing of a checked directory, in the form `diff` compares. */
+async function listing(box: Box, dir: string, w: Watched): Promise<Listing> {
+  return w.recursive ? treeSnapshot(box, dir.replace(/\/+$/, "") || "/", w.maxEntries) : snapshot(await listDir(box, dir, w.maxEntries));
+}
+
+/** `path`'s resolved name, once it is known to be a directory (not_found, or invalid_request). */
+async function directory(box: Box, path: string): Promise<string> {
+  const st = await statPath(box, path);
+  if (!st.exists) throw new ApiError("file_not_found", `'${st.path}' does not exist`);
+  if (!st.isDir) throw invalid(`'${st.path}' is not a directory`);
+  return st.path;
+}
+
+/**
+ * Lists every WATCH_INTERVAL_MS from `seen` on and hands each tick's differences to `emit` until
+ * `signal` aborts. A listing of `undefined` (nothing to list now, e.g. the sandbox is paused)
+ * skips the tick; a listing that fails ends the loop with its error.
+ */
+async function follow(list: () => Promise<Listing | undefined>, seen: Listing, signal: AbortSignal, emit: (e: FilesystemEvent[]) => void) {
+  let last = seen;
+  while (!signal.aborted) {
+    await sleep(WATCH_INTERVAL_MS, undefined, { signal }).catch(() => {});
+    if (signal.aborted) break;
+    const now = await list();
+    if (now === undefined) continue;
+    const events = diff(last, now);
+    if (events.length > 0) emit(events);
+    last = now;
+  }
+}
+
+/** A watch kept for its client to ask for its events (CreateWatcher). */
+interface Polled {
+  sandboxId: string;
+  controller: AbortController;
+  /** Events since the client last asked: at most `maxEntries`, the oldest dropped first. */
+  events: FilesystemEvent[];
+  /** Why the watch ended by itself (its directory went away, ...): told on the next ask. */
+  failure?: Error;
+  release: () => void;
+}
+
+/** The directory watches of every sandbox: streamed ones and polled ones, bounded per sandbox. */
 export class Watchers {
   private readonly bySandbox = new Map<string, number>();
+  private readonly polled = new Map<string, Polled>();
 
   constructor(private readonly maxPerSandbox: number) {}
 
-  /** Streams `path`'s changes into `stream` until the client goes away or the call's deadline passes. */
-  async watch(box: Box, sandboxId: string, path: string, maxEntries: number, stream: ServerStream, recursive = false): Promise<void> {
-    const st = await statPath(box, path);
-    if (!st.exists) throw new ApiError("file_not_found", `'${st.path}' does not exist`);
-    if (!st.isDir) throw invalid(`'${st.path}' is not a directory`);
+  /** Counts one more watch of the sandbox (refused at its limit); returns its release. */
+  private reserve(sandboxId: string): () => void {
     const n = this.bySandbox.get(sandboxId) ?? 0;
     if (n >= this.maxPerSandbox)
       throw new ApiError("rate_limited", `This sandbox already has ${n} directory watches, its limit; stop one first`, 1);
     this.bySandbox.set(sandboxId, n + 1);
-    const list = async () =>
-      recursive ? treeSnapshot(box, st.path.replace(/\/+$/, "") || "/", maxEntries) : snapshot(await listDir(box, st.path, maxEntries));
-    try {
-      let seen = await list();
-      stream.send({ start: {} });
-      while (!stream.signal.aborted) {
-        await sleep(WATCH_INTERVAL_MS, undefined, { signal: stream.signal }).catch(() => {});
-        if (stream.signal.aborted) break;
-        const now = await list();
-        for (const event of diff(seen, now)) stream.send({ filesystem: event });
-        seen = now;
-      }
-      if (stream.deadlinePassed) throw new ConnectError("deadline_exceeded", `The watch of '${st.path}' reached the call's timeout`);
-    } finally {
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
       const left = (this.bySandbox.get(sandboxId) ?? 1) - 1;
       if (left <= 0) this.bySandbox.delete(sandboxId);
       else this.bySandbox.set(sandboxId, left);
+    };
+  }
+
+  /** WatchDir: streams `path`'s changes into `stream` until the client goes away or the call's deadline passes. */
+  async watch(box: Box, sandboxId: string, path: string, maxEntries: number, stream: ServerStream, recursive = false): Promise<void> {
+    const w = { path, recursive, maxEntries };
+    const dir = await directory(box, path);
+    const release = this.reserve(sandboxId);
+    try {
+      const seen = await listing(box, dir, w);
+      stream.send({ start: {} });
+      await follow(
+        () => listing(box, dir, w),
+        seen,
+        stream.signal,
+        (events) => {
+          for (const event of events) stream.send({ filesystem: event });
+        },
+      );
+      if (stream.deadlinePassed) throw new ConnectError("deadline_exceeded", `The watch of '${dir}' reached the call's timeout`);
+    } finally {
+      release();
+    }
+  }
+
+  /**
+   * CreateWatcher: starts a polled watch of `path` and answers its id once the directory's first
+   * listing is taken (a change after the answer is an event). `boxOf` gives the sandbox at each
+   * tick: a paused sandbox (sandbox_paused) is skipped, not an error.
+   */
+  async create(boxOf: () => Box, sandboxId: string, path: string, maxEntries: number, recursive = false): Promise<string> {
+    const w = { path, recursive, maxEntries };
+    const box = boxOf();
+    const dir = await directory(box, path);
+    const release = this.reserve(sandboxId);
+    let seen: Listing;
+    try {
+      seen = await listing(box, dir, w);
+    } catch (err) {
+      release();
+      throw err;
+    }
+    const id = randomUUID();
+    const watcher: Polled = { sandboxId, controller: new AbortController(), events: [], release };
+    this.polled.set(id, watcher);
+    const list = async () => {
+      try {
+        return await listing(boxOf(), dir, w);
+      } catch (err) {
+        if (err instanceof ApiError && err.code === "sandbox_paused") return undefined;
+        throw err;
+      }
+    };
+    const keep = (events: FilesystemEvent[]) => {
+      watcher.events.push(...events);
+      if (watcher.events.length > maxEntries) watcher.events.splice(0, watcher.events.length - maxEntries);
+    };
+    void follow(list, seen, watcher.controller.signal, keep)
+      .catch((err: Error) => {
+        watcher.failure = err;
+      })
+      .finally(release);
+    return id;
+  }
+
+  /** The sandbox's polled watcher `id`, else not_found (another sandbox's is not found either). */
+  private polledOf(sandboxId: string, id: unknown): [string, Polled] {
+    const watcher = typeof id === "string" ? this.polled.get(id) : undefined;
+    if (!watcher || watcher.sandboxId !== sandboxId)
+      throw new ApiError("not_found", `No watcher '${String(id).slice(0, 80)}' in this sandbox`);
+    return [id as string, watcher];
+  }
+
+  /** GetWatcherEvents: the events since the last ask. A watch that ended by itself answers its error, once, and is gone. */
+  events(sandboxId: string, id: unknown): FilesystemEvent[] {
+    const [key, watcher] = this.polledOf(sandboxId, id);
+    if (watcher.failure) {
+      this.polled.delete(key);
+      throw watcher.failure;
+    }
+    return watcher.events.splice(0);
+  }
+
+  /** RemoveWatcher: stops the watch (its slot is free once its current listing, if any, is done). */
+  remove(sandboxId: string, id: unknown): void {
+    const [key, watcher] = this.polledOf(sandboxId, id);
+    this.polled.delete(key);
+    watcher.controller.abort();
+  }
+
+  /** A sandbox ended: its polled watchers stop and are forgotten. */
+  dropSandbox(sandboxId: string): void {
+    for (const [key, watcher] of this.polled) {
+      if (watcher.sandboxId !== sandboxId) continue;
+      this.polled.delete(key);
+      watcher.controller.abort();
     }
   }
 }

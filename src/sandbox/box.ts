@@ -3,7 +3,7 @@
 // is handed to the sandbox for execution (run()).
 import fs from "node:fs";
 import type { Limits } from "./settings.js";
-import { netDirOf } from "./bwrap.js";
+import { netDirOf, type TemplateRoot } from "./bwrap.js";
 import type { CgroupManager, SandboxCgroup } from "./cgroup.js";
 import { languageSpec } from "./languages.js";
 import { type RequestOptions, SupervisorLink } from "./link.js";
@@ -83,6 +83,8 @@ export interface BoxSpec {
   uid: number;
   limits: Limits;
   seccomp: Buffer;
+  /** A custom template's root filesystem (src/templates/); absent, the host's system view. */
+  root?: TemplateRoot;
   /** Starts the sandbox's processes (off the service's event loop). */
   spawner: Spawner;
   /** Where the sandbox process's own diagnostics go (bwrap and supervisor errors, never user output). */
@@ -196,6 +198,7 @@ export class Box {
       workspace: this.workspace,
       tmpMb: this.spec.limits.tmpMb,
       seccomp: this.spec.seccomp,
+      ...(this.spec.root ? { root: this.spec.root } : {}),
       cgroupProcs: this.cgroup.procsFiles,
       spawner: this.spec.spawner,
       onLog: (line) => this.spec.onLog?.(line),

@@ -115,21 +115,111 @@ function makeNetDir(workspace: string): string {
   return dir;
 }
 
-export function planBwrap(workspace: string, tmpMb: number, seccomp: Buffer, command: string[] = SUPERVISOR): BwrapPlan {
+/**
+ * A sandbox of a custom template (src/templates/): its root is the template's read-only root
+ * filesystem instead of the host's /usr, and the service's runtime comes from outside the image.
+ */
+export interface TemplateRoot {
+  /** The template's unpacked root filesystem on the host (mount points prepared, see src/templates/rootfs.ts). */
+  dir: string;
+  /**
+   * The image's own python3 (its path inside the image) when it has one the runtime can run on:
+   * the supervisor, and so the python kernel, runs on it. Absent, on the host's.
+   */
+  python?: string;
+  /**
+   * A template build's sandbox (src/templates/steps.ts): the root is its own copy, bound writable,
+   * and the supervisor is uid 0 of the sandbox's user namespace, which is still the sandbox's
+   * unprivileged host uid (the copy is owned by it), so installers may write anywhere in the copy.
+   */
+  build?: boolean;
+}
+
+/**
+ * Where the host's /usr is seen read-only inside a template's sandbox: the supervisor, and the
+ * bash/node/python the image lacks, run from there through the host's dynamic loader (HOST_LOADER),
+ * so that they never load the image's libraries and the image needs none of them.
+ */
+export const HOST_USR = "/opt/agentbox/host";
+
+let loaderCache: { loader: string; libDir: string } | undefined;
+
+/** The host's dynamic loader and library directory as seen from inside a template's sandbox. */
+export function hostLoader(): { loader: string; libDir: string } {
+  if (loaderCache) return loaderCache;
+  for (const candidate of ["/lib64/ld-linux-x86-64.so.2", "/lib/ld-linux-aarch64.so.1"]) {
+    let real: string;
+    try {
+      real = fs.realpathSync(candidate);
+    } catch {
+      continue;
+    }
+    if (!real.startsWith("/usr/")) continue;
+    const inside = `${HOST_USR}${real.slice("/usr".length)}`;
+    loaderCache = { loader: inside, libDir: path.posix.dirname(inside) };
+    return loaderCache;
+  }
+  throw new Error("the host's dynamic loader was not found under /usr");
+}
+
+/** The read-only system of a template's sandbox: the image's root, the host's /usr beside the runtime. */
+function templateView(root: TemplateRoot): string[][] {
+  return [
+    [root.build ? "--bind" : "--ro-bind", root.dir, "/"],
+    ["--tmpfs", "/opt/agentbox"],
+    ["--ro-bind", "/usr", HOST_USR],
+    ["--tmpfs", `${HOST_USR}/local`],
+    ["--remount-ro", `${HOST_USR}/local`],
+  ];
+}
+
+/**
+ * What the supervisor of a template's sandbox is told about the host's programs (after --clearenv:
+ * bwrap applies its environment options in order). Kernels and commands get their own environment.
+ */
+function templateEnv(): string[][] {
+  const { loader, libDir } = hostLoader();
+  return [
+    ["--setenv", "AGENTBOX_HOST_USR", HOST_USR],
+    ["--setenv", "AGENTBOX_HOST_LOADER", loader],
+    ["--setenv", "AGENTBOX_HOST_LIBS", libDir],
+  ];
+}
+
+/** The supervisor's command line in a template's sandbox: the image's python3, or the host's. */
+export function templateSupervisor(root: TemplateRoot): string[] {
+  if (root.python) return [root.python, ...SUPERVISOR.slice(1)];
+  const { loader, libDir } = hostLoader();
+  return [loader, "--library-path", libDir, `${HOST_USR}/bin/python3`, ...SUPERVISOR.slice(1)];
+}
+
+/** The host's own files a default sandbox sees under /etc (a template's sandbox has its image's /etc). */
+const HOST_ETC: string[][] = [
+  ["--dir", "/etc"],
+  ["--ro-bind", "/etc/ld.so.cache", "/etc/ld.so.cache"],
+  ["--ro-bind-try", "/etc/alternatives", "/etc/alternatives"],
+  ["--ro-bind-try", "/etc/localtime", "/etc/localtime"],
+  ["--ro-bind-try", "/etc/mime.types", "/etc/mime.types"],
+  // The public CA certificates, for HTTPS through the egress proxy (pip, requests, curl, npm).
+  ["--ro-bind-try", "/etc/ssl/certs", "/etc/ssl/certs"],
+  ["--ro-bind-try", "/etc/ssl/openssl.cnf", "/etc/ssl/openssl.cnf"],
+];
+
+export function planBwrap(
+  workspace: string,
+  tmpMb: number,
+  seccomp: Buffer,
+  command: string[] = SUPERVISOR,
+  root?: TemplateRoot,
+): BwrapPlan {
   const files = sandboxFiles();
   const opts = [
     ["--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent", "--new-session"],
-    ["--uid", String(SANDBOX_UID), "--gid", String(SANDBOX_UID), "--hostname", "sandbox"],
-    ...SYSTEM_VIEW,
-    ["--dir", "/etc"],
+    root?.build
+      ? ["--uid", "0", "--gid", "0", "--hostname", "sandbox"]
+      : ["--uid", String(SANDBOX_UID), "--gid", String(SANDBOX_UID), "--hostname", "sandbox"],
+    ...(root ? templateView(root) : [...SYSTEM_VIEW, ...HOST_ETC]),
     ["--ro-bind", makeNetDir(workspace), "/run/agentbox"],
-    ["--ro-bind", "/etc/ld.so.cache", "/etc/ld.so.cache"],
-    ["--ro-bind-try", "/etc/alternatives", "/etc/alternatives"],
-    ["--ro-bind-try", "/etc/localtime", "/etc/localtime"],
-    ["--ro-bind-try", "/etc/mime.types", "/etc/mime.types"],
-    // The public CA certificates, for HTTPS through the egress proxy (pip, requests, curl, npm).
-    ["--ro-bind-try", "/etc/ssl/certs", "/etc/ssl/certs"],
-    ["--ro-bind-try", "/etc/ssl/openssl.cnf", "/etc/ssl/openssl.cnf"],
     ["--proc", "/proc", "--dev", "/dev"],
     // /dev is a tmpfs the size of host memory: read-only, with a capped /dev/shm (POSIX shared
     // memory, multiprocessing's locks) as its only writable place.
@@ -143,6 +233,7 @@ export function planBwrap(workspace: string, tmpMb: number, seccomp: Buffer, com
     ["--setenv", "HOME", SANDBOX_HOME],
     ["--setenv", "LANG", "C.UTF-8"],
     ["--setenv", "TMPDIR", "/tmp"],
+    ...(root ? templateEnv() : []),
     ["--seccomp", "3"],
   ].flat();
   const fds = new Map<number, Buffer>([[3, seccomp]]);
@@ -150,14 +241,17 @@ export function planBwrap(workspace: string, tmpMb: number, seccomp: Buffer, com
     opts.push("--ro-bind-data", String(FIRST_FILE_FD + i), f.dest);
     fds.set(FIRST_FILE_FD + i, f.data);
   });
+  // The runtime's tmpfs in a template's sandbox is read-only once its files are in.
+  if (root) opts.push("--remount-ro", "/opt/agentbox");
   // Last: the root itself (/, /etc, /opt, /home) read-only; /home/user, /tmp, /dev and /proc are their own mounts.
-  opts.push("--remount-ro", "/");
+  // (A build's root stays writable: its changes are the new template.)
+  if (!root?.build) opts.push("--remount-ro", "/");
   const args = Buffer.from(`${opts.join("\0")}\0`);
   fds.set(4, args);
   return {
     args,
     fds,
     // LAUNCHER inserts its --setenv after the first three of these.
-    argv: ["/usr/bin/bwrap", "--args", "4", "--", ...command],
+    argv: ["/usr/bin/bwrap", "--args", "4", "--", ...(root && command === SUPERVISOR ? templateSupervisor(root) : command)],
   };
 }

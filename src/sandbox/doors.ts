@@ -2,11 +2,13 @@
 // one ends) and the interface each room is handed by the façade that composes them (./manager.ts).
 // Types only: the rooms (./host.ts, ./registry.ts, ./warm-pool.ts, ./lifecycle.ts) import nothing
 // of each other but this (and Lifecycle the type of its snapshot keeper).
+import type { Limits } from "./settings.js";
 import type { EndedBy, EndReason, EventDetail } from "../events/bus.js";
 import type { SandboxRecord } from "../store/sandboxes.js";
 import type { SnapshotRecord } from "../store/snapshots.js";
 import type { EffectiveQuotas } from "../store/tenants.js";
 import type { Box } from "./box.js";
+import type { TemplateRoot } from "./bwrap.js";
 import type { TenantLimits } from "./cgroup.js";
 
 /** What a sandbox does when its life runs out: end (default), pause, or snapshot its files and end. */
@@ -71,13 +73,29 @@ export interface ServiceState {
   lowMemory: boolean;
 }
 
+/** A tenant's own template as a sandbox starts from it (src/templates/ resolves them). */
+export interface CustomTemplate {
+  /** The template's id (what the sandbox's record keeps). */
+  id: string;
+  root: TemplateRoot;
+  /** The sandbox's limits (the template's, never above the service's). */
+  limits: Limits;
+  /** Environment variables every sandbox of the template starts with (a create's own win). */
+  envVars: Record<string, string>;
+}
+
+/** Looks up a tenant's own templates by id (or name); undefined when the tenant has no such template. */
+export type TemplateCatalog = (tenantId: string, idOrName: string) => CustomTemplate | undefined;
+
 /** The host's door (./host.ts): sandbox processes started and removed, host uids, tenant cgroups. */
 export interface HostDoor {
   /** A free host uid, reserved until freeUid() (503 at_capacity when none is free). */
   allocateUid(): number;
   freeUid(uid: number): void;
-  /** Starts a sandbox's processes under `name` and `uid` (outside any tenant's group). */
-  start(name: string, uid: number): Promise<Box>;
+  /** Starts a sandbox's processes under `name` and `uid` (outside any tenant's group); `custom`: on that template's root. */
+  start(name: string, uid: number, custom?: CustomTemplate): Promise<Box>;
+  /** The custom template a record's sandbox runs in (undefined for the built-ins; 404 when it is gone). */
+  templateOf(record: Pick<SandboxRecord, "tenantId" | "template">): CustomTemplate | undefined;
   /** Moves a sandbox into its tenant's cgroup, held to `limits` (default: the tenant's quotas now). */
   assign(box: Box, tenantId: string, limits?: TenantLimits): Promise<void>;
   /** Removes a sandbox (processes, cgroup, workspace); `keepUid`: its uid stays reserved. */

@@ -9,7 +9,7 @@ import type { SandboxConfig } from "./settings.js";
 import { ApiError } from "../errors.js";
 import { Box } from "./box.js";
 import { CgroupManager, type TenantLimits } from "./cgroup.js";
-import type { HostDoor, Live } from "./doors.js";
+import type { CustomTemplate, HostDoor, Live, TemplateCatalog } from "./doors.js";
 import { buildSeccompFilter } from "./seccomp.js";
 import { Spawner } from "./spawner.js";
 import { WorkspaceManager } from "./workspace.js";
@@ -119,8 +119,24 @@ export class Host implements HostDoor {
     this.usedUids.delete(uid);
   }
 
-  /** Starts a sandbox process (for the pool, a re-adoption, or the resume of a hibernated sandbox). */
-  start(name: string, uid: number): Promise<Box> {
+  /** Tenants' own templates (set by the templates area through the façade); absent, only the built-ins. */
+  private catalog: TemplateCatalog | undefined;
+  private builtIns = new Set<string>();
+
+  useTemplates(builtIns: string[], catalog: TemplateCatalog): void {
+    this.builtIns = new Set(builtIns);
+    this.catalog = catalog;
+  }
+
+  templateOf(record: { tenantId: string; template: string }): CustomTemplate | undefined {
+    if (this.builtIns.size === 0 || this.builtIns.has(record.template)) return undefined;
+    const custom = this.catalog?.(record.tenantId, record.template);
+    if (!custom) throw new ApiError("template_not_found", `Template '${record.template}' does not exist`);
+    return custom;
+  }
+
+  /** Starts a sandbox process (for the pool, a re-adoption, or the resume of a hibernated sandbox); `custom`: on its template's root. */
+  start(name: string, uid: number, custom?: CustomTemplate): Promise<Box> {
     const onLog = (line: string) => this.log.warn({ sandbox_id: name }, `sandbox process: ${line}`);
     // Killed by the OOM killer, the sandbox ends (reason oom); any other death of its processes is
     // repaired by a restart at its next use.
@@ -128,14 +144,23 @@ export class Host implements HostDoor {
       if (oom) this.onOom(name);
     };
     return Box.start(
-      { name, uid, limits: this.config.limits, seccomp: this.seccomp, spawner: this.spawner, onLog, onDied },
+      {
+        name,
+        uid,
+        limits: custom?.limits ?? this.config.limits,
+        seccomp: this.seccomp,
+        spawner: this.spawner,
+        onLog,
+        onDied,
+        ...(custom ? { root: custom.root } : {}),
+      },
       this.cgroups,
       this.workspaces,
     );
   }
 
   assign(box: Box, tenantId: string, limits: TenantLimits = this.limitsOf(tenantId)): Promise<void> {
-    return this.cgroups.assign(box.cgroup, tenantId, box.spec.uid, this.config.limits, limits);
+    return this.cgroups.assign(box.cgroup, tenantId, box.spec.uid, box.spec.limits, limits);
   }
 
   /**

@@ -7,6 +7,7 @@ import { EventEmitter } from "node:events";
 import type net from "node:net";
 import { ApiError } from "../errors.js";
 import { type Event, encodeRequest, FrameDecoder, type Reply, type Request } from "./protocol.js";
+import type { TemplateRoot } from "./bwrap.js";
 import type { Spawner } from "./spawner.js";
 
 /** Bytes queued towards the sandbox beyond which a writer waits for the pipe to drain. */
@@ -22,6 +23,8 @@ export interface LinkOptions {
   tmpMb: number;
   seccomp: Buffer;
   cgroupProcs: string[];
+  /** A custom template's root filesystem; absent, the host's system view. */
+  root?: TemplateRoot;
   spawner: Spawner;
   onLog?: (line: string) => void;
 }

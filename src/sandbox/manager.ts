@@ -2,6 +2,7 @@
 // snapshot keeper) and gives the rest of the code one object. It owns what spans rooms: a create
 // (from the pool into the registry), tenant quotas, the reaper's tick, start-up recovery (re-adopt
 // what is still alive in the records, sweep every workspace and cgroup no record owns), shutdown.
+import crypto from "node:crypto";
 import os from "node:os";
 import type { Logger } from "pino";
 import { type SandboxConfig, tenantQuotaDefaults } from "./settings.js";
@@ -14,7 +15,7 @@ import type { TenantDirectory } from "../store/tenant-directory.js";
 import { type EffectiveQuotas, effectiveQuotas } from "../store/tenants.js";
 import type { Box } from "./box.js";
 import type { TenantLimits } from "./cgroup.js";
-import type { CreateInput, EndCause, ServiceState } from "./doors.js";
+import type { CreateInput, CustomTemplate, EndCause, ServiceState, TemplateCatalog } from "./doors.js";
 import { Host } from "./host.js";
 import { Lifecycle } from "./lifecycle.js";
 import { Registry } from "./registry.js";
@@ -22,7 +23,7 @@ import { SnapshotKeeper } from "./snapshot-keeper.js";
 import { builtInTemplates, type Template } from "./templates.js";
 import { Pool } from "./warm-pool.js";
 
-export type { CreateInput, EndCause, Live, OnTimeout } from "./doors.js";
+export type { CreateInput, CustomTemplate, EndCause, Live, OnTimeout, TemplateCatalog } from "./doors.js";
 
 export class SandboxManager {
   readonly templates: Template[];
@@ -37,6 +38,8 @@ export class SandboxManager {
   private readonly quotaDefaults: EffectiveQuotas;
   private readonly log: Logger;
   private reaper: NodeJS.Timeout | undefined;
+  /** useTemplates() was called: unknown template names are asked of the catalogue. */
+  private catalogSet = false;
   /** Refills the pool (after a create's reply is written). */
   private readonly refill = () => this.pool.fill();
 
@@ -134,7 +137,7 @@ export class SandboxManager {
       for (let record = adopt.shift(); record; record = adopt.shift()) {
         let box: Box | undefined;
         try {
-          box = await this.host.start(record.id, record.hostUid);
+          box = await this.host.start(record.id, record.hostUid, this.host.templateOf(record));
           await this.host.assign(box, record.tenantId);
           if (Object.keys(record.envVars).length) await box.setEnv(record.envVars);
           this.registry.join(record, box, this.lifeOf(record), this.lifecycle.onTimeoutOf(record.id));
@@ -199,21 +202,81 @@ export class SandboxManager {
     });
   }
 
+  /** Lets sandboxes start from tenants' own templates (src/templates/); before init(), so re-adoption finds them. */
+  useTemplates(catalog: TemplateCatalog): void {
+    this.catalogSet = true;
+    this.host.useTemplates(
+      this.templates.map((t) => t.id),
+      catalog,
+    );
+  }
+
+  /** Live (or paused) sandboxes started from a template: a template in use cannot be deleted. */
+  sandboxesOfTemplate(templateId: string): number {
+    let n = 0;
+    for (const { record } of this.registry.all()) if (record.template === templateId) n++;
+    return n;
+  }
+
+  /**
+   * A sandbox for one template build (src/templates/steps.ts), outside every tenant's count: no
+   * record, no pool. `prepare` gets the sandbox's host uid first (the build's root must be its own)
+   * and says what to start; release() ends the sandbox and frees the uid.
+   */
+  async buildBox(prepare: (uid: number) => Promise<CustomTemplate>): Promise<{ box: Box; release(): Promise<void> }> {
+    if (this.state.closing) throw new ApiError("at_capacity", "The service is shutting down", 5);
+    const uid = this.host.allocateUid();
+    let box: Box;
+    try {
+      box = await this.host.start(crypto.randomUUID(), uid, await prepare(uid));
+    } catch (err) {
+      this.host.freeUid(uid);
+      throw err;
+    }
+    return { box, release: () => this.host.release(box) };
+  }
+
+  /**
+   * A sandbox of a custom template, started now for this create (the warm pool holds only the
+   * built-ins' sandboxes), with a uid of its own that is given back if the start fails.
+   */
+  private async takeCustom(custom: CustomTemplate): Promise<Box> {
+    const uid = this.host.allocateUid();
+    try {
+      return await this.host.start(crypto.randomUUID(), uid, custom);
+    } catch (err) {
+      this.host.freeUid(uid);
+      this.log.error({ err, template: custom.id }, "sandbox of a custom template failed to start");
+      throw new ApiError(
+        "internal_error",
+        `A sandbox of template '${custom.id}' could not be started: ${String((err as Error)?.message ?? err).slice(0, 300)}`,
+      );
+    }
+  }
+
   async create(tenantId: string, given: CreateInput): Promise<SandboxRecord> {
     this.pool.asked();
     const input = given.snapshotId === undefined ? given : this.lifecycle.fromSnapshot(tenantId, given.snapshotId, given);
-    const template = input.template ?? "python-base-v1";
-    if (!this.templates.some((t) => t.id === template)) throw new ApiError("template_not_found", `Template '${template}' does not exist`);
+    const asked = input.template ?? "python-base-v1";
+    if (!this.templates.some((t) => t.id === asked) && this.catalogSet === false)
+      throw new ApiError("template_not_found", `Template '${asked}' does not exist`);
+    // A tenant's own template: started on its own root (no warm pool holds one), see takeCustom().
+    const custom = this.host.templateOf({ tenantId, template: asked });
+    const template = custom?.id ?? asked;
+    const envVars = custom && Object.keys(custom.envVars).length ? { ...custom.envVars, ...input.envVars } : input.envVars;
     const quota = this.registry.checkRoom(tenantId, 1);
     const timeoutS = input.timeoutS ?? this.config.defaultSandboxTimeoutS;
     this.registry.reserve(tenantId);
     let box: Box | undefined;
     try {
-      box = await this.pool.take(tenantId);
-      this.pool.served();
-      // After the reply is written: starting a sandbox forks processes, which would delay it.
-      setImmediate(this.refill);
-      if (input.envVars && Object.keys(input.envVars).length) await box.setEnv(input.envVars);
+      if (custom) box = await this.takeCustom(custom);
+      else {
+        box = await this.pool.take(tenantId);
+        this.pool.served();
+        // After the reply is written: starting a sandbox forks processes, which would delay it.
+        setImmediate(this.refill);
+      }
+      if (envVars && Object.keys(envVars).length) await box.setEnv(envVars);
       if (input.restore) await input.restore(box);
       const now = new Date();
       const record: SandboxRecord = {
@@ -222,9 +285,9 @@ export class SandboxManager {
         template,
         status: "running",
         metadata: input.metadata ?? {},
-        envVars: input.envVars ?? {},
-        cpuCount: this.config.limits.cpus,
-        memoryMb: this.config.limits.memoryMb,
+        envVars: envVars ?? {},
+        cpuCount: box.spec.limits.cpus,
+        memoryMb: box.spec.limits.memoryMb,
         hostUid: box.spec.uid,
         startedAt: now.toISOString(),
         timeoutAt: new Date(now.getTime() + timeoutS * 1000).toISOString(),

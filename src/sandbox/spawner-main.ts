@@ -34,7 +34,7 @@ function launch(req: Extract<SpawnerRequest, { op: "launch" }>): void {
       sock.on("error", () => {});
       let child: ChildProcess;
       try {
-        const plan = planBwrap(req.workspace, req.tmpMb, Buffer.from(req.seccomp, "base64"));
+        const plan = planBwrap(req.workspace, req.tmpMb, Buffer.from(req.seccomp, "base64"), undefined, req.root);
         const maxFd = Math.max(...plan.fds.keys());
         const stdio: (net.Socket | "pipe" | "ignore")[] = [sock, sock, "pipe"];
         for (let fd = 3; fd <= maxFd; fd++) stdio.push(plan.fds.has(fd) ? "pipe" : "ignore");

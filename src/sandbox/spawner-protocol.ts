@@ -2,6 +2,7 @@
 // both sides. They travel over the spawner's IPC channel (JSON); the supervisor's own byte stream
 // does not: the spawner connects a unix socket to the service per sandbox and hands it to the
 // sandbox as its stdin/stdout (see ./spawner.ts).
+import type { TemplateRoot } from "./bwrap.js";
 
 /** Service → spawner. */
 export type SpawnerRequest =
@@ -19,6 +20,8 @@ export type SpawnerRequest =
       cgroupProcs: string[];
       /** The seccomp program, base64 (the same for every sandbox, sent with each launch: ~1 KiB). */
       seccomp: string;
+      /** A custom template's root filesystem (src/templates/); absent, the host's system view. */
+      root?: TemplateRoot;
     }
   | { op: "kill"; id: number }
   | { op: "exec"; id: number; file: string; args: string[] };

@@ -3,6 +3,7 @@
 // stream to its supervisor is a unix socket the spawner connects to a private listener here (a
 // one-time token line first, so the connection is matched to its sandbox) and hands to the
 // sandbox process as its stdin/stdout.
+import type { TemplateRoot } from "./bwrap.js";
 import { type ChildProcess, fork } from "node:child_process";
 import crypto from "node:crypto";
 import fs from "node:fs";
@@ -25,6 +26,8 @@ export interface LaunchOptions {
   tmpMb: number;
   seccomp: Buffer;
   cgroupProcs: string[];
+  /** A custom template's root filesystem; absent, the host's system view. */
+  root?: TemplateRoot;
 }
 
 export interface LaunchHandlers {
@@ -249,6 +252,7 @@ export class Spawner {
       tmpMb: opts.tmpMb,
       cgroupProcs: opts.cgroupProcs,
       seccomp: opts.seccomp.toString("base64"),
+      ...(opts.root ? { root: opts.root } : {}),
     });
     // Asynchronously, like every other outcome: the caller has its handle first.
     if (!sent) queueMicrotask(() => this.finish(id, null, null, new Error("the spawner process is not running")));

@@ -1,8 +1,8 @@
 // The bubblewrap plan of a sandbox: what namespaces it gets, what it sees of the host (read-only
 // system files, its own workspace), and that nothing of the service's environment reaches it.
 import assert from "node:assert/strict";
-import { test } from "node:test";
-import { netDirOf, planBwrap, SANDBOX_HOME } from "../../src/sandbox/bwrap.js";
+import { describe, test } from "node:test";
+import { HOST_USR, netDirOf, planBwrap, SANDBOX_HOME } from "../../src/sandbox/bwrap.js";
 
 const WORKSPACE = "/run/agentbox-unit/ws-1";
 const SECCOMP = Buffer.from([6, 0, 0, 0, 0, 0, 0xff, 0x7f]);
@@ -103,4 +103,54 @@ test("the runtime and the account files are placed read-only from their own desc
   const passwd = plan.fds.get(Number(data.find(([, d]) => d === "/etc/passwd")?.[0]))?.toString() ?? "";
   assert.match(passwd, /^user:x:1000:1000:/m);
   assert.doesNotMatch(passwd, /\$|:0:0:.*\/bin\/(ba)?sh/, "no password hashes, no root shell");
+});
+
+describe("a sandbox of a custom template", () => {
+  const ROOT = "/var/lib/agentbox-templates/x/rootfs/abc";
+  const tplOpts = (python?: string) => {
+    const p = planBwrap(WORKSPACE, 64, SECCOMP, undefined, { dir: ROOT, ...(python ? { python } : {}) });
+    return { p, o: p.args.toString().split("\0").slice(0, -1) };
+  };
+  const idx = (o: string[], ...seq: string[]) => o.findIndex((_, i) => seq.every((s, j) => o[i + j] === s));
+
+  test("its root is the template's tree, read-only; the host's /usr only under the runtime's own directory", () => {
+    const { o } = tplOpts();
+    assert.ok(idx(o, "--ro-bind", ROOT, "/") >= 0);
+    assert.ok(idx(o, "--ro-bind", "/usr", HOST_USR) >= 0);
+    assert.ok(idx(o, "--tmpfs", `${HOST_USR}/local`) >= 0, "the host's /usr/local hidden there too");
+    assert.ok(idx(o, "--ro-bind", "/usr", "/usr") < 0, "not the host's /usr at /usr");
+    assert.ok(!o.some((x) => x.startsWith("/etc/") && idx(o, "--ro-bind", x, x) >= 0), "none of the host's /etc");
+    assert.ok(idx(o, "--remount-ro", "/opt/agentbox") >= 0);
+    assert.deepEqual(o.slice(-2), ["--remount-ro", "/"]);
+    // The same isolation: namespaces, no capabilities, seccomp, the private home and /tmp.
+    for (const seq of [
+      ["--unshare-all"],
+      ["--disable-userns"],
+      ["--cap-drop", "ALL"],
+      ["--seccomp", "3"],
+      ["--bind", WORKSPACE, SANDBOX_HOME],
+    ])
+      assert.ok(idx(o, ...seq) >= 0, seq.join(" "));
+  });
+
+  test("the host's loader is named to the supervisor after --clearenv; nothing else of the host's environment", () => {
+    const { o } = tplOpts();
+    const clear = o.indexOf("--clearenv");
+    const names: string[] = [];
+    o.forEach((x, i) => {
+      if (x === "--setenv") {
+        assert.ok(i > clear);
+        names.push(o[i + 1] as string);
+      }
+    });
+    assert.deepEqual(names.sort(), ["AGENTBOX_HOST_LIBS", "AGENTBOX_HOST_LOADER", "AGENTBOX_HOST_USR", "HOME", "LANG", "PATH", "TMPDIR"]);
+  });
+
+  test("the supervisor runs on the image's python3 when it has one, else on the host's through the host's loader", () => {
+    assert.deepEqual(tplOpts("/usr/local/bin/python3").p.argv.slice(4), ["/usr/local/bin/python3", "-I", "/opt/agentbox/supervisor.py"]);
+    const own = tplOpts().p.argv.slice(4);
+    assert.match(own[0] as string, new RegExp(`^${HOST_USR}/lib/.*ld-linux`));
+    assert.deepEqual(own.slice(1, 2), ["--library-path"]);
+    assert.deepEqual(own.slice(3), [`${HOST_USR}/bin/python3`, "-I", "/opt/agentbox/supervisor.py"]);
+  });
 });

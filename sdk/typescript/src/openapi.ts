@@ -3405,6 +3405,389 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/agents/templates/build": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Build a template from an image
+         * @description Starts building a template of your own from `docker_image` (pulled from a registry the operator allows; `registry_auth` for a private one), or from `template_id` (one of your templates), and then runs `build_steps` on it in a build sandbox. Answers 202 at once; follow the build with GET /templates/builds/{build_id}/status or its logs. Sandboxes created with the template's id (or name) run in its root filesystem. `dockerfile` is not supported yet (400).
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description Unique among your templates */
+                        name: string;
+                        description?: string;
+                        /** @description One of your templates to run build_steps on (instead of docker_image) */
+                        template_id?: string;
+                        /** @description [registry/]repository[:tag|@sha256:digest], from a registry the operator allows */
+                        docker_image?: string;
+                        /** @description Not supported yet (400) */
+                        dockerfile?: string;
+                        /** @description Credentials for docker_image's registry: used for this build only, never stored */
+                        registry_auth?: {
+                            username: string;
+                            password: string;
+                        };
+                        vcpu_count?: number;
+                        memory_mb?: number;
+                        disk_mb?: number;
+                        /** @description Not supported (400) */
+                        start_cmd?: string;
+                        /** @description Not supported (400) */
+                        ready_cmd?: string;
+                        ready_timeout_secs?: number;
+                        environment?: {
+                            [key: string]: string;
+                        };
+                        /** @description Run in order in a build sandbox on docker_image's or template_id's root */
+                        build_steps?: {
+                            /** @enum {string} */
+                            type: "run" | "pip_install" | "npm_install" | "apt_install" | "bun_install" | "copy_file" | "git_clone" | "mkdir";
+                            args?: string[];
+                            /** @description base64 (copy_file) */
+                            content?: string;
+                            options?: {
+                                [key: string]: unknown;
+                            };
+                        }[];
+                        tags?: {
+                            [key: string]: string;
+                        };
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                202: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            build_id: string;
+                            template_id: string;
+                            status: string;
+                            message: string;
+                        };
+                    };
+                };
+                /** @description Every error response has this shape */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/agents/templates/builds/{build_id}/status": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A template build's status */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    build_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            build_id: string;
+                            template_id: string;
+                            status: "pending" | "started" | "running" | "completed" | "failed";
+                            phase: "initializing" | "preparing" | "building" | "finalizing" | "completed";
+                            progress_percent: number;
+                            error: string | null;
+                            started_at: string | null;
+                            completed_at: string | null;
+                        };
+                    };
+                };
+                /** @description Every error response has this shape */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/agents/templates/builds/{build_id}/logs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A template build's log
+         * @description text/event-stream: one `log` event ({n, at, line}) per line so far, then each new line as the build writes it, then `end` with the build's status. Logs are kept while the service runs.
+         */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    build_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Every error response has this shape */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/agents/templates/{template_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Get a template */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    template_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            id: string;
+                            name: string;
+                            description: string;
+                            vcpu_count: number;
+                            memory_mb: number;
+                            disk_size_mb: number;
+                            visibility: string;
+                            created_at: string;
+                            updated_at: string;
+                            /** @description building, ready or failed */
+                            status: string;
+                            base_image?: string | null;
+                            environment?: {
+                                [key: string]: string;
+                            };
+                            tags?: {
+                                [key: string]: string;
+                            };
+                            build_id?: string | null;
+                        };
+                    };
+                };
+                /** @description Every error response has this shape */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        /**
+         * Delete a template
+         * @description 204. Refused (409) while live sandboxes run from it or while it builds; built-in templates cannot be deleted (400).
+         */
+        delete: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    template_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                204: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description Every error response has this shape */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+            };
+        };
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/agents/sandboxes/{sandbox_id}/metrics": {
         parameters: {
             query?: never;

@@ -156,7 +156,9 @@ export const sandboxRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = 
     },
     async (request) => {
       const { limit, offset } = page(request.query);
-      return { templates: sandbox.templates.slice(offset, offset + limit), limit, offset };
+      // The built-ins, then the caller's own ready templates (src/templates/).
+      const all = services.templates?.list(request.apiKey.tenantId) ?? sandbox.templates;
+      return { templates: all.slice(offset, offset + limit), limit, offset };
     },
   );
 };

@@ -1,0 +1,147 @@
+// Pulling an OCI/Docker image into a template's root filesystem with real tools: skopeo reads the
+// manifest (its layers' sizes are checked before anything is downloaded) and copies the image into
+// an OCI layout, verifying every blob's digest; umoci unpacks the layers in order (whiteouts
+// honoured, nothing written outside the bundle) as an unprivileged user. Both run as the build uid,
+// never as root, with a clean environment and the build's deadline.
+import { spawn } from "node:child_process";
+import fs from "node:fs";
+import path from "node:path";
+import { ApiError } from "../errors.js";
+import { dockerTransport, type ImageRef } from "./reference.js";
+
+export interface RegistryAuth {
+  username: string;
+  password: string;
+}
+
+export interface PullOptions {
+  ref: ImageRef;
+  auth?: RegistryAuth;
+  insecure: boolean;
+  /** The build's scratch directory (owned by `uid`). */
+  work: string;
+  uid: number;
+  maxImageBytes: number;
+  /** No file of the unpacked tree may be larger (RLIMIT_FSIZE on umoci: a 50 GB sparse file stops at it). */
+  maxFileBytes: number;
+  signal: AbortSignal;
+  log: (line: string) => void;
+  progress: (percent: number) => void;
+}
+
+export interface Pulled {
+  /** The unpacked root filesystem (in the scratch directory). */
+  tree: string;
+  /** sha256 hex of the image manifest: the root filesystem's content address. */
+  digest: string;
+}
+
+const ARCH = process.arch === "arm64" ? "arm64" : "amd64";
+
+/** A build tool failed: its own words, cut to a readable size. */
+export class ToolError extends Error {}
+
+/** Runs a tool as the build uid; its output goes to the build's log line by line. */
+export function runTool(
+  file: string,
+  args: string[],
+  opts: { uid: number; cwd: string; signal: AbortSignal; log: (line: string) => void; capture?: boolean },
+): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(file, args, {
+      uid: opts.uid,
+      gid: opts.uid,
+      cwd: opts.cwd,
+      env: { PATH: "/usr/bin:/bin", HOME: opts.cwd, XDG_RUNTIME_DIR: opts.cwd, LANG: "C.UTF-8" },
+      stdio: ["ignore", "pipe", "pipe"],
+      signal: opts.signal,
+      killSignal: "SIGKILL",
+    });
+    const out: Buffer[] = [];
+    let tail = "";
+    const onLine = (chunk: Buffer) => {
+      const text = chunk.toString();
+      tail = (tail + text).slice(-2000);
+      for (const line of text.split("\n")) if (line.trim() !== "") opts.log(line.trimEnd());
+    };
+    child.stdout.on("data", (c: Buffer) => (opts.capture ? out.push(c) : onLine(c)));
+    child.stderr.on("data", onLine);
+    child.on("error", (err) => reject(opts.signal.aborted ? opts.signal.reason : new ToolError(`${path.basename(file)}: ${err.message}`)));
+    child.on("close", (code) => {
+      if (opts.signal.aborted) return reject(opts.signal.reason);
+      if (code === 0) return resolve(Buffer.concat(out).toString());
+      const last = tail.trim().split("\n").slice(-3).join(" ").slice(0, 500);
+      reject(new ToolError(`${path.basename(file)} failed (exit ${code}): ${last}`));
+    });
+  });
+}
+
+interface Manifest {
+  mediaType?: string;
+  manifests?: { digest: string; platform?: { os?: string; architecture?: string } }[];
+  layers?: { size?: number }[];
+}
+
+/** The compressed size of the image's layers for this machine's platform, from its manifest. */
+async function layerBytes(o: PullOptions, transportArgs: string[]): Promise<number> {
+  const inspect = (ref: string) =>
+    runTool("/usr/bin/skopeo", ["inspect", "--raw", ...transportArgs, ref], { ...o, cwd: o.work, capture: true }).then(
+      (text) => JSON.parse(text) as Manifest,
+    );
+  let manifest = await inspect(dockerTransport(o.ref));
+  if (manifest.manifests) {
+    const mine = manifest.manifests.find((m) => m.platform?.os === "linux" && m.platform?.architecture === ARCH);
+    if (!mine) throw new ApiError("invalid_request", `The image has no linux/${ARCH} variant`);
+    manifest = await inspect(dockerTransport({ ...o.ref, reference: `@${mine.digest}` }));
+  }
+  return (manifest.layers ?? []).reduce((n, l) => n + (l.size ?? 0), 0);
+}
+
+export async function pullImage(o: PullOptions): Promise<Pulled> {
+  const args: string[] = [];
+  if (o.auth) {
+    const authfile = path.join(o.work, "auth.json");
+    const auth = Buffer.from(`${o.auth.username}:${o.auth.password}`).toString("base64");
+    await fs.promises.writeFile(authfile, JSON.stringify({ auths: { [o.ref.registry]: { auth } } }), { mode: 0o600 });
+    await fs.promises.chown(authfile, o.uid, o.uid).catch(() => {});
+    args.push("--authfile", authfile);
+  }
+  if (o.insecure) args.push("--tls-verify=false");
+  o.log(`inspecting ${o.ref.registry}/${o.ref.repository}${o.ref.reference}`);
+  const bytes = await layerBytes(o, args);
+  if (bytes > o.maxImageBytes) {
+    throw new ApiError(
+      "invalid_request",
+      `The image's layers are ${Math.ceil(bytes / 2 ** 20)} MiB compressed, over the limit of ${Math.round(o.maxImageBytes / 2 ** 20)} MiB (AGENTBOX_TEMPLATE_MAX_IMAGE_MB)`,
+    );
+  }
+  o.progress(15);
+  const copyArgs = args.map((a) => (a === "--authfile" ? "--src-authfile" : a === "--tls-verify=false" ? "--src-tls-verify=false" : a));
+  const layout = path.join(o.work, "layout");
+  o.log(`pulling ${Math.ceil(bytes / 2 ** 20)} MiB of layers`);
+  await runTool(
+    "/usr/bin/skopeo",
+    ["copy", "--override-os", "linux", "--override-arch", ARCH, ...copyArgs, dockerTransport(o.ref), `oci:${layout}:image`],
+    { ...o, cwd: o.work },
+  );
+  o.progress(50);
+  const index = JSON.parse(await fs.promises.readFile(path.join(layout, "index.json"), "utf8")) as { manifests?: { digest?: string }[] };
+  const digest = /^sha256:([a-f0-9]{64})$/.exec(index.manifests?.[0]?.digest ?? "")?.[1];
+  if (!digest) throw new ToolError("the pulled image has no manifest digest");
+  const bundle = path.join(o.work, "bundle");
+  o.log("unpacking layers");
+  await runTool(
+    "/usr/bin/prlimit",
+    [`--fsize=${o.maxFileBytes}`, "--", "/usr/bin/umoci", "unpack", "--rootless", "--image", `${layout}:image`, bundle],
+    { ...o, cwd: o.work },
+  ).catch((err: unknown) => {
+    if (err instanceof ToolError && /file too large/i.test(err.message)) {
+      throw new ToolError(
+        `a file in the image is larger than the unpacked limit of ${Math.round(o.maxFileBytes / 2 ** 20)} MiB (AGENTBOX_TEMPLATE_MAX_ROOTFS_MB); ${err.message}`,
+      );
+    }
+    throw err;
+  });
+  o.progress(80);
+  return { tree: path.join(bundle, "rootfs"), digest };
+}

@@ -1,0 +1,138 @@
+// The template routes (under /v1/agents): build from an image, build status and logs, get, delete.
+// The list (GET /templates) stays with the sandbox routes and asks the same service.
+import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
+import { Type } from "@sinclair/typebox";
+import { errors } from "../api/schemas/common.js";
+import { EventStream } from "../api/sse.js";
+import { BuildAccepted, BuildBody, BuildIdParams, BuildStatus, TemplateDetail, TemplateIdParams } from "./schemas.js";
+import type { TemplateService } from "./service.js";
+import type { BuildRecord } from "./store.js";
+
+function statusJson(b: BuildRecord) {
+  return {
+    build_id: b.id,
+    template_id: b.templateId,
+    status: b.status,
+    phase: b.phase,
+    progress_percent: b.progress,
+    error: b.error,
+    started_at: b.startedAt,
+    completed_at: b.completedAt,
+  };
+}
+
+export const templateRoutes: FastifyPluginAsyncTypebox<{ templates: TemplateService }> = async (app, { templates }) => {
+  app.post(
+    "/templates/build",
+    {
+      schema: {
+        tags: ["templates"],
+        summary: "Build a template from an image",
+        description:
+          "Starts building a template of your own from `docker_image` (pulled from a registry the operator allows; `registry_auth` for a private one), " +
+          "or from `template_id` (one of your templates), and then runs `build_steps` on it in a build sandbox. Answers 202 at once; follow the " +
+          "build with GET /templates/builds/{build_id}/status or its logs. Sandboxes created with the template's id (or name) run in its root " +
+          "filesystem. `dockerfile` is not supported yet (400).",
+        body: BuildBody,
+        response: { 202: BuildAccepted, ...errors(400, 401, 409, 429, 503) },
+      },
+    },
+    async (request, reply) => {
+      const b = request.body;
+      const { template, build } = templates.build(request.apiKey.tenantId, {
+        name: b.name,
+        ...(b.description !== undefined ? { description: b.description } : {}),
+        ...(b.docker_image !== undefined ? { dockerImage: b.docker_image } : {}),
+        ...(b.dockerfile !== undefined ? { dockerfile: b.dockerfile } : {}),
+        ...(b.build_steps !== undefined ? { buildSteps: b.build_steps } : {}),
+        ...(b.template_id !== undefined ? { baseTemplateId: b.template_id } : {}),
+        ...(b.vcpu_count !== undefined ? { vcpuCount: b.vcpu_count } : {}),
+        ...(b.memory_mb !== undefined ? { memoryMb: b.memory_mb } : {}),
+        ...(b.disk_mb !== undefined ? { diskMb: b.disk_mb } : {}),
+        ...(b.start_cmd !== undefined ? { startCmd: b.start_cmd } : {}),
+        ...(b.ready_cmd !== undefined ? { readyCmd: b.ready_cmd } : {}),
+        ...(b.environment !== undefined ? { environment: b.environment } : {}),
+        ...(b.tags !== undefined ? { tags: b.tags } : {}),
+        ...(b.registry_auth !== undefined ? { registryAuth: b.registry_auth } : {}),
+      });
+      reply.code(202);
+      return { build_id: build.id, template_id: template.id, status: build.status, message: "Build started" };
+    },
+  );
+
+  app.get(
+    "/templates/builds/:build_id/status",
+    {
+      schema: {
+        tags: ["templates"],
+        summary: "A template build's status",
+        params: BuildIdParams,
+        response: { 200: BuildStatus, ...errors(401, 404) },
+      },
+    },
+    async (request) => statusJson(templates.status(request.apiKey.tenantId, request.params.build_id)),
+  );
+
+  app.get(
+    "/templates/builds/:build_id/logs",
+    {
+      schema: {
+        tags: ["templates"],
+        summary: "A template build's log",
+        description:
+          "text/event-stream: one `log` event ({n, at, line}) per line so far, then each new line as the build writes it, then `end` " +
+          "with the build's status. Logs are kept while the service runs.",
+        params: BuildIdParams,
+        response: { ...errors(401, 404) },
+      },
+    },
+    async (request, reply) => {
+      const tenantId = request.apiKey.tenantId;
+      const log = templates.log(tenantId, request.params.build_id);
+      const stream = new EventStream(request, reply);
+      stream.open();
+      await new Promise<void>((resolve) => {
+        const unfollow = log.follow({
+          line: (l) => stream.send("log", l),
+          end: () => resolve(),
+        });
+        stream.signal.addEventListener("abort", () => {
+          unfollow();
+          resolve();
+        });
+      });
+      stream.end(statusJson(templates.status(tenantId, request.params.build_id)));
+      return reply;
+    },
+  );
+
+  app.get(
+    "/templates/:template_id",
+    {
+      schema: {
+        tags: ["templates"],
+        summary: "Get a template",
+        params: TemplateIdParams,
+        response: { 200: TemplateDetail, ...errors(401, 404) },
+      },
+    },
+    async (request) => templates.get(request.apiKey.tenantId, request.params.template_id),
+  );
+
+  app.delete(
+    "/templates/:template_id",
+    {
+      schema: {
+        tags: ["templates"],
+        summary: "Delete a template",
+        description: "204. Refused (409) while live sandboxes run from it or while it builds; built-in templates cannot be deleted (400).",
+        params: TemplateIdParams,
+        response: { 204: Type.Null(), ...errors(400, 401, 404, 409) },
+      },
+    },
+    async (request, reply) => {
+      await templates.delete(request.apiKey.tenantId, request.params.template_id);
+      return reply.code(204).send(null);
+    },
+  );
+};

@@ -1,0 +1,94 @@
+// Request and response schemas of the template routes (section 3.10 of the API this follows); they
+// validate requests and generate the OpenAPI document.
+import { Type } from "@sinclair/typebox";
+import { StringMap } from "../api/schemas/common.js";
+import { STEP_TYPES, type StepType } from "./steps.js";
+
+export const TemplateIdParams = Type.Object({ template_id: Type.String({ minLength: 1, maxLength: 128 }) });
+export const BuildIdParams = Type.Object({ build_id: Type.String({ minLength: 1, maxLength: 128 }) });
+
+const BuildStep = Type.Object(
+  {
+    type: Type.Unsafe<StepType>(Type.String({ enum: [...STEP_TYPES] })),
+    args: Type.Optional(Type.Array(Type.String({ maxLength: 4096 }), { maxItems: 256 })),
+    content: Type.Optional(Type.String({ maxLength: 16 * 2 ** 20, description: "base64 (copy_file)" })),
+    options: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
+  },
+  { additionalProperties: false },
+);
+
+export const BuildBody = Type.Object(
+  {
+    name: Type.String({
+      minLength: 1,
+      maxLength: 128,
+      pattern: "^[A-Za-z0-9][A-Za-z0-9._-]*$",
+      description: "Unique among your templates",
+    }),
+    description: Type.Optional(Type.String({ maxLength: 1024 })),
+    template_id: Type.Optional(
+      Type.String({ maxLength: 128, description: "One of your templates to run build_steps on (instead of docker_image)" }),
+    ),
+    docker_image: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 512,
+        description: "[registry/]repository[:tag|@sha256:digest], from a registry the operator allows",
+      }),
+    ),
+    dockerfile: Type.Optional(Type.String({ maxLength: 1 << 20, description: "Not supported yet (400)" })),
+    registry_auth: Type.Optional(
+      Type.Object(
+        { username: Type.String({ minLength: 1, maxLength: 256 }), password: Type.String({ minLength: 1, maxLength: 4096 }) },
+        { description: "Credentials for docker_image's registry: used for this build only, never stored", additionalProperties: false },
+      ),
+    ),
+    vcpu_count: Type.Optional(Type.Integer({ minimum: 1, maximum: 256 })),
+    memory_mb: Type.Optional(Type.Integer({ minimum: 64, maximum: 1 << 20 })),
+    disk_mb: Type.Optional(Type.Integer({ minimum: 16, maximum: 1 << 22 })),
+    start_cmd: Type.Optional(Type.String({ maxLength: 4096, description: "Not supported (400)" })),
+    ready_cmd: Type.Optional(Type.String({ maxLength: 4096, description: "Not supported (400)" })),
+    ready_timeout_secs: Type.Optional(Type.Integer({ minimum: 0, maximum: 3600 })),
+    environment: Type.Optional(StringMap),
+    build_steps: Type.Optional(
+      Type.Array(BuildStep, { maxItems: 256, description: "Run in order in a build sandbox on docker_image's or template_id's root" }),
+    ),
+    tags: Type.Optional(StringMap),
+  },
+  { additionalProperties: false },
+);
+
+export const BuildAccepted = Type.Object({
+  build_id: Type.String(),
+  template_id: Type.String(),
+  status: Type.String(),
+  message: Type.String(),
+});
+
+export const BuildStatus = Type.Object({
+  build_id: Type.String(),
+  template_id: Type.String(),
+  status: Type.Union(["pending", "started", "running", "completed", "failed"].map((s) => Type.Literal(s))),
+  phase: Type.Union(["initializing", "preparing", "building", "finalizing", "completed"].map((s) => Type.Literal(s))),
+  progress_percent: Type.Integer(),
+  error: Type.Union([Type.String(), Type.Null()]),
+  started_at: Type.Union([Type.String(), Type.Null()]),
+  completed_at: Type.Union([Type.String(), Type.Null()]),
+});
+
+export const TemplateDetail = Type.Object({
+  id: Type.String(),
+  name: Type.String(),
+  description: Type.String(),
+  vcpu_count: Type.Integer(),
+  memory_mb: Type.Integer(),
+  disk_size_mb: Type.Integer(),
+  visibility: Type.String(),
+  created_at: Type.String(),
+  updated_at: Type.String(),
+  status: Type.String({ description: "building, ready or failed" }),
+  base_image: Type.Optional(Type.Union([Type.String(), Type.Null()])),
+  environment: Type.Optional(StringMap),
+  tags: Type.Optional(StringMap),
+  build_id: Type.Optional(Type.Union([Type.String(), Type.Null()])),
+});

@@ -1,0 +1,399 @@
+// Tenants' own templates: build requests (queued, run a few at a time under a deadline), their
+// status and logs, the catalogue a tenant sees (built-ins and its own), deletion, and resolving a
+// template for a sandbox's start. Knows nothing of HTTP; the sandbox manager asks it through
+// TemplateCatalog (src/sandbox/manager.ts).
+import { execFile } from "node:child_process";
+import crypto from "node:crypto";
+import { promisify } from "node:util";
+import type { Limits } from "../sandbox/settings.js";
+import { ApiError } from "../errors.js";
+import type { Box } from "../sandbox/box.js";
+import type { CustomTemplate } from "../sandbox/manager.js";
+import type { Template } from "../sandbox/templates.js";
+import { BuildLog } from "./build-log.js";
+import { pullImage, type RegistryAuth, ToolError } from "./pull.js";
+import { checkAllowed, type ImageRef, parseImageRef } from "./reference.js";
+import type { RootfsStore } from "./rootfs.js";
+import type { TemplateSettings } from "./settings.js";
+import { checkSteps, runSteps, type Step } from "./steps.js";
+import type { BuildRecord, TemplateRecord, TemplateStore } from "./store.js";
+
+export interface BuildInput {
+  name: string;
+  description?: string;
+  dockerImage?: string;
+  dockerfile?: string;
+  buildSteps?: Step[];
+  baseTemplateId?: string;
+  vcpuCount?: number;
+  memoryMb?: number;
+  diskMb?: number;
+  startCmd?: string;
+  readyCmd?: string;
+  environment?: Record<string, string>;
+  tags?: Record<string, string>;
+  registryAuth?: RegistryAuth;
+}
+
+export interface TemplateDeps {
+  store: TemplateStore;
+  rootfs: RootfsStore;
+  settings: TemplateSettings;
+  /** The service's sandbox limits: a template's are its own, never above them. */
+  limits: Limits;
+  builtIns: Template[];
+  /** Live sandboxes started from a template (one in use is not deleted). */
+  sandboxesOf(templateId: string): number;
+  /** A sandbox for build steps (SandboxManager.buildBox). */
+  buildBox(prepare: (uid: number) => Promise<CustomTemplate>): Promise<{ box: Box; release(): Promise<void> }>;
+  log: (fields: Record<string, unknown>, msg: string) => void;
+}
+
+/** What a build does, checked before anything is recorded. */
+interface Plan {
+  /** The image to pull, or... */
+  ref?: ImageRef;
+  auth?: RegistryAuth;
+  /** ...the tenant's template to start from. */
+  base?: TemplateRecord;
+  steps: Step[];
+}
+
+const exec = promisify(execFile);
+
+const notFound = (id: string) => new ApiError("template_not_found", `Template '${id}' does not exist`);
+const buildNotFound = (id: string) => new ApiError("not_found", `Build '${id}' does not exist`);
+
+/** The nine keys of a template list item. */
+export function templateItem(t: TemplateRecord): Template {
+  return {
+    id: t.id,
+    name: t.name,
+    description: t.description,
+    vcpu_count: t.vcpuCount,
+    memory_mb: t.memoryMb,
+    disk_size_mb: t.diskMb,
+    visibility: "private",
+    created_at: t.createdAt,
+    updated_at: t.updatedAt,
+  };
+}
+
+export class TemplateService {
+  private readonly logs = new Map<string, BuildLog>();
+  private readonly queue: (() => Promise<void>)[] = [];
+  private running = 0;
+  /** Templates that running builds start from, with how many: one cannot be deleted under its build. */
+  private readonly basesInUse = new Map<string, number>();
+
+  constructor(private readonly d: TemplateDeps) {}
+
+  /** After a restart: builds that were running are failed (their scratch is gone), unused root filesystems removed. */
+  async init(): Promise<void> {
+    for (const b of this.d.store.unfinishedBuilds()) {
+      this.finish(b, "the service restarted during the build; start it again");
+      this.d.store.setState(b.templateId, "failed");
+    }
+    await this.d.rootfs.sweepBuilds((dir) => exec("umount", ["-l", dir]).then(() => {}));
+    const used = new Set(this.d.store.allRootfs());
+    for (const digest of this.d.rootfs.existing()) if (!used.has(digest)) await this.d.rootfs.remove(digest);
+  }
+
+  /** Built-ins first, then the tenant's own ready templates. */
+  list(tenantId: string): Template[] {
+    return [...this.d.builtIns, ...this.d.store.readyTemplates(tenantId).map(templateItem)];
+  }
+
+  /** A template of the tenant's (any state), or a built-in. */
+  get(tenantId: string, id: string) {
+    const builtIn = this.d.builtIns.find((t) => t.id === id);
+    if (builtIn) return { ...builtIn, status: "ready" };
+    const t = this.own(tenantId, id);
+    const build = this.d.store.lastBuild(t.id);
+    return {
+      ...templateItem(t),
+      base_image: t.baseImage,
+      environment: t.environment,
+      tags: t.tags,
+      status: t.state,
+      build_id: build?.id ?? null,
+    };
+  }
+
+  private own(tenantId: string, id: string): TemplateRecord {
+    const t = this.d.store.template(id) ?? this.d.store.templateByName(tenantId, id);
+    if (!t || t.tenantId !== tenantId) throw notFound(id);
+    return t;
+  }
+
+  /** What a sandbox of this template starts on (undefined: the tenant has no such ready template). */
+  resolve(tenantId: string, idOrName: string): CustomTemplate | undefined {
+    const t = this.d.store.template(idOrName) ?? this.d.store.templateByName(tenantId, idOrName);
+    if (!t || t.tenantId !== tenantId) return undefined;
+    if (t.state !== "ready" || !t.rootfs) {
+      throw new ApiError(
+        "invalid_state",
+        `Template '${idOrName}' is ${t.state === "building" ? "still building" : "not built (its build failed)"}`,
+      );
+    }
+    return {
+      id: t.id,
+      root: { dir: this.d.rootfs.pathOf(t.rootfs), ...(t.python ? { python: t.python } : {}) },
+      limits: { ...this.d.limits, cpus: t.vcpuCount, memoryMb: t.memoryMb, diskMb: t.diskMb },
+      envVars: t.environment,
+    };
+  }
+
+  async delete(tenantId: string, id: string): Promise<void> {
+    if (this.d.builtIns.some((t) => t.id === id))
+      throw new ApiError("invalid_request", `Template '${id}' is built in and cannot be deleted`);
+    const t = this.own(tenantId, id);
+    if (t.state === "building") throw new ApiError("conflict", `Template '${id}' is building; delete it once its build has ended`);
+    if (this.basesInUse.has(t.id))
+      throw new ApiError("conflict", `Template '${id}' is the base of a build that is running; delete it once that build has ended`);
+    const users = this.d.sandboxesOf(t.id);
+    if (users > 0) throw new ApiError("conflict", `Template '${id}' is used by ${users} live sandbox(es); kill them first`);
+    this.d.store.deleteTemplate(t.id);
+    if (t.rootfs && this.d.store.rootfsUsers(t.rootfs) === 0) await this.d.rootfs.remove(t.rootfs);
+  }
+
+  status(tenantId: string, buildId: string): BuildRecord {
+    const b = this.d.store.build(buildId);
+    if (!b || b.tenantId !== tenantId) throw buildNotFound(buildId);
+    return b;
+  }
+
+  /** The build's log (lines so far, and new ones as they come); absent once the service restarted. */
+  log(tenantId: string, buildId: string): BuildLog {
+    this.status(tenantId, buildId);
+    const log = this.logs.get(buildId);
+    if (!log) throw new ApiError("not_found", `The log of build '${buildId}' is no longer kept (the service restarted since)`);
+    return log;
+  }
+
+  build(tenantId: string, input: BuildInput): { template: TemplateRecord; build: BuildRecord } {
+    const plan = this.plan(tenantId, input);
+    if (this.d.store.templateByName(tenantId, input.name)) {
+      throw new ApiError("conflict", `A template named '${input.name}' exists already; delete it or choose another name`);
+    }
+    if (this.d.store.countTemplates(tenantId) >= this.d.settings.maxPerTenant) {
+      throw new ApiError(
+        "quota_exceeded",
+        `Your tenant has ${this.d.settings.maxPerTenant} templates, the limit (AGENTBOX_TEMPLATE_MAX_PER_TENANT); delete one first`,
+        60,
+      );
+    }
+    if (this.queue.length >= this.d.settings.buildQueue) {
+      throw new ApiError("at_capacity", `${this.queue.length} template builds are waiting already; retry later`, 30);
+    }
+    const limits = this.templateLimits(input);
+    const now = new Date().toISOString();
+    const template: TemplateRecord = {
+      id: `tpl_${crypto.randomBytes(9).toString("base64url")}`,
+      tenantId,
+      name: input.name,
+      description: input.description ?? "",
+      ...limits,
+      baseImage: input.dockerImage ?? plan.base?.baseImage ?? null,
+      environment: input.environment ?? {},
+      tags: input.tags ?? {},
+      rootfs: null,
+      python: null,
+      state: "building",
+      createdAt: now,
+      updatedAt: now,
+    };
+    const build: BuildRecord = {
+      id: `bld_${crypto.randomBytes(9).toString("base64url")}`,
+      templateId: template.id,
+      tenantId,
+      status: "pending",
+      phase: "initializing",
+      progress: 0,
+      error: null,
+      startedAt: null,
+      completedAt: null,
+      createdAt: now,
+    };
+    this.d.store.insertTemplate(template);
+    this.d.store.insertBuild(build);
+    const log = new BuildLog();
+    this.logs.set(build.id, log);
+    const baseId = plan.base?.id;
+    if (baseId) this.basesInUse.set(baseId, (this.basesInUse.get(baseId) ?? 0) + 1);
+    this.queue.push(() =>
+      this.run(template, build, log, plan).finally(() => {
+        if (!baseId) return;
+        const left = (this.basesInUse.get(baseId) ?? 1) - 1;
+        if (left > 0) this.basesInUse.set(baseId, left);
+        else this.basesInUse.delete(baseId);
+      }),
+    );
+    this.pump();
+    return { template, build };
+  }
+
+  /** What the build will do, checked before anything is recorded (a bad request is a 400 now, not a failed build). */
+  private plan(tenantId: string, input: BuildInput): Plan {
+    if (input.startCmd || input.readyCmd) {
+      throw new ApiError("invalid_request", "start_cmd and ready_cmd are not supported: sandboxes start the service's own runtime");
+    }
+    if (input.dockerfile !== undefined) {
+      throw new ApiError(
+        "invalid_request",
+        "Building from a dockerfile is not supported yet: build the image elsewhere and give its docker_image",
+      );
+    }
+    const steps = input.buildSteps ?? [];
+    checkSteps(steps);
+    if (input.dockerImage !== undefined) {
+      if (input.baseTemplateId !== undefined) throw new ApiError("invalid_request", "Give docker_image or template_id, not both");
+      const ref = parseImageRef(input.dockerImage);
+      checkAllowed(ref, this.d.settings.registries);
+      return { ref, steps, ...(input.registryAuth ? { auth: input.registryAuth } : {}) };
+    }
+    if (input.baseTemplateId === undefined) {
+      throw new ApiError(
+        "invalid_request",
+        "Give docker_image (the image to build from) or template_id with build_steps (one of your templates to build on)",
+      );
+    }
+    if (this.d.builtIns.some((t) => t.id === input.baseTemplateId)) {
+      throw new ApiError(
+        "invalid_request",
+        "Build steps need a template of your own as their base (the built-ins have no root filesystem of their own): build one from docker_image first",
+      );
+    }
+    const base = this.own(tenantId, input.baseTemplateId);
+    if (base.state !== "ready" || !base.rootfs) throw new ApiError("invalid_state", `Template '${input.baseTemplateId}' is not built`);
+    if (steps.length === 0) throw new ApiError("invalid_request", "template_id needs build_steps: the steps to run on it");
+    return { base, steps };
+  }
+
+  private templateLimits(input: BuildInput): Pick<TemplateRecord, "vcpuCount" | "memoryMb" | "diskMb"> {
+    const { cpus, memoryMb, diskMb } = this.d.limits;
+    const check = (name: string, value: number | undefined, max: number, setting: string) => {
+      if (value !== undefined && value > max) {
+        throw new ApiError("invalid_request", `${name} ${value} is over this service's limit of ${max} per sandbox (${setting})`);
+      }
+      return value ?? max;
+    };
+    return {
+      vcpuCount: check("vcpu_count", input.vcpuCount, cpus, "AGENTBOX_SANDBOX_CPUS"),
+      memoryMb: check("memory_mb", input.memoryMb, memoryMb, "AGENTBOX_SANDBOX_MEMORY_MB"),
+      diskMb: check("disk_mb", input.diskMb, diskMb, "AGENTBOX_SANDBOX_DISK_MB"),
+    };
+  }
+
+  private pump(): void {
+    while (this.running < this.d.settings.parallelBuilds && this.queue.length > 0) {
+      const next = this.queue.shift() as () => Promise<void>;
+      this.running += 1;
+      void next().finally(() => {
+        this.running -= 1;
+        this.pump();
+      });
+    }
+  }
+
+  private update(b: BuildRecord, change: Partial<BuildRecord>): void {
+    Object.assign(b, change);
+    this.d.store.updateBuild(b);
+  }
+
+  private finish(b: BuildRecord, error: string | null): void {
+    this.update(b, {
+      status: error ? "failed" : "completed",
+      phase: error ? b.phase : "completed",
+      progress: error ? b.progress : 100,
+      error,
+      completedAt: new Date().toISOString(),
+    });
+  }
+
+  private async run(t: TemplateRecord, b: BuildRecord, log: BuildLog, plan: Plan): Promise<void> {
+    const s = this.d.settings;
+    const deadline = new AbortController();
+    const startedAt = Date.now();
+    const timer = setTimeout(
+      () => deadline.abort(new ToolError(`the build took longer than ${s.buildTimeoutS} s (AGENTBOX_TEMPLATE_BUILD_TIMEOUT_S)`)),
+      s.buildTimeoutS * 1000,
+    );
+    this.update(b, { status: "running", phase: "preparing", progress: 5, startedAt: new Date().toISOString() });
+    log.add(`build ${b.id} of template ${t.id} (${t.name}) started`);
+    let pulledDigest: string | undefined;
+    try {
+      const work = await this.d.rootfs.workDir(b.id, s.buildUid);
+      let digest: string;
+      let python: string | null;
+      if (plan.ref) {
+        const ref = plan.ref;
+        const pulled = await pullImage({
+          ref,
+          ...(plan.auth ? { auth: plan.auth } : {}),
+          insecure: s.insecureRegistries.includes(ref.registry),
+          work,
+          uid: s.buildUid,
+          maxImageBytes: s.maxImageMb * 2 ** 20,
+          maxFileBytes: s.maxRootfsMb * 2 ** 20,
+          signal: deadline.signal,
+          log: (line) => log.add(line),
+          progress: (p) => this.update(b, { phase: p >= 50 ? "building" : "preparing", progress: p }),
+        });
+        log.add(`checking and storing the root filesystem sha256:${pulled.digest}`);
+        python = await this.d.rootfs.adopt(pulled.tree, pulled.digest, s.maxRootfsMb * 2 ** 20);
+        digest = pulledDigest = pulled.digest;
+      } else {
+        const base = plan.base as TemplateRecord;
+        digest = base.rootfs as string;
+        python = base.python;
+      }
+      if (plan.steps.length > 0) {
+        this.update(b, { phase: "building", progress: 50 });
+        const tree = await runSteps({
+          base: { dir: this.d.rootfs.pathOf(digest), python },
+          steps: plan.steps,
+          layerDir: this.d.rootfs.layerDir(b.id),
+          out: `${work}/steps-rootfs`,
+          limits: { ...this.d.limits, cpus: t.vcpuCount, memoryMb: t.memoryMb },
+          diskMb: t.diskMb,
+          deadline: deadline.signal,
+          deadlineAt: startedAt + s.buildTimeoutS * 1000,
+          startBox: (prepare) => this.d.buildBox(prepare),
+          log: (line) => log.add(line),
+          progress: (p) => this.update(b, { progress: p }),
+        });
+        this.update(b, { phase: "finalizing", progress: 85 });
+        // Named by what made it: the base, the steps and this build (steps that fetch are not reproducible).
+        digest = crypto
+          .createHash("sha256")
+          .update(JSON.stringify([digest, plan.steps, b.id]))
+          .digest("hex");
+        log.add(`checking and storing the new root filesystem sha256:${digest}`);
+        python = await this.d.rootfs.adopt(tree, digest, s.maxRootfsMb * 2 ** 20);
+      }
+      this.update(b, { phase: "finalizing", progress: 90 });
+      log.add(
+        python
+          ? `the image's own ${python} runs code/run python`
+          : "the image has no usable python3: the service's own runs code/run python",
+      );
+      this.d.store.setBuilt(t.id, digest, python);
+      this.finish(b, null);
+      log.add("build completed");
+    } catch (err) {
+      const message =
+        err instanceof ApiError || err instanceof ToolError ? err.message : `internal error: ${String((err as Error)?.message ?? err)}`;
+      if (!(err instanceof ApiError || err instanceof ToolError)) this.d.log({ err, build_id: b.id }, "template build failed");
+      log.add(`build failed: ${message}`);
+      this.d.store.setState(t.id, "failed");
+      this.finish(b, message);
+    } finally {
+      clearTimeout(timer);
+      // A pulled image that only served as the base of steps (or whose build failed) is not kept.
+      if (pulledDigest && this.d.store.rootfsUsers(pulledDigest) === 0) await this.d.rootfs.remove(pulledDigest).catch(() => {});
+      log.close();
+      await this.d.rootfs.removeWork(b.id).catch(() => {});
+    }
+  }
+}

@@ -1,0 +1,278 @@
+// Records of tenants' templates and their builds (SQLite, in the service's database). A template's
+// root filesystem itself is a directory named by its digest (./rootfs.ts); rows only point at it.
+import { type Db, type Migration, migrate } from "../store/db.js";
+
+export type TemplateState = "building" | "ready" | "failed";
+export type BuildStatus = "pending" | "started" | "running" | "completed" | "failed";
+export type BuildPhase = "initializing" | "preparing" | "building" | "finalizing" | "completed";
+
+export interface TemplateRecord {
+  id: string;
+  tenantId: string;
+  name: string;
+  description: string;
+  vcpuCount: number;
+  memoryMb: number;
+  diskMb: number;
+  baseImage: string | null;
+  environment: Record<string, string>;
+  tags: Record<string, string>;
+  /** The root filesystem's digest (sha256 hex) once built. */
+  rootfs: string | null;
+  /** The image's own python3 (its path in the image) when the runtime can run on it. */
+  python: string | null;
+  state: TemplateState;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export interface BuildRecord {
+  id: string;
+  templateId: string;
+  tenantId: string;
+  status: BuildStatus;
+  phase: BuildPhase;
+  progress: number;
+  error: string | null;
+  startedAt: string | null;
+  completedAt: string | null;
+  createdAt: string;
+}
+
+interface TemplateRow {
+  id: string;
+  tenant_id: string;
+  name: string;
+  description: string;
+  vcpu_count: number;
+  memory_mb: number;
+  disk_mb: number;
+  base_image: string | null;
+  environment: string;
+  tags: string;
+  rootfs: string | null;
+  python: string | null;
+  state: TemplateState;
+  created_at: string;
+  updated_at: string;
+}
+
+interface BuildRow {
+  id: string;
+  template_id: string;
+  tenant_id: string;
+  status: BuildStatus;
+  phase: BuildPhase;
+  progress: number;
+  error: string | null;
+  started_at: string | null;
+  completed_at: string | null;
+  created_at: string;
+}
+
+const toTemplate = (r: TemplateRow): TemplateRecord => ({
+  id: r.id,
+  tenantId: r.tenant_id,
+  name: r.name,
+  description: r.description,
+  vcpuCount: r.vcpu_count,
+  memoryMb: r.memory_mb,
+  diskMb: r.disk_mb,
+  baseImage: r.base_image,
+  environment: JSON.parse(r.environment),
+  tags: JSON.parse(r.tags),
+  rootfs: r.rootfs,
+  python: r.python,
+  state: r.state,
+  createdAt: r.created_at,
+  updatedAt: r.updated_at,
+});
+
+const toBuild = (r: BuildRow): BuildRecord => ({
+  id: r.id,
+  templateId: r.template_id,
+  tenantId: r.tenant_id,
+  status: r.status,
+  phase: r.phase,
+  progress: r.progress,
+  error: r.error,
+  startedAt: r.started_at,
+  completedAt: r.completed_at,
+  createdAt: r.created_at,
+});
+
+/** The templates area's schema (run by the store's constructor through the one migration runner). */
+export const TEMPLATE_MIGRATIONS: Migration[] = [
+  {
+    area: "templates",
+    version: 1,
+    up: (db) =>
+      db.exec(
+        `CREATE TABLE IF NOT EXISTS templates (
+         id TEXT PRIMARY KEY,
+         tenant_id TEXT NOT NULL,
+         name TEXT NOT NULL,
+         description TEXT NOT NULL,
+         vcpu_count INTEGER NOT NULL,
+         memory_mb INTEGER NOT NULL,
+         disk_mb INTEGER NOT NULL,
+         base_image TEXT,
+         environment TEXT NOT NULL,
+         tags TEXT NOT NULL,
+         rootfs TEXT,
+         python TEXT,
+         state TEXT NOT NULL,
+         created_at TEXT NOT NULL,
+         updated_at TEXT NOT NULL
+       );
+       CREATE UNIQUE INDEX IF NOT EXISTS templates_tenant_name ON templates (tenant_id, name);
+       CREATE TABLE IF NOT EXISTS template_builds (
+         id TEXT PRIMARY KEY,
+         template_id TEXT NOT NULL,
+         tenant_id TEXT NOT NULL,
+         status TEXT NOT NULL,
+         phase TEXT NOT NULL,
+         progress INTEGER NOT NULL,
+         error TEXT,
+         started_at TEXT,
+         completed_at TEXT,
+         created_at TEXT NOT NULL
+       );
+       CREATE INDEX IF NOT EXISTS template_builds_template ON template_builds (template_id, created_at);`,
+      ),
+  },
+];
+
+export class TemplateStore {
+  private readonly stmts;
+
+  constructor(db: Db) {
+    migrate(db, TEMPLATE_MIGRATIONS);
+    this.stmts = {
+      insertTemplate: db.prepare(
+        `INSERT INTO templates (id, tenant_id, name, description, vcpu_count, memory_mb, disk_mb, base_image, environment, tags, rootfs, python, state, created_at, updated_at)
+         VALUES (@id, @tenant_id, @name, @description, @vcpu_count, @memory_mb, @disk_mb, @base_image, @environment, @tags, @rootfs, @python, @state, @created_at, @updated_at)`,
+      ),
+      getTemplate: db.prepare<[string], TemplateRow>("SELECT * FROM templates WHERE id = ?"),
+      byName: db.prepare<[string, string], TemplateRow>("SELECT * FROM templates WHERE tenant_id = ? AND name = ?"),
+      listReady: db.prepare<[string], TemplateRow>(
+        "SELECT * FROM templates WHERE tenant_id = ? AND state = 'ready' ORDER BY created_at, id",
+      ),
+      count: db.prepare<[string], { n: number }>("SELECT COUNT(*) AS n FROM templates WHERE tenant_id = ?"),
+      setBuilt: db.prepare("UPDATE templates SET rootfs = ?, python = ?, state = 'ready', updated_at = ? WHERE id = ?"),
+      setState: db.prepare("UPDATE templates SET state = ?, updated_at = ? WHERE id = ?"),
+      deleteTemplate: db.prepare("DELETE FROM templates WHERE id = ?"),
+      deleteBuilds: db.prepare("DELETE FROM template_builds WHERE template_id = ?"),
+      rootfsUsers: db.prepare<[string], { n: number }>("SELECT COUNT(*) AS n FROM templates WHERE rootfs = ?"),
+      allRootfs: db.prepare<[], { rootfs: string }>("SELECT DISTINCT rootfs FROM templates WHERE rootfs IS NOT NULL"),
+      insertBuild: db.prepare(
+        `INSERT INTO template_builds (id, template_id, tenant_id, status, phase, progress, error, started_at, completed_at, created_at)
+         VALUES (@id, @template_id, @tenant_id, @status, @phase, @progress, @error, @started_at, @completed_at, @created_at)`,
+      ),
+      getBuild: db.prepare<[string], BuildRow>("SELECT * FROM template_builds WHERE id = ?"),
+      lastBuild: db.prepare<[string], BuildRow>("SELECT * FROM template_builds WHERE template_id = ? ORDER BY created_at DESC LIMIT 1"),
+      updateBuild: db.prepare(
+        "UPDATE template_builds SET status = @status, phase = @phase, progress = @progress, error = @error, started_at = @started_at, completed_at = @completed_at WHERE id = @id",
+      ),
+      unfinished: db.prepare<[], BuildRow>("SELECT * FROM template_builds WHERE status NOT IN ('completed', 'failed')"),
+    };
+  }
+
+  insertTemplate(t: TemplateRecord): void {
+    this.stmts.insertTemplate.run({
+      id: t.id,
+      tenant_id: t.tenantId,
+      name: t.name,
+      description: t.description,
+      vcpu_count: t.vcpuCount,
+      memory_mb: t.memoryMb,
+      disk_mb: t.diskMb,
+      base_image: t.baseImage,
+      environment: JSON.stringify(t.environment),
+      tags: JSON.stringify(t.tags),
+      rootfs: t.rootfs,
+      python: t.python,
+      state: t.state,
+      created_at: t.createdAt,
+      updated_at: t.updatedAt,
+    });
+  }
+
+  template(id: string): TemplateRecord | undefined {
+    const row = this.stmts.getTemplate.get(id);
+    return row && toTemplate(row);
+  }
+
+  templateByName(tenantId: string, name: string): TemplateRecord | undefined {
+    const row = this.stmts.byName.get(tenantId, name);
+    return row && toTemplate(row);
+  }
+
+  readyTemplates(tenantId: string): TemplateRecord[] {
+    return this.stmts.listReady.all(tenantId).map(toTemplate);
+  }
+
+  countTemplates(tenantId: string): number {
+    return this.stmts.count.get(tenantId)?.n ?? 0;
+  }
+
+  setBuilt(id: string, rootfs: string, python: string | null): void {
+    this.stmts.setBuilt.run(rootfs, python, new Date().toISOString(), id);
+  }
+
+  setState(id: string, state: TemplateState): void {
+    this.stmts.setState.run(state, new Date().toISOString(), id);
+  }
+
+  deleteTemplate(id: string): void {
+    this.stmts.deleteBuilds.run(id);
+    this.stmts.deleteTemplate.run(id);
+  }
+
+  /** How many templates share a root filesystem (it is removed when none does). */
+  rootfsUsers(rootfs: string): number {
+    return this.stmts.rootfsUsers.get(rootfs)?.n ?? 0;
+  }
+
+  allRootfs(): string[] {
+    return this.stmts.allRootfs.all().map((r) => r.rootfs);
+  }
+
+  insertBuild(b: BuildRecord): void {
+    this.stmts.insertBuild.run(buildRow(b));
+  }
+
+  build(id: string): BuildRecord | undefined {
+    const row = this.stmts.getBuild.get(id);
+    return row && toBuild(row);
+  }
+
+  lastBuild(templateId: string): BuildRecord | undefined {
+    const row = this.stmts.lastBuild.get(templateId);
+    return row && toBuild(row);
+  }
+
+  updateBuild(b: BuildRecord): void {
+    this.stmts.updateBuild.run(buildRow(b));
+  }
+
+  /** Builds a stop of the service left unfinished. */
+  unfinishedBuilds(): BuildRecord[] {
+    return this.stmts.unfinished.all().map(toBuild);
+  }
+}
+
+function buildRow(b: BuildRecord) {
+  return {
+    id: b.id,
+    template_id: b.templateId,
+    tenant_id: b.tenantId,
+    status: b.status,
+    phase: b.phase,
+    progress: b.progress,
+    error: b.error,
+    started_at: b.startedAt,
+    completed_at: b.completedAt,
+    created_at: b.createdAt,
+  };
+}

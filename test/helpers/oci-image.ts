@@ -1,0 +1,138 @@
+// OCI images made on this machine for the template tests, without any network: umoci lays out an
+// empty image, the test fills its root filesystem (marker files, a copy of the host's own Python
+// with only what it needs), umoci packs it as a layer, and skopeo pushes it to a local registry
+// (Debian's docker-registry, started by the test on a free loopback port).
+import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { freePort } from "./server.js";
+
+export const haveImageTools = ["/usr/bin/skopeo", "/usr/bin/umoci", "/usr/bin/docker-registry"].every((f) => fs.existsSync(f));
+
+export interface Registry {
+  /** host:port */
+  host: string;
+  /** The registry's storage directory (a test may tamper with a stored blob). */
+  storage: string;
+  stop(): Promise<void>;
+}
+
+/** docker-registry on 127.0.0.1 with its storage in a temp dir; resolves once it answers. */
+export async function startRegistry(): Promise<Registry> {
+  const port = await freePort();
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "agentbox-registry-"));
+  const config = path.join(dir, "config.yml");
+  fs.writeFileSync(
+    config,
+    `version: 0.1\nlog:\n  level: error\nstorage:\n  filesystem:\n    rootdirectory: ${dir}/data\nhttp:\n  addr: 127.0.0.1:${port}\n`,
+  );
+  const child: ChildProcess = spawn("/usr/bin/docker-registry", ["serve", config], { stdio: "ignore" });
+  const host = `127.0.0.1:${port}`;
+  for (let i = 0; ; i++) {
+    try {
+      const res = await fetch(`http://${host}/v2/`);
+      if (res.ok) break;
+    } catch {
+      // not listening yet
+    }
+    if (i > 100) throw new Error("docker-registry did not start");
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return {
+    host,
+    storage: path.join(dir, "data"),
+    stop: async () => {
+      child.kill("SIGKILL");
+      await new Promise((r) => child.once("exit", r));
+      fs.rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Builds a one-layer image whose root filesystem `fill` writes, and pushes it as registry/repo:tag. */
+export function buildAndPush(registry: string, repo: string, fill: (rootfs: string) => void): string {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "agentbox-image-"));
+  try {
+    const layout = path.join(dir, "layout");
+    const bundle = path.join(dir, "bundle");
+    execFileSync("/usr/bin/umoci", ["init", "--layout", layout]);
+    execFileSync("/usr/bin/umoci", ["new", "--image", `${layout}:t`]);
+    execFileSync("/usr/bin/umoci", ["unpack", "--rootless", "--image", `${layout}:t`, bundle]);
+    fill(path.join(bundle, "rootfs"));
+    execFileSync("/usr/bin/umoci", ["repack", "--image", `${layout}:t`, bundle]);
+    const ref = `${registry}/${repo}:1`;
+    execFileSync("/usr/bin/skopeo", ["copy", "--insecure-policy", "--dest-tls-verify=false", `oci:${layout}:t`, `docker://${ref}`], {
+      stdio: "pipe",
+    });
+    return ref;
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** Overwrites the first layer blob of registry/repo:1 in the registry's storage with as many other bytes. */
+export async function corruptLayer(registry: Registry, repo: string): Promise<void> {
+  const res = await fetch(`http://${registry.host}/v2/${repo}/manifests/1`, {
+    headers: { accept: "application/vnd.oci.image.manifest.v1+json, application/vnd.docker.distribution.manifest.v2+json" },
+  });
+  const manifest = (await res.json()) as { layers: { digest: string }[] };
+  const hex = (manifest.layers[0]?.digest ?? "").replace("sha256:", "");
+  const blob = path.join(registry.storage, "docker/registry/v2/blobs/sha256", hex.slice(0, 2), hex, "data");
+  const size = fs.statSync(blob).size;
+  fs.writeFileSync(blob, Buffer.alloc(size, 0x5a));
+}
+
+/** Writes a file (and its directories) into a root filesystem. */
+export function put(rootfs: string, rel: string, content: string): void {
+  const file = path.join(rootfs, rel);
+  fs.mkdirSync(path.dirname(file), { recursive: true });
+  fs.writeFileSync(file, content);
+}
+
+/** The shared libraries a program or library loads (ldd's resolved paths). */
+function libsOf(file: string): string[] {
+  const out = execFileSync("ldd", [file], { encoding: "utf8" });
+  return [...out.matchAll(/=>\s+(\/\S+)/g)].map((m) => m[1] as string);
+}
+
+/**
+ * A copy of the host's Python interpreter in `rootfs` (merged-/usr layout): the binary, its
+ * standard library without tests and GUI modules, and the libraries it and its extension modules
+ * load, with the host's dynamic loader, and the host's pip. Returns its version directory (python3.N).
+ */
+export function copyHostPython(rootfs: string): string {
+  const exe = fs.realpathSync("/usr/bin/python3");
+  const version = path.basename(exe); // python3.N
+  const libDir = path.dirname(fs.realpathSync("/lib64/ld-linux-x86-64.so.2"));
+  const stdlib = `/usr/lib/${version}`;
+  for (const d of ["usr/bin", "usr/lib64", libDir.slice(1)]) fs.mkdirSync(path.join(rootfs, d), { recursive: true });
+  for (const [link, target] of [
+    ["bin", "usr/bin"],
+    ["lib", "usr/lib"],
+    ["lib64", "usr/lib64"],
+  ] as const)
+    fs.symlinkSync(target, path.join(rootfs, link));
+  fs.copyFileSync(exe, path.join(rootfs, "usr/bin", version));
+  fs.chmodSync(path.join(rootfs, "usr/bin", version), 0o755);
+  fs.symlinkSync(version, path.join(rootfs, "usr/bin/python3"));
+  const skip = new Set(["test", "idlelib", "tkinter", "ensurepip", "lib2to3", "pydoc_data", "turtledemo"]);
+  fs.cpSync(stdlib, path.join(rootfs, stdlib.slice(1)), {
+    recursive: true,
+    filter: (src) =>
+      !skip.has(path.basename(src)) && !src.includes("/config-3") && !src.includes("site-packages") && !src.includes("dist-packages"),
+  });
+  const loader = fs.realpathSync("/lib64/ld-linux-x86-64.so.2");
+  const libs = new Set<string>([loader]);
+  const dynload = path.join(stdlib, "lib-dynload");
+  for (const f of [exe, ...fs.readdirSync(dynload).map((n) => path.join(dynload, n))]) for (const l of libsOf(f)) libs.add(l);
+  for (const lib of libs) {
+    const dest = path.join(rootfs, libDir.slice(1), path.basename(lib));
+    if (!fs.existsSync(dest)) fs.copyFileSync(fs.realpathSync(lib), dest);
+  }
+  fs.symlinkSync(`../lib/${path.basename(libDir)}/${path.basename(loader)}`, path.join(rootfs, "usr/lib64", path.basename(loader)));
+  // pip, when the host has Debian's (pure Python): for the build-step tests' pip_install.
+  const pip = "/usr/lib/python3/dist-packages/pip";
+  if (fs.existsSync(pip)) fs.cpSync(pip, path.join(rootfs, pip.slice(1)), { recursive: true });
+  return version;
+}

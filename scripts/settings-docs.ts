@@ -7,12 +7,14 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { serverSettingsSchema } from "../src/config.js";
 import { deploymentsSettingsSchema } from "../src/deployments/settings.js";
+import { e2bSettingsSchema } from "../src/e2b/settings.js";
 import { eventSettingsSchema } from "../src/events/settings.js";
 import { filesSettingsSchema } from "../src/files/settings.js";
 import { embeddingsSettingsSchema } from "../src/inference/embeddings-config.js";
 import { inferenceSettingsSchema } from "../src/inference/settings.js";
 import { modelsSettingsSchema } from "../src/models/settings.js";
 import { networkSettingsSchema } from "../src/network/settings.js";
+import { sandboxSettingsSchema } from "../src/sandbox/settings.js";
 import { type SettingMeta, settingsList } from "../src/settings/kernel.js";
 import { templateSettingsSchema } from "../src/templates/settings.js";
 import { vectorSettingsSchema } from "../src/vectors/settings.js";
@@ -20,6 +22,8 @@ import { vectorSettingsSchema } from "../src/vectors/settings.js";
 /** Every settings schema of the service, in the order their rows appear within a table. */
 const SCHEMAS = [
   serverSettingsSchema,
+  e2bSettingsSchema,
+  sandboxSettingsSchema,
   inferenceSettingsSchema,
   modelsSettingsSchema,
   vectorSettingsSchema,

@@ -8,6 +8,7 @@ import { loadFilesConfig } from "./files/settings.js";
 import { openFiles, openStorageQuota } from "./files/setup.js";
 import { Metrics } from "./api/metrics.js";
 import { loadConfig } from "./config.js";
+import { e2bSettings } from "./e2b/settings.js";
 import { loadDeploymentsConfig } from "./deployments/settings.js";
 import { openDeployments } from "./deployments/setup.js";
 import { EmbeddingService } from "./inference/embeddings.js";
@@ -20,6 +21,7 @@ import { LocalModels } from "./models/source.js";
 import { SandboxManager } from "./sandbox/manager.js";
 import { checkHost } from "./sandbox/preflight.js";
 import { SandboxService } from "./sandbox/service.js";
+import { sandboxSettings } from "./sandbox/settings.js";
 import { openDb } from "./store/db.js";
 import { eventSettings } from "./events/settings.js";
 import { openEvents } from "./events/setup.js";
@@ -32,9 +34,10 @@ import { openTemplates } from "./templates/setup.js";
 import { openVectors } from "./vectors/setup.js";
 
 async function main(): Promise<void> {
-  const config = loadConfig();
+  const server = loadConfig();
   // Every area's settings, read before anything starts: a bad value stops the start-up with the
   // variable's name, before a sandbox or a file exists.
+  const config = { ...server, ...sandboxSettings(server.dataDir), ...e2bSettings() };
   const inference = inferenceSettings();
   const filesConfig = loadFilesConfig(config.dataDir);
   const settings = {

@@ -5,6 +5,7 @@ import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { effectiveTimeout } from "../src/api/routes/code.js";
 import { loadConfig } from "../src/config.js";
+import { sandboxSettings } from "../src/sandbox/settings.js";
 import { ApiError } from "../src/errors.js";
 import { client, startServer, type TestServer } from "./helpers/server.js";
 import { assertError, createSandbox } from "./helpers/api.js";
@@ -377,7 +378,7 @@ describe("ES modules in javascript", () => {
 
 describe("timeouts", () => {
   test("the default timeout is 30 seconds and a larger one above the maximum is refused", () => {
-    const config = loadConfig();
+    const config = sandboxSettings(loadConfig().dataDir);
     assert.equal(config.defaultRunTimeoutS, 30);
     assert.equal(effectiveTimeout(undefined, config), 30);
     assert.equal(effectiveTimeout(5, config), 5);
@@ -431,7 +432,7 @@ describe("timeouts", () => {
 
   test("the maximum timeout is accepted", async () => {
     const id = await newSandbox();
-    const r = await run(id, "python", "print('max')", { timeout: loadConfig().maxRunTimeoutS });
+    const r = await run(id, "python", "print('max')", { timeout: sandboxSettings(loadConfig().dataDir).maxRunTimeoutS });
     assert.equal(r.logs.stdout, "max\n");
   });
 

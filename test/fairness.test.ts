@@ -4,6 +4,7 @@
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import { loadConfig } from "../src/config.js";
+import { sandboxSettings } from "../src/sandbox/settings.js";
 import { assertError, createSandbox } from "./helpers/api.js";
 import { client, startServer, type TestServer } from "./helpers/server.js";
 
@@ -11,7 +12,7 @@ import { client, startServer, type TestServer } from "./helpers/server.js";
  * The load of the red-team report: 64 `sleep 30` with a 600 s timeout, in one sandbox; more on a
  * machine whose default execution cap is larger (the test runs on the service's machine).
  */
-const ATTEMPTS = Math.max(64, loadConfig().maxConcurrentRuns);
+const ATTEMPTS = Math.max(64, sandboxSettings(loadConfig().dataDir).maxConcurrentRuns);
 
 let server: TestServer;
 

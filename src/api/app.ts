@@ -7,9 +7,10 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyRepl
 import type { Logger } from "pino";
 import { templateRoutes } from "../templates/routes.js";
 import { vectorRoutes } from "../vectors/routes.js";
+import { E2B_KEY_HEADERS } from "../e2b/auth.js";
 import { e2bHostRewriter } from "../e2b/hosts.js";
 import { e2bRoutes } from "../e2b/routes.js";
-import { tenantQuotaDefaults } from "../config.js";
+import { tenantQuotaDefaults } from "../sandbox/settings.js";
 import { ApiError } from "../errors.js";
 import { embeddingRoutes } from "../inference/embeddings-routes.js";
 import { inferenceRoutes } from "../inference/routes.js";
@@ -156,7 +157,7 @@ export async function buildApp(services: Services, logger: Logger): Promise<Fast
 
   // Keys as the door sees them: a suspended tenant's are refused and count as inactive.
   const keys = withSuspensions(services.keys, services.tenants);
-  installAuth(app, keys, services.admin, services.openRequests);
+  installAuth(app, keys, services.admin, services.openRequests, [E2B_KEY_HEADERS]);
   installErrorHandler(app);
   await installRateLimits(app, services);
 

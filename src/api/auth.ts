@@ -1,13 +1,13 @@
 // Authentication: every request except health, metrics, the API documents and share links of ports needs
-// `Authorization: Bearer <key>` (under /e2b, the E2B-compatible routes: the key in E2B's own headers,
-// src/e2b/auth.ts). Under /v1/admin only the operator's admin key is accepted (a tenant key there is
+// `Authorization: Bearer <key>` (routes whose clients carry it in their own headers, such as the
+// E2B-compatible API under /e2b, hand in how to read it: KeyHeaders). Under /v1/admin only the operator's admin key is accepted (a tenant key there is
 // 401, and is not even looked up); everywhere else only a tenant's API key is, whose record (and so
 // its tenant) is attached to the request. The admin key is no tenant's key.
 // A request that stays open (a stream, a transfer) is held under its key (`reply.holdOpen`), so
 // that revoking the key ends it too.
+import type { IncomingHttpHeaders } from "node:http";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { ApiError } from "../errors.js";
-import { E2B_PATH, e2bToken } from "../e2b/auth.js";
 import type { AdminKeys, ApiKeys } from "../tenancy/key-directory.js";
 import type { ApiKeyRecord } from "../tenancy/store/keys.js";
 import { holdUntilClosed, type OpenRequests } from "./open-requests.js";
@@ -37,7 +37,22 @@ export function bearerToken(header: string | undefined): string | undefined {
   return header === undefined ? undefined : BEARER.exec(header.trim())?.[1];
 }
 
-export function installAuth(app: FastifyInstance, keys: ApiKeys, admin: AdminKeys, open: OpenRequests): void {
+/** Routes whose clients send the API key in headers of their own: checked the same way as a bearer key. */
+export interface KeyHeaders {
+  path: RegExp;
+  /** The key the request carries, if any. */
+  token: (headers: IncomingHttpHeaders) => string | undefined;
+  /** The 401's message when it carries none. */
+  missing: string;
+}
+
+export function installAuth(
+  app: FastifyInstance,
+  keys: ApiKeys,
+  admin: AdminKeys,
+  open: OpenRequests,
+  keyHeaders: KeyHeaders[] = [],
+): void {
   app.decorateRequest("apiKey", undefined as unknown as ApiKeyRecord);
   app.decorateReply("holdOpen", function (this: FastifyReply, end?: (why?: ApiError) => void) {
     const key = this.request.apiKey as ApiKeyRecord | undefined;
@@ -48,10 +63,11 @@ export function installAuth(app: FastifyInstance, keys: ApiKeys, admin: AdminKey
   app.addHook("onRequest", async (request: FastifyRequest) => {
     const path = request.url.split("?", 1)[0] as string;
     if (PUBLIC.some((re) => re.test(path))) return;
-    // The E2B-compatible API (src/e2b/): the key travels in E2B's own headers, checked the same way.
-    if (E2B_PATH.test(path)) {
-      const token = e2bToken(request.headers);
-      if (!token) throw new ApiError("unauthorized", "Missing API key; send 'X-API-KEY: <API key>' (E2B_API_KEY)");
+    // E.g. the E2B-compatible API (src/e2b/auth.ts): the key travels in E2B's own headers, checked the same way.
+    const own = keyHeaders.find((h) => h.path.test(path));
+    if (own) {
+      const token = own.token(request.headers);
+      if (!token) throw new ApiError("unauthorized", own.missing);
       const key = await keys.verify(token);
       if (!key) throw new ApiError("unauthorized", "Invalid or revoked API key");
       request.apiKey = key;

@@ -1,7 +1,7 @@
 // What route handlers depend on, bundled once at start-up.
 import type { Database } from "better-sqlite3";
-import type { Config } from "../config.js";
 import type { DeploymentRouteDeps } from "../deployments/routes.js";
+import type { E2bSettings } from "../e2b/settings.js";
 import type { EventsArea } from "../events/setup.js";
 import type { FileService } from "../files/service.js";
 import type { EmbeddingService } from "../inference/embeddings.js";
@@ -9,6 +9,7 @@ import type { ProviderRegistry } from "../inference/providers.js";
 import type { NetworkService } from "../network/service.js";
 import type { SandboxManager } from "../sandbox/manager.js";
 import type { SandboxService } from "../sandbox/service.js";
+import type { SandboxConfig } from "../sandbox/settings.js";
 import type { AdminKeys, KeyDirectory } from "../tenancy/key-directory.js";
 import type { TenantDirectory } from "../tenancy/tenant-directory.js";
 import type { TemplateService } from "../templates/service.js";
@@ -17,7 +18,8 @@ import type { Metrics } from "./metrics.js";
 import type { OpenRequests } from "./open-requests.js";
 
 export interface Services {
-  config: Config;
+  /** The server-wide settings, the sandbox area's (routes check run timeouts and sizes against them) and the E2B API's. */
+  config: SandboxConfig & E2bSettings;
   keys: KeyDirectory;
   /** Streams, transfers and port connections open now, by API key: revoking a key ends its own. */
   openRequests: OpenRequests;

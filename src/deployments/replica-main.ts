@@ -7,19 +7,7 @@ import http from "node:http";
 import { ApiError } from "../errors.js";
 import { LocalProvider } from "../inference/local.js";
 import type { ChatRequest, EventBatches, Provider, TextCompletionRequest } from "../inference/types.js";
-
-export interface ReplicaSettings {
-  modelPath: string;
-  /** The model id the replica answers with (the deployment's name). */
-  modelName: string;
-  port: number;
-  /** Listen on this unix socket instead of the port (a replica in its own network namespace). */
-  socket?: string;
-  contextSize: number;
-  parallel: number;
-  threads: number | undefined;
-  gpu: boolean;
-}
+import type { ReplicaSettings } from "./replica.js";
 
 const MAX_BODY = 8 * 2 ** 20;
 

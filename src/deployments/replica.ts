@@ -10,6 +10,20 @@ import net from "node:net";
 import { OpenAIProvider } from "../inference/openai.js";
 import { MemoryLimit } from "./memory-limit.js";
 
+/** What a replica process is started with (AGENTBOX_REPLICA, JSON; src/deployments/replica-main.ts reads it). */
+export interface ReplicaSettings {
+  modelPath: string;
+  /** The model id the replica answers with (the deployment's name). */
+  modelName: string;
+  port: number;
+  /** Listen on this unix socket instead of the port (a replica in its own network namespace). */
+  socket?: string;
+  contextSize: number;
+  parallel: number;
+  threads: number | undefined;
+  gpu: boolean;
+}
+
 export type ReplicaState = "starting" | "ready" | "restarting" | "stopping" | "stopped" | "failed";
 
 /** How to start the replica's process, given the loopback port it must listen on. */

@@ -19,8 +19,7 @@ import type { DeploymentRow, DeploymentStore } from "./store.js";
 import type { Accelerators } from "./accelerators.js";
 import type { DeploymentsConfig } from "./settings.js";
 import { Deployment } from "./deployment.js";
-import type { Launch } from "./replica.js";
-import type { ReplicaSettings } from "./replica-main.js";
+import type { Launch, ReplicaSettings } from "./replica.js";
 
 /** Same rule as a provider name: what clients put in `model`. */
 export const DEPLOYMENT_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;

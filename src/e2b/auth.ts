@@ -3,6 +3,7 @@
 // interpreter's context calls), which this service hands out as the caller's own API key, so
 // every E2B request authenticates exactly like a native one (same key, tenant, quotas).
 import type { IncomingHttpHeaders } from "node:http";
+import type { KeyHeaders } from "../api/auth.js";
 
 /** The prefix every E2B-compatible route is served under (E2B_API_URL = E2B_SANDBOX_URL = <base>/e2b). */
 export const E2B_PREFIX = "/e2b";
@@ -40,3 +41,10 @@ export function e2bToken(headers: IncomingHttpHeaders): string | undefined {
     BEARER.exec(headers.authorization?.trim() ?? "")?.[1];
   return token === undefined ? undefined : fromE2bKeyFormat(token);
 }
+
+/** How the service's authentication reads the key of a request to the E2B-compatible API. */
+export const E2B_KEY_HEADERS: KeyHeaders = {
+  path: E2B_PATH,
+  token: e2bToken,
+  missing: "Missing API key; send 'X-API-KEY: <API key>' (E2B_API_KEY)",
+};

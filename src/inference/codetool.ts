@@ -6,8 +6,17 @@
 // rounds ran code (then it is asked once more with tool_choice "none").
 import { ApiError } from "../errors.js";
 import { isLanguage, LANGUAGES } from "../sandbox/languages.js";
-import type { Caller } from "../sandbox/service.js";
-import type { ChatMessage, ChatRequest, CodeToolResult, CodeToolSandboxes, ToolCall, Usage } from "./types.js";
+import type { Caller, SandboxService } from "../sandbox/service.js";
+import type { ChatMessage, ChatRequest, ToolCall, Usage } from "./types.js";
+
+export interface CodeToolResult {
+  logs: { stdout: string; stderr: string };
+  error: string | null;
+  execution_time_ms: number;
+}
+
+/** The slice of the sandbox service the built-in code tool uses: the same runs, gates and checks as code/run. */
+export type CodeToolSandboxes = Pick<SandboxService, "createSandbox" | "runCode" | "killSandbox">;
 
 export const DEFAULT_MAX_STEPS = 8;
 /** Characters of each output stream the model is shown (the step in the response has the same cut). */

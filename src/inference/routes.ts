@@ -11,10 +11,19 @@ import { installJsonParser } from "../api/json-body.js";
 import { chatCompletionRoutes } from "./routes/chat-completions.js";
 import { completionRoutes } from "./routes/completions.js";
 import { modelRoutes } from "./routes/models.js";
-import { keepRawBody } from "./routes/serving.js";
+import type { Database } from "better-sqlite3";
+import type { CodeToolSandboxes } from "./codetool.js";
+import { keepRawBody, type ServingDeps } from "./routes/serving.js";
 import { usageRoutes } from "./routes/usage.js";
-import type { InferenceDeps } from "./types.js";
 import { SqliteUsageStore, UsageLog } from "./usage.js";
+
+/** What the gateway's routes depend on. */
+export interface InferenceDeps extends ServingDeps {
+  db: Database;
+  sandboxes: CodeToolSandboxes;
+  /** Deepest JSON nesting accepted in a request body (the app's own limit; default 64). */
+  maxJsonDepth?: number;
+}
 
 export { NO_CHAT_MODEL } from "./routes/serving.js";
 

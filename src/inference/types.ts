@@ -1,28 +1,6 @@
-// Types of the inference gateway: what its routes depend on, the OpenAI chat shapes it reads, and
-// the Provider interface that every upstream kind (an OpenAI-compatible server, a local GGUF model)
-// implements.
-import type { Database } from "better-sqlite3";
-import type { SandboxService } from "../sandbox/service.js";
-import type { ProviderRegistry } from "./providers.js";
-
-export interface CodeToolResult {
-  logs: { stdout: string; stderr: string };
-  error: string | null;
-  execution_time_ms: number;
-}
-
-/** The slice of the sandbox service the built-in code tool uses: the same runs, gates and checks as code/run. */
-export type CodeToolSandboxes = Pick<SandboxService, "createSandbox" | "runCode" | "killSandbox">;
-
-export interface InferenceDeps {
-  db: Database;
-  providers: ProviderRegistry;
-  sandboxes: CodeToolSandboxes;
-  /** Deepest JSON nesting accepted in a request body (the app's own limit; default 64). */
-  maxJsonDepth?: number;
-  /** The embedding models served by POST /embeddings (listed with the chat models). */
-  embeddings?: { models(): ModelInfo[] };
-}
+// Types of the inference gateway: the OpenAI chat shapes it reads, and the Provider interface that
+// every upstream kind (an OpenAI-compatible server, a local GGUF model) implements. It imports
+// nothing: providers, routes and the other areas (deployments, models) import it.
 
 // --- OpenAI chat shapes (only the fields the gateway reads; everything else passes through) ---
 

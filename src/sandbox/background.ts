@@ -4,7 +4,7 @@
 // this module asks it and turns its answers into values and ApiErrors. No execution slot is held:
 // a background process is bounded by the sandbox's own limits (it is in its cgroup) and by the
 // per-sandbox count.
-import type { Config } from "../config.js";
+import type { SandboxConfig } from "./settings.js";
 import { ApiError, invalid } from "../errors.js";
 import type { BgEvent, BgProcessInfo, BgRequest, BgSignal } from "./background-protocol.js";
 import type { Box } from "./box.js";
@@ -49,7 +49,7 @@ export class BackgroundProcesses {
   /** The command and args each pid was started with, per sandbox (the supervisor knows the command line only). */
   private readonly argv = new Map<string, Map<number, { command: string; args: string[] }>>();
 
-  constructor(private readonly config: Pick<Config, "maxBackgroundProcesses" | "backgroundOutputBytes" | "maxStdinBytes">) {}
+  constructor(private readonly config: Pick<SandboxConfig, "maxBackgroundProcesses" | "backgroundOutputBytes" | "maxStdinBytes">) {}
 
   /** Forgets a sandbox's processes (they ended with it). */
   readonly dropSandbox = (sandboxId: string): void => {

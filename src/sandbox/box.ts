@@ -2,7 +2,7 @@
 // and supervisor. Code runs, commands and file operations all go through here; this is where code
 // is handed to the sandbox for execution (run()).
 import fs from "node:fs";
-import type { Limits } from "../config.js";
+import type { Limits } from "./settings.js";
 import { netDirOf, type TemplateRoot } from "./bwrap.js";
 import type { CgroupManager, SandboxCgroup } from "./cgroup.js";
 import { languageSpec } from "./languages.js";

@@ -13,7 +13,7 @@
 import crypto from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
-import type { Limits } from "../config.js";
+import type { Limits } from "./settings.js";
 
 const ROOT = "/sys/fs/cgroup";
 const V1_CONTROLLERS = ["memory", "pids", "cpu", "cpuacct"] as const;

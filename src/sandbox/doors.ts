@@ -2,7 +2,7 @@
 // one ends) and the interface each room is handed by the façade that composes them (./manager.ts).
 // Types only: the rooms (./host.ts, ./registry.ts, ./warm-pool.ts, ./lifecycle.ts) import nothing
 // of each other but this (and Lifecycle the type of its snapshot keeper).
-import type { Limits } from "../config.js";
+import type { Limits } from "./settings.js";
 import type { EndedBy, EndReason, EventDetail } from "../events/bus.js";
 import type { SandboxRecord } from "../store/sandboxes.js";
 import type { SnapshotRecord } from "../store/snapshots.js";

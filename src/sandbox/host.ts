@@ -5,7 +5,7 @@ import crypto from "node:crypto";
 import fs from "node:fs";
 import type { Logger } from "pino";
 import { Limiter } from "../common/limiter.js";
-import type { Config } from "../config.js";
+import type { SandboxConfig } from "./settings.js";
 import { ApiError } from "../errors.js";
 import { Box } from "./box.js";
 import { CgroupManager, type TenantLimits } from "./cgroup.js";
@@ -42,7 +42,7 @@ function uidBlockStart(workspaceDir: string): number {
 }
 
 export type HostConfig = Pick<
-  Config,
+  SandboxConfig,
   | "dataDir"
   | "workspaceDir"
   | "sandboxesMemoryMb"

@@ -11,7 +11,7 @@
 import crypto from "node:crypto";
 import type { Logger } from "pino";
 import { Limiter } from "../common/limiter.js";
-import type { Config } from "../config.js";
+import type { SandboxConfig } from "./settings.js";
 import { ApiError, invalid } from "../errors.js";
 import type { EndedBy, LifecycleBus } from "../events/bus.js";
 import { endStatus, type SandboxRecord, type SandboxStore } from "../store/sandboxes.js";
@@ -37,7 +37,7 @@ export interface NetworkSettings {
   apply(tenantId: string, sandboxId: string, policy: unknown): Promise<void>;
 }
 
-export type LifecycleConfig = Pick<Config, "pausedMaxS" | "maxForkCount" | "startQueue">;
+export type LifecycleConfig = Pick<SandboxConfig, "pausedMaxS" | "maxForkCount" | "startQueue">;
 
 /** What Lifecycle is given: its settings and stores, and the doors of the rooms it works with. */
 export interface LifecycleRooms {

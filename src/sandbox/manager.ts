@@ -5,7 +5,7 @@
 import crypto from "node:crypto";
 import os from "node:os";
 import type { Logger } from "pino";
-import { type Config, tenantQuotaDefaults } from "../config.js";
+import { type SandboxConfig, tenantQuotaDefaults } from "./settings.js";
 import { ApiError } from "../errors.js";
 import { type EndedBy, LifecycleBus } from "../events/bus.js";
 import type { StorageQuota } from "../files/quota.js";
@@ -44,7 +44,7 @@ export class SandboxManager {
   private readonly refill = () => this.pool.fill();
 
   constructor(
-    private readonly config: Config,
+    private readonly config: SandboxConfig,
     readonly store: SandboxStore,
     private readonly tenants: TenantDirectory,
     log: Logger,

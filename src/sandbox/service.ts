@@ -4,7 +4,7 @@
 // holds an execution slot (key, tenant, fair share, machine) around every run and command, and
 // counts what operators watch.
 // It knows nothing of HTTP: its errors are ApiErrors, mapped to statuses in one place.
-import { type Config, tenantQuotaDefaults } from "../config.js";
+import { type SandboxConfig, tenantQuotaDefaults } from "./settings.js";
 import { ApiError, invalid } from "../errors.js";
 import type { ApiKeyRecord } from "../tenancy/store/keys.js";
 import type { ListFilter, SandboxRecord } from "../store/sandboxes.js";
@@ -79,7 +79,10 @@ const DEFAULT_COMMAND_TIMEOUT_MS = 30_000;
 const HOME = "/home/user";
 
 /** The run's timeout in seconds: the client's value, else the default; above the configured maximum is a 400. */
-export function effectiveTimeout(bodyTimeout: number | undefined, config: Pick<Config, "defaultRunTimeoutS" | "maxRunTimeoutS">): number {
+export function effectiveTimeout(
+  bodyTimeout: number | undefined,
+  config: Pick<SandboxConfig, "defaultRunTimeoutS" | "maxRunTimeoutS">,
+): number {
   const timeoutS = bodyTimeout ?? config.defaultRunTimeoutS;
   if (timeoutS > config.maxRunTimeoutS) throw invalid(`'timeout' must be at most ${config.maxRunTimeoutS} seconds`);
   return timeoutS;
@@ -108,7 +111,7 @@ export function sandboxPath(p: string): string {
 }
 
 export interface SandboxServiceDeps {
-  config: Config;
+  config: SandboxConfig;
   sandboxes: SandboxManager;
   tenants: TenantDirectory;
   counters?: ServiceCounters;
@@ -120,7 +123,7 @@ export class SandboxService {
   readonly gates: ExecutionGates;
   readonly contexts: ContextRegistry;
   readonly background: BackgroundProcesses;
-  private readonly config: Config;
+  private readonly config: SandboxConfig;
   private readonly sandboxes: SandboxManager;
   /** A tenant's concurrent-run quota when its record leaves it unset. */
   private readonly tenantRunsDefault: number;

@@ -3,14 +3,14 @@
 // arrive. Knows nothing of live sandboxes: it is handed the box to copy and the settings to keep.
 import crypto from "node:crypto";
 import type { Logger } from "pino";
-import type { Config } from "../config.js";
+import type { SandboxConfig } from "./settings.js";
 import { ApiError } from "../errors.js";
 import type { Reservation, StorageQuota } from "../files/quota.js";
 import type { SnapshotKind, SnapshotRecord, SnapshotSettings, SnapshotStore } from "../store/snapshots.js";
 import type { Box } from "./box.js";
 import { SnapshotFiles } from "./snapshots.js";
 
-export type SnapshotKeeperConfig = Pick<Config, "snapshotsPerTenant" | "snapshotDir" | "snapshotMaxBytes">;
+export type SnapshotKeeperConfig = Pick<SandboxConfig, "snapshotsPerTenant" | "snapshotDir" | "snapshotMaxBytes">;
 
 export class SnapshotKeeper {
   readonly files: SnapshotFiles;

@@ -1,6 +1,6 @@
 // Built-in templates. Every template runs the same runtime (python, node, bash); a template fixes
 // the defaults a client gets and what GET /templates reports.
-import type { Limits } from "../config.js";
+import type { Limits } from "./settings.js";
 
 export interface Template {
   id: string;

@@ -3,7 +3,7 @@
 // when the measured start speed says it comes soon enough; otherwise 503 at once).
 import crypto from "node:crypto";
 import type { Logger } from "pino";
-import type { Config } from "../config.js";
+import type { SandboxConfig } from "./settings.js";
 import { ApiError } from "../errors.js";
 import type { Box } from "./box.js";
 import type { HostDoor, PoolDoor, ServiceState } from "./doors.js";
@@ -29,7 +29,7 @@ const DISPLACED = atCapacity("another tenant's create took this place in the sta
 const PRE_IMPORT_QUIET_MS = 2000;
 
 export type PoolConfig = Pick<
-  Config,
+  SandboxConfig,
   "warmPool" | "warmPoolMax" | "maxSandboxes" | "maxParallelStarts" | "createWaitMs" | "startQueue" | "poolPreImport"
 >;
 

@@ -5,7 +5,7 @@
 import { execFile } from "node:child_process";
 import crypto from "node:crypto";
 import { promisify } from "node:util";
-import type { Limits } from "../config.js";
+import type { Limits } from "../sandbox/settings.js";
 import { ApiError } from "../errors.js";
 import type { Box } from "../sandbox/box.js";
 import type { CustomTemplate } from "../sandbox/manager.js";

@@ -1,7 +1,7 @@
 // Constructs the templates area for the entry point and connects it to the sandbox manager (which
 // asks it for a tenant's template when a sandbox is created or re-adopted).
 import type { Logger } from "pino";
-import type { Config } from "../config.js";
+import type { SandboxConfig } from "../sandbox/settings.js";
 import type { SandboxManager } from "../sandbox/manager.js";
 import type { Db } from "../store/db.js";
 import { RootfsStore } from "./rootfs.js";
@@ -10,7 +10,7 @@ import type { TemplateSettings } from "./settings.js";
 import { TemplateStore } from "./store.js";
 
 export async function openTemplates(
-  config: Config,
+  config: SandboxConfig,
   db: Db,
   sandboxes: SandboxManager,
   logger: Logger,

@@ -7,7 +7,7 @@
 import { execFile } from "node:child_process";
 import fs from "node:fs";
 import { promisify } from "node:util";
-import type { Limits } from "../config.js";
+import type { Limits } from "../sandbox/settings.js";
 import { ApiError } from "../errors.js";
 import type { Box } from "../sandbox/box.js";
 import { makeDir, writeFile } from "../sandbox/files.js";

@@ -7,6 +7,7 @@ import { loadDeploymentsConfig } from "../../src/deployments/settings.js";
 import { eventSettings } from "../../src/events/settings.js";
 import { loadFilesConfig } from "../../src/files/settings.js";
 import { networkSettings } from "../../src/network/settings.js";
+import { sandboxSettings } from "../../src/sandbox/settings.js";
 import { defineSettings, type Machine, readSettings, settingsOf } from "../../src/settings/kernel.js";
 import { vectorSettings } from "../../src/vectors/settings.js";
 
@@ -89,24 +90,26 @@ test("a default list or object is never shared between two reads", () => {
 
 test("the service's settings keep today's names, defaults and rules", () => {
   const c = loadConfig({ AGENTBOX_DATA_DIR: "/tmp/d" }, machine);
+  const sb = (env: NodeJS.ProcessEnv) => sandboxSettings(c.dataDir, env, machine);
+  const s = sb({});
   assert.equal(c.port, 8080);
   assert.equal(c.dataDir, "/tmp/d");
-  assert.equal(c.snapshotDir, "/tmp/d/snapshots");
+  assert.equal(s.snapshotDir, "/tmp/d/snapshots");
   assert.match(c.workspaceDir, /^\/run\/agentbox\/[0-9a-f]{16}$/);
-  assert.equal(c.maxConcurrentRuns, 128);
+  assert.equal(s.maxConcurrentRuns, 128);
   assert.equal(c.rateLimitPerMinute, 120_000);
-  assert.equal(c.maxSandboxes, 1024);
-  assert.equal(c.warmPool, 40);
-  assert.equal(c.warmPoolMax, 102);
+  assert.equal(s.maxSandboxes, 1024);
+  assert.equal(s.warmPool, 40);
+  assert.equal(s.warmPoolMax, 102);
   assert.equal(c.maxConnections, 2048);
   assert.equal(c.maxConnectionsPerAddress, 256);
-  assert.equal(c.tenantProcesses, 10000);
-  assert.equal(c.vectorMemoryMb, 2048);
-  assert.equal(c.tenantVectorStorageMb, 1024);
-  assert.equal(c.defaultRunTimeoutS, 30);
-  assert.deepEqual(c.limits, { memoryMb: 1024, pids: 256, cpus: 1, diskMb: 1024, tmpMb: 256, outputBytes: 10 * 2 ** 20 });
-  assert.equal(loadConfig({ AGENTBOX_SANDBOX_CPUS: "1.5" }, machine).limits.cpus, 1.5);
-  assert.equal(loadConfig({ AGENTBOX_VECTOR_MEMORY_MB: "100" }, machine).tenantVectorStorageMb, 50);
+  assert.equal(s.tenantProcesses, 10000);
+  assert.equal(s.vectorMemoryMb, 2048);
+  assert.equal(s.tenantVectorStorageMb, 1024);
+  assert.equal(s.defaultRunTimeoutS, 30);
+  assert.deepEqual(s.limits, { memoryMb: 1024, pids: 256, cpus: 1, diskMb: 1024, tmpMb: 256, outputBytes: 10 * 2 ** 20 });
+  assert.equal(sb({ AGENTBOX_SANDBOX_CPUS: "1.5" }).limits.cpus, 1.5);
+  assert.equal(sb({ AGENTBOX_VECTOR_MEMORY_MB: "100" }).tenantVectorStorageMb, 50);
   assert.equal(loadConfig({ AGENTBOX_ROOT_ALIASES: "1" }, machine).mountRootAliases, true);
   assert.throws(() => loadConfig({ AGENTBOX_PORT: "-1" }, machine), /AGENTBOX_PORT must be a non-negative number, got '-1'/);
 });

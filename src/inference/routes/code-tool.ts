@@ -3,8 +3,17 @@
 import type { ServerResponse } from "node:http";
 import type { FastifyReply, FastifyRequest } from "fastify";
 import { writeSse } from "../../api/sse.js";
-import { addUsage, CodeRunner, type CodeToolSpec, DEFAULT_MAX_STEPS, type Step, TurnAccumulator, upstreamBody } from "../codetool.js";
-import type { ChatCompletion, ChatCompletionChunk, ChatRequest, CodeToolSandboxes, OutgoingRequest, Provider, Usage } from "../types.js";
+import {
+  addUsage,
+  CodeRunner,
+  type CodeToolSandboxes,
+  type CodeToolSpec,
+  DEFAULT_MAX_STEPS,
+  type Step,
+  TurnAccumulator,
+  upstreamBody,
+} from "../codetool.js";
+import type { ChatCompletion, ChatCompletionChunk, ChatRequest, OutgoingRequest, Provider, Usage } from "../types.js";
 import type { UsageLog } from "../usage.js";
 import { errorEvent, startSse } from "./answer.js";
 

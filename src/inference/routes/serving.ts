@@ -1,10 +1,15 @@
 // Which provider serves a completion, and the request bytes it is sent: shared by the completion routes.
 import type { FastifyRequest } from "fastify";
 import { ApiError } from "../../errors.js";
-import type { InferenceDeps, ModelInfo, Provider } from "../types.js";
+import type { ProviderRegistry } from "../providers.js";
+import type { ModelInfo, Provider } from "../types.js";
 
 /** What choosing a provider needs: the chat providers, and the embedding models (to say why one is the wrong kind). */
-export type ServingDeps = Pick<InferenceDeps, "providers" | "embeddings">;
+export interface ServingDeps {
+  providers: ProviderRegistry;
+  /** The embedding models served by POST /embeddings (listed with the chat models). */
+  embeddings?: { models(): ModelInfo[] };
+}
 
 /** What a 404 says when the gateway has no chat model at all (a fresh install): the three ways to get one. */
 export const NO_CHAT_MODEL =

@@ -8,8 +8,7 @@
 import type { IncomingHttpHeaders } from "node:http";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { ApiError } from "../errors.js";
-import type { AdminKeys, ApiKeys } from "../tenancy/key-directory.js";
-import type { ApiKeyRecord } from "../tenancy/store/keys.js";
+import type { ApiKeyRecord } from "../common/api-key.js";
 import { holdUntilClosed, type OpenRequests } from "./open-requests.js";
 
 declare module "fastify" {
@@ -46,10 +45,22 @@ export interface KeyHeaders {
   missing: string;
 }
 
+/** What the door asks of the API keys (the tenancy area's key directory, or a wrapper of it). */
+export interface KeyVerifier {
+  /** The key's record, undefined for an unknown or revoked key (may throw an ApiError to refuse it otherwise). */
+  verify(token: string): Promise<ApiKeyRecord | undefined>;
+  isActive(id: string): Promise<boolean>;
+}
+
+/** What the door asks of the operator's admin key. */
+export interface AdminVerifier {
+  verify(token: string): boolean | Promise<boolean>;
+}
+
 export function installAuth(
   app: FastifyInstance,
-  keys: ApiKeys,
-  admin: AdminKeys,
+  keys: KeyVerifier,
+  admin: AdminVerifier,
   open: OpenRequests,
   keyHeaders: KeyHeaders[] = [],
 ): void {

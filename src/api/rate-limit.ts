@@ -9,7 +9,7 @@
 import rateLimit, { type FastifyRateLimitStoreCtor } from "@fastify/rate-limit";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { ApiError } from "../errors.js";
-import type { ApiKeyRecord } from "../tenancy/store/keys.js";
+import type { ApiKeyRecord } from "../common/api-key.js";
 import type { Services } from "./services.js";
 
 export interface RateLimitStoreOptions {

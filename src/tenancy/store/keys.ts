@@ -1,21 +1,11 @@
 // API keys as stored: created by an operator, kept only as SHA-256 hashes (the key itself is shown
 // once, at creation). Also the operator's admin key, stored the same way. The caches and the
 // bootstrap key in front of these stores are in src/tenancy/key-directory.ts.
+import type { ApiKeyRecord } from "../../common/api-key.js";
 import crypto from "node:crypto";
 import type { Db } from "../../store/db.js";
 
-export interface ApiKeyRecord {
-  id: string;
-  tenantId: string;
-  name: string;
-  prefix: string;
-  createdAt: string;
-  revokedAt: string | null;
-  rateLimitPerMinute: number | null;
-  maxConcurrentRuns: number | null;
-  /** The last request with the key; kept in memory, written to the database at most once a minute. */
-  lastUsedAt: string | null;
-}
+export type { ApiKeyRecord } from "../../common/api-key.js";
 
 export interface NewKey {
   name: string;

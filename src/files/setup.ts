@@ -4,7 +4,7 @@ import type { Logger } from "pino";
 import type { Box } from "../sandbox/box.js";
 import type { Db } from "../store/db.js";
 import { SqliteFileStore } from "../store/files.js";
-import type { SnapshotStore } from "../store/snapshots.js";
+import type { SnapshotStore } from "../sandbox/store/snapshots.js";
 import type { TenantDirectory } from "../store/tenant-directory.js";
 import type { FilesConfig } from "./config.js";
 import { StorageQuota } from "./quota.js";

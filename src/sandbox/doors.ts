@@ -3,8 +3,8 @@
 // Types only: the rooms (./host.ts, ./registry.ts, ./warm-pool.ts, ./lifecycle.ts) import nothing
 // of each other but this (and Lifecycle the type of its snapshot keeper).
 import type { EndedBy, EndReason, EventDetail } from "../events/bus.js";
-import type { SandboxRecord } from "../store/sandboxes.js";
-import type { SnapshotRecord } from "../store/snapshots.js";
+import type { SandboxRecord } from "./store/sandboxes.js";
+import type { SnapshotRecord } from "./store/snapshots.js";
 import type { EffectiveQuotas } from "../store/tenants.js";
 import type { Box } from "./box.js";
 import type { TenantLimits } from "./cgroup.js";

@@ -7,7 +7,7 @@
 import { type Config, tenantQuotaDefaults } from "../config.js";
 import { ApiError, invalid } from "../errors.js";
 import type { ApiKeyRecord } from "../store/keys.js";
-import type { ListFilter, SandboxRecord } from "../store/sandboxes.js";
+import type { ListFilter, SandboxRecord } from "./store/sandboxes.js";
 import type { TenantDirectory } from "../store/tenant-directory.js";
 import {
   type BackgroundFollower,

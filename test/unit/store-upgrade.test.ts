@@ -16,8 +16,8 @@ import { SqliteDeploymentStore } from "../../src/store/deployments.js";
 import { SqliteEventStore } from "../../src/store/events.js";
 import { SqliteFileStore } from "../../src/store/files.js";
 import { hashKey, SqliteAdminKeyStore, SqliteKeyStore } from "../../src/store/keys.js";
-import { SqliteSandboxStore } from "../../src/store/sandboxes.js";
-import { SqliteSnapshotStore } from "../../src/store/snapshots.js";
+import { SqliteSandboxStore } from "../../src/sandbox/store/sandboxes.js";
+import { SqliteSnapshotStore } from "../../src/sandbox/store/snapshots.js";
 import { SqliteTenantStore } from "../../src/store/tenants.js";
 import { VectorDb } from "../../src/vectors/store.js";
 

@@ -21,7 +21,7 @@ import {
   ImportResult,
   UploadFileResult,
 } from "../schemas/stored-files.js";
-import { discardBody } from "./files.js";
+import { discardBody } from "../../sandbox/routes/files.js";
 
 const MiB = 2 ** 20;
 

@@ -2,10 +2,10 @@
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { Type } from "@sinclair/typebox";
 import { invalid } from "../../errors.js";
-import { type ListFilter, MAX_METADATA_FILTERS, METADATA_FILTER_KEY, type SandboxRecord } from "../../store/sandboxes.js";
+import { type ListFilter, MAX_METADATA_FILTERS, METADATA_FILTER_KEY, type SandboxRecord } from "../store/sandboxes.js";
 import { SandboxCreated } from "../schemas/lifecycle.js";
-import type { Services } from "../services.js";
-import { errors, Pagination, page, SandboxIdParams } from "../schemas/common.js";
+import type { Services } from "../../api/services.js";
+import { errors, Pagination, page, SandboxIdParams } from "../../api/schemas/common.js";
 import {
   CreateSandboxBody,
   KillResponse,

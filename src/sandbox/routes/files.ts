@@ -8,9 +8,9 @@ import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import type { FastifyReply } from "fastify";
 import { Type } from "@sinclair/typebox";
 import { ApiError, invalid } from "../../errors.js";
-import { type Download, download, listDir, makeDir, readFile, removePath, Upload, writeFile } from "../../sandbox/files.js";
-import type { Services } from "../services.js";
-import { errors, SandboxIdParams } from "../schemas/common.js";
+import { type Download, download, listDir, makeDir, readFile, removePath, Upload, writeFile } from "../files.js";
+import type { Services } from "../../api/services.js";
+import { errors, SandboxIdParams } from "../../api/schemas/common.js";
 import {
   DownloadQuery,
   FileListBody,

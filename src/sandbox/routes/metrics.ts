@@ -1,7 +1,7 @@
 // GET /sandboxes/{id}/metrics: the sandbox's resource use, from its cgroup and from inside it.
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
-import type { Services } from "../services.js";
-import { errors, SandboxIdParams } from "../schemas/common.js";
+import type { Services } from "../../api/services.js";
+import { errors, SandboxIdParams } from "../../api/schemas/common.js";
 import { SandboxMetrics } from "../schemas/metrics.js";
 
 const round2 = (v: number) => Math.round(v * 100) / 100;

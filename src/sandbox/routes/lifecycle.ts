@@ -1,7 +1,7 @@
 // Pause, resume, snapshot and fork routes (thin: the work is in src/sandbox/lifecycle.ts).
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
-import type { SnapshotRecord } from "../../store/snapshots.js";
-import { errors, Pagination, page, SandboxIdParams } from "../schemas/common.js";
+import type { SnapshotRecord } from "../store/snapshots.js";
+import { errors, Pagination, page, SandboxIdParams } from "../../api/schemas/common.js";
 import {
   DeleteSnapshotResponse,
   ForkBody,
@@ -11,7 +11,7 @@ import {
   SnapshotIdParams,
   SnapshotList,
 } from "../schemas/lifecycle.js";
-import type { Services } from "../services.js";
+import type { Services } from "../../api/services.js";
 import { sandboxJson } from "./sandboxes.js";
 
 function snapshotJson(s: SnapshotRecord) {

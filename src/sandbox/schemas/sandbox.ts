@@ -1,8 +1,8 @@
 // Sandbox, template and lifecycle schemas (PRODUCT.md section 2: exact keys, nothing more).
 import { type Static, Type } from "@sinclair/typebox";
-import { METADATA_FILTER_KEY, SANDBOX_STATUSES } from "../../store/sandboxes.js";
-import { Pagination, StringMap } from "./common.js";
-import { NetworkRules } from "./network.js";
+import { METADATA_FILTER_KEY, SANDBOX_STATUSES } from "../store/sandboxes.js";
+import { Pagination, StringMap } from "../../api/schemas/common.js";
+import { NetworkRules } from "../../api/schemas/network.js";
 import { LifecycleCreateFields } from "./lifecycle-create.js";
 
 export const Sandbox = Type.Object(

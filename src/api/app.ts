@@ -163,20 +163,20 @@ export async function buildApp(services: Services, logger: Logger): Promise<Fast
 
   const prefixes = config.mountRootAliases ? ["/v1/agents", ""] : ["/v1/agents"];
   for (const prefix of prefixes) {
-    await app.register(sandboxRoutes, { prefix, services });
-    await app.register(lifecycleRoutes, { prefix, services });
+    await app.register(sandboxRoutes, { prefix, sandbox: services.sandbox, network: services.network });
+    await app.register(lifecycleRoutes, { prefix, lifecycle: services.sandboxes.lifecycle });
     if (services.events) {
       await app.register(eventRoutes, { prefix, sandbox: services.sandbox, events: services.events.events });
       await app.register(webhookRoutes, { prefix, webhooks: services.events.webhooks });
     }
-    await app.register(codeRoutes, { prefix, services });
-    await app.register(commandRoutes, { prefix, services });
-    await app.register(backgroundRoutes, { prefix, services });
-    await app.register(fileRoutes, { prefix, services });
+    await app.register(codeRoutes, { prefix, sandbox: services.sandbox });
+    await app.register(commandRoutes, { prefix, sandbox: services.sandbox });
+    await app.register(backgroundRoutes, { prefix, sandbox: services.sandbox });
+    await app.register(fileRoutes, { prefix, sandboxes: services.sandboxes, config });
     if (services.files)
       await app.register(sandboxTransferRoutes, { prefix, files: services.files, maxFileBytes: services.files.maxFileBytes });
-    await app.register(contextRoutes, { prefix, services });
-    await app.register(metricsRoutes, { prefix, services });
+    await app.register(contextRoutes, { prefix, sandbox: services.sandbox });
+    await app.register(metricsRoutes, { prefix, sandbox: services.sandbox });
     if (services.network) {
       await app.register(networkRoutes, { prefix, network: services.network });
       await app.register(portRoutes, {

@@ -4,7 +4,7 @@
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { Type } from "@sinclair/typebox";
 import type { CodeContext } from "../contexts.js";
-import type { Services } from "../../api/services.js";
+import type { SandboxService } from "../service.js";
 import { errors, SandboxIdParams } from "../../api/schemas/common.js";
 import {
   CodeContext as CodeContextSchema,
@@ -14,8 +14,7 @@ import {
   DeleteContextResult,
 } from "../schemas/contexts.js";
 
-export const contextRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (app, { services }) => {
-  const { sandbox } = services;
+export const contextRoutes: FastifyPluginAsyncTypebox<{ sandbox: SandboxService }> = async (app, { sandbox }) => {
   const tags = ["code"];
 
   const json = (c: CodeContext, expiresAt: string) => ({

@@ -11,7 +11,7 @@ import {
   SnapshotIdParams,
   SnapshotList,
 } from "../schemas/lifecycle.js";
-import type { Services } from "../../api/services.js";
+import type { Lifecycle } from "../lifecycle.js";
 import { sandboxJson } from "./sandboxes.js";
 
 function snapshotJson(s: SnapshotRecord) {
@@ -28,8 +28,7 @@ function snapshotJson(s: SnapshotRecord) {
   };
 }
 
-export const lifecycleRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (app, { services }) => {
-  const lifecycle = services.sandboxes.lifecycle;
+export const lifecycleRoutes: FastifyPluginAsyncTypebox<{ lifecycle: Lifecycle }> = async (app, { lifecycle }) => {
   const tags = ["sandboxes"];
 
   app.post(

@@ -14,21 +14,17 @@ import { EmbeddingService } from "./inference/embeddings.js";
 import { loadEmbeddingsConfig } from "./inference/embeddings-config.js";
 import { loadProviders } from "./inference/providers.js";
 import { inferenceSettings } from "./inference/settings.js";
-import type { NetworkPolicy } from "./network/policy.js";
 import { NetworkService } from "./network/service.js";
 import { networkSettings } from "./network/settings.js";
 import { SqliteNetworkStore } from "./network/store.js";
 import { LocalModels } from "./models/source.js";
-import { SandboxManager } from "./sandbox/manager.js";
 import { checkHost } from "./sandbox/preflight.js";
-import { SandboxService } from "./sandbox/service.js";
+import { openSandboxes, openSandboxService } from "./sandbox/setup.js";
 import { openDb } from "./store/db.js";
 import { eventSettings } from "./events/settings.js";
 import { AdminKeys, KeyDirectory } from "./store/key-directory.js";
 import { SqliteAdminKeyStore, SqliteKeyStore } from "./store/keys.js";
 import { openEvents } from "./events/setup.js";
-import { SqliteSandboxStore } from "./sandbox/store/sandboxes.js";
-import { SqliteSnapshotStore } from "./sandbox/store/snapshots.js";
 import { TenantDirectory } from "./store/tenant-directory.js";
 import { SqliteTenantStore } from "./store/tenants.js";
 import { vectorSettings } from "./vectors/settings.js";
@@ -66,21 +62,17 @@ async function main(): Promise<void> {
     logger.warn("admin key generated and printed once on stderr");
   }
   const tenants = await TenantDirectory.open(new SqliteTenantStore(db));
-  const snapshots = new SqliteSnapshotStore(db);
   // Stored files and snapshots share each tenant's storage quota.
-  const storage = openStorageQuota(filesConfig, db, tenants, snapshots);
-  const sandboxes = new SandboxManager(config, new SqliteSandboxStore(db), tenants, logger, snapshots, storage);
+  const { sandboxes, storage } = openSandboxes(config, db, tenants, logger, (snapshots) =>
+    openStorageQuota(filesConfig, db, tenants, snapshots),
+  );
   // Before init(): the ends recorded while re-adopting (timed_out, host_restart) are events too.
   const eventsArea = openEvents(db, sandboxes.events, logger, settings.events);
   await sandboxes.init();
   const network = new NetworkService(config, sandboxes, new SqliteNetworkStore(db), logger, settings.network);
-  sandboxes.lifecycle.useNetwork({
-    capture: (tenantId, id) => network.getPolicy(tenantId, id),
-    apply: (tenantId, id, policy) => network.attach(tenantId, id, policy as NetworkPolicy),
-  });
-  await network.init();
   const metrics = new Metrics(() => sandboxes.liveCount());
-  const sandbox = new SandboxService({ config, sandboxes, tenants, counters: metrics, network });
+  const sandbox = openSandboxService(config, sandboxes, tenants, metrics, network);
+  await network.init();
   const embeddings = new EmbeddingService(db, providers, {
     config: settings.embeddings,
     counters: metrics,

@@ -1,0 +1,55 @@
+// Wiring of the sandbox area: its record stores, the manager (host, registry, warm pool, lifecycle)
+// and the service that every route, the E2B API and the gateway's code tool run code through.
+import type { Logger } from "pino";
+import type { Config } from "../config.js";
+import type { StorageQuota } from "../files/quota.js";
+import type { NetworkPolicy } from "../network/policy.js";
+import type { NetworkService } from "../network/service.js";
+import type { Db } from "../store/db.js";
+import type { TenantDirectory } from "../store/tenant-directory.js";
+import { SandboxManager } from "./manager.js";
+import { type ServiceCounters, SandboxService } from "./service.js";
+import { SqliteSandboxStore } from "./store/sandboxes.js";
+import { type SnapshotStore, SqliteSnapshotStore } from "./store/snapshots.js";
+
+export interface SandboxesArea {
+  sandboxes: SandboxManager;
+  /** The tenants' storage quota, made by the caller from the snapshot store (stored files share it). */
+  storage: StorageQuota;
+}
+
+/**
+ * The stores and the manager, not yet started: the caller listens to `sandboxes.events` first (the
+ * ends recorded while re-adopting a previous run's sandboxes are events too), then awaits
+ * `sandboxes.init()`.
+ */
+export function openSandboxes(
+  config: Config,
+  db: Db,
+  tenants: TenantDirectory,
+  logger: Logger,
+  storageOf: (snapshots: SnapshotStore) => StorageQuota,
+): SandboxesArea {
+  const snapshots = new SqliteSnapshotStore(db);
+  const storage = storageOf(snapshots);
+  const sandboxes = new SandboxManager(config, new SqliteSandboxStore(db), tenants, logger, snapshots, storage);
+  return { sandboxes, storage };
+}
+
+/**
+ * The service the routes run through. The network area's policies ride along in snapshots and
+ * forks, and its egress bytes count in each sandbox's metrics.
+ */
+export function openSandboxService(
+  config: Config,
+  sandboxes: SandboxManager,
+  tenants: TenantDirectory,
+  counters: ServiceCounters,
+  network: Pick<NetworkService, "getPolicy" | "attach" | "bytes">,
+): SandboxService {
+  sandboxes.lifecycle.useNetwork({
+    capture: (tenantId, id) => network.getPolicy(tenantId, id),
+    apply: (tenantId, id, policy) => network.attach(tenantId, id, policy as NetworkPolicy),
+  });
+  return new SandboxService({ config, sandboxes, tenants, counters, network });
+}

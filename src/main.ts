@@ -14,6 +14,7 @@ import { EmbeddingService } from "./inference/embeddings.js";
 import { loadEmbeddingsConfig } from "./inference/embeddings-config.js";
 import { loadProviders } from "./inference/providers.js";
 import { inferenceSettings } from "./inference/settings.js";
+import type { NetworkPolicy } from "./network/policy.js";
 import { NetworkService } from "./network/service.js";
 import { networkSettings } from "./network/settings.js";
 import { SqliteNetworkStore } from "./network/store.js";
@@ -70,9 +71,13 @@ async function main(): Promise<void> {
   const eventsArea = openEvents(db, sandboxes.events, logger, settings.events);
   await sandboxes.init();
   const network = new NetworkService(config, sandboxes, new SqliteNetworkStore(db), logger, settings.network);
+  sandboxes.lifecycle.useNetwork({
+    capture: (tenantId, id) => network.getPolicy(tenantId, id),
+    apply: (tenantId, id, policy) => network.attach(tenantId, id, policy as NetworkPolicy),
+  });
+  await network.init();
   const metrics = new Metrics(() => sandboxes.liveCount());
   const sandbox = openSandboxService(config, sandboxes, tenants, metrics, network);
-  await network.init();
   const embeddings = new EmbeddingService(db, providers, {
     config: settings.embeddings,
     counters: metrics,

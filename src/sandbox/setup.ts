@@ -3,12 +3,10 @@
 import type { Logger } from "pino";
 import type { Config } from "../config.js";
 import type { StorageQuota } from "../files/quota.js";
-import type { NetworkPolicy } from "../network/policy.js";
-import type { NetworkService } from "../network/service.js";
 import type { Db } from "../store/db.js";
 import type { TenantDirectory } from "../store/tenant-directory.js";
 import { SandboxManager } from "./manager.js";
-import { type ServiceCounters, SandboxService } from "./service.js";
+import { type SandboxServiceDeps, type ServiceCounters, SandboxService } from "./service.js";
 import { SqliteSandboxStore } from "./store/sandboxes.js";
 import { type SnapshotStore, SqliteSnapshotStore } from "./store/snapshots.js";
 
@@ -36,20 +34,13 @@ export function openSandboxes(
   return { sandboxes, storage };
 }
 
-/**
- * The service the routes run through. The network area's policies ride along in snapshots and
- * forks, and its egress bytes count in each sandbox's metrics.
- */
+/** The service the routes run through; the network area's egress bytes count in each sandbox's metrics. */
 export function openSandboxService(
   config: Config,
   sandboxes: SandboxManager,
   tenants: TenantDirectory,
   counters: ServiceCounters,
-  network: Pick<NetworkService, "getPolicy" | "attach" | "bytes">,
+  network?: SandboxServiceDeps["network"],
 ): SandboxService {
-  sandboxes.lifecycle.useNetwork({
-    capture: (tenantId, id) => network.getPolicy(tenantId, id),
-    apply: (tenantId, id, policy) => network.attach(tenantId, id, policy as NetworkPolicy),
-  });
   return new SandboxService({ config, sandboxes, tenants, counters, network });
 }

@@ -18,15 +18,12 @@ import { inferenceSettings } from "./inference/settings.js";
 import { networkSettings } from "./network/settings.js";
 import { openNetwork } from "./network/setup.js";
 import { LocalModels } from "./models/source.js";
-import { SandboxManager } from "./sandbox/manager.js";
 import { checkHost } from "./sandbox/preflight.js";
-import { SandboxService } from "./sandbox/service.js";
+import { openSandboxes, openSandboxService } from "./sandbox/setup.js";
 import { sandboxSettings } from "./sandbox/settings.js";
 import { openDb } from "./store/db.js";
 import { eventSettings } from "./events/settings.js";
 import { openEvents } from "./events/setup.js";
-import { SqliteSandboxStore } from "./store/sandboxes.js";
-import { SqliteSnapshotStore } from "./store/snapshots.js";
 import { openTenancy } from "./tenancy/setup.js";
 import { vectorSettings } from "./vectors/settings.js";
 import { templateSettings } from "./templates/settings.js";
@@ -57,10 +54,10 @@ async function main(): Promise<void> {
   const db = openDb(config.dataDir);
   const tenancy = await openTenancy(config, db, logger);
   const { tenants } = tenancy;
-  const snapshots = new SqliteSnapshotStore(db);
   // Stored files and snapshots share each tenant's storage quota.
-  const storage = openStorageQuota(filesConfig, db, tenants, snapshots);
-  const sandboxes = new SandboxManager(config, new SqliteSandboxStore(db), tenants, logger, snapshots, storage);
+  const { sandboxes, storage } = openSandboxes(config, db, tenants, logger, (snapshots) =>
+    openStorageQuota(filesConfig, db, tenants, snapshots),
+  );
   // Before init(): the ends recorded while re-adopting (timed_out, host_restart) are events too.
   const eventsArea = openEvents(db, sandboxes.events, logger, settings.events);
   // Before init(): re-adopted sandboxes of tenants' own templates start on their template's root.
@@ -68,7 +65,7 @@ async function main(): Promise<void> {
   await sandboxes.init();
   const network = await openNetwork(config, db, sandboxes, logger, settings.network);
   const metrics = new Metrics(() => sandboxes.liveCount());
-  const sandbox = new SandboxService({ config, sandboxes, tenants, counters: metrics, network });
+  const sandbox = openSandboxService(config, sandboxes, tenants, metrics, network);
   const embeddings = new EmbeddingService(db, providers, {
     config: settings.embeddings,
     counters: metrics,

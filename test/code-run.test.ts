@@ -3,7 +3,7 @@
 // request can be rejected.
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { effectiveTimeout } from "../src/api/routes/code.js";
+import { effectiveTimeout } from "../src/sandbox/routes/code.js";
 import { loadConfig } from "../src/config.js";
 import { sandboxSettings } from "../src/sandbox/settings.js";
 import { ApiError } from "../src/errors.js";

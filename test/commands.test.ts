@@ -3,7 +3,7 @@
 // caps, background processes reachable on the sandbox's loopback, and every rejected request.
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { commandLine, shellQuote } from "../src/api/routes/commands.js";
+import { commandLine, shellQuote } from "../src/sandbox/routes/commands.js";
 import { client, startServer, type TestServer } from "./helpers/server.js";
 import type { CommandOutput } from "../src/sandbox/service.js";
 import { assertError, createSandbox } from "./helpers/api.js";

@@ -21,27 +21,27 @@ import { installErrorHandler, routerError } from "./error-handler.js";
 import { installJsonParser } from "./json-body.js";
 import { installRateLimits } from "./rate-limit.js";
 import { adminRoutes } from "../tenancy/routes.js";
-import { adminSandboxRoutes } from "./routes/admin-sandboxes.js";
-import { backgroundRoutes } from "./routes/background.js";
-import { codeRoutes } from "./routes/code.js";
-import { commandRoutes } from "./routes/commands.js";
-import { contextRoutes } from "./routes/contexts.js";
-import { dashboardRoutes } from "./routes/dashboard.js";
+import { adminSandboxRoutes } from "../sandbox/routes/admin.js";
+import { backgroundRoutes } from "../sandbox/routes/background.js";
+import { codeRoutes } from "../sandbox/routes/code.js";
+import { commandRoutes } from "../sandbox/routes/commands.js";
+import { contextRoutes } from "../sandbox/routes/contexts.js";
+import { dashboardRoutes } from "../dashboard/routes.js";
 import { deploymentRoutes } from "../deployments/routes.js";
-import { fileRoutes } from "./routes/files.js";
-import { metricsRoutes } from "./routes/metrics.js";
+import { fileRoutes } from "../sandbox/routes/files.js";
+import { metricsRoutes } from "../sandbox/routes/metrics.js";
 import { networkRoutes } from "../network/routes/network.js";
 import { installPortUpgrades, portRoutes } from "../network/routes/ports.js";
 import { withSuspensions } from "../tenancy/suspensions.js";
 import { eventRoutes } from "../events/routes/events.js";
-import { lifecycleRoutes } from "./routes/lifecycle.js";
+import { lifecycleRoutes } from "../sandbox/routes/lifecycle.js";
 import { webhookRoutes } from "../events/routes/webhooks.js";
-import { sandboxRoutes } from "./routes/sandboxes.js";
-import { statsRoutes } from "./routes/stats.js";
+import { sandboxRoutes } from "../sandbox/routes/sandboxes.js";
+import { statsRoutes } from "../stats/routes.js";
 import { sandboxTransferRoutes, storedFileRoutes } from "../files/routes.js";
-import { CodeRunResult } from "./schemas/code.js";
+import { CodeRunResult } from "../sandbox/schemas/code.js";
 import { ErrorEnvelope } from "./schemas/common.js";
-import { Sandbox } from "./schemas/sandbox.js";
+import { Sandbox } from "../sandbox/schemas/sandbox.js";
 import type { Services } from "./services.js";
 import { documentEventStreams } from "./sse.js";
 
@@ -166,21 +166,21 @@ export async function buildApp(services: Services, logger: Logger): Promise<Fast
 
   const prefixes = config.mountRootAliases ? ["/v1/agents", ""] : ["/v1/agents"];
   for (const prefix of prefixes) {
-    await app.register(sandboxRoutes, { prefix, services });
-    await app.register(lifecycleRoutes, { prefix, services });
+    await app.register(sandboxRoutes, { prefix, sandbox: services.sandbox, network: services.network, templates: services.templates });
+    await app.register(lifecycleRoutes, { prefix, lifecycle: services.sandboxes.lifecycle });
     if (services.events) {
       await app.register(eventRoutes, { prefix, sandbox: services.sandbox, events: services.events.events });
       await app.register(webhookRoutes, { prefix, webhooks: services.events.webhooks });
     }
-    await app.register(codeRoutes, { prefix, services });
-    await app.register(commandRoutes, { prefix, services });
-    await app.register(backgroundRoutes, { prefix, services });
-    await app.register(fileRoutes, { prefix, services });
+    await app.register(codeRoutes, { prefix, sandbox: services.sandbox });
+    await app.register(commandRoutes, { prefix, sandbox: services.sandbox });
+    await app.register(backgroundRoutes, { prefix, sandbox: services.sandbox });
+    await app.register(fileRoutes, { prefix, sandboxes: services.sandboxes, config });
     if (services.files)
       await app.register(sandboxTransferRoutes, { prefix, files: services.files, maxFileBytes: services.files.maxFileBytes });
-    await app.register(contextRoutes, { prefix, services });
+    await app.register(contextRoutes, { prefix, sandbox: services.sandbox });
     if (services.templates) await app.register(templateRoutes, { prefix, templates: services.templates });
-    await app.register(metricsRoutes, { prefix, services });
+    await app.register(metricsRoutes, { prefix, sandbox: services.sandbox });
     if (services.network) {
       await app.register(networkRoutes, { prefix, network: services.network });
       await app.register(portRoutes, {

@@ -5,7 +5,7 @@ import type { FastifyPluginAsync, FastifyRequest } from "fastify";
 import type { Services } from "../api/services.js";
 import { ApiError, invalid, sandboxNotFound } from "../errors.js";
 import type { Caller } from "../sandbox/service.js";
-import { MAX_METADATA_FILTERS, METADATA_FILTER_KEY, type SandboxRecord } from "../store/sandboxes.js";
+import { MAX_METADATA_FILTERS, METADATA_FILTER_KEY, type SandboxRecord } from "../sandbox/store/sandboxes.js";
 import { installControlErrors } from "./errors.js";
 import { paged } from "./paging.js";
 

@@ -5,7 +5,7 @@
 import type { FastifyPluginAsync } from "fastify";
 import type { Services } from "../api/services.js";
 import { invalid } from "../errors.js";
-import type { SnapshotRecord } from "../store/snapshots.js";
+import type { SnapshotRecord } from "../sandbox/store/snapshots.js";
 import { accessToken, checkedSeconds, connectionJson, DEFAULT_TEMPLATES, ENVD_VERSION } from "./control.js";
 import { installControlErrors } from "./errors.js";
 import { paged } from "./paging.js";

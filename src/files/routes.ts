@@ -21,7 +21,7 @@ import {
   ImportResult,
   UploadFileResult,
 } from "./schemas.js";
-import { discardBody } from "../api/routes/files.js";
+import { discardBody } from "../sandbox/routes/files.js";
 
 const MiB = 2 ** 20;
 

@@ -4,7 +4,7 @@ import type { Logger } from "pino";
 import type { Box } from "../sandbox/box.js";
 import type { Db } from "../store/db.js";
 import { SqliteFileStore } from "./store.js";
-import type { SnapshotStore } from "../store/snapshots.js";
+import type { SnapshotStore } from "../sandbox/store/snapshots.js";
 import type { TenantDirectory } from "../tenancy/tenant-directory.js";
 import type { FilesConfig } from "./settings.js";
 import { StorageQuota } from "./quota.js";

@@ -4,8 +4,8 @@
 // of each other but this (and Lifecycle the type of its snapshot keeper).
 import type { Limits } from "./settings.js";
 import type { EndedBy, EndReason, EventDetail } from "../events/bus.js";
-import type { SandboxRecord } from "../store/sandboxes.js";
-import type { SnapshotRecord } from "../store/snapshots.js";
+import type { SandboxRecord } from "./store/sandboxes.js";
+import type { SnapshotRecord } from "./store/snapshots.js";
 import type { EffectiveQuotas } from "../tenancy/store/tenants.js";
 import type { Box } from "./box.js";
 import type { TemplateRoot } from "./bwrap.js";

@@ -14,8 +14,8 @@ import { Limiter } from "../common/limiter.js";
 import type { SandboxConfig } from "./settings.js";
 import { ApiError, invalid } from "../errors.js";
 import type { EndedBy, LifecycleBus } from "../events/bus.js";
-import { endStatus, type SandboxRecord, type SandboxStore } from "../store/sandboxes.js";
-import type { SnapshotKind, SnapshotRecord, SnapshotStore } from "../store/snapshots.js";
+import { endStatus, type SandboxRecord, type SandboxStore } from "./store/sandboxes.js";
+import type { SnapshotKind, SnapshotRecord, SnapshotStore } from "./store/snapshots.js";
 import type { Box } from "./box.js";
 import type {
   CreateDoor,

@@ -2,7 +2,7 @@
 // and tenant, counts per tenant, the creates counted before their record exists, each one's
 // deadline, who is told when one leaves, and the caps a new one must fit under.
 import { ApiError, sandboxNotFound, sandboxPaused } from "../errors.js";
-import type { ListFilter, SandboxRecord, SandboxStore } from "../store/sandboxes.js";
+import type { ListFilter, SandboxRecord, SandboxStore } from "./store/sandboxes.js";
 import type { EffectiveQuotas } from "../tenancy/store/tenants.js";
 import type { Box } from "./box.js";
 import { DeadlineQueue } from "./deadlines.js";

@@ -7,7 +7,7 @@
 import { type SandboxConfig, tenantQuotaDefaults } from "./settings.js";
 import { ApiError, invalid } from "../errors.js";
 import type { ApiKeyRecord } from "../tenancy/store/keys.js";
-import type { ListFilter, SandboxRecord } from "../store/sandboxes.js";
+import type { ListFilter, SandboxRecord } from "./store/sandboxes.js";
 import type { TenantDirectory } from "../tenancy/tenant-directory.js";
 import {
   type BackgroundFollower,

@@ -6,7 +6,7 @@ import type { Logger } from "pino";
 import type { SandboxConfig } from "./settings.js";
 import { ApiError } from "../errors.js";
 import type { Reservation, StorageQuota } from "../files/quota.js";
-import type { SnapshotKind, SnapshotRecord, SnapshotSettings, SnapshotStore } from "../store/snapshots.js";
+import type { SnapshotKind, SnapshotRecord, SnapshotSettings, SnapshotStore } from "./store/snapshots.js";
 import type { Box } from "./box.js";
 import { SnapshotFiles } from "./snapshots.js";
 

@@ -4,8 +4,8 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import type { FileRecord, FileStore } from "../../src/files/store.js";
-import type { SandboxRecord, SandboxStore } from "../../src/store/sandboxes.js";
-import type { SnapshotRecord, SnapshotStore } from "../../src/store/snapshots.js";
+import type { SandboxRecord, SandboxStore } from "../../src/sandbox/store/sandboxes.js";
+import type { SnapshotRecord, SnapshotStore } from "../../src/sandbox/store/snapshots.js";
 
 const sandbox = (id: string, over: Partial<SandboxRecord> = {}): SandboxRecord => ({
   id,

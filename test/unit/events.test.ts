@@ -14,7 +14,7 @@ import { SqliteWebhookStore } from "../../src/events/store/webhooks.js";
 import { DeadlineQueue } from "../../src/sandbox/deadlines.js";
 import { openDb } from "../../src/store/db.js";
 import { SqliteEventStore } from "../../src/events/store/events.js";
-import { endStatus, type SandboxRecord, SqliteSandboxStore } from "../../src/store/sandboxes.js";
+import { endStatus, type SandboxRecord, SqliteSandboxStore } from "../../src/sandbox/store/sandboxes.js";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 

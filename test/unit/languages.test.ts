@@ -1,7 +1,7 @@
 // The language table: one row per language, and everything that lists languages reads it.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { Language as LanguageSchema } from "../../src/api/schemas/code.js";
+import { Language as LanguageSchema } from "../../src/sandbox/schemas/code.js";
 import { CODE_FUNCTION } from "../../src/inference/codetool.js";
 import { isLanguage, LANGUAGE_TABLE, LANGUAGES, languageSpec, prepareCode } from "../../src/sandbox/languages.js";
 

@@ -8,7 +8,7 @@ import { test } from "node:test";
 import { ApiError } from "../../src/errors.js";
 import type { Box } from "../../src/sandbox/box.js";
 import { Registry } from "../../src/sandbox/registry.js";
-import type { SandboxRecord, SandboxStore } from "../../src/store/sandboxes.js";
+import type { SandboxRecord, SandboxStore } from "../../src/sandbox/store/sandboxes.js";
 import type { EffectiveQuotas } from "../../src/tenancy/store/tenants.js";
 
 const SANDBOX = path.join(import.meta.dirname, "../../src/sandbox");

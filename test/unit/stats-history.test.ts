@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { Metrics } from "../../src/api/metrics.js";
-import { rates, StatsHistory } from "../../src/api/stats-history.js";
+import { rates, StatsHistory } from "../../src/stats/history.js";
 
 test("rates: runs per second and the failed fraction between two readings", () => {
   const from = { at: 0, runs: 10, errors: 1, live: 0 };

@@ -16,8 +16,8 @@ import { SqliteDeploymentStore } from "../../src/deployments/store.js";
 import { SqliteEventStore } from "../../src/events/store/events.js";
 import { SqliteFileStore } from "../../src/files/store.js";
 import { hashKey, SqliteAdminKeyStore, SqliteKeyStore } from "../../src/tenancy/store/keys.js";
-import { SqliteSandboxStore } from "../../src/store/sandboxes.js";
-import { SqliteSnapshotStore } from "../../src/store/snapshots.js";
+import { SqliteSandboxStore } from "../../src/sandbox/store/sandboxes.js";
+import { SqliteSnapshotStore } from "../../src/sandbox/store/snapshots.js";
 import { SqliteTenantStore } from "../../src/tenancy/store/tenants.js";
 import { VectorDb } from "../../src/vectors/store.js";
 

@@ -17,7 +17,7 @@ import { FileService } from "../../src/files/service.js";
 import { LocalStorage } from "../../src/files/storage.js";
 import { openDb } from "../../src/store/db.js";
 import { SqliteFileStore } from "../../src/files/store.js";
-import { SqliteSnapshotStore } from "../../src/store/snapshots.js";
+import { SqliteSnapshotStore } from "../../src/sandbox/store/snapshots.js";
 import { TenantDirectory } from "../../src/tenancy/tenant-directory.js";
 import { SqliteTenantStore } from "../../src/tenancy/store/tenants.js";
 

@@ -2,10 +2,10 @@
 // admin key: the whole service, and a row per tenant): live sandboxes, runs per second, error rate
 // and the last hour in 10 s steps, read from the metrics counters.
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
-import type { Metrics } from "../metrics.js";
-import { errors } from "../schemas/common.js";
-import { StatsReport } from "../schemas/stats.js";
-import { activityOf, rates, SAMPLE_MS, StatsHistory } from "../stats-history.js";
+import type { Metrics } from "../api/metrics.js";
+import { errors } from "../api/schemas/common.js";
+import { StatsReport } from "./schemas.js";
+import { activityOf, rates, SAMPLE_MS, StatsHistory } from "./history.js";
 
 export const statsRoutes: FastifyPluginAsyncTypebox<{
   metrics: Metrics;

@@ -8,9 +8,10 @@ import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import type { FastifyReply } from "fastify";
 import { Type } from "@sinclair/typebox";
 import { ApiError, invalid } from "../../errors.js";
-import { type Download, download, listDir, makeDir, readFile, removePath, Upload, writeFile } from "../../sandbox/files.js";
-import type { Services } from "../services.js";
-import { errors, SandboxIdParams } from "../schemas/common.js";
+import { type Download, download, listDir, makeDir, readFile, removePath, Upload, writeFile } from "../files.js";
+import type { Config } from "../../config.js";
+import type { SandboxManager } from "../manager.js";
+import { errors, SandboxIdParams } from "../../api/schemas/common.js";
 import {
   DownloadQuery,
   FileListBody,
@@ -26,6 +27,12 @@ import {
 
 const HOME = "/home/user";
 const MiB = 2 ** 20;
+
+/** What the file routes use: each sandbox's box, and the size limits of the config. */
+interface FileRouteOptions {
+  sandboxes: Pick<SandboxManager, "box">;
+  config: Pick<Config, "maxFileReadBytes" | "maxListFiles" | "maxDownloadBytes" | "maxUploadBytes">;
+}
 
 /** The `path` query parameter with '+' kept as a plus sign, when the raw URL has one there. */
 export function literalPlusPath(url: string): string | undefined {
@@ -46,8 +53,7 @@ function basename(name: string): string {
   return base === "." || base === ".." ? "" : base;
 }
 
-export const fileRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (app, { services }) => {
-  const { sandboxes, config } = services;
+export const fileRoutes: FastifyPluginAsyncTypebox<FileRouteOptions> = async (app, { sandboxes, config }) => {
   const tags = ["files"];
 
   app.post(
@@ -175,7 +181,7 @@ export const fileRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = asy
   );
 
   // Uploads: multipart parsing only in this child context, with its own size limit.
-  await app.register(uploadRoutes, { services });
+  await app.register(uploadRoutes, { sandboxes, config });
 };
 
 /** How long a refused upload's remaining body is read (and dropped) so that the client gets the answer. */
@@ -213,8 +219,7 @@ export async function discardBody(raw: IncomingMessage, reply: FastifyReply): Pr
   if (!ended) reply.header("connection", "close");
 }
 
-const uploadRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (app, { services }) => {
-  const { sandboxes, config } = services;
+const uploadRoutes: FastifyPluginAsyncTypebox<FileRouteOptions> = async (app, { sandboxes, config }) => {
   await app.register(multipart, {
     limits: { fileSize: config.maxUploadBytes, files: 1, fields: 16, fieldSize: 64 * 1024, parts: 32 },
   });

@@ -2,10 +2,12 @@
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { Type } from "@sinclair/typebox";
 import { invalid } from "../../errors.js";
-import { type ListFilter, MAX_METADATA_FILTERS, METADATA_FILTER_KEY, type SandboxRecord } from "../../store/sandboxes.js";
+import { type ListFilter, MAX_METADATA_FILTERS, METADATA_FILTER_KEY, type SandboxRecord } from "../store/sandboxes.js";
 import { SandboxCreated } from "../schemas/lifecycle.js";
-import type { Services } from "../services.js";
-import { errors, Pagination, page, SandboxIdParams } from "../schemas/common.js";
+import type { NetworkService } from "../../network/service.js";
+import type { SandboxService } from "../service.js";
+import { errors, Pagination, page, SandboxIdParams } from "../../api/schemas/common.js";
+import type { TemplateService } from "../../templates/service.js";
 import {
   CreateSandboxBody,
   KillResponse,
@@ -49,8 +51,15 @@ function listFilter(query: Record<string, unknown>): ListFilter {
   return { status: query.state as ListFilter["status"], metadata };
 }
 
-export const sandboxRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (app, { services }) => {
-  const { sandbox } = services;
+/** The network area's part in a create (absent when the service runs without it). */
+type CreateNetworking = Pick<NetworkService, "forCreate" | "attach">;
+
+export const sandboxRoutes: FastifyPluginAsyncTypebox<{
+  sandbox: SandboxService;
+  network?: CreateNetworking;
+  /** Tenants' own templates (src/templates/); absent, only the built-ins are listed. */
+  templates?: Pick<TemplateService, "list">;
+}> = async (app, { sandbox, network: networking, templates }) => {
   const tags = ["sandboxes"];
 
   app.post(
@@ -72,7 +81,7 @@ export const sandboxRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = 
       // Validated before the sandbox exists: a bad policy is a 400 and no sandbox.
       // From a snapshot with no network fields given: the snapshot's own policy applies.
       const fromSnapshot = body.snapshot_id !== undefined && body.internet_access === undefined && body.network === undefined;
-      const network = fromSnapshot ? undefined : services.network?.forCreate(body);
+      const network = fromSnapshot ? undefined : networking?.forCreate(body);
       const record = await sandbox.createSandbox(request.apiKey, {
         template: body.template,
         timeoutS: body.timeout,
@@ -81,7 +90,7 @@ export const sandboxRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = 
         snapshotId: body.snapshot_id,
         onTimeout: body.lifecycle?.on_timeout,
       });
-      if (network) await services.network?.attach(request.apiKey.tenantId, record.id, network);
+      if (network) await networking?.attach(request.apiKey.tenantId, record.id, network);
       // Started from a snapshot: its files are there, its processes' memory is not (said so, never silently).
       return reply.status(201).send(body.snapshot_id ? { ...sandboxJson(record), kernel_state: "lost" as const } : sandboxJson(record));
     },
@@ -157,7 +166,7 @@ export const sandboxRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = 
     async (request) => {
       const { limit, offset } = page(request.query);
       // The built-ins, then the caller's own ready templates (src/templates/).
-      const all = services.templates?.list(request.apiKey.tenantId) ?? sandbox.templates;
+      const all = templates?.list(request.apiKey.tenantId) ?? sandbox.templates;
       return { templates: all.slice(offset, offset + limit), limit, offset };
     },
   );

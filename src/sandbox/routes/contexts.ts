@@ -3,9 +3,9 @@
 // runs there. A context lives until it is deleted or its sandbox ends.
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { Type } from "@sinclair/typebox";
-import type { CodeContext } from "../../sandbox/contexts.js";
-import type { Services } from "../services.js";
-import { errors, SandboxIdParams } from "../schemas/common.js";
+import type { CodeContext } from "../contexts.js";
+import type { SandboxService } from "../service.js";
+import { errors, SandboxIdParams } from "../../api/schemas/common.js";
 import {
   CodeContext as CodeContextSchema,
   ContextList,
@@ -14,8 +14,7 @@ import {
   DeleteContextResult,
 } from "../schemas/contexts.js";
 
-export const contextRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (app, { services }) => {
-  const { sandbox } = services;
+export const contextRoutes: FastifyPluginAsyncTypebox<{ sandbox: SandboxService }> = async (app, { sandbox }) => {
   const tags = ["code"];
 
   const json = (c: CodeContext, expiresAt: string) => ({

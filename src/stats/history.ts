@@ -2,7 +2,7 @@
 // run counters the metrics already keep (agentbox_tenant_executions_total) and of the live
 // sandboxes, service-wide and per tenant, in a fixed ring. Nothing is added to the run path: the
 // sampler only reads the counters.
-import type { Metrics } from "./metrics.js";
+import type { Metrics } from "../api/metrics.js";
 
 /** Runs and failed runs since the service started (cumulative), and sandboxes live now. */
 export interface Activity {

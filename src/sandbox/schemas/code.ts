@@ -1,7 +1,7 @@
 // The seed's code-run contract, exactly: body {code, language, timeout}, answer {logs, error, execution_time_ms}.
 import { Type } from "@sinclair/typebox";
-import { type Language as LanguageName, LANGUAGES } from "../../sandbox/languages.js";
-import { StringMap } from "./common.js";
+import { type Language as LanguageName, LANGUAGES } from "../languages.js";
+import { StringMap } from "../../api/schemas/common.js";
 
 // One `enum` rather than a union of literals: the OpenAPI document lists the values in one place and
 // a wrong value is reported as "must be one of ...", not as a mismatch with the first literal.

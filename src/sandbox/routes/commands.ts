@@ -1,17 +1,15 @@
 // POST /sandboxes/{id}/commands/run: one fresh `bash -c` process in the sandbox per call.
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { Type } from "@sinclair/typebox";
-import type { Services } from "../services.js";
+import type { SandboxService } from "../service.js";
 import { BackgroundStarted, StreamQuery } from "../schemas/background.js";
 import { CommandRunBody, CommandRunResult } from "../schemas/commands.js";
-import { errors, SandboxIdParams } from "../schemas/common.js";
-import { streamWork, wantsStream } from "../sse.js";
+import { errors, SandboxIdParams } from "../../api/schemas/common.js";
+import { streamWork, wantsStream } from "../../api/sse.js";
 
-export { commandLine, shellQuote } from "../../sandbox/service.js";
+export { commandLine, shellQuote } from "../service.js";
 
-export const commandRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (app, { services }) => {
-  const { sandbox } = services;
-
+export const commandRoutes: FastifyPluginAsyncTypebox<{ sandbox: SandboxService }> = async (app, { sandbox }) => {
   app.post(
     "/sandboxes/:sandbox_id/commands/run",
     {

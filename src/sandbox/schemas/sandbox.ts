@@ -1,7 +1,7 @@
 // Sandbox, template and lifecycle schemas (PRODUCT.md section 2: exact keys, nothing more).
 import { type Static, Type } from "@sinclair/typebox";
-import { METADATA_FILTER_KEY, SANDBOX_STATUSES } from "../../store/sandboxes.js";
-import { Pagination, StringMap } from "./common.js";
+import { METADATA_FILTER_KEY, SANDBOX_STATUSES } from "../store/sandboxes.js";
+import { Pagination, StringMap } from "../../api/schemas/common.js";
 import { NetworkRules } from "../../network/schemas.js";
 import { LifecycleCreateFields } from "./lifecycle-create.js";
 

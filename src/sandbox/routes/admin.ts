@@ -2,8 +2,8 @@
 // (recorded as killed by the operator).
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { sandboxNotFound } from "../../errors.js";
-import type { SandboxManager } from "../../sandbox/manager.js";
-import { errors, SandboxIdParams } from "../schemas/common.js";
+import type { SandboxManager } from "../manager.js";
+import { errors, SandboxIdParams } from "../../api/schemas/common.js";
 import { KillResponse } from "../schemas/sandbox.js";
 
 export const adminSandboxRoutes: FastifyPluginAsyncTypebox<{ sandboxes: SandboxManager }> = async (app, { sandboxes }) => {

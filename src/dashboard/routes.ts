@@ -5,11 +5,11 @@ import crypto from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
 import type { FastifyPluginAsync } from "fastify";
-import { ApiError } from "../../errors.js";
+import { ApiError } from "../errors.js";
 
 const HERE = path.dirname(new URL(import.meta.url).pathname);
-/** From src/api/routes (tsx) or dist/src/api/routes (compiled): the repository's web/dist. */
-const CANDIDATES = [path.resolve(HERE, "../../../web/dist"), path.resolve(HERE, "../../../../web/dist")];
+/** From src/dashboard (tsx) or dist/src/dashboard (compiled): the repository's web/dist. */
+const CANDIDATES = [path.resolve(HERE, "../../web/dist"), path.resolve(HERE, "../../../web/dist")];
 
 const TYPES: Record<string, string> = {
   ".js": "text/javascript; charset=utf-8",

@@ -2,7 +2,7 @@
 // and SHA-256, and the sandbox's settings at the time (restored with the files). The archive itself
 // is a file in the snapshot directory (src/sandbox/snapshots.ts); a row exists only once its file
 // is complete and verified.
-import { type Db, type Migration, migrate } from "./db.js";
+import { type Db, type Migration, migrate } from "../../store/db.js";
 
 /** Why a snapshot was taken: asked for, at the sandbox's timeout (on_timeout: snapshot), or after a pause that lasted too long. */
 export type SnapshotKind = "manual" | "timeout" | "hibernate";

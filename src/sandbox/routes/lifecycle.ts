@@ -1,7 +1,7 @@
 // Pause, resume, snapshot and fork routes (thin: the work is in src/sandbox/lifecycle.ts).
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
-import type { SnapshotRecord } from "../../store/snapshots.js";
-import { errors, Pagination, page, SandboxIdParams } from "../schemas/common.js";
+import type { SnapshotRecord } from "../store/snapshots.js";
+import { errors, Pagination, page, SandboxIdParams } from "../../api/schemas/common.js";
 import {
   DeleteSnapshotResponse,
   ForkBody,
@@ -11,7 +11,7 @@ import {
   SnapshotIdParams,
   SnapshotList,
 } from "../schemas/lifecycle.js";
-import type { Services } from "../services.js";
+import type { Lifecycle } from "../lifecycle.js";
 import { sandboxJson } from "./sandboxes.js";
 
 function snapshotJson(s: SnapshotRecord) {
@@ -28,8 +28,7 @@ function snapshotJson(s: SnapshotRecord) {
   };
 }
 
-export const lifecycleRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (app, { services }) => {
-  const lifecycle = services.sandboxes.lifecycle;
+export const lifecycleRoutes: FastifyPluginAsyncTypebox<{ lifecycle: Lifecycle }> = async (app, { lifecycle }) => {
   const tags = ["sandboxes"];
 
   app.post(

@@ -1,16 +1,15 @@
 // POST /sandboxes/{id}/code/run: validates the body, runs it through the sandbox service.
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { Type } from "@sinclair/typebox";
-import type { Services } from "../services.js";
+import type { SandboxService } from "../service.js";
 import { CodeRunBody, CodeRunResult } from "../schemas/code.js";
 import { StreamQuery } from "../schemas/background.js";
-import { errors, SandboxIdParams } from "../schemas/common.js";
-import { streamWork, wantsStream } from "../sse.js";
+import { errors, SandboxIdParams } from "../../api/schemas/common.js";
+import { streamWork, wantsStream } from "../../api/sse.js";
 
-export { effectiveTimeout } from "../../sandbox/service.js";
+export { effectiveTimeout } from "../service.js";
 
-export const codeRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (app, { services }) => {
-  const { sandbox } = services;
+export const codeRoutes: FastifyPluginAsyncTypebox<{ sandbox: SandboxService }> = async (app, { sandbox }) => {
   app.post(
     "/sandboxes/:sandbox_id/code/run",
     {

@@ -1,14 +1,12 @@
 // GET /sandboxes/{id}/metrics: the sandbox's resource use, from its cgroup and from inside it.
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
-import type { Services } from "../services.js";
-import { errors, SandboxIdParams } from "../schemas/common.js";
+import type { SandboxService } from "../service.js";
+import { errors, SandboxIdParams } from "../../api/schemas/common.js";
 import { SandboxMetrics } from "../schemas/metrics.js";
 
 const round2 = (v: number) => Math.round(v * 100) / 100;
 
-export const metricsRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (app, { services }) => {
-  const { sandbox } = services;
-
+export const metricsRoutes: FastifyPluginAsyncTypebox<{ sandbox: SandboxService }> = async (app, { sandbox }) => {
   app.get(
     "/sandboxes/:sandbox_id/metrics",
     {

@@ -1,7 +1,7 @@
 // Sandbox records: what a sandbox is (owner, template, limits, life span, status), kept so that a
 // restart of the service can re-adopt or cleanly end every sandbox.
-import type { EndReason } from "../events/bus.js";
-import type { Db } from "./db.js";
+import type { EndReason } from "../../events/bus.js";
+import type { Db } from "../../store/db.js";
 
 export const SANDBOX_STATUSES = ["running", "paused", "terminated", "timed_out", "failed"] as const;
 export type SandboxStatus = (typeof SANDBOX_STATUSES)[number];

@@ -2,14 +2,12 @@
 // stdin, signal. They are started by commands/run with `background: true` (./commands.ts).
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { Type } from "@sinclair/typebox";
-import type { Services } from "../services.js";
+import type { SandboxService } from "../service.js";
 import { BackgroundList, BackgroundOutput, PidParams, ProcessMessage, SignalQuery, StdinBody } from "../schemas/background.js";
-import { errors, SandboxIdParams } from "../schemas/common.js";
-import { EventStream } from "../sse.js";
+import { errors, SandboxIdParams } from "../../api/schemas/common.js";
+import { EventStream } from "../../api/sse.js";
 
-export const backgroundRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (app, { services }) => {
-  const { sandbox } = services;
-
+export const backgroundRoutes: FastifyPluginAsyncTypebox<{ sandbox: SandboxService }> = async (app, { sandbox }) => {
   app.get(
     "/sandboxes/:sandbox_id/commands",
     {

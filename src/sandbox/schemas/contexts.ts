@@ -1,7 +1,7 @@
 // Code contexts: extra isolated kernels in one sandbox (PRODUCT.md section 2).
 import { Type } from "@sinclair/typebox";
 import { Language } from "./code.js";
-import { SandboxIdParams } from "./common.js";
+import { SandboxIdParams } from "../../api/schemas/common.js";
 
 export const ContextParams = Type.Composite([SandboxIdParams, Type.Object({ context_id: Type.String({ minLength: 1, maxLength: 128 }) })]);
 

@@ -1,7 +1,7 @@
 // Background processes: started by commands/run with `background: true`, then addressed by pid.
 import { Type } from "@sinclair/typebox";
-import { BG_SIGNALS } from "../../sandbox/background-protocol.js";
-import { SandboxIdParams } from "./common.js";
+import { BG_SIGNALS } from "../background-protocol.js";
+import { SandboxIdParams } from "../../api/schemas/common.js";
 
 /** `?stream=true` on code/run and commands/run. */
 export const StreamQuery = Type.Object({

@@ -68,14 +68,14 @@ async function main(): Promise<void> {
   const tenants = await TenantDirectory.open(new SqliteTenantStore(db));
   const snapshots = new SqliteSnapshotStore(db);
   // Stored files and snapshots share each tenant's storage quota.
-  const storage = openStorageQuota(filesConfig, db, tenants, snapshots);
+  const storage = await openStorageQuota(filesConfig, db, tenants, snapshots);
   const sandboxes = new SandboxManager(config, new SqliteSandboxStore(db), tenants, logger, snapshots, storage);
   // Before init(): the ends recorded while re-adopting (timed_out, host_restart) are events too.
   const eventsArea = openEvents(db, sandboxes.events, logger, settings.events);
   await sandboxes.init();
   const network = new NetworkService(config, sandboxes, new SqliteNetworkStore(db), logger, settings.network);
   sandboxes.lifecycle.useNetwork({
-    capture: (tenantId, id) => network.getPolicy(tenantId, id),
+    capture: (_tenantId, id) => network.policyOf(id),
     apply: (tenantId, id, policy) => network.attach(tenantId, id, policy as NetworkPolicy),
   });
   await network.init();

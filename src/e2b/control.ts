@@ -120,10 +120,10 @@ export const controlRoutes: FastifyPluginAsync<{ services: Services }> = async (
   const domain = services.config.e2bDomain ?? null;
   const lifecycle = services.sandboxes.lifecycle;
 
-  /** A sandbox that is running or paused (an ended one is gone, as in E2B). */
+  /** A sandbox that is running or paused (an ended one is gone, as in E2B); found in memory. */
   const live = (caller: Caller, id: string): Live => {
-    const r = sandbox.getSandbox(caller, id);
-    if (!isLive(r)) throw sandboxNotFound(id);
+    const r = services.sandboxes.liveRecord(caller.tenantId, id);
+    if (!r || !isLive(r)) throw sandboxNotFound(id);
     return r;
   };
 
@@ -147,11 +147,11 @@ export const controlRoutes: FastifyPluginAsync<{ services: Services }> = async (
     });
   }
 
-  const list = (caller: Caller, query: Record<string, unknown>): Live[] => {
+  const list = async (caller: Caller, query: Record<string, unknown>): Promise<Live[]> => {
     const metadata = metadataFilter(query.metadata);
     const all: Live[] = [];
     for (const status of states(query.state)) {
-      const found = sandbox.listSandboxes(caller, services.config.maxSandboxes + 1000, 0, { status, metadata });
+      const found = await sandbox.listSandboxes(caller, services.config.maxSandboxes + 1000, 0, { status, metadata });
       all.push(...found.sandboxes.filter(isLive));
     }
     return all.sort((a, b) => a.startedAt.localeCompare(b.startedAt) || a.id.localeCompare(b.id));
@@ -159,7 +159,7 @@ export const controlRoutes: FastifyPluginAsync<{ services: Services }> = async (
 
   // The first API: the running ones, unpaged.
   app.get<{ Querystring: Record<string, unknown> }>("/sandboxes", async (request) =>
-    list(request.apiKey, { ...request.query, state: "running" }).map(listedJson),
+    (await list(request.apiKey, { ...request.query, state: "running" })).map(listedJson),
   );
 
   // The SDKs' list: filtered by metadata and state, paged by `limit` and an opaque `nextToken` (an offset here).
@@ -169,7 +169,7 @@ export const controlRoutes: FastifyPluginAsync<{ services: Services }> = async (
     if (!Number.isInteger(limit) || limit < 1 || limit > MAX_PAGE) throw invalid(`'limit' must be 1 to ${MAX_PAGE}`);
     const offset = q.nextToken === undefined || q.nextToken === "" ? 0 : Number(q.nextToken);
     if (!Number.isInteger(offset) || offset < 0) throw invalid("'nextToken' is not one this service gave out");
-    const all = list(request.apiKey, q);
+    const all = await list(request.apiKey, q);
     if (q.order === "desc") all.reverse();
     const page = all.slice(offset, offset + limit);
     if (offset + limit < all.length) reply.header("x-next-token", String(offset + limit));
@@ -190,7 +190,7 @@ export const controlRoutes: FastifyPluginAsync<{ services: Services }> = async (
     const timeout = checkedSeconds(request.body?.timeout, "timeout");
     if (timeout === undefined) throw invalid("'timeout' is required");
     live(request.apiKey, request.params.sandboxID);
-    sandbox.setSandboxTimeout(request.apiKey, request.params.sandboxID, timeout);
+    await sandbox.setSandboxTimeout(request.apiKey, request.params.sandboxID, timeout);
     return reply.status(204).send();
   });
 
@@ -218,7 +218,7 @@ export const controlRoutes: FastifyPluginAsync<{ services: Services }> = async (
     const resumed = r.status === "paused";
     if (resumed) r = (await lifecycle.resume(request.apiKey.tenantId, r.id)).record;
     if (timeout !== undefined && Date.parse(r.timeoutAt) < Date.now() + timeout * 1000)
-      r = sandbox.setSandboxTimeout(request.apiKey, r.id, timeout);
+      r = await sandbox.setSandboxTimeout(request.apiKey, r.id, timeout);
     return { record: r, resumed };
   };
   for (const url of ["/sandboxes/:sandboxID/connect", "/v2/sandboxes/:sandboxID/connect"]) {

@@ -112,7 +112,7 @@ export const lifecycleRoutes: FastifyPluginAsyncTypebox<{ services: Services }> 
     },
     async (request) => {
       const { limit, offset } = page(request.query);
-      const result = lifecycle.listSnapshots(request.apiKey.tenantId, limit, offset);
+      const result = await lifecycle.listSnapshots(request.apiKey.tenantId, limit, offset);
       return { snapshots: result.snapshots.map(snapshotJson), total: result.total };
     },
   );
@@ -127,7 +127,7 @@ export const lifecycleRoutes: FastifyPluginAsyncTypebox<{ services: Services }> 
         response: { 200: Snapshot, ...errors(401, 404) },
       },
     },
-    async (request) => snapshotJson(lifecycle.getSnapshot(request.apiKey.tenantId, request.params.snapshot_id)),
+    async (request) => snapshotJson(await lifecycle.getSnapshot(request.apiKey.tenantId, request.params.snapshot_id)),
   );
 
   app.delete(

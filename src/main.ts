@@ -55,7 +55,7 @@ async function main(): Promise<void> {
   const tenancy = await openTenancy(config, db, logger);
   const { tenants } = tenancy;
   // Stored files and snapshots share each tenant's storage quota.
-  const { sandboxes, storage } = openSandboxes(config, db, tenants, logger, (snapshots) =>
+  const { sandboxes, storage } = await openSandboxes(config, db, tenants, logger, (snapshots) =>
     openStorageQuota(filesConfig, db, tenants, snapshots),
   );
   // Before init(): the ends recorded while re-adopting (timed_out, host_restart) are events too.

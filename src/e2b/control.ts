@@ -120,9 +120,9 @@ export const controlRoutes: FastifyPluginAsync<{ services: Services }> = async (
   const lifecycle = services.sandboxes.lifecycle;
 
   /** The caller's snapshot of that id, if there is one. */
-  const snapshotOf = (tenantId: string, id: string) => {
+  const snapshotOf = async (tenantId: string, id: string) => {
     try {
-      return lifecycle.getSnapshot(tenantId, id);
+      return await lifecycle.getSnapshot(tenantId, id);
     } catch (err) {
       if (err instanceof ApiError && err.code === "snapshot_not_found") return undefined;
       throw err;
@@ -131,8 +131,8 @@ export const controlRoutes: FastifyPluginAsync<{ services: Services }> = async (
 
   /** A sandbox that is running or paused (an ended one is gone, as in E2B). */
   const live = (caller: Caller, id: string): Live => {
-    const r = sandbox.getSandbox(caller, id);
-    if (!isLive(r)) throw sandboxNotFound(id);
+    const r = services.sandboxes.liveRecord(caller.tenantId, id);
+    if (!r || !isLive(r)) throw sandboxNotFound(id);
     return r;
   };
 
@@ -143,7 +143,7 @@ export const controlRoutes: FastifyPluginAsync<{ services: Services }> = async (
     if (template !== undefined && typeof template !== "string") throw invalid("'templateID' must be a string");
     // A snapshot's id names the snapshot to start from (the SDKs' Sandbox.create(snapshotId)).
     const named = template === undefined || DEFAULT_TEMPLATES.has(template) ? undefined : template;
-    const snapshotId = named === undefined ? undefined : snapshotOf(request.apiKey.tenantId, named)?.id;
+    const snapshotId = named === undefined ? undefined : (await snapshotOf(request.apiKey.tenantId, named))?.id;
     return sandbox.createSandbox(request.apiKey, {
       template: snapshotId ? undefined : named,
       snapshotId,
@@ -160,11 +160,11 @@ export const controlRoutes: FastifyPluginAsync<{ services: Services }> = async (
     });
   }
 
-  const list = (caller: Caller, query: Record<string, unknown>): Live[] => {
+  const list = async (caller: Caller, query: Record<string, unknown>): Promise<Live[]> => {
     const metadata = metadataFilter(query.metadata);
     const all: Live[] = [];
     for (const status of states(query.state)) {
-      const found = sandbox.listSandboxes(caller, services.config.maxSandboxes + 1000, 0, { status, metadata });
+      const found = await sandbox.listSandboxes(caller, services.config.maxSandboxes + 1000, 0, { status, metadata });
       all.push(...found.sandboxes.filter(isLive));
     }
     return all.sort((a, b) => a.startedAt.localeCompare(b.startedAt) || a.id.localeCompare(b.id));
@@ -172,12 +172,12 @@ export const controlRoutes: FastifyPluginAsync<{ services: Services }> = async (
 
   // The first API: the running ones, unpaged.
   app.get<{ Querystring: Record<string, unknown> }>("/sandboxes", async (request) =>
-    list(request.apiKey, { ...request.query, state: "running" }).map(listedJson),
+    (await list(request.apiKey, { ...request.query, state: "running" })).map(listedJson),
   );
 
   // The SDKs' list: filtered by metadata and state, paged by `limit` and an opaque `nextToken` (an offset here).
   app.get<{ Querystring: Record<string, unknown> }>("/v2/sandboxes", async (request, reply) => {
-    const all = list(request.apiKey, request.query);
+    const all = await list(request.apiKey, request.query);
     if (request.query.order === "desc") all.reverse();
     return paged(all, request.query, reply).map(listedJson);
   });
@@ -196,7 +196,7 @@ export const controlRoutes: FastifyPluginAsync<{ services: Services }> = async (
     const timeout = checkedSeconds(request.body?.timeout, "timeout");
     if (timeout === undefined) throw invalid("'timeout' is required");
     live(request.apiKey, request.params.sandboxID);
-    sandbox.setSandboxTimeout(request.apiKey, request.params.sandboxID, timeout);
+    await sandbox.setSandboxTimeout(request.apiKey, request.params.sandboxID, timeout);
     return reply.status(204).send();
   });
 
@@ -224,7 +224,7 @@ export const controlRoutes: FastifyPluginAsync<{ services: Services }> = async (
     const resumed = r.status === "paused";
     if (resumed) r = (await lifecycle.resume(request.apiKey.tenantId, r.id)).record;
     if (timeout !== undefined && Date.parse(r.timeoutAt) < Date.now() + timeout * 1000)
-      r = sandbox.setSandboxTimeout(request.apiKey, r.id, timeout);
+      r = await sandbox.setSandboxTimeout(request.apiKey, r.id, timeout);
     return { record: r, resumed };
   };
   for (const url of ["/sandboxes/:sandboxID/connect", "/v2/sandboxes/:sandboxID/connect"]) {

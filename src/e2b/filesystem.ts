@@ -55,7 +55,7 @@ export async function filesystemRoutes(app: FastifyInstance, { services }: { ser
 
   /** The entry at `path` (its parent's listing has the details), or not_found. */
   const entryAt = async (request: FastifyRequest, path: string) => {
-    const box = boxOf(request);
+    const box = await boxOf(request);
     const st = await statPath(box, path);
     if (!st.exists) throw new ApiError("file_not_found", `'${st.path}' does not exist`);
     const name = baseName(st.path);
@@ -68,22 +68,22 @@ export async function filesystemRoutes(app: FastifyInstance, { services }: { ser
     unary(rpc, "/filesystem.Filesystem/Stat", async (message, request) => ({ entry: await entryAt(request, pathOf(message)) }));
 
     unary(rpc, "/filesystem.Filesystem/ListDir", async (message, request) => {
-      const st = await statPath(boxOf(request), pathOf(message));
+      const st = await statPath(await boxOf(request), pathOf(message));
       if (!st.exists) throw new ApiError("file_not_found", `'${st.path}' does not exist`);
       if (!st.isDir) throw invalid(`'${st.path}' is not a directory`);
-      return { entries: (await listDir(boxOf(request), st.path, config.maxListFiles)).map(entryInfo) };
+      return { entries: (await listDir(await boxOf(request), st.path, config.maxListFiles)).map(entryInfo) };
     });
 
     unary(rpc, "/filesystem.Filesystem/MakeDir", async (message, request) => {
       const path = pathOf(message);
-      const st = await statPath(boxOf(request), path);
+      const st = await statPath(await boxOf(request), path);
       if (st.exists) throw new ConnectError("already_exists", `'${st.path}' already exists`);
-      await makeDir(boxOf(request), path);
+      await makeDir(await boxOf(request), path);
       return { entry: await entryAt(request, path) };
     });
 
     unary(rpc, "/filesystem.Filesystem/Remove", async (message, request) => {
-      await removePath(boxOf(request), pathOf(message));
+      await removePath(await boxOf(request), pathOf(message));
       return {};
     });
 
@@ -91,7 +91,7 @@ export async function filesystemRoutes(app: FastifyInstance, { services }: { ser
     unary(rpc, "/filesystem.Filesystem/Move", async (message, request) => {
       const source = sandboxPath(pathOf(message, "source"));
       const destination = sandboxPath(pathOf(message, "destination"));
-      if (!(await statPath(boxOf(request), source)).exists) throw new ApiError("file_not_found", `'${source}' does not exist`);
+      if (!(await statPath(await boxOf(request), source)).exists) throw new ApiError("file_not_found", `'${source}' does not exist`);
       const id = sandboxIdOf(request);
       const r = await sandbox.runCommand(request.apiKey, id, { command: "mv", args: ["-T", "--", source, destination] });
       if (r.exit_code !== 0) throw invalid(`Could not move '${source}' to '${destination}': ${r.stderr.trim().slice(0, 500)}`);
@@ -103,7 +103,7 @@ export async function filesystemRoutes(app: FastifyInstance, { services }: { ser
       "/filesystem.Filesystem/WatchDir",
       async (message, request, stream) => {
         const recursive = message.recursive === true;
-        await watchers.watch(boxOf(request), sandboxIdOf(request), pathOf(message), config.maxListFiles, stream, recursive);
+        await watchers.watch(await boxOf(request), sandboxIdOf(request), pathOf(message), config.maxListFiles, stream, recursive);
       },
       { keepalive: {} },
     );
@@ -138,7 +138,7 @@ export async function filesystemRoutes(app: FastifyInstance, { services }: { ser
       const id = namedSandbox(request);
       let running = false;
       try {
-        running = sandbox.getSandbox(request.apiKey, id).status === "running";
+        running = (await sandbox.getSandbox(request.apiKey, id)).status === "running";
       } catch (err) {
         if (!(err instanceof ApiError) || err.status !== 404) throw err;
       }
@@ -148,7 +148,7 @@ export async function filesystemRoutes(app: FastifyInstance, { services }: { ser
     rest.get<{ Querystring: { path?: string } }>("/files", async (request, reply) => {
       const path = request.query.path;
       if (!path) throw invalid("'path' is required");
-      const file = await download(boxOf(request), path, config.maxDownloadBytes);
+      const file = await download(await boxOf(request), path, config.maxDownloadBytes);
       reply.header("content-type", "application/octet-stream").header("content-length", String(file.size));
       reply.raw.once("close", () => file.stream.destroy());
       reply.holdOpen();
@@ -159,7 +159,7 @@ export async function filesystemRoutes(app: FastifyInstance, { services }: { ser
     rest.post<{ Querystring: { path?: string } }>("/files", { bodyLimit: config.maxUploadBytes + 2 ** 20 }, async (request, reply) => {
       if (!request.isMultipart()) throw invalid("Send the files as multipart/form-data");
       reply.holdOpen();
-      const box = boxOf(request);
+      const box = await boxOf(request);
       const written: { name: string; type: "file"; path: string }[] = [];
       for await (const part of request.parts()) {
         if (part.type !== "file") continue;

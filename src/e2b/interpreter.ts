@@ -62,7 +62,7 @@ export async function interpreterRoutes(app: FastifyInstance, { services }: { se
       if (typeof body.code !== "string") throw invalid("'code' is required");
       const id = sandboxIdOf(request);
       const contextId = typeof body.context_id === "string" && body.context_id !== "" ? body.context_id : undefined;
-      const language = contextId ? sandbox.getContext(request.apiKey, id, contextId).language : languageOf(body.language);
+      const language = contextId ? (await sandbox.getContext(request.apiKey, id, contextId)).language : languageOf(body.language);
       const env = body.env_vars ?? undefined;
       if (env !== undefined && (typeof env !== "object" || Object.values(env as object).some((v) => typeof v !== "string")))
         throw invalid("'env_vars' must map strings to strings");
@@ -111,7 +111,7 @@ export async function interpreterRoutes(app: FastifyInstance, { services }: { se
     return contextJson(context);
   });
 
-  app.get("/contexts", async (request) => sandbox.listContexts(request.apiKey, sandboxIdOf(request)).map(contextJson));
+  app.get("/contexts", async (request) => (await sandbox.listContexts(request.apiKey, sandboxIdOf(request))).map(contextJson));
 
   app.delete<{ Params: { contextId: string } }>("/contexts/:contextId", async (request, reply) => {
     await sandbox.deleteContext(request.apiKey, sandboxIdOf(request), request.params.contextId);
@@ -121,8 +121,8 @@ export async function interpreterRoutes(app: FastifyInstance, { services }: { se
   // A fresh kernel in the same context (same id, language and working directory); its state is gone.
   app.post<{ Params: { contextId: string } }>("/contexts/:contextId/restart", async (request, reply) => {
     const id = sandboxIdOf(request);
-    const context = sandbox.getContext(request.apiKey, id, request.params.contextId);
-    const box = sandboxes.box(request.apiKey.tenantId, id);
+    const context = await sandbox.getContext(request.apiKey, id, request.params.contextId);
+    const box = await sandboxes.box(request.apiKey.tenantId, id);
     await box.killKernel(context.kernel);
     await box.startKernel(context.kernel, context.language, context.cwd);
     count(id, context.id, true);

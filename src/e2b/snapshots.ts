@@ -42,7 +42,7 @@ export const snapshotRoutes: FastifyPluginAsync<{ services: Services }> = async 
     const tenantId = request.apiKey.tenantId;
     const all: SnapshotRecord[] = [];
     for (let offset = 0; ; offset += PAGE) {
-      const { snapshots, total } = lifecycle.listSnapshots(tenantId, PAGE, offset);
+      const { snapshots, total } = await lifecycle.listSnapshots(tenantId, PAGE, offset);
       all.push(...snapshots);
       if (snapshots.length === 0 || offset + PAGE >= total) break;
     }
@@ -72,11 +72,10 @@ export const snapshotRoutes: FastifyPluginAsync<{ services: Services }> = async 
       const timeout = checkedSeconds(request.body?.timeout, "timeout");
       const records = await lifecycle.fork(request.apiKey.tenantId, request.params.sandboxID, count);
       const token = accessToken(request);
-      return reply.status(201).send(
-        records.map((r) => ({
-          sandbox: connectionJson(timeout === undefined ? r : sandbox.setSandboxTimeout(request.apiKey, r.id, timeout), token, domain),
-        })),
+      const timed = await Promise.all(
+        records.map((r) => (timeout === undefined ? r : sandbox.setSandboxTimeout(request.apiKey, r.id, timeout))),
       );
+      return reply.status(201).send(timed.map((r) => ({ sandbox: connectionJson(r, token, domain) })));
     },
   );
 

@@ -16,11 +16,10 @@ export function sandboxIdOf(request: FastifyRequest): string {
 }
 
 /** What resolves a request's sandbox: the caller's own, running or paused, else sandbox_not_found. */
-export function targetResolver(sandboxes: Pick<SandboxManager, "get">): (request: FastifyRequest) => string {
+export function targetResolver(sandboxes: Pick<SandboxManager, "liveRecord">): (request: FastifyRequest) => string {
   return (request) => {
     const id = sandboxIdOf(request);
-    const status = sandboxes.get(request.apiKey.tenantId, id).status;
-    if (status !== "running" && status !== "paused") throw sandboxNotFound(id);
+    if (!sandboxes.liveRecord(request.apiKey.tenantId, id)) throw sandboxNotFound(id);
     return id;
   };
 }

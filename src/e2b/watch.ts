@@ -170,9 +170,9 @@ export class Watchers {
    * listing is taken (a change after the answer is an event). `boxOf` gives the sandbox at each
    * tick: a paused sandbox (sandbox_paused) is skipped, not an error.
    */
-  async create(boxOf: () => Box, sandboxId: string, path: string, maxEntries: number, recursive = false): Promise<string> {
+  async create(boxOf: () => Promise<Box>, sandboxId: string, path: string, maxEntries: number, recursive = false): Promise<string> {
     const w = { path, recursive, maxEntries };
-    const box = boxOf();
+    const box = await boxOf();
     const dir = await directory(box, path);
     const release = this.reserve(sandboxId);
     let seen: Listing;
@@ -187,7 +187,7 @@ export class Watchers {
     this.polled.set(id, watcher);
     const list = async () => {
       try {
-        return await listing(boxOf(), dir, w);
+        return await listing(await boxOf(), dir, w);
       } catch (err) {
         if (err instanceof ApiError && err.code === "sandbox_paused") return undefined;
         throw err;

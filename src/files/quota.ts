@@ -11,20 +11,21 @@ const RETRY_AFTER_S = 10;
 export interface StoredBytesSource {
   /** The tenant's quota, bytes. */
   limit(tenantId: string): number;
-  /** Bytes the tenant's records hold now (stored files and snapshots). */
-  committed(tenantId: string): number;
+  /** Bytes every tenant's records hold (stored files and snapshots), read once at start. */
+  committedPerTenant(): Promise<Map<string, number>>;
 }
 
 /**
- * A tenant with writes in flight. `committed` is read from the records when the first write
- * starts and moved by the writes that commit; a deletion meanwhile is not seen until the next
- * refusal re-reads it (the count can only be too high in between, never too low, because every
- * row of stored bytes is written through a reservation).
+ * A tenant's stored bytes as this service counts them: `committed`, what its records hold (loaded
+ * at start, moved by every commit and removal), and `reserved`, what its writes in flight have
+ * received. Kept in memory so that a reservation is decided synchronously, with no read of the
+ * records between the check and the count (writes running at the same time cannot both take the
+ * last room). Every row of stored bytes is written through a reservation and removed through
+ * removed(), so the count follows the records.
  */
 export interface Account {
   committed: number;
   reserved: number;
-  writers: number;
 }
 
 export class StorageQuota {
@@ -32,52 +33,50 @@ export class StorageQuota {
 
   constructor(private readonly source: StoredBytesSource) {}
 
+  /** Reads what every tenant holds; before the first reservation. */
+  async load(): Promise<void> {
+    for (const [tenantId, bytes] of await this.source.committedPerTenant()) this.account(tenantId).committed += bytes;
+  }
+
   limit(tenantId: string): number {
     return this.source.limit(tenantId);
+  }
+
+  private account(tenantId: string): Account {
+    let account = this.accounts.get(tenantId);
+    if (!account) {
+      account = { committed: 0, reserved: 0 };
+      this.accounts.set(tenantId, account);
+    }
+    return account;
   }
 
   /** What the tenant holds and what is being written for it now. */
   usage(tenantId: string): { committed: number; reserved: number } {
     const account = this.accounts.get(tenantId);
-    return account
-      ? { committed: account.committed, reserved: account.reserved }
-      : { committed: this.source.committed(tenantId), reserved: 0 };
+    return { committed: account?.committed ?? 0, reserved: account?.reserved ?? 0 };
   }
 
   /** Refuses (429 quota_exceeded) unless `extra` more bytes fit next to what is stored and being written. */
   check(tenantId: string, extra = 0): void {
-    const account = this.accounts.get(tenantId);
-    if (account) {
-      if (!this.fits(tenantId, account, extra)) throw this.exceeded(tenantId, account.committed, account.reserved);
-      return;
-    }
-    const committed = this.source.committed(tenantId);
-    if (committed + extra > this.limit(tenantId)) throw this.exceeded(tenantId, committed, 0);
+    const account = this.account(tenantId);
+    if (!this.fits(tenantId, account, extra)) throw this.exceeded(tenantId, account.committed, account.reserved);
   }
 
   /** Starts a write of the tenant's: its bytes count from the first one, see Reservation. */
   reserve(tenantId: string): Reservation {
-    let account = this.accounts.get(tenantId);
-    if (!account) {
-      account = { committed: this.source.committed(tenantId), reserved: 0, writers: 0 };
-      this.accounts.set(tenantId, account);
-    }
-    account.writers += 1;
-    return new Reservation(this, tenantId, account);
+    return new Reservation(this, tenantId, this.account(tenantId));
   }
 
-  /** @internal (Reservation) Whether `extra` more bytes fit; re-reads the records before saying no. */
+  /** A record of the tenant's holding `bytes` was removed (a deleted or expired file, a deleted snapshot). */
+  removed(tenantId: string, bytes: number): void {
+    const account = this.account(tenantId);
+    account.committed = Math.max(0, account.committed - bytes);
+  }
+
+  /** @internal (Reservation) Whether `extra` more bytes fit. */
   fits(tenantId: string, account: Account, extra: number): boolean {
-    const limit = this.limit(tenantId);
-    if (account.committed + account.reserved + extra <= limit) return true;
-    account.committed = this.source.committed(tenantId);
-    return account.committed + account.reserved + extra <= limit;
-  }
-
-  /** @internal (Reservation) A write ended: its account goes once no write of the tenant is left. */
-  leave(tenantId: string, account: Account): void {
-    account.writers -= 1;
-    if (account.writers <= 0 && this.accounts.get(tenantId) === account) this.accounts.delete(tenantId);
+    return account.committed + account.reserved + extra <= this.limit(tenantId);
   }
 
   /** @internal */
@@ -132,13 +131,14 @@ export class Reservation {
   }
 
   /**
-   * Writes the record (`insert`, synchronous: nothing runs between it and the conversion) and
-   * counts the reserved bytes as committed. If `insert` throws, the reservation is released.
+   * Writes the record (`insert`) and counts the reserved bytes as committed. The bytes stay
+   * reserved while the record is written (no other write can take their room meanwhile) and move
+   * to committed in one step when it is. If `insert` fails, the reservation is released.
    */
-  commit<T>(insert: () => T): T {
+  async commit<T>(insert: () => Promise<T>): Promise<T> {
     if (!this.open) throw new Error("a reservation was committed after it ended");
     try {
-      const result = insert();
+      const result = await insert();
       this.account.committed += this.held;
       return result;
     } finally {
@@ -151,6 +151,5 @@ export class Reservation {
     this.open = false;
     this.account.reserved -= this.held;
     this.held = 0;
-    this.quota.leave(this.tenantId, this.account);
   }
 }

@@ -87,7 +87,7 @@ export const storedFileRoutes: FastifyPluginAsyncTypebox<StoredFileRouteOptions>
     async (request) => {
       const q = request.query;
       const limit = Math.min(10_000, Math.max(1, Number(q.limit ?? 1000)));
-      const page = files.list(request.apiKey.tenantId, { limit, after: q.after, order: q.order ?? "desc", purpose: q.purpose });
+      const page = await files.list(request.apiKey.tenantId, { limit, after: q.after, order: q.order ?? "desc", purpose: q.purpose });
       const data = page.files.map(fileObject);
       return { object: "list" as const, data, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null, has_more: page.hasMore };
     },
@@ -103,7 +103,7 @@ export const storedFileRoutes: FastifyPluginAsyncTypebox<StoredFileRouteOptions>
         response: { 200: FileObject, ...errors(400, 401, 404) },
       },
     },
-    async (request) => fileObject(files.get(request.apiKey.tenantId, request.params.file_id)),
+    async (request) => fileObject(await files.get(request.apiKey.tenantId, request.params.file_id)),
   );
 
   for (const action of ["content", "download"]) {
@@ -127,7 +127,7 @@ export const storedFileRoutes: FastifyPluginAsyncTypebox<StoredFileRouteOptions>
       },
       async (request, reply) => {
         const tenant = request.apiKey.tenantId;
-        const record = files.get(tenant, request.params.file_id);
+        const record = await files.get(tenant, request.params.file_id);
         const range = parseRange(request.headers.range, record.bytes);
         reply.header("accept-ranges", "bytes");
         reply.header("etag", `"${record.sha256}"`);

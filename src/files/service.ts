@@ -7,7 +7,7 @@ import type { Logger } from "pino";
 import { ApiError, invalid } from "../errors.js";
 import type { Box } from "../sandbox/box.js";
 import { download, Upload } from "../sandbox/files.js";
-import type { FileListQuery, FileRecord, SqliteFileStore } from "./store.js";
+import type { FileListQuery, FileRecord, FileStore } from "./store.js";
 import type { FilesConfig } from "./settings.js";
 import type { Reservation, StorageQuota } from "./quota.js";
 import type { ByteRange, FileStorage } from "./storage.js";
@@ -35,12 +35,12 @@ export interface Staged {
 
 export interface FileServiceDeps {
   config: FilesConfig;
-  store: SqliteFileStore;
+  store: FileStore;
   storage: FileStorage;
   /** The tenant's stored bytes (files and snapshots together) against its storage quota. */
   quota: StorageQuota;
   /** A live sandbox of the tenant (sandbox_not_found / invalid_state otherwise). */
-  box(tenantId: string, sandboxId: string): Box;
+  box(tenantId: string, sandboxId: string): Promise<Box>;
   log: Logger;
 }
 
@@ -97,7 +97,7 @@ export class FileService {
     await this.deps.storage.init();
     let orphans = 0;
     for await (const key of this.deps.storage.keys()) {
-      if (this.deps.store.hasKey(key)) continue;
+      if (await this.deps.store.hasKey(key)) continue;
       await this.deps.storage.remove(key);
       orphans += 1;
     }
@@ -118,9 +118,9 @@ export class FileService {
     let n = 0;
     try {
       for (;;) {
-        const batch = this.deps.store.expired(now, 100);
+        const batch = await this.deps.store.expired(now, 100);
         for (const f of batch) {
-          this.deps.store.delete(f.id);
+          if (await this.deps.store.delete(f.id)) this.deps.quota.removed(f.tenantId, f.bytes);
           await this.deps.storage
             .remove(f.storageKey)
             .catch((err) => this.deps.log.error({ err, file_id: f.id }, "could not remove an expired file"));
@@ -153,8 +153,8 @@ export class FileService {
   }
 
   /** Refuses at once what cannot fit: too many files, or a known size over the limit or the quota. */
-  precheck(tenantId: string, knownBytes?: number): void {
-    const usage = this.deps.store.usage(tenantId);
+  async precheck(tenantId: string, knownBytes?: number): Promise<void> {
+    const usage = await this.deps.store.usage(tenantId);
     if (usage.files >= this.config.maxFilesPerTenant) {
       throw new ApiError("quota_exceeded", `This tenant already holds ${usage.files} files, the most allowed; delete some first`);
     }
@@ -174,7 +174,7 @@ export class FileService {
    * `signal` aborts the transfer (the client went away).
    */
   async receive(tenantId: string, source: Readable, signal?: AbortSignal): Promise<Staged> {
-    this.precheck(tenantId);
+    await this.precheck(tenantId);
     const key = `file-${crypto.randomBytes(12).toString("hex")}`;
     // Every byte received is reserved against the quota as it arrives, next to what the tenant
     // holds and what its other writes in flight have received: uploads streaming at the same time
@@ -221,7 +221,7 @@ export class FileService {
         createdAt: now,
         expiresAt: meta.expiresAfterS === undefined ? null : now + meta.expiresAfterS * 1000,
       };
-      staged.reservation.commit(() => this.deps.store.insert(record));
+      await staged.reservation.commit(() => this.deps.store.insert(record));
       return record;
     } catch (err) {
       await this.discard(staged);
@@ -236,22 +236,22 @@ export class FileService {
       .catch((err) => this.deps.log.error({ err, key: staged.key }, "could not remove a discarded upload"));
   }
 
-  get(tenantId: string, id: string): FileRecord {
-    const f = this.deps.store.get(tenantId, id);
+  async get(tenantId: string, id: string): Promise<FileRecord> {
+    const f = await this.deps.store.get(tenantId, id);
     if (!f) throw new ApiError("file_not_found", `File '${id}' was not found`);
     return f;
   }
 
-  list(tenantId: string, q: FileListQuery): { files: FileRecord[]; hasMore: boolean } {
+  list(tenantId: string, q: FileListQuery): Promise<{ files: FileRecord[]; hasMore: boolean }> {
     if (q.purpose !== undefined) this.checkPurpose(q.purpose);
     return this.deps.store.list(tenantId, q);
   }
 
   async delete(tenantId: string, id: string): Promise<FileRecord> {
-    const f = this.get(tenantId, id);
+    const f = await this.get(tenantId, id);
     // The record goes first: from here the file is gone for every reader; a crash before the
     // bytes are removed leaves an orphan that the next start-up sweeps.
-    this.deps.store.delete(f.id);
+    if (await this.deps.store.delete(f.id)) this.deps.quota.removed(f.tenantId, f.bytes);
     await this.deps.storage
       .remove(f.storageKey)
       .catch((err) => this.deps.log.error({ err, file_id: f.id }, "could not remove a deleted file's bytes"));
@@ -260,7 +260,7 @@ export class FileService {
 
   /** The file's bytes, or a range of them. */
   async open(tenantId: string, id: string, range?: ByteRange): Promise<{ file: FileRecord; stream: Readable }> {
-    const file = this.get(tenantId, id);
+    const file = await this.get(tenantId, id);
     try {
       return { file, stream: await this.deps.storage.open(file.storageKey, range) };
     } catch (err) {
@@ -278,7 +278,7 @@ export class FileService {
     fileId: string,
     path?: string,
   ): Promise<{ path: string; size: number; file: FileRecord }> {
-    const box = this.deps.box(tenantId, sandboxId);
+    const box = await this.deps.box(tenantId, sandboxId);
     const { file, stream } = await this.open(tenantId, fileId);
     const target = path ?? `${HOME}/${file.filename}`;
     let upload: Upload | undefined;
@@ -303,13 +303,13 @@ export class FileService {
     meta: Omit<FileMeta, "filename"> & { filename?: string },
   ): Promise<FileRecord> {
     this.checkPurpose(meta.purpose);
-    const box = this.deps.box(tenantId, sandboxId);
+    const box = await this.deps.box(tenantId, sandboxId);
     const file = await download(box, path, this.config.maxFileBytes).catch((err) => {
       if (err instanceof ApiError && err.code === "payload_too_large") throw this.tooLarge();
       throw err;
     });
     try {
-      this.precheck(tenantId, file.size);
+      await this.precheck(tenantId, file.size);
       const staged = await this.receive(tenantId, file.stream);
       return await this.commit(tenantId, staged, { ...meta, filename: cleanFilename(meta.filename ?? file.path, "file") });
     } finally {

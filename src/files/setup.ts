@@ -15,21 +15,32 @@ const MiB = 2 ** 20;
 
 /**
  * The stored bytes of each tenant (its files and its snapshots) against its storage_mb quota, or
- * AGENTBOX_TENANT_FILES_MB when the operator set none.
+ * AGENTBOX_TENANT_FILES_MB when the operator set none; what each holds is read once, here.
  */
-export function openStorageQuota(config: FilesConfig, db: Db, tenants: TenantDirectory, snapshots: SnapshotStore): StorageQuota {
+export async function openStorageQuota(
+  config: FilesConfig,
+  db: Db,
+  tenants: TenantDirectory,
+  snapshots: SnapshotStore,
+): Promise<StorageQuota> {
   const files = new SqliteFileStore(db);
-  return new StorageQuota({
+  const quota = new StorageQuota({
     limit: (tenantId) => (tenants.get(tenantId).quotas.storageMb ?? config.tenantQuotaMb) * MiB,
-    committed: (tenantId) => files.usage(tenantId).bytes + snapshots.bytesByTenant(tenantId),
+    committedPerTenant: async () => {
+      const total = await files.bytesPerTenant();
+      for (const [tenantId, bytes] of await snapshots.bytesPerTenant()) total.set(tenantId, (total.get(tenantId) ?? 0) + bytes);
+      return total;
+    },
   });
+  await quota.load();
+  return quota;
 }
 
 export async function openFiles(
   config: FilesConfig,
   db: Db,
   quota: StorageQuota,
-  box: (tenantId: string, sandboxId: string) => Box,
+  box: (tenantId: string, sandboxId: string) => Promise<Box>,
   log: Logger,
 ): Promise<FileService> {
   let storage: FileStorage;

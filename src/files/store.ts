@@ -51,24 +51,26 @@ export interface FileListQuery {
 }
 
 /**
- * The stored files' records. Still synchronous: the storage quota (src/files/quota.ts) reads the
- * tenant's committed bytes inside a synchronous reservation step; moving it behind a promise needs
- * that quota to keep its own count first.
+ * The stored files' records. Promise-returning so that another database can stand behind it; the
+ * storage quota (src/files/quota.ts) keeps its own count of committed bytes, loaded from
+ * bytesPerTenant() at start, so no reservation waits on it.
  */
 export interface FileStore {
-  insert(f: FileRecord): void;
+  insert(f: FileRecord): Promise<void>;
   /** The tenant's live file, or undefined (another tenant's file, an expired one and a missing one look the same). */
-  get(tenantId: string, id: string, now?: number): FileRecord | undefined;
+  get(tenantId: string, id: string, now?: number): Promise<FileRecord | undefined>;
   /** One page of the tenant's live files (by upload order, the cursor exclusive), and whether more follow. */
-  list(tenantId: string, q: FileListQuery, now?: number): { files: FileRecord[]; hasMore: boolean };
+  list(tenantId: string, q: FileListQuery, now?: number): Promise<{ files: FileRecord[]; hasMore: boolean }>;
   /** Removes the row; true if it was there. */
-  delete(id: string): boolean;
+  delete(id: string): Promise<boolean>;
   /** Bytes and files the tenant holds (expired ones count until they are removed). */
-  usage(tenantId: string): { bytes: number; files: number };
+  usage(tenantId: string): Promise<{ bytes: number; files: number }>;
+  /** Bytes every tenant holds (tenants with none are absent). */
+  bytesPerTenant(): Promise<Map<string, number>>;
   /** Up to `limit` files whose expiry has passed, soonest expired first. */
-  expired(now: number, limit: number): FileRecord[];
+  expired(now: number, limit: number): Promise<FileRecord[]>;
   /** Whether any row points at this storage key. */
-  hasKey(storageKey: string): boolean;
+  hasKey(storageKey: string): Promise<boolean>;
 }
 
 const LIVE = "(expires_at IS NULL OR expires_at > @now)";
@@ -103,7 +105,7 @@ export class SqliteFileStore implements FileStore {
     migrate(db, FILE_MIGRATIONS);
   }
 
-  insert(f: FileRecord): void {
+  async insert(f: FileRecord): Promise<void> {
     this.db
       .prepare(
         `INSERT INTO stored_files (id, tenant_id, filename, purpose, bytes, sha256, storage_key, created_at, expires_at)
@@ -113,7 +115,7 @@ export class SqliteFileStore implements FileStore {
   }
 
   /** The tenant's live file, or undefined (another tenant's file, an expired one and a missing one look the same). */
-  get(tenantId: string, id: string, now = Date.now()): FileRecord | undefined {
+  async get(tenantId: string, id: string, now = Date.now()): Promise<FileRecord | undefined> {
     const row = this.db
       .prepare<{ id: string; tenant: string; now: number }, Row>(
         `SELECT * FROM stored_files WHERE id = @id AND tenant_id = @tenant AND ${LIVE}`,
@@ -123,7 +125,7 @@ export class SqliteFileStore implements FileStore {
   }
 
   /** One page of the tenant's live files, and whether more follow. */
-  list(tenantId: string, q: FileListQuery, now = Date.now()): { files: FileRecord[]; hasMore: boolean } {
+  async list(tenantId: string, q: FileListQuery, now = Date.now()): Promise<{ files: FileRecord[]; hasMore: boolean }> {
     const params: Record<string, string | number> = { tenant: tenantId, now, limit: q.limit + 1 };
     let where = `tenant_id = @tenant AND ${LIVE}`;
     if (q.purpose !== undefined) {
@@ -144,12 +146,12 @@ export class SqliteFileStore implements FileStore {
   }
 
   /** Removes the row; true if it was there. */
-  delete(id: string): boolean {
+  async delete(id: string): Promise<boolean> {
     return this.db.prepare("DELETE FROM stored_files WHERE id = ?").run(id).changes > 0;
   }
 
   /** Bytes and files the tenant holds (expired files count until the reaper removes them: their bytes are still stored). */
-  usage(tenantId: string): { bytes: number; files: number } {
+  async usage(tenantId: string): Promise<{ bytes: number; files: number }> {
     const row = this.db
       .prepare<[string], { bytes: number | null; files: number }>(
         "SELECT SUM(bytes) AS bytes, COUNT(*) AS files FROM stored_files WHERE tenant_id = ?",
@@ -158,8 +160,15 @@ export class SqliteFileStore implements FileStore {
     return { bytes: row?.bytes ?? 0, files: row?.files ?? 0 };
   }
 
+  async bytesPerTenant(): Promise<Map<string, number>> {
+    const rows = this.db
+      .prepare<[], { tenant_id: string; bytes: number }>("SELECT tenant_id, SUM(bytes) AS bytes FROM stored_files GROUP BY tenant_id")
+      .all();
+    return new Map(rows.map((r) => [r.tenant_id, r.bytes]));
+  }
+
   /** Up to `limit` files whose expiry has passed. */
-  expired(now: number, limit: number): FileRecord[] {
+  async expired(now: number, limit: number): Promise<FileRecord[]> {
     return this.db
       .prepare<[number, number], Row>(
         "SELECT * FROM stored_files WHERE expires_at IS NOT NULL AND expires_at <= ? ORDER BY expires_at LIMIT ?",
@@ -169,7 +178,7 @@ export class SqliteFileStore implements FileStore {
   }
 
   /** Whether any row points at this storage key (orphan sweeping at start-up). */
-  hasKey(storageKey: string): boolean {
+  async hasKey(storageKey: string): Promise<boolean> {
     return this.db.prepare("SELECT 1 FROM stored_files WHERE storage_key = ? LIMIT 1").get(storageKey) !== undefined;
   }
 }

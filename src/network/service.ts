@@ -85,7 +85,7 @@ export class NetworkService {
   async init(): Promise<void> {
     for (const row of await this.store.all()) {
       try {
-        this.sandboxes.box(row.tenantId, row.sandboxId);
+        await this.sandboxes.box(row.tenantId, row.sandboxId);
         await this.apply(row.tenantId, row.sandboxId, row.policy);
       } catch (err) {
         if (!(err instanceof ApiError)) this.log.warn({ err, sandbox_id: row.sandboxId }, "network: policy not restored");
@@ -129,25 +129,31 @@ export class NetworkService {
   }
 
   /** The caller's sandbox is running (404 for another tenant's, 400 for an ended one). */
-  checkRunning(tenantId: string, sandboxId: string): void {
-    this.sandboxes.box(tenantId, sandboxId);
+  async checkRunning(tenantId: string, sandboxId: string): Promise<void> {
+    await this.sandboxes.box(tenantId, sandboxId);
   }
 
-  getPolicy(tenantId: string, sandboxId: string): NetworkPolicy {
-    this.sandboxes.get(tenantId, sandboxId);
+  /** The caller's sandbox's policy (404 for another tenant's; an ended one's is the default). */
+  async getPolicy(tenantId: string, sandboxId: string): Promise<NetworkPolicy> {
+    await this.sandboxes.get(tenantId, sandboxId);
+    return this.policyOf(sandboxId);
+  }
+
+  /** A live sandbox's policy, as snapshots capture it. */
+  policyOf(sandboxId: string): NetworkPolicy {
     return this.nets.get(sandboxId)?.policy ?? this.settings.defaultPolicy;
   }
 
   /** Changes a running sandbox's policy; the next connection is checked against the new one. */
   async setPolicy(tenantId: string, sandboxId: string, input: PolicyInput): Promise<NetworkPolicy> {
-    this.sandboxes.box(tenantId, sandboxId);
-    const policy = this.parse(input, this.getPolicy(tenantId, sandboxId));
+    await this.sandboxes.box(tenantId, sandboxId);
+    const policy = this.parse(input, this.policyOf(sandboxId));
     await this.apply(tenantId, sandboxId, policy);
     return policy;
   }
 
-  egressLog(tenantId: string, sandboxId: string, limit: number): EgressLogEntry[] {
-    this.sandboxes.get(tenantId, sandboxId);
+  async egressLog(tenantId: string, sandboxId: string, limit: number): Promise<EgressLogEntry[]> {
+    await this.sandboxes.get(tenantId, sandboxId);
     return (this.nets.get(sandboxId)?.log ?? []).slice(-limit);
   }
 
@@ -159,8 +165,8 @@ export class NetworkService {
 
   /** A connection to 127.0.0.1:`port` inside the caller's running sandbox; 502 when nothing listens. */
   async openPort(tenantId: string, sandboxId: string, port: number): Promise<net.Socket> {
-    this.sandboxes.box(tenantId, sandboxId);
-    const n = this.state(tenantId, sandboxId);
+    await this.sandboxes.box(tenantId, sandboxId);
+    const n = await this.state(tenantId, sandboxId);
     try {
       await this.relay(n);
       return await (n.ports as PortBroker).open(port);
@@ -176,8 +182,14 @@ export class NetworkService {
    * A share link's token for one port of the caller's running sandbox, valid `expiresInS` seconds
    * and only while the API key `keyId` that asks for it is (the caller checks that on use).
    */
-  share(tenantId: string, keyId: string, sandboxId: string, port: number, expiresInS: number): { token: string; expiresAt: Date } {
-    this.sandboxes.box(tenantId, sandboxId);
+  async share(
+    tenantId: string,
+    keyId: string,
+    sandboxId: string,
+    port: number,
+    expiresInS: number,
+  ): Promise<{ token: string; expiresAt: Date }> {
+    await this.sandboxes.box(tenantId, sandboxId);
     const max = this.settings.shareMaxS;
     if (expiresInS > max) throw invalid(`'expires_in' must be at most ${max} seconds`);
     const expiresAt = Math.floor(Date.now() / 1000) + expiresInS;
@@ -189,11 +201,14 @@ export class NetworkService {
     return this.tokens.verify(token, sandboxId, port);
   }
 
-  private state(tenantId: string, sandboxId: string, policy?: NetworkPolicy): SandboxNet {
+  private async state(tenantId: string, sandboxId: string, policy?: NetworkPolicy): Promise<SandboxNet> {
+    const known = this.nets.get(sandboxId);
+    if (known) return known;
+    const box = await this.sandboxes.box(tenantId, sandboxId);
+    // Looked up again: another call may have made it meanwhile.
     let n = this.nets.get(sandboxId);
     if (!n) {
       const p = policy ?? this.settings.defaultPolicy;
-      const box = this.sandboxes.box(tenantId, sandboxId);
       n = {
         id: sandboxId,
         tenantId,
@@ -233,7 +248,7 @@ export class NetworkService {
   }
 
   private async apply(tenantId: string, sandboxId: string, policy: NetworkPolicy): Promise<void> {
-    const n = this.state(tenantId, sandboxId, policy);
+    const n = await this.state(tenantId, sandboxId, policy);
     n.policy = policy;
     n.matcher = this.matcher(policy);
     await this.store.save(sandboxId, tenantId, policy);
@@ -284,7 +299,7 @@ export class NetworkService {
       await listen(n.ports.server, path.join(n.dir, "ports.sock"));
     }
     if (n.ports.connected && env === undefined) return;
-    const box = this.sandboxes.box(n.tenantId, n.id);
+    const box = await this.sandboxes.box(n.tenantId, n.id);
     const reply = await box.request({ op: "net", egress_port: this.settings.relayPort, env: env ?? null });
     if (reply.ev !== "ok")
       throw new ApiError(

@@ -19,7 +19,7 @@ export async function openNetwork(
 ): Promise<NetworkService> {
   const network = new NetworkService(config, sandboxes, new SqliteNetworkStore(db), logger, settings);
   sandboxes.lifecycle.useNetwork({
-    capture: (tenantId, id) => network.getPolicy(tenantId, id),
+    capture: (_tenantId, id) => network.policyOf(id),
     apply: (tenantId, id, policy) => network.attach(tenantId, id, policy as NetworkPolicy),
   });
   await network.init();

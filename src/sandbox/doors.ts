@@ -111,9 +111,14 @@ export interface RegistryDoor {
   /** Every live sandbox, in the order they became live. */
   all(): IterableIterator<Live>;
   /** The caller's sandbox record, live, hibernated or ended; another tenant's does not exist for them. */
-  record(tenantId: string, id: string): SandboxRecord;
-  /** A running sandbox of the caller's, to run something in. */
-  box(tenantId: string, id: string): Box;
+  record(tenantId: string, id: string): Promise<SandboxRecord>;
+  /**
+   * A running sandbox of the caller's, to run something in, from memory alone: undefined when the
+   * sandbox is neither live nor hibernated here (notLive() then says why).
+   */
+  liveBox(tenantId: string, id: string): Box | undefined;
+  /** Refuses a sandbox that is not live here: 404 when it is not the caller's, 400 when it ended. */
+  notLive(tenantId: string, id: string): Promise<never>;
   join(record: SandboxRecord, box: Box, lifeS: number, onTimeout: OnTimeout): void;
   /** Removes a sandbox from the live ones (it ended, or its processes were ended into a snapshot). */
   leave(id: string): Live | undefined;

@@ -110,11 +110,11 @@ export class Lifecycle {
     this.events.emit({ type, sandboxId: record.id, tenantId: record.tenantId, detail: { reason, ...detail } });
   }
 
-  /** The caller's live sandbox (running or paused). */
-  private liveOf(tenantId: string, id: string): Live {
+  /** The caller's live sandbox (running or paused); found in memory, the records are read only to refuse. */
+  private async liveOf(tenantId: string, id: string): Promise<Live> {
     const live = this.registry.get(id);
     if (live && live.record.tenantId === tenantId) return live;
-    const record = this.registry.record(tenantId, id);
+    const record = await this.registry.record(tenantId, id);
     throw new ApiError("invalid_state", `Sandbox '${id}' is ${record.status}; create a new one`);
   }
 
@@ -145,7 +145,7 @@ export class Lifecycle {
   async pause(tenantId: string, id: string): Promise<SandboxRecord> {
     const h = this.hibernatedOf(tenantId, id);
     if (h) return h.record;
-    const live = this.liveOf(tenantId, id);
+    const live = await this.liveOf(tenantId, id);
     return this.serial(live, () => this.pauseNow(live, false));
   }
 
@@ -177,7 +177,7 @@ export class Lifecycle {
   async resume(tenantId: string, id: string): Promise<{ record: SandboxRecord; kernelState: KernelState }> {
     const h = this.hibernatedOf(tenantId, id);
     if (h) return this.wake(h);
-    const live = this.liveOf(tenantId, id);
+    const live = await this.liveOf(tenantId, id);
     return this.serial(live, async () => {
       if (live.record.status !== "paused") return { record: live.record, kernelState: "preserved" as const };
       try {
@@ -185,35 +185,38 @@ export class Lifecycle {
       } catch (err) {
         throw new ApiError("internal_error", `The sandbox could not be resumed: ${message(err)}`);
       }
-      this.restartClock(live.record, live.lifeS, live.pausedAt ?? Date.now(), live.pausedByTimeout === true);
+      // Running again in memory at once; the new deadline is written to the records meanwhile.
+      const saved = this.restartClock(live.record, live.lifeS, live.pausedAt ?? Date.now(), live.pausedByTimeout === true);
       live.pausedAt = undefined;
       live.pausedByTimeout = undefined;
       live.record.status = "running";
       this.emit("resumed", live.record, "api", { kernel_state: "preserved" });
+      await saved;
       return { record: live.record, kernelState: "preserved" as const };
     });
   }
 
   /**
    * The life clock stops while a sandbox is paused: its deadline moves on by the time it was
-   * paused. One paused by its own timeout had no life left: it gets its whole life again.
+   * paused. One paused by its own timeout had no life left: it gets its whole life again. The
+   * record in memory and the deadline change at once; the promise is the write to the records.
    */
-  private restartClock(record: SandboxRecord, lifeS: number, pausedAt: number, byTimeout: boolean): void {
+  private async restartClock(record: SandboxRecord, lifeS: number, pausedAt: number, byTimeout: boolean): Promise<void> {
     const now = Date.now();
     const at = byTimeout ? now + lifeS * 1000 : Date.parse(record.timeoutAt) + (now - pausedAt);
     record.timeoutAt = new Date(at).toISOString();
-    this.store.setTimeout(record.id, record.timeoutAt);
     this.registry.setDeadline(record.id, at);
+    await this.store.setTimeout(record.id, record.timeoutAt);
   }
 
   /** A running sandbox of the caller's gets `timeoutS` seconds of life from now. */
-  setTimeout(tenantId: string, id: string, timeoutS: number): SandboxRecord {
-    this.registry.box(tenantId, id);
+  async setTimeout(tenantId: string, id: string, timeoutS: number): Promise<SandboxRecord> {
+    if (!this.registry.liveBox(tenantId, id)) await this.registry.notLive(tenantId, id);
     const live = this.registry.get(id) as Live;
     live.record.timeoutAt = new Date(Date.now() + timeoutS * 1000).toISOString();
     live.lifeS = timeoutS;
-    this.store.setTimeout(id, live.record.timeoutAt);
     this.registry.setDeadline(id, Date.parse(live.record.timeoutAt));
+    await this.store.setTimeout(id, live.record.timeoutAt);
     this.events.emit({
       type: "timeout_extended",
       sandboxId: id,
@@ -227,8 +230,8 @@ export class Lifecycle {
 
   /** Ends the caller's sandbox; `by`: an API call of the tenant's, or the operator. */
   async kill(tenantId: string, id: string, by: EndedBy = "api"): Promise<void> {
-    const record = this.registry.record(tenantId, id);
-    if (this.dropHibernated(id, by)) return;
+    const record = await this.registry.record(tenantId, id);
+    if (await this.dropHibernated(id, by)) return;
     if (record.status !== "running" && record.status !== "paused") return;
     await this.end(id, { reason: "killed", by });
   }
@@ -240,8 +243,8 @@ export class Lifecycle {
   async end(id: string, cause: EndCause | "terminated" | "timed_out"): Promise<void> {
     const live = this.registry.leave(id);
     if (!live) return;
-    this.rememberOnTimeout(id, live.onTimeout, true);
-    this.recordEnd(live.record, typeof cause === "string" ? { reason: cause === "timed_out" ? "timed_out" : "killed" } : cause);
+    await this.rememberOnTimeout(id, live.onTimeout, true);
+    await this.recordEnd(live.record, typeof cause === "string" ? { reason: cause === "timed_out" ? "timed_out" : "killed" } : cause);
     // The caller gets its answer once the processes are killed; unmounting and removing the cgroup
     // go on in the background (a crash midway leaves them to the start-up sweep).
     await live.box.stop().catch((err) => this.log.error({ err, sandbox_id: id }, "sandbox kill failed"));
@@ -249,10 +252,10 @@ export class Lifecycle {
   }
 
   /** Marks a record ended (in memory and in the store) and announces its `ended` event. */
-  recordEnd(record: SandboxRecord, cause: EndCause, at = new Date().toISOString()): void {
+  async recordEnd(record: SandboxRecord, cause: EndCause, at = new Date().toISOString()): Promise<void> {
     record.status = endStatus(cause.reason);
     record.endedAt = at;
-    this.store.end(record.id, record.status, at);
+    await this.store.end(record.id, record.status, at);
     this.events.emit({ type: "ended", sandboxId: record.id, tenantId: record.tenantId, at, ...cause });
   }
 
@@ -366,9 +369,9 @@ export class Lifecycle {
         throw err;
       }
       this.registry.removeHibernated(record.id);
-      this.restartClock(record, h.lifeS, h.pausedAt, h.pausedByTimeout);
       record.status = "running";
       this.registry.join(record, box, h.lifeS, h.onTimeout);
+      await this.restartClock(record, h.lifeS, h.pausedAt, h.pausedByTimeout);
       // Its network state went with its processes: set up again from what the snapshot kept.
       await this.applyNetwork(record, h.snapshot.settings.extra?.network).catch((err) =>
         this.log.error({ err, sandbox_id: record.id }, "could not restore the network policy of a resumed sandbox"),
@@ -386,20 +389,20 @@ export class Lifecycle {
    * Keeps a sandbox's on_timeout across restarts of the service (written only when it is not the
    * default, so an ordinary create or end costs no write).
    */
-  rememberOnTimeout(id: string, onTimeout: OnTimeout | undefined, ended = false): void {
+  async rememberOnTimeout(id: string, onTimeout: OnTimeout | undefined, ended = false): Promise<void> {
     if (onTimeout === undefined || onTimeout === "kill") return;
-    this.snapshots.setOnTimeout(id, ended ? null : onTimeout);
+    await this.snapshots.setOnTimeout(id, ended ? null : onTimeout);
   }
 
   /** A re-adopted sandbox's on_timeout. */
-  onTimeoutOf(id: string): OnTimeout {
-    const v = this.snapshots.onTimeout(id);
+  async onTimeoutOf(id: string): Promise<OnTimeout> {
+    const v = await this.snapshots.onTimeout(id);
     return v === "pause" || v === "snapshot" ? v : "kill";
   }
 
   /** At start-up: a sandbox the records call running that was hibernated is kept waiting for its resume. */
-  adoptHibernated(record: SandboxRecord): boolean {
-    const snapshot = this.snapshots.hibernated(record.id);
+  async adoptHibernated(record: SandboxRecord): Promise<boolean> {
+    const snapshot = await this.snapshots.hibernated(record.id);
     if (!snapshot) return false;
     const extra = snapshot.settings.extra ?? {};
     this.registry.addHibernated({
@@ -415,12 +418,12 @@ export class Lifecycle {
   }
 
   /** Ends a hibernated sandbox (killed): its snapshot goes with it. False when it is not hibernated. */
-  dropHibernated(id: string, by: EndedBy): boolean {
+  async dropHibernated(id: string, by: EndedBy): Promise<boolean> {
     const h = this.registry.hibernated(id);
     if (!h || h.resuming) return false;
     this.registry.removeHibernated(id);
-    this.recordEnd(h.record, { reason: "killed", by, detail: { hibernated: true } });
-    this.rememberOnTimeout(id, h.onTimeout, true);
+    await this.recordEnd(h.record, { reason: "killed", by, detail: { hibernated: true } });
+    await this.rememberOnTimeout(id, h.onTimeout, true);
     void this.keeper.remove(h.snapshot);
     void h.released.finally(() => this.host.freeUid(h.record.hostUid));
     return true;
@@ -453,7 +456,7 @@ export class Lifecycle {
   async snapshot(tenantId: string, id: string): Promise<SnapshotRecord> {
     const h = this.hibernatedOf(tenantId, id);
     if (h) return this.copyHibernated(h);
-    const live = this.liveOf(tenantId, id);
+    const live = await this.liveOf(tenantId, id);
     return this.serial(live, async () => {
       // A paused sandbox is thawed for the copy (its own processes make it) and frozen again.
       const paused = live.record.status === "paused";
@@ -474,7 +477,7 @@ export class Lifecycle {
     return snapshot;
   }
 
-  getSnapshot(tenantId: string, id: string): SnapshotRecord {
+  getSnapshot(tenantId: string, id: string): Promise<SnapshotRecord> {
     return this.keeper.get(tenantId, id);
   }
 
@@ -483,7 +486,7 @@ export class Lifecycle {
   }
 
   async deleteSnapshot(tenantId: string, id: string): Promise<void> {
-    const snapshot = this.getSnapshot(tenantId, id);
+    const snapshot = await this.getSnapshot(tenantId, id);
     if (snapshot.kind === "hibernate" && this.registry.hibernated(snapshot.sandboxId)?.snapshot.id === id) {
       throw new ApiError(
         "conflict",
@@ -496,8 +499,8 @@ export class Lifecycle {
   // ---- sandboxes from snapshots ----
 
   /** The create input of a sandbox started from a snapshot: its settings, overridden by what the caller gave. */
-  fromSnapshot(tenantId: string, snapshotId: string, input: CreateInput): CreateInput {
-    const s = this.getSnapshot(tenantId, snapshotId);
+  async fromSnapshot(tenantId: string, snapshotId: string, input: CreateInput): Promise<CreateInput> {
+    const s = await this.getSnapshot(tenantId, snapshotId);
     const onTimeout = s.settings.extra?.on_timeout as OnTimeout | undefined;
     return {
       ...input,
@@ -519,7 +522,7 @@ export class Lifecycle {
     const max = this.config.maxForkCount;
     if (!Number.isInteger(count) || count < 1 || count > max) throw invalid(`'count' must be an integer from 1 to ${max}`);
     const h = this.hibernatedOf(tenantId, id);
-    const live = h ? undefined : this.liveOf(tenantId, id);
+    const live = h ? undefined : await this.liveOf(tenantId, id);
     this.registry.checkRoom(tenantId, count);
     // The copies' archive is on disk while they are made: it takes room in the storage quota until then.
     const bytes = this.keeper.reserveStorage(tenantId);

@@ -35,6 +35,7 @@ export class SandboxManager {
   private readonly host: Host;
   private readonly registry: Registry;
   private readonly pool: Pool;
+  private readonly keeper: SnapshotKeeper;
   private readonly quotaDefaults: EffectiveQuotas;
   private readonly log: Logger;
   private reaper: NodeJS.Timeout | undefined;
@@ -65,6 +66,7 @@ export class SandboxManager {
           detail: { message: "the sandbox's processes were killed for exceeding its memory limit" },
         }),
     );
+    this.keeper = new SnapshotKeeper(config, snapshots, storage, log);
     this.registry = new Registry(
       store,
       config.maxSandboxes,
@@ -79,7 +81,7 @@ export class SandboxManager {
       events: this.events,
       store,
       snapshots,
-      keeper: new SnapshotKeeper(config, snapshots, storage, log),
+      keeper: this.keeper,
       registry: this.registry,
       host: this.host,
       pool: this.pool,
@@ -122,14 +124,15 @@ export class SandboxManager {
       this.log.error({ err, sandbox_id: event.sandboxId, event: event.type }, "event listener failed"),
     );
     await this.host.listening;
+    await this.keeper.sweep();
     const now = Date.now();
     const adopt: SandboxRecord[] = [];
-    for (const record of this.store.listRunning()) {
+    for (const record of await this.store.listRunning()) {
       this.host.reserveUid(record.hostUid);
       // Paused past the operator's limit: its files are in a snapshot and it waits for a resume.
-      if (this.lifecycle.adoptHibernated(record)) continue;
+      if (await this.lifecycle.adoptHibernated(record)) continue;
       if (Date.parse(record.timeoutAt) <= now)
-        this.lifecycle.recordEnd(record, { reason: "timed_out", detail: { while_down: true } }, record.timeoutAt);
+        await this.lifecycle.recordEnd(record, { reason: "timed_out", detail: { while_down: true } }, record.timeoutAt);
       else adopt.push(record);
     }
     // Several at a time: a restart with hundreds of live sandboxes must not take minutes.
@@ -140,12 +143,12 @@ export class SandboxManager {
           box = await this.host.start(record.id, record.hostUid, this.host.templateOf(record));
           await this.host.assign(box, record.tenantId);
           if (Object.keys(record.envVars).length) await box.setEnv(record.envVars);
-          this.registry.join(record, box, this.lifeOf(record), this.lifecycle.onTimeoutOf(record.id));
+          this.registry.join(record, box, this.lifeOf(record), await this.lifecycle.onTimeoutOf(record.id));
           this.log.info({ sandbox_id: record.id }, "re-adopted sandbox after restart");
         } catch (err) {
           this.log.error({ err, sandbox_id: record.id }, "could not re-adopt sandbox; ending it");
           if (box) await box.destroy().catch(() => {});
-          this.lifecycle.recordEnd(record, {
+          await this.lifecycle.recordEnd(record, {
             reason: "host_restart",
             detail: { message: String((err as Error)?.message ?? err).slice(0, 500) },
           });
@@ -256,7 +259,7 @@ export class SandboxManager {
 
   async create(tenantId: string, given: CreateInput): Promise<SandboxRecord> {
     this.pool.asked();
-    const input = given.snapshotId === undefined ? given : this.lifecycle.fromSnapshot(tenantId, given.snapshotId, given);
+    const input = given.snapshotId === undefined ? given : await this.lifecycle.fromSnapshot(tenantId, given.snapshotId, given);
     const asked = input.template ?? "python-base-v1";
     if (!this.templates.some((t) => t.id === asked) && this.catalogSet === false)
       throw new ApiError("template_not_found", `Template '${asked}' does not exist`);
@@ -293,8 +296,10 @@ export class SandboxManager {
         timeoutAt: new Date(now.getTime() + timeoutS * 1000).toISOString(),
         endedAt: null,
       };
-      this.store.insert(record);
-      this.lifecycle.rememberOnTimeout(record.id, input.onTimeout);
+      // Written before the sandbox is live (on the create's path, as it always was): a sandbox
+      // the service runs always has its record, so a restart re-adopts or ends it.
+      await this.store.insert(record);
+      await this.lifecycle.rememberOnTimeout(record.id, input.onTimeout);
       this.registry.join(record, box, timeoutS, input.onTimeout ?? "kill");
       this.events.emit({
         type: "created",
@@ -325,13 +330,24 @@ export class SandboxManager {
   }
 
   /** The caller's sandbox record, live or ended; another tenant's sandbox does not exist for them. */
-  get(tenantId: string, id: string): SandboxRecord {
+  get(tenantId: string, id: string): Promise<SandboxRecord> {
     return this.registry.record(tenantId, id);
   }
 
-  /** A running sandbox of the caller's, to run something in. */
-  box(tenantId: string, id: string): Box {
-    return this.registry.box(tenantId, id);
+  /**
+   * The caller's sandbox if it is running or paused (live, or hibernated waiting for a resume),
+   * from memory: no read of the records (an ended or unknown one is undefined).
+   */
+  liveRecord(tenantId: string, id: string): SandboxRecord | undefined {
+    return this.registry.current(tenantId, id);
+  }
+
+  /**
+   * A running sandbox of the caller's, to run something in. The hot path: a live sandbox is found
+   * in memory; the records are read only to say why another is not there.
+   */
+  async box(tenantId: string, id: string): Promise<Box> {
+    return this.registry.liveBox(tenantId, id) ?? (await this.registry.notLive(tenantId, id));
   }
 
   list(tenantId: string, limit: number, offset: number, filter: ListFilter = {}) {
@@ -343,7 +359,7 @@ export class SandboxManager {
     return this.lifecycle.kill(tenantId, id, by);
   }
 
-  setTimeout(tenantId: string, id: string, timeoutS: number): SandboxRecord {
+  setTimeout(tenantId: string, id: string, timeoutS: number): Promise<SandboxRecord> {
     return this.lifecycle.setTimeout(tenantId, id, timeoutS);
   }
 

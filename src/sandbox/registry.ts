@@ -62,35 +62,47 @@ export class Registry implements RegistryDoor {
     return this.live.size + this.pending;
   }
 
-  record(tenantId: string, id: string): SandboxRecord {
-    const live = this.live.get(id);
-    const record = live?.record ?? this.sleeping.get(id)?.record ?? this.store.get(id);
+  /** The caller's sandbox if it is live or hibernated (running or paused), from memory alone. */
+  current(tenantId: string, id: string): SandboxRecord | undefined {
+    const record = this.live.get(id)?.record ?? this.sleeping.get(id)?.record;
+    return record && record.tenantId === tenantId ? record : undefined;
+  }
+
+  async record(tenantId: string, id: string): Promise<SandboxRecord> {
+    const record = this.live.get(id)?.record ?? this.sleeping.get(id)?.record ?? (await this.store.get(id));
     if (!record || record.tenantId !== tenantId) throw sandboxNotFound(id);
     return record;
   }
 
-  box(tenantId: string, id: string): Box {
+  liveBox(tenantId: string, id: string): Box | undefined {
     const live = this.live.get(id);
     if (!live) {
-      const record = this.record(tenantId, id);
-      if (record.status === "paused") throw sandboxPaused(id);
-      throw new ApiError("invalid_state", `Sandbox '${id}' is ${record.status}; create a new one`);
+      const sleeping = this.sleeping.get(id);
+      if (!sleeping) return undefined;
+      if (sleeping.record.tenantId !== tenantId) throw sandboxNotFound(id);
+      throw sandboxPaused(id);
     }
     if (live.record.tenantId !== tenantId) throw sandboxNotFound(id);
     if (live.record.status === "paused") throw sandboxPaused(id);
     return live.box;
   }
 
-  list(tenantId: string, limit: number, offset: number, filter: ListFilter = {}) {
+  async notLive(tenantId: string, id: string): Promise<never> {
+    const record = await this.record(tenantId, id);
+    if (record.status === "paused") throw sandboxPaused(id);
+    throw new ApiError("invalid_state", `Sandbox '${id}' is ${record.status}; create a new one`);
+  }
+
+  async list(tenantId: string, limit: number, offset: number, filter: ListFilter = {}) {
     const current = (r: SandboxRecord) => this.live.get(r.id)?.record ?? this.sleeping.get(r.id)?.record ?? r;
     if (filter.status === "running" || filter.status === "paused") {
       // Paused is known here, not in the store (which says running for both): the live ones are
       // few (capped by AGENTBOX_MAX_SANDBOXES), so they are filtered and paged here.
-      const live = this.store.listByTenant(tenantId, this.maxSandboxes + 1000, 0, { ...filter, status: "running" });
+      const live = await this.store.listByTenant(tenantId, this.maxSandboxes + 1000, 0, { ...filter, status: "running" });
       const matching = live.sandboxes.map(current).filter((r) => r.status === filter.status);
       return { sandboxes: matching.slice(offset, offset + limit), total: matching.length };
     }
-    const page = this.store.listByTenant(tenantId, limit, offset, filter);
+    const page = await this.store.listByTenant(tenantId, limit, offset, filter);
     return { sandboxes: page.sandboxes.map(current), total: page.total };
   }
 

@@ -158,11 +158,16 @@ export class SandboxService {
     return this.sandboxes.create(caller.tenantId, input);
   }
 
-  getSandbox(caller: Caller, id: string): SandboxRecord {
+  getSandbox(caller: Caller, id: string): Promise<SandboxRecord> {
     return this.sandboxes.get(caller.tenantId, id);
   }
 
-  listSandboxes(caller: Caller, limit: number, offset: number, filter?: ListFilter): { sandboxes: SandboxRecord[]; total: number } {
+  listSandboxes(
+    caller: Caller,
+    limit: number,
+    offset: number,
+    filter?: ListFilter,
+  ): Promise<{ sandboxes: SandboxRecord[]; total: number }> {
     return this.sandboxes.list(caller.tenantId, limit, offset, filter);
   }
 
@@ -170,19 +175,19 @@ export class SandboxService {
     return this.sandboxes.kill(caller.tenantId, id);
   }
 
-  setSandboxTimeout(caller: Caller, id: string, timeoutS: number): SandboxRecord {
+  setSandboxTimeout(caller: Caller, id: string, timeoutS: number): Promise<SandboxRecord> {
     this.checkSandboxTimeout(timeoutS);
     return this.sandboxes.setTimeout(caller.tenantId, id, timeoutS);
   }
 
   /** Sets environment variables for every later run and command in the sandbox. */
   async setEnv(caller: Caller, id: string, env: Record<string, string>): Promise<void> {
-    await this.sandboxes.box(caller.tenantId, id).setEnv(env);
+    await (await this.sandboxes.box(caller.tenantId, id)).setEnv(env);
   }
 
   /** Resource use of a running sandbox. */
   async usage(caller: Caller, id: string): Promise<SandboxUsage> {
-    const m = await this.sandboxes.box(caller.tenantId, id).metrics();
+    const m = await (await this.sandboxes.box(caller.tenantId, id)).metrics();
     const egress = this.deps.network?.bytes(id) ?? { rx: 0, tx: 0 };
     return { ...m, networkRx: m.networkRx + egress.rx, networkTx: m.networkTx + egress.tx, memoryTotalMb: this.config.limits.memoryMb };
   }
@@ -195,7 +200,7 @@ export class SandboxService {
     const timeoutS = effectiveTimeout(input.timeout, this.config);
     if (Buffer.byteLength(code) > this.config.maxCodeBytes)
       throw new ApiError("payload_too_large", `'code' is larger than ${this.config.maxCodeBytes} bytes`);
-    const box = this.sandboxes.box(caller.tenantId, sandboxId);
+    const box = await this.sandboxes.box(caller.tenantId, sandboxId);
     let kernel: string | undefined;
     let cwd: string | undefined;
     if (input.contextId !== undefined) {
@@ -229,7 +234,7 @@ export class SandboxService {
     const maxMs = this.config.maxRunTimeoutS * 1000;
     if (timeoutMs > maxMs) throw invalid(`'timeout' must be at most ${maxMs} milliseconds`);
     const command = this.checkedCommandLine(input);
-    const box = this.sandboxes.box(caller.tenantId, sandboxId);
+    const box = await this.sandboxes.box(caller.tenantId, sandboxId);
     const env = input.environment;
     const watch = observer && outputWatch(observer);
     try {
@@ -261,38 +266,38 @@ export class SandboxService {
 
   // --- background processes (no execution slot: the sandbox's limits and a per-sandbox count bound them) ---
 
-  startBackground(caller: Caller, sandboxId: string, input: CommandInput): Promise<BackgroundProcess> {
+  async startBackground(caller: Caller, sandboxId: string, input: CommandInput): Promise<BackgroundProcess> {
     const line = this.checkedCommandLine(input);
-    const box = this.sandboxes.box(caller.tenantId, sandboxId);
+    const box = await this.sandboxes.box(caller.tenantId, sandboxId);
     const start = { command: input.command, args: [...(input.args ?? [])], line, cwd: input.workingDir, env: input.environment };
     return this.background.start(box, sandboxId, start);
   }
 
-  listBackground(caller: Caller, sandboxId: string): Promise<BackgroundProcess[]> {
-    return this.background.list(this.sandboxes.box(caller.tenantId, sandboxId), sandboxId);
+  async listBackground(caller: Caller, sandboxId: string): Promise<BackgroundProcess[]> {
+    return this.background.list(await this.sandboxes.box(caller.tenantId, sandboxId), sandboxId);
   }
 
-  getBackground(caller: Caller, sandboxId: string, pid: number): Promise<BackgroundOutput> {
-    return this.background.get(this.sandboxes.box(caller.tenantId, sandboxId), sandboxId, pid);
+  async getBackground(caller: Caller, sandboxId: string, pid: number): Promise<BackgroundOutput> {
+    return this.background.get(await this.sandboxes.box(caller.tenantId, sandboxId), sandboxId, pid);
   }
 
-  signalBackground(caller: Caller, sandboxId: string, pid: number, signal: BgSignal): Promise<void> {
-    return this.background.signal(this.sandboxes.box(caller.tenantId, sandboxId), pid, signal);
+  async signalBackground(caller: Caller, sandboxId: string, pid: number, signal: BgSignal): Promise<void> {
+    return this.background.signal(await this.sandboxes.box(caller.tenantId, sandboxId), pid, signal);
   }
 
-  writeStdin(caller: Caller, sandboxId: string, pid: number, data: Buffer, eof: boolean): Promise<void> {
-    return this.background.writeStdin(this.sandboxes.box(caller.tenantId, sandboxId), pid, data, eof);
+  async writeStdin(caller: Caller, sandboxId: string, pid: number, data: Buffer, eof: boolean): Promise<void> {
+    return this.background.writeStdin(await this.sandboxes.box(caller.tenantId, sandboxId), pid, data, eof);
   }
 
   /** Follows a background process's output until it exits (its exit code) or the follower stops (null). */
-  followBackground(
+  async followBackground(
     caller: Caller,
     sandboxId: string,
     pid: number,
     follower: BackgroundFollower,
     started: () => void,
   ): Promise<number | null> {
-    return this.background.follow(this.sandboxes.box(caller.tenantId, sandboxId), pid, follower, started);
+    return this.background.follow(await this.sandboxes.box(caller.tenantId, sandboxId), pid, follower, started);
   }
 
   /** The shell command line of a command: NUL-free, within the code size limit. */
@@ -315,7 +320,7 @@ export class SandboxService {
     const language = input.language ?? "python";
     const cwd = sandboxPath(input.cwd ?? HOME);
     if (cwd.includes("\0")) throw invalid("'cwd' must not contain NUL bytes");
-    const box = this.sandboxes.box(caller.tenantId, sandboxId);
+    const box = await this.sandboxes.box(caller.tenantId, sandboxId);
     await this.checkDirectory(box, cwd);
     const context = this.contexts.add(sandboxId, language, cwd);
     try {
@@ -327,21 +332,21 @@ export class SandboxService {
     return context;
   }
 
-  listContexts(caller: Caller, sandboxId: string): CodeContext[] {
-    const record = this.sandboxes.get(caller.tenantId, sandboxId);
+  async listContexts(caller: Caller, sandboxId: string): Promise<CodeContext[]> {
+    const record = await this.sandboxes.get(caller.tenantId, sandboxId);
     return this.contexts.list(record.id);
   }
 
-  getContext(caller: Caller, sandboxId: string, contextId: string): CodeContext {
-    const record = this.sandboxes.get(caller.tenantId, sandboxId);
+  async getContext(caller: Caller, sandboxId: string, contextId: string): Promise<CodeContext> {
+    const record = await this.sandboxes.get(caller.tenantId, sandboxId);
     return this.contexts.get(record.id, contextId);
   }
 
   /** Deletes a context: its kernel process ends. */
   async deleteContext(caller: Caller, sandboxId: string, contextId: string): Promise<void> {
-    this.sandboxes.get(caller.tenantId, sandboxId);
+    await this.sandboxes.get(caller.tenantId, sandboxId);
     const context = this.contexts.get(sandboxId, contextId);
-    await this.sandboxes.box(caller.tenantId, sandboxId).killKernel(context.kernel);
+    await (await this.sandboxes.box(caller.tenantId, sandboxId)).killKernel(context.kernel);
     this.contexts.remove(sandboxId, contextId);
   }
 

@@ -21,15 +21,15 @@ export interface SandboxesArea {
  * ends recorded while re-adopting a previous run's sandboxes are events too), then awaits
  * `sandboxes.init()`.
  */
-export function openSandboxes(
+export async function openSandboxes(
   config: SandboxConfig,
   db: Db,
   tenants: TenantDirectory,
   logger: Logger,
-  storageOf: (snapshots: SnapshotStore) => StorageQuota,
-): SandboxesArea {
+  storageOf: (snapshots: SnapshotStore) => Promise<StorageQuota>,
+): Promise<SandboxesArea> {
   const snapshots = new SqliteSnapshotStore(db);
-  const storage = storageOf(snapshots);
+  const storage = await storageOf(snapshots);
   const sandboxes = new SandboxManager(config, new SqliteSandboxStore(db), tenants, logger, snapshots, storage);
   return { sandboxes, storage };
 }

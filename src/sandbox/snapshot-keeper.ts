@@ -25,24 +25,43 @@ export class SnapshotKeeper {
     private readonly log: Logger,
   ) {
     this.files = new SnapshotFiles(config.snapshotDir, config.snapshotMaxBytes);
-    // Archives no record points to (a crash between writing one and recording it, or between
-    // deleting a record and its file; a fork's temporary archive) are never snapshots.
-    this.files.sweep((id) => this.snapshots.get(id) !== undefined);
   }
 
-  /** Refuses a snapshot past the tenant's cap on their number (counting the ones being written); returns the release. */
-  private reserveSlot(tenantId: string): () => void {
-    const writing = this.writing.get(tenantId) ?? 0;
-    const cap = this.config.snapshotsPerTenant;
-    if (this.snapshots.countByTenant(tenantId) + writing >= cap) {
-      throw new ApiError("quota_exceeded", `Your tenant already keeps ${cap} snapshots, its limit; delete some first`);
-    }
-    this.writing.set(tenantId, writing + 1);
-    return () => {
+  /**
+   * At start-up: archives no record points to (a crash between writing one and recording it, or
+   * between deleting a record and its file; a fork's temporary archive) are never snapshots.
+   */
+  async sweep(): Promise<void> {
+    await this.files.sweep(async (id) => (await this.snapshots.get(id)) !== undefined);
+  }
+
+  /**
+   * Refuses a snapshot past the tenant's cap on their number (counting the ones being written);
+   * returns the release. The slot is taken before the count is read and the writes already under
+   * way are noted at that moment: one that is recorded while the count is read is counted twice at
+   * worst (a refusal too many), never missed.
+   */
+  private async reserveSlot(tenantId: string): Promise<() => void> {
+    const others = this.writing.get(tenantId) ?? 0;
+    this.writing.set(tenantId, others + 1);
+    const release = () => {
       const left = (this.writing.get(tenantId) ?? 1) - 1;
       if (left > 0) this.writing.set(tenantId, left);
       else this.writing.delete(tenantId);
     };
+    const cap = this.config.snapshotsPerTenant;
+    let kept: number;
+    try {
+      kept = await this.snapshots.countByTenant(tenantId);
+    } catch (err) {
+      release();
+      throw err;
+    }
+    if (kept + others >= cap) {
+      release();
+      throw new ApiError("quota_exceeded", `Your tenant already keeps ${cap} snapshots, its limit; delete some first`);
+    }
+    return release;
   }
 
   /**
@@ -57,7 +76,7 @@ export class SnapshotKeeper {
     kind: SnapshotKind,
     settings: () => SnapshotSettings,
   ): Promise<SnapshotRecord> {
-    const release = kind === "hibernate" ? () => {} : this.reserveSlot(of.tenantId);
+    const release = kind === "hibernate" ? () => {} : await this.reserveSlot(of.tenantId);
     const bytes = this.storage.reserve(of.tenantId);
     try {
       const id = `snap_${crypto.randomUUID()}`;
@@ -84,7 +103,7 @@ export class SnapshotKeeper {
    * counts against the cap and the storage quota like any snapshot (the first one may go first).
    */
   async copy(source: SnapshotRecord): Promise<SnapshotRecord> {
-    const release = this.reserveSlot(source.tenantId);
+    const release = await this.reserveSlot(source.tenantId);
     const bytes = this.storage.reserve(source.tenantId);
     try {
       bytes.grow(source.sizeBytes);
@@ -102,7 +121,7 @@ export class SnapshotKeeper {
   /** The record, with the reserved bytes made the tenant's; without it, no file either. */
   private async commit(bytes: Reservation, snapshot: SnapshotRecord): Promise<void> {
     try {
-      bytes.commit(() => this.snapshots.insert(snapshot));
+      await bytes.commit(() => this.snapshots.insert(snapshot));
     } catch (err) {
       await this.files.remove(snapshot.id);
       throw err;
@@ -119,8 +138,8 @@ export class SnapshotKeeper {
     return this.storage.reserve(tenantId);
   }
 
-  get(tenantId: string, id: string): SnapshotRecord {
-    const snapshot = this.snapshots.get(id);
+  async get(tenantId: string, id: string): Promise<SnapshotRecord> {
+    const snapshot = await this.snapshots.get(id);
     if (!snapshot || snapshot.tenantId !== tenantId) throw new ApiError("snapshot_not_found", `Snapshot '${id}' was not found`);
     return snapshot;
   }
@@ -129,9 +148,9 @@ export class SnapshotKeeper {
     return this.snapshots.listByTenant(tenantId, limit, offset);
   }
 
-  remove(snapshot: SnapshotRecord): Promise<void> {
+  async remove(snapshot: SnapshotRecord): Promise<void> {
     // The row first: a crash between the two leaves an orphan file, never a row without its file.
-    this.snapshots.delete(snapshot.id);
+    if (await this.snapshots.delete(snapshot.id)) this.storage.removed(snapshot.tenantId, snapshot.sizeBytes);
     return this.files
       .remove(snapshot.id)
       .catch((err) => this.log.error({ err, snapshot_id: snapshot.id }, "could not remove a snapshot file"));

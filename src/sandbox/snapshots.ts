@@ -73,9 +73,9 @@ export class SnapshotFiles {
   }
 
   /** Removes every archive whose id `keep` does not want (at start-up, before anything is written). */
-  sweep(keep: (id: string) => boolean): void {
+  async sweep(keep: (id: string) => Promise<boolean>): Promise<void> {
     for (const name of fs.readdirSync(this.dir)) {
-      if (name.endsWith(".tar") && !keep(name.slice(0, -4))) fs.rmSync(path.join(this.dir, name), { force: true });
+      if (name.endsWith(".tar") && !(await keep(name.slice(0, -4)))) fs.rmSync(path.join(this.dir, name), { force: true });
     }
   }
 

@@ -37,7 +37,7 @@ export interface SuspendDeps {
   tenants: TenantDirectory;
   openRequests: { endTenant(tenantId: string, why: ApiError): number };
   sandboxes: {
-    list(tenantId: string, limit: number, offset: number, filter: { status: "running" }): { sandboxes: { id: string }[] };
+    list(tenantId: string, limit: number, offset: number, filter: { status: "running" }): Promise<{ sandboxes: { id: string }[] }>;
     lifecycle: { pause(tenantId: string, id: string): Promise<unknown> };
   };
 }
@@ -54,7 +54,7 @@ export async function suspendTenant(
   await deps.tenants.setSuspended(tenantId, true);
   const why = new ApiError("tenant_suspended", `${TENANT_SUSPENDED}; this stream has ended`);
   const openRequestsEnded = deps.openRequests.endTenant(tenantId, why);
-  const running = deps.sandboxes.list(tenantId, Number.MAX_SAFE_INTEGER, 0, { status: "running" }).sandboxes;
+  const running = (await deps.sandboxes.list(tenantId, Number.MAX_SAFE_INTEGER, 0, { status: "running" })).sandboxes;
   const results = await Promise.allSettled(running.map((s) => deps.sandboxes.lifecycle.pause(tenantId, s.id)));
   const failed = results.filter((r) => r.status === "rejected").length;
   return { openRequestsEnded, paused: results.length - failed, failed };

@@ -16,7 +16,7 @@ import { GraphWorker } from "./graph-worker.js";
 import type { RecallCurve } from "./recall.js";
 import { readRecords } from "./record-loader.js";
 import { VECTOR_DEFAULTS, type VectorSettings } from "./settings.js";
-import type { RecordRow, VectorDb } from "./store.js";
+import type { RecordRow, VectorCatalog } from "./store.js";
 
 /** A changed graph is saved once its index had no writes for AGENTBOX_VECTOR_SAVE_IDLE_S (so a crash
  * soon after a bulk load finds it saved), and at least every SAVE_EVERY_MS while writes go on. */
@@ -64,7 +64,7 @@ export class EmbeddedEngine implements VectorEngine {
   private readonly saveIdleMs: number;
 
   constructor(
-    private readonly store: VectorDb,
+    private readonly store: VectorCatalog,
     dataDir: string,
     private readonly log: (msg: string, fields?: Record<string, unknown>) => void = () => {},
     private readonly settings: VectorSettings = VECTOR_DEFAULTS,
@@ -176,7 +176,7 @@ export class EmbeddedEngine implements VectorEngine {
     }
     // The writes made meanwhile (searches may start now: exact until the graph is ready).
     c.endLoad();
-    c.seq = Math.max(c.seq, this.store.seq(spec.id));
+    c.seq = Math.max(c.seq, await this.store.seq(spec.id));
     const recordsMs = Math.round(performance.now() - started);
     const opened = await opening;
     if (c.isClosed) return;
@@ -184,7 +184,7 @@ export class EmbeddedEngine implements VectorEngine {
     if (saved && opened.error) this.log("loading a saved vector graph failed; rebuilding it", { index: spec.id, error: opened.error });
     if (haveGraph) {
       // Deletes and replacements after the save: their labels leave the graph.
-      const size = await c.removeFromGraph(this.store.tombstonesAfter(spec.id, upTo));
+      const size = await c.removeFromGraph(await this.store.tombstonesAfter(spec.id, upTo));
       if (size !== inGraph) {
         this.log("vector graph does not match the records; rebuilding it", { index: spec.id, graph: size, records: inGraph });
         haveGraph = false;
@@ -237,7 +237,7 @@ export class EmbeddedEngine implements VectorEngine {
 
   async upsert(spec: IndexSpec, vectors: NewVector[], admit?: Admit): Promise<void> {
     const c = this.coll(spec);
-    const written = this.store.upsert(spec.id, vectors, admit);
+    const written = await this.store.upsert(spec.id, vectors, admit);
     written.forEach((w, i) => {
       const v = vectors[i] as NewVector;
       if (w.replaced !== undefined) c.drop(w.replaced, w.seq);
@@ -245,24 +245,19 @@ export class EmbeddedEngine implements VectorEngine {
     });
   }
 
-  async delete(spec: IndexSpec, ids: string[]): Promise<number> {
+  async delete(spec: IndexSpec, ids: string[], refuseProtected?: (protectedIds: string[]) => void): Promise<number> {
     const c = this.coll(spec);
-    const gone = this.store.delete(spec.id, ids);
+    const gone = await this.store.delete(spec.id, ids, refuseProtected);
     for (const g of gone) c.drop(g.label, g.seq);
     return gone.length;
   }
 
-  fetch(spec: IndexSpec, ids: string[]): VectorRecord[] {
-    const out: VectorRecord[] = [];
-    for (const id of ids) {
-      const row = this.store.get(spec.id, id);
-      if (row) out.push(toRecord(row));
-    }
-    return out;
+  async fetch(spec: IndexSpec, ids: string[]): Promise<VectorRecord[]> {
+    return (await this.store.getMany(spec.id, ids)).map(toRecord);
   }
 
-  list(spec: IndexSpec, offset: number, limit: number): { vectors: VectorRecord[]; total: number } {
-    return { vectors: this.store.list(spec.id, limit, offset).map(toRecord), total: this.store.count(spec.id) };
+  async list(spec: IndexSpec, offset: number, limit: number): Promise<{ vectors: VectorRecord[]; total: number }> {
+    return { vectors: (await this.store.list(spec.id, limit, offset)).map(toRecord), total: this.store.count(spec.id) };
   }
 
   async update(
@@ -272,13 +267,13 @@ export class EmbeddedEngine implements VectorEngine {
     admit?: Admit,
   ): Promise<VectorRecord | undefined> {
     const c = this.coll(spec);
-    const row = this.store.get(spec.id, id);
+    const row = await this.store.get(spec.id, id);
     if (!row) return undefined;
     const metadata = change.metadata ?? (JSON.parse(row.metadata) as Metadata);
     const protect = change.delete_protection ?? row.delete_protection === 1;
-    if (!this.store.updateVector(spec.id, id, JSON.stringify(metadata), protect, new Date().toISOString(), admit)) return undefined;
+    if (!(await this.store.updateVector(spec.id, id, JSON.stringify(metadata), protect, new Date().toISOString(), admit))) return undefined;
     c.setMetadata(row.label, metadata);
-    const after = this.store.get(spec.id, id);
+    const after = await this.store.get(spec.id, id);
     return after ? toRecord(after) : undefined;
   }
 
@@ -349,7 +344,7 @@ export class EmbeddedEngine implements VectorEngine {
           const saved: GraphState = { upTo, dimension: c.dim, metric: c.metric, quantization: QUANTIZATION, bytes, recall: c.recall };
           fs.writeFileSync(tmp, JSON.stringify(saved));
           fs.renameSync(tmp, state);
-          this.store.pruneTombstones(id, upTo);
+          await this.store.pruneTombstones(id, upTo);
         } catch (err) {
           c.dirty = true;
           this.log("saving a vector graph failed; it will be rebuilt on start", { index: id, error: String(err) });

@@ -82,10 +82,10 @@ export interface VectorEngine {
   dropIndex(spec: IndexSpec): Promise<void>;
   /** Inserts or replaces vectors, all or none; visible to the next search once it resolves. */
   upsert(spec: IndexSpec, vectors: NewVector[], admit?: Admit): Promise<void>;
-  /** Deletes by id; returns how many existed. */
-  delete(spec: IndexSpec, ids: string[]): Promise<number>;
-  fetch(spec: IndexSpec, ids: string[]): VectorRecord[];
-  list(spec: IndexSpec, offset: number, limit: number): { vectors: VectorRecord[]; total: number };
+  /** Deletes by id; returns how many existed. `refuseProtected` sees the protected ids in the same step (throwing refuses all). */
+  delete(spec: IndexSpec, ids: string[], refuseProtected?: (protectedIds: string[]) => void): Promise<number>;
+  fetch(spec: IndexSpec, ids: string[]): Promise<VectorRecord[]>;
+  list(spec: IndexSpec, offset: number, limit: number): Promise<{ vectors: VectorRecord[]; total: number }>;
   /** Replaces metadata and/or delete protection of one vector; undefined when it does not exist. */
   update(
     spec: IndexSpec,

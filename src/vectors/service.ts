@@ -6,7 +6,7 @@ import { ApiError, invalid } from "../errors.js";
 import type { Filter, Hit, IndexHealth, IndexSpec, Metric, NewVector, VectorEngine, VectorRecord } from "./engine.js";
 import { compileFilter, type Metadata } from "./filter.js";
 import type { VectorLimits } from "./limits.js";
-import type { IndexRow, VectorDb } from "./store.js";
+import type { IndexRow, VectorCatalog } from "./store.js";
 
 export const MAX_DIMENSION = 2000;
 export const MAX_TOP_K = 1000;
@@ -115,7 +115,7 @@ function checkTarget(t: number | undefined): number | undefined {
 
 export class VectorService {
   constructor(
-    private readonly store: VectorDb,
+    private readonly store: VectorCatalog,
     readonly engine: VectorEngine,
     private readonly limits: VectorLimits,
     private readonly embedder?: TextEmbedder,
@@ -157,11 +157,11 @@ export class VectorService {
   }
 
   /** Every index's engine spec (for loading them all after start). */
-  allSpecs(): IndexSpec[] {
-    return this.store.allIndexes().map((r) => this.spec(r));
+  async allSpecs(): Promise<IndexSpec[]> {
+    return (await this.store.allIndexes()).map((r) => this.spec(r));
   }
 
-  createIndex(tenantId: string, req: CreateIndex): IndexView {
+  async createIndex(tenantId: string, req: CreateIndex): Promise<IndexView> {
     if (!NAME.test(req.name)) throw invalid("name must be 1-128 letters, digits, '_', '.', '-', starting with a letter or digit");
     if (!Number.isInteger(req.dimension) || req.dimension < 1 || req.dimension > MAX_DIMENSION)
       throw invalid(`dimension must be an integer from 1 to ${MAX_DIMENSION}`);
@@ -188,7 +188,7 @@ export class VectorService {
       target_recall: targetRecall ?? null,
     };
     try {
-      this.store.insertIndex(row, this.limits.admitIndex(tenantId));
+      await this.store.insertIndex(row, this.limits.admitIndex(tenantId));
     } catch (err) {
       if (String(err).includes("UNIQUE")) throw new ApiError("conflict", `A vector index named '${req.name}' already exists`);
       throw err;
@@ -197,8 +197,8 @@ export class VectorService {
     return this.view(row);
   }
 
-  listIndexes(tenantId: string, page: number, pageSize: number) {
-    const { rows, total } = this.store.listIndexes(tenantId, pageSize, (page - 1) * pageSize);
+  async listIndexes(tenantId: string, page: number, pageSize: number) {
+    const { rows, total } = await this.store.listIndexes(tenantId, pageSize, (page - 1) * pageSize);
     return {
       indexes: rows.map((r) => this.view(r)),
       pagination: { page, page_size: pageSize, total, total_pages: Math.ceil(total / pageSize) },
@@ -209,16 +209,16 @@ export class VectorService {
     return this.view(this.row(tenantId, ref));
   }
 
-  updateIndex(
+  async updateIndex(
     tenantId: string,
     ref: string,
     change: { metadata?: Metadata; delete_protection?: boolean; target_recall?: number },
-  ): IndexView {
+  ): Promise<IndexView> {
     const row = this.row(tenantId, ref);
     const metadata = change.metadata === undefined ? row.metadata : JSON.stringify(checkMetadata(change.metadata, "index"));
     const protect = change.delete_protection ?? row.delete_protection === 1;
     const target = change.target_recall === undefined ? row.target_recall : checkTarget(change.target_recall);
-    this.store.updateIndex(row.id, metadata, protect, target ?? null, new Date().toISOString());
+    await this.store.updateIndex(row.id, metadata, protect, target ?? null, new Date().toISOString());
     const after = this.row(tenantId, row.id);
     if (target !== row.target_recall && target != null) this.engine.setTargetRecall(this.spec(after), target);
     return this.view(after);
@@ -231,7 +231,7 @@ export class VectorService {
         "conflict",
         `Vector index '${row.name}' has delete protection on; turn it off first (PUT with delete_protection: false)`,
       );
-    this.store.deleteIndex(row.id);
+    await this.store.deleteIndex(row.id);
     await this.engine.dropIndex(this.spec(row));
     return { message: `Vector index '${row.name}' deleted`, id: row.id };
   }
@@ -349,18 +349,18 @@ export class VectorService {
     return { ...result, usage: { prompt_tokens: out.tokens, total_tokens: out.tokens } };
   }
 
-  fetch(tenantId: string, ref: string, ids: string[]): { vectors: VectorRecord[] } {
+  async fetch(tenantId: string, ref: string, ids: string[]): Promise<{ vectors: VectorRecord[] }> {
     if (ids.length > MAX_BATCH) throw invalid(`at most ${MAX_BATCH} ids per request`);
-    return { vectors: this.engine.fetch(this.spec(this.row(tenantId, ref)), ids) };
+    return { vectors: await this.engine.fetch(this.spec(this.row(tenantId, ref)), ids) };
   }
 
-  list(tenantId: string, ref: string, page: number, pageSize: number) {
-    const { vectors, total } = this.engine.list(this.spec(this.row(tenantId, ref)), (page - 1) * pageSize, pageSize);
+  async list(tenantId: string, ref: string, page: number, pageSize: number) {
+    const { vectors, total } = await this.engine.list(this.spec(this.row(tenantId, ref)), (page - 1) * pageSize, pageSize);
     return { vectors, pagination: { page, page_size: pageSize, total, total_pages: Math.ceil(total / pageSize) } };
   }
 
-  get(tenantId: string, ref: string, id: string): VectorRecord {
-    const [v] = this.engine.fetch(this.spec(this.row(tenantId, ref)), [id]);
+  async get(tenantId: string, ref: string, id: string): Promise<VectorRecord> {
+    const [v] = await this.engine.fetch(this.spec(this.row(tenantId, ref)), [id]);
     if (!v) throw new ApiError("vector_not_found", `Vector '${id}' was not found`);
     return v;
   }
@@ -387,13 +387,10 @@ export class VectorService {
     if (ids.length === 0) throw invalid("vector_ids must not be empty");
     if (ids.length > MAX_BATCH) throw invalid(`at most ${MAX_BATCH} ids per request`);
     const spec = this.spec(this.row(tenantId, ref));
-    const protectedIds = this.engine
-      .fetch(spec, ids)
-      .filter((v) => v.delete_protection)
-      .map((v) => v.id);
-    if (protectedIds.length > 0)
+    // Checked inside the delete itself: no protection can be turned on between the check and the delete.
+    const n = await this.engine.delete(spec, ids, (protectedIds) => {
       throw new ApiError("conflict", `Vectors with delete protection on cannot be deleted: ${protectedIds.slice(0, 10).join(", ")}`);
-    const n = await this.engine.delete(spec, ids);
+    });
     return { deleted_count: n, message: `${n} vectors deleted` };
   }
 }

@@ -27,7 +27,10 @@ export function openVectors(
   return {
     vectors,
     warm: () => {
-      engine.warm(vectors.allSpecs()).catch((err) => logger.error({ err }, "loading vector indexes failed"));
+      vectors
+        .allSpecs()
+        .then((specs) => engine.warm(specs))
+        .catch((err) => logger.error({ err }, "loading vector indexes failed"));
     },
     close: async () => {
       await engine.close();

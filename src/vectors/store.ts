@@ -4,6 +4,8 @@
 // replaced or deleted vector leaves a tombstone with its graph label, so a saved graph can be
 // brought up to date by replaying what came after it. Each index row keeps its vector count and
 // bytes with every write, and this process keeps their sums per tenant, for the quotas.
+// `VectorCatalog` is what the vectors area persists (indexes, records, batches of writes), with
+// promise-returning methods; `VectorDb` is its SQLite implementation.
 import path from "node:path";
 import type Database from "better-sqlite3";
 import { addColumnIfMissing, type Migration, migrate, openSqlite } from "../store/db.js";
@@ -140,13 +142,68 @@ interface Counters {
   bytes: number;
 }
 
-export class VectorDb {
+/**
+ * What the vectors area keeps: the index catalog, each index's records, and batches of writes
+ * (all or nothing, the quota check inside). Writes and record reads return promises, one per batch
+ * (never one per row). The catalog itself is small and only this process writes it: it is held in
+ * memory from the moment the store is open, so an index lookup, a tenant's usage and an index's
+ * vector count answer synchronously.
+ */
+export interface VectorCatalog {
+  /** The SQLite file the records are loaded from at start (by a worker thread of its own). */
+  readonly file: string;
+  usageOf(tenantId: string): VectorUsage;
+  totalBytes(): number;
+  indexById(tenantId: string, id: string): IndexRow | undefined;
+  indexByName(tenantId: string, name: string): IndexRow | undefined;
+  /** Vectors in the index now. */
+  count(indexId: string): number;
+  /** Adds an index; `admit` is called first with the tenant's usage (in the same step), and throwing refuses it. */
+  insertIndex(row: IndexRow, admit?: (usage: VectorUsage) => void): Promise<void>;
+  allIndexes(): Promise<IndexRow[]>;
+  listIndexes(tenantId: string, limit: number, offset: number): Promise<{ rows: IndexRow[]; total: number }>;
+  updateIndex(id: string, metadata: string, deleteProtection: boolean, targetRecall: number | null, at: string): Promise<void>;
+  /** Removes the index and all its vectors at once. */
+  deleteIndex(id: string): Promise<void>;
+  /** Writes a batch, all or nothing; `admit` runs inside it with what the batch adds (throwing refuses it all). */
+  upsert(
+    indexId: string,
+    items: Array<{ id: string; embedding: Float32Array; metadata: Metadata; delete_protection: boolean }>,
+    admit?: Admit,
+  ): Promise<Written[]>;
+  /**
+   * Deletes by id, all at once; returns what was removed. `refuseProtected` is called inside it
+   * with the ids that have delete protection on (throwing refuses them all).
+   */
+  delete(
+    indexId: string,
+    ids: string[],
+    refuseProtected?: (protectedIds: string[]) => void,
+  ): Promise<Array<{ id: string; label: number; seq: number }>>;
+  get(indexId: string, id: string): Promise<RecordRow | undefined>;
+  /** Several records by id in one read (absent ones are left out). */
+  getMany(indexId: string, ids: string[]): Promise<RecordRow[]>;
+  byLabel(indexId: string, label: number): Promise<RecordRow | undefined>;
+  list(indexId: string, limit: number, offset: number): Promise<RecordRow[]>;
+  byteCount(indexId: string): Promise<number>;
+  nextLabel(indexId: string): Promise<number>;
+  seq(indexId: string): Promise<number>;
+  tombstonesAfter(indexId: string, seq: number): Promise<number[]>;
+  pruneTombstones(indexId: string, seq: number): Promise<void>;
+  /** Replaces a vector's metadata and protection at once, `admit` inside; false when it does not exist. */
+  updateVector(indexId: string, id: string, metadata: string, deleteProtection: boolean, at: string, admit?: Admit): Promise<boolean>;
+  close(): void;
+}
+
+export class VectorDb implements VectorCatalog {
   readonly db: Database.Database;
   private readonly st;
   /** Index rows by id, and ids by tenant and name: every vector request looks its index up, and
-   * only this process writes the catalog, so it is read from SQLite once. */
+   * only this process writes the catalog, so it is read from SQLite once, when the store opens. */
   private readonly rows = new Map<string, IndexRow>();
   private readonly names = new Map<string, string>();
+  /** Vectors per index, kept by each write. */
+  private readonly counts = new Map<string, number>();
   /** Sums per tenant and over all of them, kept by each write (never counted over the records). */
   private readonly usage = new Map<string, VectorUsage>();
   private bytes = 0;
@@ -209,7 +266,15 @@ export class VectorDb {
         "UPDATE vectors SET metadata = ?, delete_protection = ?, updated_at = ? WHERE index_id = ? AND id = ?",
       ),
       setBytes: db.prepare<[number, string]>("UPDATE vector_indexes SET bytes = ? WHERE id = ?"),
+      indexRow: db.prepare<[string], IndexRow>("SELECT * FROM vector_indexes WHERE id = ?"),
+      isProtected: db.prepare<[string, string], { one: number }>(
+        "SELECT 1 AS one FROM vectors WHERE index_id = ? AND id = ? AND delete_protection = 1",
+      ),
     };
+    for (const row of this.st.allIndexes.all() as Array<IndexRow & { vector_count: number }>) {
+      this.remember(row);
+      this.counts.set(row.id, row.vector_count);
+    }
     // The catalog is small (one row per index): summed once here, then kept by each write.
     for (const u of this.st.usageByTenant.all()) {
       this.usage.set(u.tenant_id, { indexes: u.indexes, vectors: u.vectors, bytes: u.bytes });
@@ -249,37 +314,38 @@ export class VectorDb {
     const row = this.rows.get(id);
     if (row) this.names.delete(`${row.tenant_id}\0${row.name}`);
     this.rows.delete(id);
+    this.counts.delete(id);
   }
 
   /** Adds an index; `admit` is called first with the tenant's usage, and throwing refuses it. */
-  insertIndex(row: IndexRow, admit?: (usage: VectorUsage) => void): void {
+  async insertIndex(row: IndexRow, admit?: (usage: VectorUsage) => void): Promise<void> {
     admit?.(this.usageOf(row.tenant_id));
     this.st.insertIndex.run(row);
-    this.forget(row.id);
+    this.remember(this.st.indexRow.get(row.id));
+    this.counts.set(row.id, 0);
     this.tally(row.tenant_id, { indexes: 1, vectors: 0, bytes: 0 });
   }
   indexById(tenantId: string, id: string): IndexRow | undefined {
-    const cached = this.rows.get(id);
-    if (cached) return cached.tenant_id === tenantId ? cached : undefined;
-    return this.remember(this.st.indexById.get(id, tenantId));
+    const row = this.rows.get(id);
+    return row?.tenant_id === tenantId ? row : undefined;
   }
   indexByName(tenantId: string, name: string): IndexRow | undefined {
     const id = this.names.get(`${tenantId}\0${name}`);
-    if (id !== undefined) return this.indexById(tenantId, id);
-    return this.remember(this.st.indexByName.get(name, tenantId));
+    return id === undefined ? undefined : this.indexById(tenantId, id);
   }
-  allIndexes(): IndexRow[] {
-    return this.st.allIndexes.all();
+  async allIndexes(): Promise<IndexRow[]> {
+    return [...this.rows.values()];
   }
-  listIndexes(tenantId: string, limit: number, offset: number): { rows: IndexRow[]; total: number } {
+  async listIndexes(tenantId: string, limit: number, offset: number): Promise<{ rows: IndexRow[]; total: number }> {
     return { rows: this.st.listIndexes.all(tenantId, limit, offset), total: (this.st.countIndexes.get(tenantId) as { n: number }).n };
   }
-  updateIndex(id: string, metadata: string, deleteProtection: boolean, targetRecall: number | null, at: string): void {
+  async updateIndex(id: string, metadata: string, deleteProtection: boolean, targetRecall: number | null, at: string): Promise<void> {
     this.st.updateIndex.run(metadata, deleteProtection ? 1 : 0, targetRecall, at, id);
-    this.forget(id);
+    const row = this.st.indexRow.get(id);
+    if (row) this.remember(row);
   }
   /** Removes the index and all its vectors in one transaction. */
-  deleteIndex(id: string): void {
+  async deleteIndex(id: string): Promise<void> {
     const c = this.db.transaction(() => {
       const c = this.st.counters.get(id);
       this.st.deleteAllVectors.run(id);
@@ -293,11 +359,11 @@ export class VectorDb {
 
   /** Writes a batch in one transaction (all or nothing). `admit` is called before it commits with
    * what the batch adds (replaced vectors count as their difference); throwing refuses it all. */
-  upsert(
+  async upsert(
     indexId: string,
     items: Array<{ id: string; embedding: Float32Array; metadata: Metadata; delete_protection: boolean }>,
     admit?: Admit,
-  ): Written[] {
+  ): Promise<Written[]> {
     let tenantId = "";
     let added = { vectors: 0, bytes: 0 };
     const written = this.db.transaction(() => {
@@ -328,17 +394,26 @@ export class VectorDb {
       return out;
     })();
     this.tally(tenantId, { indexes: 0, ...added });
+    this.counts.set(indexId, (this.counts.get(indexId) ?? 0) + added.vectors);
     return written;
   }
 
   /** Deletes by id in one transaction; returns the labels that were removed. */
-  delete(indexId: string, ids: string[]): Array<{ id: string; label: number; seq: number }> {
+  async delete(
+    indexId: string,
+    ids: string[],
+    refuseProtected?: (protectedIds: string[]) => void,
+  ): Promise<Array<{ id: string; label: number; seq: number }>> {
     let tenantId = "";
     let freed = 0;
     const gone = this.db.transaction(() => {
       const c = this.st.counters.get(indexId);
       if (!c) throw new Error(`index ${indexId} vanished`);
       tenantId = c.tenant_id;
+      if (refuseProtected) {
+        const locked = ids.filter((id) => this.st.isProtected.get(indexId, id) !== undefined);
+        if (locked.length > 0) refuseProtected(locked);
+      }
       let seq = c.seq;
       const out: Array<{ id: string; label: number; seq: number }> = [];
       for (const id of ids) {
@@ -354,43 +429,59 @@ export class VectorDb {
       return out;
     })();
     this.tally(tenantId, { indexes: 0, vectors: -gone.length, bytes: -freed });
+    this.counts.set(indexId, (this.counts.get(indexId) ?? 0) - gone.length);
     return gone;
   }
 
-  get(indexId: string, id: string): RecordRow | undefined {
+  async get(indexId: string, id: string): Promise<RecordRow | undefined> {
     return this.st.getVector.get(indexId, id);
   }
-  byLabel(indexId: string, label: number): RecordRow | undefined {
+  async getMany(indexId: string, ids: string[]): Promise<RecordRow[]> {
+    const out: RecordRow[] = [];
+    for (const id of ids) {
+      const row = this.st.getVector.get(indexId, id);
+      if (row) out.push(row);
+    }
+    return out;
+  }
+  async byLabel(indexId: string, label: number): Promise<RecordRow | undefined> {
     return this.st.getByLabel.get(indexId, label);
   }
-  list(indexId: string, limit: number, offset: number): RecordRow[] {
+  async list(indexId: string, limit: number, offset: number): Promise<RecordRow[]> {
     return this.st.listVectors.all(indexId, limit, offset);
   }
-  /** Vectors in the index (kept with each write: counting a large index is slow). */
+  /** Vectors in the index (kept in memory with each write: counting a large index is slow). */
   count(indexId: string): number {
-    return this.st.counters.get(indexId)?.vector_count ?? 0;
+    return this.counts.get(indexId) ?? 0;
   }
   /** Bytes of the index's vectors (kept with each write, as recordBytes counts them). */
-  byteCount(indexId: string): number {
+  async byteCount(indexId: string): Promise<number> {
     return this.st.counters.get(indexId)?.bytes ?? 0;
   }
   /** One more than the highest label given out in the index. */
-  nextLabel(indexId: string): number {
+  async nextLabel(indexId: string): Promise<number> {
     return this.st.counters.get(indexId)?.next_label ?? 0;
   }
-  seq(indexId: string): number {
+  async seq(indexId: string): Promise<number> {
     return this.st.counters.get(indexId)?.seq ?? 0;
   }
-  tombstonesAfter(indexId: string, seq: number): number[] {
+  async tombstonesAfter(indexId: string, seq: number): Promise<number[]> {
     return this.st.tombstonesAfter.all(indexId, seq).map((r) => r.label);
   }
   /** Tombstones a saved graph already accounts for are no longer needed. */
-  pruneTombstones(indexId: string, seq: number): void {
+  async pruneTombstones(indexId: string, seq: number): Promise<void> {
     this.st.pruneTombstones.run(indexId, seq);
   }
   /** Replaces a vector's metadata and protection in one transaction; `admit` gets the bytes it adds
    * (throwing refuses it). False when the vector does not exist. */
-  updateVector(indexId: string, id: string, metadata: string, deleteProtection: boolean, at: string, admit?: Admit): boolean {
+  async updateVector(
+    indexId: string,
+    id: string,
+    metadata: string,
+    deleteProtection: boolean,
+    at: string,
+    admit?: Admit,
+  ): Promise<boolean> {
     let tenantId = "";
     let added = 0;
     const done = this.db.transaction(() => {

@@ -122,8 +122,15 @@ export function describeSnapshotStoreContract(name: string, makeStore: () => Pro
       assert.equal(page.total, 3);
       assert.equal(await store.countByTenant("t1"), 3);
       assert.equal(await store.bytesByTenant("t1"), 33);
-      await store.delete("p0");
-      await store.delete("nothing");
+      assert.deepEqual(
+        await store.bytesPerTenant(),
+        new Map([
+          ["t1", 33],
+          ["t2", 100],
+        ]),
+      );
+      assert.equal(await store.delete("p0"), true);
+      assert.equal(await store.delete("nothing"), false);
       assert.equal(await store.countByTenant("t1"), 2);
       await assert.rejects(async () => store.insert(snapshot("p1")), "a duplicate id is refused");
     });
@@ -211,6 +218,15 @@ export function describeFileStoreContract(name: string, makeStore: () => Promise
       await store.insert(file("c", { bytes: 1, expiresAt: 2000 }));
       assert.deepEqual(await store.usage("t1"), { bytes: 13, files: 3 });
       assert.deepEqual(await store.usage("t2"), { bytes: 0, files: 0 });
+      await store.insert(file("d", { tenantId: "t2", bytes: 4 }));
+      assert.deepEqual(
+        await store.bytesPerTenant(),
+        new Map([
+          ["t1", 13],
+          ["t2", 4],
+        ]),
+        "bytes per tenant, expired files included",
+      );
       assert.deepEqual(
         (await store.expired(5000, 10)).map((f) => f.id),
         ["c", "b"],

@@ -61,7 +61,7 @@ function record(id: string, tenantId: string, status: SandboxRecord["status"] = 
 }
 
 function registry(ended: SandboxRecord[] = [], maxSandboxes = 3) {
-  const store = { get: (id: string) => ended.find((r) => r.id === id) } as unknown as SandboxStore;
+  const store = { get: async (id: string) => ended.find((r) => r.id === id) } as unknown as SandboxStore;
   const state = { closing: false, lowMemory: false };
   return {
     state,
@@ -78,14 +78,15 @@ function registry(ended: SandboxRecord[] = [], maxSandboxes = 3) {
 const box = (name: string) => ({ name }) as unknown as Box;
 const code = (c: string) => (err: unknown) => err instanceof ApiError && err.code === c;
 
-test("the registry finds a sandbox by id for its own tenant only, counts per tenant, and tells who listens when one leaves", () => {
+test("the registry finds a sandbox by id for its own tenant only, counts per tenant, and tells who listens when one leaves", async () => {
   const { reg } = registry([record("old", "a", "terminated")]);
   reg.join(record("s1", "a"), box("s1"), 60, "kill");
   reg.join(record("s2", "b"), box("s2"), 60, "kill");
-  assert.equal(reg.box("a", "s1"), reg.get("s1")?.box);
-  assert.throws(() => reg.box("b", "s1"), code("sandbox_not_found"), "another tenant's sandbox does not exist for them");
-  assert.throws(() => reg.box("a", "old"), code("invalid_state"), "an ended one is found, but not to run in");
-  assert.throws(() => reg.record("b", "old"), code("sandbox_not_found"));
+  assert.equal(reg.liveBox("a", "s1"), reg.get("s1")?.box);
+  assert.throws(() => reg.liveBox("b", "s1"), code("sandbox_not_found"), "another tenant's sandbox does not exist for them");
+  assert.equal(reg.liveBox("a", "old"), undefined, "an ended one is not in memory");
+  await assert.rejects(() => reg.notLive("a", "old"), code("invalid_state"), "an ended one is found, but not to run in");
+  await assert.rejects(() => reg.record("b", "old"), code("sandbox_not_found"));
   assert.deepEqual(
     [...reg.byTenant()],
     [

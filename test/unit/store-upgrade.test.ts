@@ -181,7 +181,7 @@ test("a main database from before versioned areas opens with every row intact", 
   }
 });
 
-test("a vectors database from before versioned migrations opens with its indexes and records", () => {
+test("a vectors database from before versioned migrations opens with its indexes and records", async () => {
   const dir = tempDir();
   const raw = new Database(path.join(dir, "vectors.db"));
   raw.exec(fs.readFileSync(path.join(FIXTURES, "vectors-before-areas.sql"), "utf8"));
@@ -205,9 +205,9 @@ test("a vectors database from before versioned migrations opens with its indexes
     assert.equal(index?.name, "docs");
     assert.equal(index?.target_recall, 0.9);
     assert.equal(db.count("ix1"), 1);
-    assert.equal(db.byteCount("ix1"), 17);
+    assert.equal(await db.byteCount("ix1"), 17);
     assert.deepEqual(db.usageOf("t1"), { indexes: 1, vectors: 1, bytes: 17 });
-    const record = db.get("ix1", "v1");
+    const record = await db.get("ix1", "v1");
     assert.deepEqual(record && [...new Float32Array(record.embedding.buffer, record.embedding.byteOffset, 3)], [1, 2, 3]);
     assert.equal(record?.metadata, '{"a":1}');
   } finally {
@@ -215,7 +215,7 @@ test("a vectors database from before versioned migrations opens with its indexes
   }
 });
 
-test("a vectors database from before the count, bytes and recall columns gets them, filled in", () => {
+test("a vectors database from before the count, bytes and recall columns gets them, filled in", async () => {
   const dir = tempDir();
   const raw = new Database(path.join(dir, "vectors.db"));
   // The first catalog: no vector_count, bytes or target_recall yet.
@@ -242,7 +242,7 @@ test("a vectors database from before the count, bytes and recall columns gets th
   try {
     assert.equal(db.count("ix1"), 2, "counted once");
     // Each record: 8 bytes of embedding, 2 of metadata ("{}"), and its id.
-    assert.equal(db.byteCount("ix1"), 8 + 2 + 1 + (8 + 2 + 2), "summed once");
+    assert.equal(await db.byteCount("ix1"), 8 + 2 + 1 + (8 + 2 + 2), "summed once");
     assert.equal(db.indexById("t1", "ix1")?.target_recall, null);
   } finally {
     db.close();

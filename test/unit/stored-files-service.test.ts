@@ -34,8 +34,8 @@ async function fileService(config: FilesConfig, store: SqliteFileStore, db: Retu
     config,
     store,
     storage: new LocalStorage(config.dir),
-    quota: openStorageQuota(config, db, await TenantDirectory.open(new SqliteTenantStore(db)), new SqliteSnapshotStore(db)),
-    box: () => {
+    quota: await openStorageQuota(config, db, await TenantDirectory.open(new SqliteTenantStore(db)), new SqliteSnapshotStore(db)),
+    box: async () => {
       throw new Error("no sandboxes here");
     },
     log: pino({ level: "silent" }),
@@ -106,7 +106,7 @@ test("two concurrent uploads cannot together pass the tenant's quota; the refuse
   assert.equal(ok.length, 1);
   assert.equal(refused.length, 1);
   assert.ok(refused[0]?.reason instanceof ApiError && refused[0].reason.code === "quota_exceeded");
-  assert.equal(store.usage("t").bytes, 3 * MiB);
+  assert.equal((await store.usage("t")).bytes, 3 * MiB);
   // Exactly the stored file is on disk, nothing in tmp.
   assert.equal(fs.readdirSync(path.join(config.dir, "tmp")).length, 0);
   const objects = fs.readdirSync(path.join(config.dir, "objects"), { recursive: true, withFileTypes: true }).filter((e) => e.isFile());
@@ -133,7 +133,7 @@ test("uploads in flight are counted against each other: together they never stag
   // A refused upload gives its room back at once, and its file is removed a moment later: the
   // others may stage that much more meanwhile. Counted apart, the four would stage 12 MiB.
   assert.ok(peak <= 5 * MiB, `about the quota at most was staged at once, saw ${peak} bytes`);
-  assert.equal(store.usage("t").bytes, 3 * MiB);
+  assert.equal((await store.usage("t")).bytes, 3 * MiB);
   assert.equal(fs.readdirSync(path.join(config.dir, "tmp")).length, 0);
   // The refused uploads' room is free again: 1 MiB fits, 1 byte more does not.
   await upload(files, "t", MiB);
@@ -174,11 +174,11 @@ test("the reaper deletes expired files (rows and bytes); start-up sweeps temp fi
   const staged = await files.receive("t", slowSource(1000));
   const f = await files.commit("t", staged, { filename: "e.bin", purpose: "batch", expiresAfterS: 60 });
   const keep = await upload(files, "t", 1000);
-  assert.ok(store.get("t", f.id));
+  assert.ok(await store.get("t", f.id));
   // Hidden once expired, even before the reaper runs.
-  assert.equal(store.get("t", f.id, Date.now() + 61_000), undefined);
+  assert.equal(await store.get("t", f.id, Date.now() + 61_000), undefined);
   assert.equal(await files.reap(Date.now() + 61_000), 1);
-  assert.equal(store.usage("t").files, 1);
+  assert.equal((await store.usage("t")).files, 1);
   await assert.rejects(files.open("t", f.id), (e: unknown) => e instanceof ApiError && e.code === "file_not_found");
   const objects = () =>
     fs

@@ -45,26 +45,26 @@ function indexRow(id: string, tenant: string, name: string): IndexRow {
 
 const vec = (id: string) => ({ id, embedding: Float32Array.of(1, 2), metadata: {}, delete_protection: false });
 
-test("the vector count follows upserts, replacements and deletes", () => {
+test("the vector count follows upserts, replacements and deletes", async () => {
   const db = new VectorDb(tempDir());
-  db.insertIndex(indexRow("vi_a", "t1", "a"));
-  db.upsert("vi_a", [vec("x"), vec("y"), vec("z")]);
+  await db.insertIndex(indexRow("vi_a", "t1", "a"));
+  await db.upsert("vi_a", [vec("x"), vec("y"), vec("z")]);
   assert.equal(db.count("vi_a"), 3);
   // One replaced, one new.
-  db.upsert("vi_a", [vec("x"), vec("w")]);
+  await db.upsert("vi_a", [vec("x"), vec("w")]);
   assert.equal(db.count("vi_a"), 4);
   // One present, one absent.
-  assert.equal(db.delete("vi_a", ["y", "nope"]).length, 1);
+  assert.equal((await db.delete("vi_a", ["y", "nope"])).length, 1);
   assert.equal(db.count("vi_a"), 3);
-  assert.equal(db.list("vi_a", 10, 0).length, 3);
+  assert.equal((await db.list("vi_a", 10, 0)).length, 3);
   db.close();
 });
 
-test("a database from before the count was kept is counted once when opened", () => {
+test("a database from before the count was kept is counted once when opened", async () => {
   const dir = tempDir();
   const old = new VectorDb(dir);
-  old.insertIndex(indexRow("vi_b", "t1", "b"));
-  old.upsert("vi_b", [vec("1"), vec("2")]);
+  await old.insertIndex(indexRow("vi_b", "t1", "b"));
+  await old.upsert("vi_b", [vec("1"), vec("2")]);
   old.db.exec("ALTER TABLE vector_indexes DROP COLUMN vector_count");
   // A database of that time had no record of versioned migrations either.
   old.db.exec("DROP TABLE schema_migrations");
@@ -75,105 +75,113 @@ test("a database from before the count was kept is counted once when opened", ()
 });
 
 /** The bytes of an index counted over its records, the slow way the running sums avoid. */
-function counted(db: VectorDb, indexId: string): number {
-  const rows = db.list(indexId, 1_000_000, 0);
+async function counted(db: VectorDb, indexId: string): Promise<number> {
+  const rows = await db.list(indexId, 1_000_000, 0);
   return rows.reduce((n, r) => n + r.embedding.length + Buffer.byteLength(r.metadata) + Buffer.byteLength(r.id), 0);
 }
 
-test("the bytes follow upserts, replacements, metadata updates and deletes, per index, per tenant and in all", () => {
+test("the bytes follow upserts, replacements, metadata updates and deletes, per index, per tenant and in all", async () => {
   const db = new VectorDb(tempDir());
-  db.insertIndex(indexRow("vi_g", "t1", "g"));
-  db.insertIndex(indexRow("vi_h", "t1", "h"));
-  db.insertIndex(indexRow("vi_i", "t2", "i"));
+  await db.insertIndex(indexRow("vi_g", "t1", "g"));
+  await db.insertIndex(indexRow("vi_h", "t1", "h"));
+  await db.insertIndex(indexRow("vi_i", "t2", "i"));
   const m = (id: string, metadata: Record<string, unknown>) => ({
     id,
     embedding: Float32Array.of(1, 2),
     metadata,
     delete_protection: false,
   });
-  db.upsert("vi_g", [m("a", { text: "héllo" }), m("b", {})]);
+  await db.upsert("vi_g", [m("a", { text: "héllo" }), m("b", {})]);
   // 8 bytes of embedding + the JSON in UTF-8 ("é" is two bytes) + the id.
-  assert.equal(db.byteCount("vi_g"), 8 + Buffer.byteLength('{"text":"héllo"}') + 1 + (8 + 2 + 1));
-  assert.equal(db.byteCount("vi_g"), counted(db, "vi_g"));
+  assert.equal(await db.byteCount("vi_g"), 8 + Buffer.byteLength('{"text":"héllo"}') + 1 + (8 + 2 + 1));
+  assert.equal(await db.byteCount("vi_g"), await counted(db, "vi_g"));
   // A replacement counts as its difference; an id twice in one batch, once.
-  db.upsert("vi_g", [m("a", { text: "x".repeat(1000) }), m("c", {}), m("c", { k: 1 })]);
-  assert.equal(db.byteCount("vi_g"), counted(db, "vi_g"));
-  db.upsert("vi_h", [m("a", { n: 1 })]);
-  db.upsert("vi_i", [m("z", { big: "y".repeat(500) })]);
-  assert.ok(db.updateVector("vi_g", "b", JSON.stringify({ grown: "w".repeat(300) }), false, new Date().toISOString()));
-  assert.equal(db.updateVector("vi_g", "nope", "{}", false, new Date().toISOString()), false);
-  assert.equal(db.byteCount("vi_g"), counted(db, "vi_g"));
-  const t1 = counted(db, "vi_g") + counted(db, "vi_h");
+  await db.upsert("vi_g", [m("a", { text: "x".repeat(1000) }), m("c", {}), m("c", { k: 1 })]);
+  assert.equal(await db.byteCount("vi_g"), await counted(db, "vi_g"));
+  await db.upsert("vi_h", [m("a", { n: 1 })]);
+  await db.upsert("vi_i", [m("z", { big: "y".repeat(500) })]);
+  assert.ok(await db.updateVector("vi_g", "b", JSON.stringify({ grown: "w".repeat(300) }), false, new Date().toISOString()));
+  assert.equal(await db.updateVector("vi_g", "nope", "{}", false, new Date().toISOString()), false);
+  assert.equal(await db.byteCount("vi_g"), await counted(db, "vi_g"));
+  const t1 = (await counted(db, "vi_g")) + (await counted(db, "vi_h"));
   assert.deepEqual(db.usageOf("t1"), { indexes: 2, vectors: 4, bytes: t1 });
-  assert.deepEqual(db.usageOf("t2"), { indexes: 1, vectors: 1, bytes: counted(db, "vi_i") });
-  assert.equal(db.totalBytes(), t1 + counted(db, "vi_i"));
-  db.delete("vi_g", ["a", "nope"]);
-  assert.equal(db.byteCount("vi_g"), counted(db, "vi_g"));
-  assert.equal(db.usageOf("t1").bytes, counted(db, "vi_g") + counted(db, "vi_h"));
+  assert.deepEqual(db.usageOf("t2"), { indexes: 1, vectors: 1, bytes: await counted(db, "vi_i") });
+  assert.equal(db.totalBytes(), t1 + (await counted(db, "vi_i")));
+  await db.delete("vi_g", ["a", "nope"]);
+  assert.equal(await db.byteCount("vi_g"), await counted(db, "vi_g"));
+  assert.equal(db.usageOf("t1").bytes, (await counted(db, "vi_g")) + (await counted(db, "vi_h")));
   // Deleting an index frees all of it.
-  db.deleteIndex("vi_g");
-  assert.deepEqual(db.usageOf("t1"), { indexes: 1, vectors: 1, bytes: counted(db, "vi_h") });
-  assert.equal(db.totalBytes(), counted(db, "vi_h") + counted(db, "vi_i"));
+  await db.deleteIndex("vi_g");
+  assert.deepEqual(db.usageOf("t1"), { indexes: 1, vectors: 1, bytes: await counted(db, "vi_h") });
+  assert.equal(db.totalBytes(), (await counted(db, "vi_h")) + (await counted(db, "vi_i")));
   // The sums are read back from the catalog when the database is opened again.
   const file = path.dirname(db.file);
   db.close();
   const again = new VectorDb(file);
-  assert.deepEqual(again.usageOf("t1"), { indexes: 1, vectors: 1, bytes: counted(again, "vi_h") });
-  assert.equal(again.totalBytes(), counted(again, "vi_h") + counted(again, "vi_i"));
+  assert.deepEqual(again.usageOf("t1"), { indexes: 1, vectors: 1, bytes: await counted(again, "vi_h") });
+  assert.equal(again.totalBytes(), (await counted(again, "vi_h")) + (await counted(again, "vi_i")));
   again.close();
 });
 
-test("a write its check refuses keeps nothing: no record, no count, no bytes, no label", () => {
+test("a write its check refuses keeps nothing: no record, no count, no bytes, no label", async () => {
   const db = new VectorDb(tempDir());
-  db.insertIndex(indexRow("vi_j", "t1", "j"));
-  db.upsert("vi_j", [vec("a"), vec("b")]);
-  const before = { usage: db.usageOf("t1"), bytes: db.byteCount("vi_j"), label: db.nextLabel("vi_j"), seq: db.seq("vi_j") };
+  await db.insertIndex(indexRow("vi_j", "t1", "j"));
+  await db.upsert("vi_j", [vec("a"), vec("b")]);
+  const before = {
+    usage: db.usageOf("t1"),
+    bytes: await db.byteCount("vi_j"),
+    label: await db.nextLabel("vi_j"),
+    seq: await db.seq("vi_j"),
+  };
   const seen: Array<{ vectors: number; bytes: number }> = [];
   const refuse = (added: { vectors: number; bytes: number }) => {
     seen.push(added);
     throw new ApiError("quota_exceeded", "no");
   };
-  assert.throws(() => db.upsert("vi_j", [vec("a"), vec("c"), vec("d")], refuse), /no/);
+  await assert.rejects(async () => db.upsert("vi_j", [vec("a"), vec("c"), vec("d")], refuse), /no/);
   assert.deepEqual(seen, [{ vectors: 2, bytes: 2 * (8 + 2 + 1) }], "what the batch would add: two new, one replaced by the same size");
-  assert.throws(() => db.updateVector("vi_j", "a", '{"k":"v"}', false, new Date().toISOString(), refuse), /no/);
+  await assert.rejects(async () => db.updateVector("vi_j", "a", '{"k":"v"}', false, new Date().toISOString(), refuse), /no/);
   assert.deepEqual(seen[1], { vectors: 0, bytes: 7 });
   assert.deepEqual(
-    db.list("vi_j", 10, 0).map((r) => [r.id, r.metadata]),
+    (await db.list("vi_j", 10, 0)).map((r) => [r.id, r.metadata]),
     [
       ["a", "{}"],
       ["b", "{}"],
     ],
   );
   assert.deepEqual(db.usageOf("t1"), before.usage);
-  assert.equal(db.byteCount("vi_j"), before.bytes);
-  assert.equal(db.nextLabel("vi_j"), before.label);
-  assert.equal(db.seq("vi_j"), before.seq);
-  assert.deepEqual(db.tombstonesAfter("vi_j", 0), [], "no tombstone of the refused replacement");
+  assert.equal(await db.byteCount("vi_j"), before.bytes);
+  assert.equal(await db.nextLabel("vi_j"), before.label);
+  assert.equal(await db.seq("vi_j"), before.seq);
+  assert.deepEqual(await db.tombstonesAfter("vi_j", 0), [], "no tombstone of the refused replacement");
   // A refused index is not created.
-  assert.throws(() => db.insertIndex(indexRow("vi_k", "t1", "k"), () => refuse({ vectors: 0, bytes: 0 })), /no/);
+  await assert.rejects(async () => db.insertIndex(indexRow("vi_k", "t1", "k"), () => refuse({ vectors: 0, bytes: 0 })), /no/);
   assert.equal(db.indexById("t1", "vi_k"), undefined);
   assert.equal(db.usageOf("t1").indexes, 1);
   db.close();
 });
 
-test("a database from before the bytes were kept is summed once when opened", () => {
+test("a database from before the bytes were kept is summed once when opened", async () => {
   const dir = tempDir();
   const old = new VectorDb(dir);
-  old.insertIndex(indexRow("vi_l", "t1", "l"));
-  old.upsert("vi_l", [{ id: "é1", embedding: Float32Array.of(1, 2), metadata: { s: "ü".repeat(10) }, delete_protection: false }, vec("2")]);
-  const bytes = old.byteCount("vi_l");
-  assert.equal(bytes, counted(old, "vi_l"));
+  await old.insertIndex(indexRow("vi_l", "t1", "l"));
+  await old.upsert("vi_l", [
+    { id: "é1", embedding: Float32Array.of(1, 2), metadata: { s: "ü".repeat(10) }, delete_protection: false },
+    vec("2"),
+  ]);
+  const bytes = await old.byteCount("vi_l");
+  assert.equal(bytes, await counted(old, "vi_l"));
   old.db.exec("ALTER TABLE vector_indexes DROP COLUMN bytes");
   // A database of that time had no record of versioned migrations either.
   old.db.exec("DROP TABLE schema_migrations");
   old.close();
   const db = new VectorDb(dir);
-  assert.equal(db.byteCount("vi_l"), bytes, "UTF-8 bytes, as the writes count them");
+  assert.equal(await db.byteCount("vi_l"), bytes, "UTF-8 bytes, as the writes count them");
   assert.deepEqual(db.usageOf("t1"), { indexes: 1, vectors: 2, bytes });
   db.close();
 });
 
-test("the limits: each quota is a 429 with Retry-After, the node's bound a 503; a write adding nothing passes", () => {
+test("the limits: each quota is a 429 with Retry-After, the node's bound a 503; a write adding nothing passes", async () => {
   const MiB = 2 ** 20;
   const usage = { indexes: 2, vectors: 10, bytes: MiB - 100 };
   let total = 3 * MiB - 50;
@@ -228,34 +236,34 @@ test("the limits: each quota is a 429 with Retry-After, the node's bound a 503; 
   );
 });
 
-test("catalog rows are cached per tenant and follow updates and deletes", () => {
+test("catalog rows are cached per tenant and follow updates and deletes", async () => {
   const db = new VectorDb(tempDir());
-  db.insertIndex(indexRow("vi_c", "t1", "c"));
+  await db.insertIndex(indexRow("vi_c", "t1", "c"));
   assert.equal(db.indexById("t1", "vi_c")?.name, "c");
   assert.equal(db.indexByName("t1", "c")?.id, "vi_c");
   // Another tenant sees nothing, cached or not.
   assert.equal(db.indexById("t2", "vi_c"), undefined);
   assert.equal(db.indexByName("t2", "c"), undefined);
-  db.updateIndex("vi_c", '{"k":1}', true, null, new Date().toISOString());
+  await db.updateIndex("vi_c", '{"k":1}', true, null, new Date().toISOString());
   assert.equal(db.indexById("t1", "vi_c")?.metadata, '{"k":1}');
   assert.equal(db.indexByName("t1", "c")?.delete_protection, 1);
-  db.deleteIndex("vi_c");
+  await db.deleteIndex("vi_c");
   assert.equal(db.indexById("t1", "vi_c"), undefined);
   assert.equal(db.indexByName("t1", "c"), undefined);
   // The name is free again, for a new index with a new id.
-  db.insertIndex(indexRow("vi_d", "t1", "c"));
+  await db.insertIndex(indexRow("vi_d", "t1", "c"));
   assert.equal(db.indexByName("t1", "c")?.id, "vi_d");
   db.close();
 });
 
 test("the record reader returns one index's records in write order, in chunks, and refuses a malformed embedding", async () => {
   const db = new VectorDb(tempDir());
-  db.insertIndex(indexRow("vi_e", "t1", "e"));
-  db.insertIndex(indexRow("vi_f", "t1", "f"));
+  await db.insertIndex(indexRow("vi_e", "t1", "e"));
+  await db.insertIndex(indexRow("vi_f", "t1", "f"));
   const v = (id: string, x: number) => ({ id, embedding: Float32Array.of(x, -x), metadata: { x }, delete_protection: false });
-  db.upsert("vi_e", [v("a", 1), v("b", 2)]);
-  db.upsert("vi_f", [v("other", 9)]);
-  db.upsert("vi_e", [v("c", 3), v("a", 4)]); // "a" replaced: its new version comes last
+  await db.upsert("vi_e", [v("a", 1), v("b", 2)]);
+  await db.upsert("vi_f", [v("other", 9)]);
+  await db.upsert("vi_e", [v("c", 3), v("a", 4)]); // "a" replaced: its new version comes last
   const read: Array<{ id: string; label: number; seq: number; vec: number[]; meta: string }> = [];
   let chunks = 0;
   for await (const chunk of readRecords(db.file, "vi_e", 2, 2)) {

@@ -19,7 +19,7 @@ export const eventRoutes: FastifyPluginAsyncTypebox<{ sandbox: SandboxService; e
     async (request) => {
       const id = request.params.sandbox_id;
       // 404 unless the sandbox is (or was) the caller's.
-      const record = sandbox.getSandbox(request.apiKey, id);
+      const record = await sandbox.getSandbox(request.apiKey, id);
       return events.list(record.tenantId, id);
     },
   );

@@ -18,7 +18,7 @@ export const networkRoutes: FastifyPluginAsyncTypebox<{ network: NetworkService 
         response: { 200: NetworkPolicyJson, ...errors(401, 404) },
       },
     },
-    async (request) => policyJson(network.getPolicy(request.apiKey.tenantId, request.params.sandbox_id)),
+    async (request) => policyJson(await network.getPolicy(request.apiKey.tenantId, request.params.sandbox_id)),
   );
 
   app.put(
@@ -47,7 +47,7 @@ export const networkRoutes: FastifyPluginAsyncTypebox<{ network: NetworkService 
       },
     },
     async (request) => ({
-      entries: network.egressLog(request.apiKey.tenantId, request.params.sandbox_id, Math.max(1, Number(request.query.limit ?? 100))),
+      entries: await network.egressLog(request.apiKey.tenantId, request.params.sandbox_id, Math.max(1, Number(request.query.limit ?? 100))),
     }),
   );
 };

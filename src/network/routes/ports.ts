@@ -113,7 +113,7 @@ export const portRoutes: FastifyPluginAsyncTypebox<{
     async (request) => {
       const { sandbox_id: id } = request.params;
       const port = parsePort(request.params.port);
-      network.checkRunning(request.apiKey.tenantId, id);
+      await network.checkRunning(request.apiKey.tenantId, id);
       return { url: `${baseUrl(request, publicUrl)}/v1/agents/sandboxes/${encodeURIComponent(id)}/ports/${port}/` };
     },
   );
@@ -132,7 +132,7 @@ export const portRoutes: FastifyPluginAsyncTypebox<{
     async (request) => {
       const { sandbox_id: id } = request.params;
       const port = parsePort(request.params.port);
-      const { token, expiresAt } = network.share(request.apiKey.tenantId, request.apiKey.id, id, port, request.body.expires_in);
+      const { token, expiresAt } = await network.share(request.apiKey.tenantId, request.apiKey.id, id, port, request.body.expires_in);
       return {
         url: `${baseUrl(request, publicUrl)}/v1/agents/sandboxes/${encodeURIComponent(id)}/ports/${port}/_share/${token}/`,
         expires_at: expiresAt.toISOString(),

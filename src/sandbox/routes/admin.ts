@@ -19,7 +19,7 @@ export const adminSandboxRoutes: FastifyPluginAsyncTypebox<{ sandboxes: SandboxM
     },
     async (request) => {
       const id = request.params.sandbox_id;
-      const record = sandboxes.store.get(id);
+      const record = await sandboxes.store.get(id);
       if (!record) throw sandboxNotFound(id);
       await sandboxes.kill(record.tenantId, id, "operator");
       request.log.info({ sandbox_id: id, tenant_id: record.tenantId }, "admin: sandbox killed");

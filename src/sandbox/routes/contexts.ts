@@ -47,7 +47,7 @@ export const contextRoutes: FastifyPluginAsyncTypebox<{ sandbox: SandboxService 
     async (request, reply) => {
       const id = request.params.sandbox_id;
       const context = await sandbox.createContext(request.apiKey, id, { language: request.body?.language, cwd: request.body?.cwd });
-      const record = sandbox.getSandbox(request.apiKey, id);
+      const record = await sandbox.getSandbox(request.apiKey, id);
       return reply.status(201).send(json(context, record.timeoutAt));
     },
   );
@@ -64,8 +64,8 @@ export const contextRoutes: FastifyPluginAsyncTypebox<{ sandbox: SandboxService 
     },
     async (request) => {
       const id = request.params.sandbox_id;
-      const list = sandbox.listContexts(request.apiKey, id);
-      const record = sandbox.getSandbox(request.apiKey, id);
+      const list = await sandbox.listContexts(request.apiKey, id);
+      const record = await sandbox.getSandbox(request.apiKey, id);
       return { contexts: list.map((c) => json(c, record.timeoutAt)) };
     },
   );
@@ -77,8 +77,8 @@ export const contextRoutes: FastifyPluginAsyncTypebox<{ sandbox: SandboxService 
     },
     async (request) => {
       const { sandbox_id: id, context_id: contextId } = request.params;
-      const context = sandbox.getContext(request.apiKey, id, contextId);
-      return json(context, sandbox.getSandbox(request.apiKey, id).timeoutAt);
+      const context = await sandbox.getContext(request.apiKey, id, contextId);
+      return json(context, (await sandbox.getSandbox(request.apiKey, id)).timeoutAt);
     },
   );
 

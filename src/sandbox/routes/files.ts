@@ -69,7 +69,7 @@ export const fileRoutes: FastifyPluginAsyncTypebox<FileRouteOptions> = async (ap
       },
     },
     async (request) => {
-      const box = sandboxes.box(request.apiKey.tenantId, request.params.sandbox_id);
+      const box = await sandboxes.box(request.apiKey.tenantId, request.params.sandbox_id);
       const file = await readFile(box, request.body.path, config.maxFileReadBytes);
       return { content: file.data.toString("utf8"), path: file.path, size: file.data.length };
     },
@@ -88,7 +88,7 @@ export const fileRoutes: FastifyPluginAsyncTypebox<FileRouteOptions> = async (ap
       },
     },
     async (request) => {
-      const box = sandboxes.box(request.apiKey.tenantId, request.params.sandbox_id);
+      const box = await sandboxes.box(request.apiKey.tenantId, request.params.sandbox_id);
       const data = Buffer.from(request.body.content, "utf8");
       const written = await writeFile(box, request.body.path, data);
       return { message: "File written", path: written.path, bytes_written: data.length };
@@ -111,7 +111,7 @@ export const fileRoutes: FastifyPluginAsyncTypebox<FileRouteOptions> = async (ap
       },
     },
     async (request) => {
-      const box = sandboxes.box(request.apiKey.tenantId, request.params.sandbox_id);
+      const box = await sandboxes.box(request.apiKey.tenantId, request.params.sandbox_id);
       return { files: await listDir(box, request.body?.path ?? HOME, config.maxListFiles) };
     },
   );
@@ -134,7 +134,7 @@ export const fileRoutes: FastifyPluginAsyncTypebox<FileRouteOptions> = async (ap
         },
       },
       async (request) => {
-        const box = sandboxes.box(request.apiKey.tenantId, request.params.sandbox_id);
+        const box = await sandboxes.box(request.apiKey.tenantId, request.params.sandbox_id);
         return { message, path: await op(box, request.body.path) };
       },
     );
@@ -157,7 +157,7 @@ export const fileRoutes: FastifyPluginAsyncTypebox<FileRouteOptions> = async (ap
       },
     },
     async (request, reply) => {
-      const box = sandboxes.box(request.apiKey.tenantId, request.params.sandbox_id);
+      const box = await sandboxes.box(request.apiKey.tenantId, request.params.sandbox_id);
       const read = (path: string) => download(box, path, config.maxDownloadBytes);
       let file: Download;
       try {
@@ -241,7 +241,7 @@ const uploadRoutes: FastifyPluginAsyncTypebox<FileRouteOptions> = async (app, { 
   const tooLarge = () => new ApiError("payload_too_large", `The file is larger than the upload limit of ${config.maxUploadBytes} bytes`);
   for (const url of ["/sandboxes/:sandbox_id/upload", "/sandboxes/:sandbox_id/files/upload"]) {
     app.post(url, { schema, bodyLimit }, async (request, reply) => {
-      const box = sandboxes.box(request.apiKey.tenantId, request.params.sandbox_id);
+      const box = await sandboxes.box(request.apiKey.tenantId, request.params.sandbox_id);
       if (!request.isMultipart()) throw invalid("Send the file as multipart/form-data with a 'file' field (and optionally 'path')");
       // Revoking the key drops the connection: the upload fails and is removed like a cut one.
       reply.holdOpen();

@@ -111,7 +111,7 @@ export const lifecycleRoutes: FastifyPluginAsyncTypebox<{ lifecycle: Lifecycle }
     },
     async (request) => {
       const { limit, offset } = page(request.query);
-      const result = lifecycle.listSnapshots(request.apiKey.tenantId, limit, offset);
+      const result = await lifecycle.listSnapshots(request.apiKey.tenantId, limit, offset);
       return { snapshots: result.snapshots.map(snapshotJson), total: result.total };
     },
   );
@@ -126,7 +126,7 @@ export const lifecycleRoutes: FastifyPluginAsyncTypebox<{ lifecycle: Lifecycle }
         response: { 200: Snapshot, ...errors(401, 404) },
       },
     },
-    async (request) => snapshotJson(lifecycle.getSnapshot(request.apiKey.tenantId, request.params.snapshot_id)),
+    async (request) => snapshotJson(await lifecycle.getSnapshot(request.apiKey.tenantId, request.params.snapshot_id)),
   );
 
   app.delete(

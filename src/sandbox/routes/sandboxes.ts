@@ -108,7 +108,7 @@ export const sandboxRoutes: FastifyPluginAsyncTypebox<{
     },
     async (request) => {
       const { limit, offset } = page(request.query);
-      const result = sandbox.listSandboxes(request.apiKey, limit, offset, listFilter(request.query));
+      const result = await sandbox.listSandboxes(request.apiKey, limit, offset, listFilter(request.query));
       return { sandboxes: result.sandboxes.map(sandboxJson), total: result.total };
     },
   );
@@ -116,7 +116,7 @@ export const sandboxRoutes: FastifyPluginAsyncTypebox<{
   app.get(
     "/sandboxes/:sandbox_id",
     { schema: { tags, summary: "Get a sandbox", params: SandboxIdParams, response: { 200: Type.Ref(Sandbox), ...errors(401, 404) } } },
-    async (request) => sandboxJson(sandbox.getSandbox(request.apiKey, request.params.sandbox_id)),
+    async (request) => sandboxJson(await sandbox.getSandbox(request.apiKey, request.params.sandbox_id)),
   );
 
   app.delete(
@@ -148,7 +148,7 @@ export const sandboxRoutes: FastifyPluginAsyncTypebox<{
     },
     async (request) => {
       const { timeout } = request.body;
-      const record = sandbox.setSandboxTimeout(request.apiKey, request.params.sandbox_id, timeout);
+      const record = await sandbox.setSandboxTimeout(request.apiKey, request.params.sandbox_id, timeout);
       return { message: "Timeout updated", timeout, timeout_at: record.timeoutAt };
     },
   );

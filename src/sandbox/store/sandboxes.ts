@@ -42,14 +42,23 @@ export interface SandboxRecord {
   endedAt: string | null;
 }
 
+/**
+ * Where sandbox records are kept. Promise-returning so that another database can stand behind it;
+ * the hot path never reads it (a live sandbox is found in the registry's memory).
+ */
 export interface SandboxStore {
-  insert(record: SandboxRecord): void;
-  get(id: string): SandboxRecord | undefined;
-  listByTenant(tenantId: string, limit: number, offset: number, filter?: ListFilter): { sandboxes: SandboxRecord[]; total: number };
-  listRunning(): SandboxRecord[];
-  countRunning(tenantId?: string): number;
-  setTimeout(id: string, timeoutAt: string): void;
-  end(id: string, status: EndedStatus, endedAt: string): void;
+  insert(record: SandboxRecord): Promise<void>;
+  get(id: string): Promise<SandboxRecord | undefined>;
+  listByTenant(
+    tenantId: string,
+    limit: number,
+    offset: number,
+    filter?: ListFilter,
+  ): Promise<{ sandboxes: SandboxRecord[]; total: number }>;
+  listRunning(): Promise<SandboxRecord[]>;
+  countRunning(tenantId?: string): Promise<number>;
+  setTimeout(id: string, timeoutAt: string): Promise<void>;
+  end(id: string, status: EndedStatus, endedAt: string): Promise<void>;
 }
 
 interface Row {
@@ -116,7 +125,7 @@ export class SqliteSandboxStore implements SandboxStore {
     };
   }
 
-  insert(r: SandboxRecord): void {
+  async insert(r: SandboxRecord): Promise<void> {
     this.stmts.insert.run({
       id: r.id,
       tenant_id: r.tenantId,
@@ -133,12 +142,12 @@ export class SqliteSandboxStore implements SandboxStore {
     });
   }
 
-  get(id: string): SandboxRecord | undefined {
+  async get(id: string): Promise<SandboxRecord | undefined> {
     const row = this.stmts.get.get(id);
     return row ? toRecord(row) : undefined;
   }
 
-  listByTenant(tenantId: string, limit: number, offset: number, filter: ListFilter = {}) {
+  async listByTenant(tenantId: string, limit: number, offset: number, filter: ListFilter = {}) {
     const metadata = filter.metadata ?? [];
     if (filter.status !== undefined || metadata.length > 0) {
       const q = this.filteredQuery(filter.status !== undefined, metadata.length);
@@ -177,19 +186,19 @@ export class SqliteSandboxStore implements SandboxStore {
     return q;
   }
 
-  listRunning(): SandboxRecord[] {
+  async listRunning(): Promise<SandboxRecord[]> {
     return this.stmts.running.all().map(toRecord);
   }
 
-  countRunning(tenantId?: string): number {
+  async countRunning(tenantId?: string): Promise<number> {
     return (tenantId === undefined ? this.stmts.countRunning.get() : this.stmts.countRunningTenant.get(tenantId))?.n ?? 0;
   }
 
-  setTimeout(id: string, timeoutAt: string): void {
+  async setTimeout(id: string, timeoutAt: string): Promise<void> {
     this.stmts.setTimeout.run(timeoutAt, id);
   }
 
-  end(id: string, status: EndedStatus, endedAt: string): void {
+  async end(id: string, status: EndedStatus, endedAt: string): Promise<void> {
     this.stmts.end.run(status, endedAt, id);
   }
 }

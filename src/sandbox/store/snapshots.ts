@@ -28,18 +28,21 @@ export interface SnapshotRecord {
 }
 
 export interface SnapshotStore {
-  insert(r: SnapshotRecord): void;
-  get(id: string): SnapshotRecord | undefined;
-  listByTenant(tenantId: string, limit: number, offset: number): { snapshots: SnapshotRecord[]; total: number };
-  countByTenant(tenantId: string): number;
+  insert(r: SnapshotRecord): Promise<void>;
+  get(id: string): Promise<SnapshotRecord | undefined>;
+  listByTenant(tenantId: string, limit: number, offset: number): Promise<{ snapshots: SnapshotRecord[]; total: number }>;
+  countByTenant(tenantId: string): Promise<number>;
   /** Bytes of all the tenant's snapshot archives (every kind: they all take disk). */
-  bytesByTenant(tenantId: string): number;
+  bytesByTenant(tenantId: string): Promise<number>;
+  /** Bytes of every tenant's snapshot archives (tenants with none are absent). */
+  bytesPerTenant(): Promise<Map<string, number>>;
   /** The snapshot a sandbox was hibernated into (paused too long), if any. */
-  hibernated(sandboxId: string): SnapshotRecord | undefined;
-  delete(id: string): void;
+  hibernated(sandboxId: string): Promise<SnapshotRecord | undefined>;
+  /** Removes the record; true if it was there. */
+  delete(id: string): Promise<boolean>;
   /** A sandbox's on_timeout when it is not the default (kept so a restart of the service keeps it); null: forget it. */
-  setOnTimeout(sandboxId: string, onTimeout: string | null): void;
-  onTimeout(sandboxId: string): string | undefined;
+  setOnTimeout(sandboxId: string, onTimeout: string | null): Promise<void>;
+  onTimeout(sandboxId: string): Promise<string | undefined>;
 }
 
 interface Row {
@@ -107,6 +110,9 @@ export class SqliteSnapshotStore implements SnapshotStore {
       ),
       count: db.prepare<[string], { n: number }>("SELECT COUNT(*) AS n FROM snapshots WHERE tenant_id = ?"),
       bytes: db.prepare<[string], { n: number | null }>("SELECT SUM(size_bytes) AS n FROM snapshots WHERE tenant_id = ?"),
+      bytesPerTenant: db.prepare<[], { tenant_id: string; n: number }>(
+        "SELECT tenant_id, SUM(size_bytes) AS n FROM snapshots GROUP BY tenant_id",
+      ),
       hibernated: db.prepare<[string], Row>(
         "SELECT * FROM snapshots WHERE sandbox_id = ? AND kind = 'hibernate' ORDER BY created_at DESC LIMIT 1",
       ),
@@ -117,7 +123,7 @@ export class SqliteSnapshotStore implements SnapshotStore {
     };
   }
 
-  insert(r: SnapshotRecord): void {
+  async insert(r: SnapshotRecord): Promise<void> {
     this.stmts.insert.run({
       id: r.id,
       tenant_id: r.tenantId,
@@ -131,41 +137,45 @@ export class SqliteSnapshotStore implements SnapshotStore {
     });
   }
 
-  get(id: string): SnapshotRecord | undefined {
+  async get(id: string): Promise<SnapshotRecord | undefined> {
     const row = this.stmts.get.get(id);
     return row ? toRecord(row) : undefined;
   }
 
-  listByTenant(tenantId: string, limit: number, offset: number) {
+  async listByTenant(tenantId: string, limit: number, offset: number) {
     return {
       snapshots: this.stmts.page.all(tenantId, limit, offset).map(toRecord),
-      total: this.countByTenant(tenantId),
+      total: this.stmts.count.get(tenantId)?.n ?? 0,
     };
   }
 
-  countByTenant(tenantId: string): number {
+  async countByTenant(tenantId: string): Promise<number> {
     return this.stmts.count.get(tenantId)?.n ?? 0;
   }
 
-  bytesByTenant(tenantId: string): number {
+  async bytesByTenant(tenantId: string): Promise<number> {
     return this.stmts.bytes.get(tenantId)?.n ?? 0;
   }
 
-  hibernated(sandboxId: string): SnapshotRecord | undefined {
+  async bytesPerTenant(): Promise<Map<string, number>> {
+    return new Map(this.stmts.bytesPerTenant.all().map((r) => [r.tenant_id, r.n]));
+  }
+
+  async hibernated(sandboxId: string): Promise<SnapshotRecord | undefined> {
     const row = this.stmts.hibernated.get(sandboxId);
     return row ? toRecord(row) : undefined;
   }
 
-  delete(id: string): void {
-    this.stmts.delete.run(id);
+  async delete(id: string): Promise<boolean> {
+    return this.stmts.delete.run(id).changes > 0;
   }
 
-  setOnTimeout(sandboxId: string, onTimeout: string | null): void {
+  async setOnTimeout(sandboxId: string, onTimeout: string | null): Promise<void> {
     if (onTimeout === null) this.stmts.forgetOnTimeout.run(sandboxId);
     else this.stmts.setOnTimeout.run(sandboxId, onTimeout);
   }
 
-  onTimeout(sandboxId: string): string | undefined {
+  async onTimeout(sandboxId: string): Promise<string | undefined> {
     return this.stmts.onTimeout.get(sandboxId)?.on_timeout;
   }
 }

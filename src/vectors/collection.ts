@@ -49,11 +49,6 @@ const ADD_IN_FLIGHT = 2;
 const BUSY_CHUNK = 64;
 const BUSY_WINDOW_MS = 100;
 const BUSY_PAUSE_MS = 10;
-/** ...but never lets more than this many vectors wait: beyond it the graph takes full chunks without
- * pauses even while writes arrive. Every search scores the waiting vectors exactly (measured: 17 ms
- * a search with 20,000 waiting on a loaded machine, most of a search's time during a bulk load), so
- * an unbounded queue made each search slower the longer a bulk load ran. */
-const PENDING_MAX = 8_192;
 /** Every insertion uses the same thread count: usearch sizes its per-thread contexts only when it
  * grows, so an insertion with more threads than the last growth reserved corrupts the graph
  * (measured: recall@10 0.43 on 20k vectors when thin one-thread chunks came first). */
@@ -350,7 +345,7 @@ export class Collection {
 
   private scheduleDrain(): void {
     if (!this.indexing || this.closed || performance.now() < this.resumeAt) return;
-    const busy = performance.now() - this.lastWrite < BUSY_WINDOW_MS && this.pendingCount() <= PENDING_MAX;
+    const busy = performance.now() - this.lastWrite < BUSY_WINDOW_MS;
     const maxInFlight = busy ? 1 : ADD_IN_FLIGHT;
     while (this.inFlight < maxInFlight && this.pendingCount() > 0) {
       this.inFlight++;

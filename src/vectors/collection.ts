@@ -109,8 +109,10 @@ export class Collection {
   recall: RecallCurve | undefined;
   private measuring: Promise<void> | undefined;
   private retryMeasure: NodeJS.Timeout | undefined;
-  /** Settles once the records are loaded (rejects when loading failed). */
+  /** Settles once the records are loaded (rejects when loading failed): searches wait for this
+   * only, not for the graph (they are exact until it is in use). */
   recordsLoaded: Promise<void> = Promise.resolve();
+  private settleRecords: { resolve: () => void; reject: (err: Error) => void } | undefined;
   /** Called after a measurement changed the width (the engine saves it with the graph). */
   onMeasured: () => void = () => {};
 
@@ -179,6 +181,16 @@ export class Collection {
   /** From now until endLoad, writes (put, drop, setMetadata) wait; the loader uses load(). */
   beginLoad(): void {
     this.replay = [];
+    this.recordsLoaded = new Promise<void>((resolve, reject) => {
+      this.settleRecords = { resolve, reject };
+    });
+    this.recordsLoaded.catch(() => {});
+  }
+
+  /** Loading stopped before every record was read: searches waiting for them fail. */
+  failLoad(err: Error): void {
+    this.settleRecords?.reject(err);
+    this.settleRecords = undefined;
   }
 
   /** Whether the records are still loading. */
@@ -191,6 +203,8 @@ export class Collection {
     const ops = this.replay ?? [];
     this.replay = undefined;
     for (const op of ops) op();
+    this.settleRecords?.resolve();
+    this.settleRecords = undefined;
   }
 
   /** Whether every search is exact now (the graph is loading or being rebuilt). */

@@ -106,20 +106,19 @@ export class EmbeddedEngine implements VectorEngine {
     const p = this.load(spec, c).then(
       () => {
         this.loading.delete(spec.id);
+        // Stopped before the end of the records (the index was dropped meanwhile).
+        if (c.loading) c.failLoad(new Error(`vector index ${spec.id} could not be loaded`));
       },
       (err: unknown) => {
         // The writes kept meanwhile are in the store: the next use loads again and finds them.
         this.loading.delete(spec.id);
         if (this.open.get(spec.id) === c) this.open.delete(spec.id);
         c.close();
+        if (c.loading) c.failLoad(new Error(`vector index ${spec.id} could not be loaded`));
         this.log("loading a vector index failed", { index: spec.id, error: String(err) });
       },
     );
     this.loading.set(spec.id, p);
-    c.recordsLoaded = p.then(() => {
-      if (c.loading) throw new Error(`vector index ${spec.id} could not be loaded`);
-    });
-    c.recordsLoaded.catch(() => {});
     return c;
   }
 

@@ -63,3 +63,37 @@ test("a reused slot holds only its new vector, whether it is in the graph yet or
   const [only] = await c.search(Float32Array.of(0, 0, 1, 0), 1, undefined, false, true);
   assert.deepEqual(only?.metadata, { n: "c" });
 });
+
+test("records loaded settles when the records are applied, before any graph is open, and searches are exact then", async () => {
+  // What a start does (embedded.ts): records load while the saved graph loads in the worker.
+  const c = new Collection(4, "euclidean", graphs, "records-first");
+  c.beginLoad();
+  c.graphOpen = false;
+  let settled = false;
+  void c.recordsLoaded.then(() => {
+    settled = true;
+  });
+  c.load(0, "a", Float32Array.of(1, 0, 0, 0), {}, 1, false);
+  c.load(1, "b", Float32Array.of(0, 1, 0, 0), {}, 2, false);
+  // A write made while loading is applied after the records.
+  c.put(2, "c", Float32Array.of(0.9, 0, 0, 0), {}, 3, false);
+  await new Promise((r) => setImmediate(r));
+  assert.equal(settled, false, "searches wait while records load");
+  c.endLoad();
+  await c.recordsLoaded;
+  assert.ok(c.building, "no graph yet: searches are exact");
+  const hits = await c.search(Float32Array.of(1, 0, 0, 0), 2, undefined, false, false);
+  assert.deepEqual(
+    hits.map((h) => h.id),
+    ["a", "c"],
+  );
+  c.close();
+});
+
+test("a load that stops before its records are read fails the searches waiting for it", async () => {
+  const c = new Collection(4, "euclidean", graphs, "records-failed");
+  c.beginLoad();
+  c.failLoad(new Error("dropped"));
+  await assert.rejects(c.recordsLoaded, /dropped/);
+  c.close();
+});

@@ -122,6 +122,8 @@ function makeNetDir(workspace: string): string {
 export interface TemplateRoot {
   /** The template's unpacked root filesystem on the host (mount points prepared, see src/templates/rootfs.ts). */
   dir: string;
+  /** Where the sandbox's processes start (a Dockerfile's WORKDIR); default /home/user. */
+  workdir?: string;
   /**
    * The image's own python3 (its path inside the image) when it has one the runtime can run on:
    * the supervisor, and so the python kernel, runs on it. Absent, on the host's.
@@ -227,7 +229,7 @@ export function planBwrap(
     ["--remount-ro", "/dev"],
     ["--size", String(tmpMb * 2 ** 20), "--tmpfs", "/tmp"],
     ["--bind", workspace, SANDBOX_HOME],
-    ["--chdir", SANDBOX_HOME],
+    ["--chdir", root?.workdir ?? SANDBOX_HOME],
     ["--cap-drop", "ALL", "--clearenv"],
     ["--setenv", "PATH", "/usr/bin:/bin"],
     ["--setenv", "HOME", SANDBOX_HOME],

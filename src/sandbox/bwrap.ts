@@ -229,13 +229,14 @@ export function planBwrap(
     ["--remount-ro", "/dev"],
     ["--size", String(tmpMb * 2 ** 20), "--tmpfs", "/tmp"],
     ["--bind", workspace, SANDBOX_HOME],
-    ["--chdir", root?.workdir ?? SANDBOX_HOME],
+    ["--chdir", SANDBOX_HOME],
     ["--cap-drop", "ALL", "--clearenv"],
     ["--setenv", "PATH", "/usr/bin:/bin"],
     ["--setenv", "HOME", SANDBOX_HOME],
     ["--setenv", "LANG", "C.UTF-8"],
     ["--setenv", "TMPDIR", "/tmp"],
     ...(root ? templateEnv() : []),
+    ...(root?.workdir ? [["--setenv", "AGENTBOX_WORKDIR", root.workdir]] : []),
     ["--seccomp", "3"],
   ].flat();
   const fds = new Map<number, Buffer>([[3, seccomp]]);

@@ -3,7 +3,7 @@
 // steps from the request's context, ENV/WORKDIR the template's defaults (and the environment of the
 // RUN steps after them). Whatever cannot be honoured is a 400 naming its line, before anything runs.
 import path from "node:path";
-import { DockerfileParser, type Instruction, JSONInstruction, PropertyInstruction } from "dockerfile-ast";
+import { DockerfileParser, type Instruction, JSONInstruction, ModifiableInstruction, PropertyInstruction } from "dockerfile-ast";
 import { ApiError } from "../errors.js";
 import { commandLine, shellQuote } from "../sandbox/service.js";
 import type { Step } from "./steps.js";
@@ -78,7 +78,19 @@ export function readContext(context: Record<string, string>, maxBytes: number): 
 
 function execForm(ins: Instruction): string[] | undefined {
   if (!(ins instanceof JSONInstruction) || !ins.getOpeningBracket()) return undefined;
-  return ins.getJSONStrings().map((s) => s.getJSONValue());
+  // The text itself, as Docker reads it (the parser's own JSON values drop spaces inside strings);
+  // what is not a JSON array of strings is the shell form, as in Docker.
+  try {
+    const value: unknown = JSON.parse(ins.getArgumentsContent() ?? "");
+    if (Array.isArray(value) && value.every((v) => typeof v === "string")) return value;
+  } catch {}
+  return undefined;
+}
+
+/** The instruction's flags as written (`--from=x`). */
+function flags(ins: Instruction): string[] {
+  if (!(ins instanceof ModifiableInstruction)) return [];
+  return ins.getFlags().map((f) => (f.getValue() === null ? `--${f.getName()}` : `--${f.getName()}=${f.getValue()}`));
 }
 
 function properties(ins: Instruction, vars: Record<string, string>): [string, string][] {
@@ -101,15 +113,15 @@ export function translateDockerfile(text: string, context: Map<string, Buffer>):
     switch (keyword) {
       case "FROM": {
         if (plan.from) throw bad(line, "multi-stage builds (a second FROM) are not supported: build one stage");
-        const flags = argv.filter((a) => a.startsWith("--"));
-        if (flags.length) throw bad(line, `FROM ${flags[0]} is not supported`);
+        const flag = flags(ins)[0];
+        if (flag) throw bad(line, `FROM ${flag} is not supported`);
         if (argv.length !== 1) throw bad(line, "FROM takes one image (stage names `AS ...` are for multi-stage builds, not supported)");
         plan.from = substitute(argv[0] as string, vars);
         break;
       }
       case "RUN": {
-        const flags = argv.filter((a) => a.startsWith("--"));
-        if (flags.length && !execForm(ins)) throw bad(line, `RUN ${flags[0]} is not supported`);
+        const flag = flags(ins)[0];
+        if (flag) throw bad(line, `RUN ${flag} is not supported`);
         const exec = execForm(ins);
         const body = exec ? commandLine("exec", exec) : commandLine("exec /bin/sh -c", [ins.getArgumentsContent() ?? ""]);
         const exports = Object.entries(vars).map(([k, v]) => `export ${k}=${shellQuote(v)}`);
@@ -145,33 +157,35 @@ export function translateDockerfile(text: string, context: Map<string, Buffer>):
       }
       case "COPY":
       case "ADD": {
-        const words = execForm(ins) ?? argv;
-        const flags = words.filter((a) => a.startsWith("--"));
-        const from = flags.find((f) => f.startsWith("--from"));
+        const fl = flags(ins);
+        const from = fl.find((f) => f.startsWith("--from"));
         if (from) throw bad(line, `${keyword} ${from}: multi-stage builds are not supported`);
-        const other = flags.find((f) => !/^--chown=(root|0)(:(root|0))?$/.test(f));
+        const other = fl.find((f) => !/^--chown=(root|0)(:(root|0))?$/.test(f));
         if (other) throw bad(line, `${keyword} ${other} is not supported`);
-        const paths = words.filter((a) => !a.startsWith("--")).map((a) => substitute(a, vars));
+        const paths = (execForm(ins) ?? argv).map((a) => substitute(a, vars));
         if (paths.length < 2) throw bad(line, `${keyword} needs a source and a destination`);
-        const dest = path.posix.resolve(workdir, paths[paths.length - 1] as string);
-        const srcs = paths.slice(0, -1);
-        const asDir = srcs.length > 1 || (paths[paths.length - 1] as string).endsWith("/");
-        for (const src of srcs) {
+        const last = paths[paths.length - 1] as string;
+        const dest = path.posix.resolve(workdir, last);
+        const asDir = paths.length > 2 || last.endsWith("/");
+        const copies: Step[] = [];
+        for (const src of paths.slice(0, -1)) {
           if (keyword === "ADD" && /^[a-z]+:\/\//i.test(src))
             throw bad(line, `ADD of a URL is not supported ('${src}'): builds have no network`);
           if (keyword === "ADD" && ARCHIVE.test(src)) throw bad(line, `ADD of an archive is not supported ('${src}'): COPY it and RUN tar`);
           const files = sources(src, context, line);
           const single = files.length === 1 && files[0]?.rel === path.posix.normalize(src.replace(/^\/+/, ""));
           for (const f of files) {
-            const target = single && !asDir ? dest : path.posix.join(dest, f.under);
-            plan.steps.push({
+            copies.push({
               type: "copy_file",
-              args: [target],
+              args: [single && !asDir ? dest : path.posix.join(dest, f.under)],
               content: (context.get(f.rel) as Buffer).toString("base64"),
               label: `Dockerfile line ${line} (${keyword} ${f.rel})`,
             });
           }
         }
+        // Docker makes the destination's directories; the supervisor's file writes need them.
+        const dirs = [...new Set(copies.map((c) => path.posix.dirname((c.args as string[])[0] as string)))];
+        plan.steps.push({ type: "mkdir", args: dirs, label: `Dockerfile line ${line} (${keyword})` }, ...copies);
         break;
       }
       default:

@@ -95,7 +95,7 @@ function flags(ins: Instruction): string[] {
 
 function properties(ins: Instruction, vars: Record<string, string>): [string, string][] {
   if (!(ins instanceof PropertyInstruction)) return [];
-  return ins.getProperties().map((p) => [p.getName(), substitute(p.getUnescapedValue() ?? "", vars)]);
+  return ins.getProperties().map((p) => [p.getName(), substitute(p.getValue() ?? "", vars)]);
 }
 
 export function translateDockerfile(text: string, context: Map<string, Buffer>): DockerfilePlan {

@@ -9,6 +9,7 @@ import os from "node:os";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
 import { cli } from "./helpers/leftovers.js";
+import { buildAndPush, copyHostPython, copyHostShell, haveImageTools, type Registry, startRegistry } from "./helpers/oci-image.js";
 import { client, startServer, type TestServer } from "./helpers/server.js";
 
 interface KeyJson {
@@ -255,5 +256,80 @@ describe("bad usage", () => {
       assert.doesNotMatch(res.stdout, /abx_/);
     }
     assert.equal((JSON.parse(run(["keys", "list", "--json"]).stdout) as unknown[]).length, before);
+  });
+});
+
+describe("agentbox template", { skip: !haveImageTools && "skopeo, umoci or docker-registry missing" }, () => {
+  let registry: Registry;
+  let templateDir: string;
+  let tplServer: TestServer;
+  let image: string;
+  let work: string;
+  const runAgent = (args: string[]) => cli(tplServer.dataDir, args, { AGENTBOX_URL: tplServer.url, AGENTBOX_API_KEY: tplServer.key });
+
+  before(async () => {
+    if (!haveImageTools) return;
+    registry = await startRegistry();
+    image = buildAndPush(registry.host, "test/cli-py-sh", (rootfs) => {
+      copyHostPython(rootfs);
+      copyHostShell(rootfs);
+    });
+    templateDir = fs.mkdtempSync(path.join("/var/tmp", "agentbox-templates-test-"));
+    fs.chmodSync(templateDir, 0o711);
+    tplServer = await startServer({
+      env: {
+        AGENTBOX_TEMPLATE_DIR: templateDir,
+        AGENTBOX_TEMPLATE_REGISTRIES: registry.host,
+        AGENTBOX_TEMPLATE_INSECURE_REGISTRIES: registry.host,
+        AGENTBOX_TEMPLATE_MAX_ROOTFS_MB: "200",
+      },
+    });
+    work = fs.mkdtempSync(path.join(os.tmpdir(), "agentbox-cli-template-"));
+    fs.mkdirSync(path.join(work, "ctx/data"), { recursive: true });
+    fs.writeFileSync(path.join(work, "ctx/hello.txt"), "hello from the context\n");
+    fs.writeFileSync(path.join(work, "ctx/data/n.txt"), "7\n");
+    fs.writeFileSync(path.join(work, "ctx/not-copied.txt"), "x\n");
+  });
+
+  after(async () => {
+    await tplServer?.dispose();
+    await registry?.stop();
+    for (const d of [templateDir, work]) if (d) fs.rmSync(d, { recursive: true, force: true });
+  });
+
+  test("build -f Dockerfile --context DIR uploads what it COPYs, streams the log, and the template runs", async () => {
+    const dockerfile = path.join(work, "Dockerfile");
+    fs.writeFileSync(
+      dockerfile,
+      `FROM ${image}\nENV GREETING=hi\nWORKDIR /app\nCOPY hello.txt data ./\nRUN echo "$GREETING built" > built.txt\n`,
+    );
+    const r = runAgent(["template", "build", "-f", dockerfile, "--name", "cli-tpl", "--context", path.join(work, "ctx")]);
+    assert.equal(r.status, 0, r.stderr);
+    const templateId = r.stdout.trim();
+    assert.match(templateId, /^tpl_/);
+    assert.match(r.stderr, /Dockerfile line 5 \(RUN\)/);
+    assert.match(r.stderr, /build completed/);
+    const list = runAgent(["template", "list", "--json"]);
+    assert.equal(list.status, 0, list.stderr);
+    assert.ok((JSON.parse(list.stdout) as { name: string }[]).some((t) => t.name === "cli-tpl"));
+    const call = client(tplServer);
+    const created = await call<{ sandbox_id: string }>("POST", "/v1/agents/sandboxes", { template: templateId });
+    assert.equal(created.status, 201, JSON.stringify(created.body));
+    const cmd = await call<{ stdout: string }>("POST", `/v1/agents/sandboxes/${created.body.sandbox_id}/commands/run`, {
+      command: 'pwd; echo "$(<hello.txt)"; echo "$(<n.txt)"; echo "$(<built.txt)"; echo *', // bash builtins: the image has no coreutils
+    });
+    assert.deepEqual(cmd.body.stdout.trim().split("\n"), ["/app", "hello from the context", "7", "hi built", "built.txt hello.txt n.txt"]);
+    await call("DELETE", `/v1/agents/sandboxes/${created.body.sandbox_id}`);
+    const del = runAgent(["template", "delete", templateId]);
+    assert.equal(del.status, 0, del.stderr);
+    assert.equal((await call("GET", `/v1/agents/templates/${templateId}`)).status, 404);
+  });
+
+  test("a failing build exits 1 and names the Dockerfile line", () => {
+    const dockerfile = path.join(work, "Dockerfile.fail");
+    fs.writeFileSync(dockerfile, `FROM ${image}\nRUN echo broken >&2; exit 4\n`);
+    const r = runAgent(["template", "build", "-f", dockerfile, "--name", "cli-fail"]);
+    assert.equal(r.status, 1);
+    assert.match(r.stderr, /build failed: Dockerfile line 2 \(RUN\) failed: exit 4: broken/);
   });
 });

@@ -12,7 +12,7 @@ from .files import resolve
 from .procs import signal_group, spawn
 from .programs import program
 from .protocol import MAX_FRAME, send
-from .state import HOME, children, env_for
+from .state import WORKDIR, children, env_for
 from .streams import Stream
 
 SIGNALS = {"TERM": signal.SIGTERM, "INT": signal.SIGINT, "HUP": signal.SIGHUP, "KILL": signal.SIGKILL}
@@ -126,7 +126,7 @@ def found(rid, pid):
 def handle_bg(op, header, body):
     rid = header.get("id")
     if op == "bg_start":
-        cwd = resolve(header.get("cwd") or HOME)
+        cwd = resolve(header.get("cwd") or WORKDIR)
         if not os.path.isdir(cwd):
             send({"ev": "bg", "id": rid, "status": "bad_cwd", "message": cwd})
             return

@@ -15,7 +15,7 @@ from .kernels import Kernel, Run
 from .netstart import start_relay
 from .pidcap import PIDS_CHECK_S, PIDS_MAX, check_pids, pids_check, start_kernel
 from .protocol import LinkReader, send, widen_pipes
-from .state import HOME, children, kernels, runs, sel, user_env
+from .state import HOME, WORKDIR, children, kernels, runs, sel, user_env
 from .stats import own_io, start_io_accounting, stats
 
 GRACE_S = 1.0
@@ -58,7 +58,7 @@ def handle(header, body):
             kernel.kill()
         send({"ev": "ok", "id": rid})
     elif op == "exec":
-        cwd = resolve(header.get("cwd") or HOME)
+        cwd = resolve(header.get("cwd") or WORKDIR)
         if not os.path.isdir(cwd):
             send({"ev": "exit", "id": rid, "bad_cwd": cwd})
             return
@@ -107,7 +107,7 @@ def handle(header, body):
         # Asked by the service for the few pool sandboxes next in line (not every sandbox: each
         # pre-import costs ~0.6 s of CPU and ~60 MiB while it is held).
         try:
-            prewarm.start(lambda: Kernel("python:warm", "python", HOME, None, warm=True))
+            prewarm.start(lambda: Kernel("python:warm", "python", WORKDIR, None, warm=True))
         except OSError:
             pass  # no head start, nothing else lost
         send({"ev": "ok", "id": rid})

@@ -5,7 +5,7 @@ import time
 
 from .files import resolve
 from .kernels import Kernel
-from .state import HOME, kernels
+from .state import WORKDIR, kernels
 
 # ---- the process cap ----
 #
@@ -119,9 +119,9 @@ def reclaim_pids(procs):
 
 def start_kernel(key, header):
     try:
-        return Kernel(key, header["lang"], resolve(header.get("cwd") or HOME), None)
+        return Kernel(key, header["lang"], resolve(header.get("cwd") or WORKDIR), None)
     except BlockingIOError:  # EAGAIN: no process slot left
         if not PIDS_MAX:
             raise
         reclaim_pids(sandbox_tasks())
-        return Kernel(key, header["lang"], resolve(header.get("cwd") or HOME), None)
+        return Kernel(key, header["lang"], resolve(header.get("cwd") or WORKDIR), None)

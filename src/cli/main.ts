@@ -13,9 +13,11 @@ import { SqliteAdminKeyStore, SqliteKeyStore } from "../tenancy/store/keys.js";
 import { AdminClient, type KeyJson, type TenantJson } from "./admin-client.js";
 import { AGENT_AREAS, AGENT_USAGE, agentCommand } from "./agent-commands.js";
 import { MODELS_USAGE, modelsCommand } from "./models.js";
+import { TEMPLATE_USAGE, templateCommand } from "./template-commands.js";
 
 const USAGE = `usage:
 ${AGENT_USAGE}
+${TEMPLATE_USAGE}
   agentbox keys create --name NAME [--tenant TENANT_ID] [--rate-limit PER_MINUTE] [--max-concurrent N] [--json]
   agentbox keys list [--tenant TENANT_ID] [--json]
   agentbox keys revoke ID_OR_PREFIX      the key's id, its key prefix, or a unique beginning of either
@@ -109,6 +111,7 @@ async function main(argv: string[]): Promise<number> {
     return 0;
   }
   if (AGENT_AREAS.has(argv[0] ?? "")) return agentCommand(argv, (msg) => new UsageError(msg));
+  if (argv[0] === "template") return templateCommand(argv, (msg) => new UsageError(msg));
   if (argv[0] === "models") return modelsCommand(argv.slice(1), (msg) => new UsageError(msg));
   const { positionals, values } = parseArgs({
     args: argv,

@@ -122,6 +122,8 @@ function makeNetDir(workspace: string): string {
 export interface TemplateRoot {
   /** The template's unpacked root filesystem on the host (mount points prepared, see src/templates/rootfs.ts). */
   dir: string;
+  /** Where the sandbox's processes start (a Dockerfile's WORKDIR); default /home/user. */
+  workdir?: string;
   /**
    * The image's own python3 (its path inside the image) when it has one the runtime can run on:
    * the supervisor, and so the python kernel, runs on it. Absent, on the host's.
@@ -234,6 +236,7 @@ export function planBwrap(
     ["--setenv", "LANG", "C.UTF-8"],
     ["--setenv", "TMPDIR", "/tmp"],
     ...(root ? templateEnv() : []),
+    ...(root?.workdir ? [["--setenv", "AGENTBOX_WORKDIR", root.workdir]] : []),
     ["--seccomp", "3"],
   ].flat();
   const fds = new Map<number, Buffer>([[3, seccomp]]);

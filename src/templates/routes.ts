@@ -32,7 +32,7 @@ export const templateRoutes: FastifyPluginAsyncTypebox<{ templates: TemplateServ
           "Starts building a template of your own from `docker_image` (pulled from a registry the operator allows; `registry_auth` for a private one), " +
           "or from `template_id` (one of your templates), and then runs `build_steps` on it in a build sandbox. Answers 202 at once; follow the " +
           "build with GET /templates/builds/{build_id}/status or its logs. Sandboxes created with the template's id (or name) run in its root " +
-          "filesystem. `dockerfile` is not supported yet (400).",
+          "filesystem. Or from `dockerfile` (one stage; its COPY/ADD files in `context`), translated onto the same steps.",
         body: BuildBody,
         response: { 202: BuildAccepted, ...errors(400, 401, 409, 429, 503) },
       },
@@ -44,6 +44,7 @@ export const templateRoutes: FastifyPluginAsyncTypebox<{ templates: TemplateServ
         ...(b.description !== undefined ? { description: b.description } : {}),
         ...(b.docker_image !== undefined ? { dockerImage: b.docker_image } : {}),
         ...(b.dockerfile !== undefined ? { dockerfile: b.dockerfile } : {}),
+        ...(b.context !== undefined ? { context: b.context } : {}),
         ...(b.build_steps !== undefined ? { buildSteps: b.build_steps } : {}),
         ...(b.template_id !== undefined ? { baseTemplateId: b.template_id } : {}),
         ...(b.vcpu_count !== undefined ? { vcpuCount: b.vcpu_count } : {}),

@@ -36,7 +36,18 @@ export const BuildBody = Type.Object(
         description: "[registry/]repository[:tag|@sha256:digest], from a registry the operator allows",
       }),
     ),
-    dockerfile: Type.Optional(Type.String({ maxLength: 1 << 20, description: "Not supported yet (400)" })),
+    dockerfile: Type.Optional(
+      Type.String({
+        maxLength: 1 << 20,
+        description:
+          "A one-stage Dockerfile: FROM an allowed image or one of your templates; RUN, COPY/ADD (from `context`), ENV, ARG, WORKDIR, LABEL, USER root",
+      }),
+    ),
+    context: Type.Optional(
+      Type.Record(Type.String({ minLength: 1, maxLength: 1024 }), Type.String({ description: "base64" }), {
+        description: "The dockerfile's build context: relative path → content (base64), the files COPY and ADD take",
+      }),
+    ),
     registry_auth: Type.Optional(
       Type.Object(
         { username: Type.String({ minLength: 1, maxLength: 256 }), password: Type.String({ minLength: 1, maxLength: 4096 }) },
@@ -89,6 +100,7 @@ export const TemplateDetail = Type.Object({
   status: Type.String({ description: "building, ready or failed" }),
   base_image: Type.Optional(Type.Union([Type.String(), Type.Null()])),
   environment: Type.Optional(StringMap),
+  workdir: Type.Optional(Type.Union([Type.String(), Type.Null()], { description: "Where its sandboxes start (a Dockerfile's WORKDIR)" })),
   tags: Type.Optional(StringMap),
   build_id: Type.Optional(Type.Union([Type.String(), Type.Null()])),
 });

@@ -12,6 +12,7 @@ import type { CustomTemplate } from "../sandbox/manager.js";
 import type { Template } from "../sandbox/templates.js";
 import { BuildLog } from "./build-log.js";
 import { pullImage, type RegistryAuth, ToolError } from "./pull.js";
+import { readContext, translateDockerfile } from "./dockerfile.js";
 import { checkAllowed, type ImageRef, parseImageRef } from "./reference.js";
 import type { RootfsStore } from "./rootfs.js";
 import type { TemplateSettings } from "./settings.js";
@@ -23,6 +24,8 @@ export interface BuildInput {
   description?: string;
   dockerImage?: string;
   dockerfile?: string;
+  /** The dockerfile's context: relative path → base64 content. */
+  context?: Record<string, string>;
   buildSteps?: Step[];
   baseTemplateId?: string;
   vcpuCount?: number;
@@ -57,6 +60,10 @@ interface Plan {
   /** ...the tenant's template to start from. */
   base?: TemplateRecord;
   steps: Step[];
+  /** What a dockerfile sets for the template's sandboxes (ENV, WORKDIR, LABEL). */
+  environment?: Record<string, string>;
+  workdir?: string | null;
+  labels?: Record<string, string>;
 }
 
 const exec = promisify(execFile);
@@ -114,6 +121,7 @@ export class TemplateService {
       ...templateItem(t),
       base_image: t.baseImage,
       environment: t.environment,
+      workdir: t.workdir,
       tags: t.tags,
       status: t.state,
       build_id: build?.id ?? null,
@@ -138,7 +146,11 @@ export class TemplateService {
     }
     return {
       id: t.id,
-      root: { dir: this.d.rootfs.pathOf(t.rootfs), ...(t.python ? { python: t.python } : {}) },
+      root: {
+        dir: this.d.rootfs.pathOf(t.rootfs),
+        ...(t.python ? { python: t.python } : {}),
+        ...(t.workdir ? { workdir: t.workdir } : {}),
+      },
       limits: { ...this.d.limits, cpus: t.vcpuCount, memoryMb: t.memoryMb, diskMb: t.diskMb },
       envVars: t.environment,
     };
@@ -194,9 +206,12 @@ export class TemplateService {
       name: input.name,
       description: input.description ?? "",
       ...limits,
-      baseImage: input.dockerImage ?? plan.base?.baseImage ?? null,
-      environment: input.environment ?? {},
-      tags: input.tags ?? {},
+      baseImage:
+        input.dockerImage ??
+        (plan.ref ? `${plan.ref.registry}/${plan.ref.repository}${plan.ref.reference}` : (plan.base?.baseImage ?? null)),
+      environment: { ...plan.environment, ...input.environment },
+      workdir: plan.workdir ?? null,
+      tags: { ...plan.labels, ...input.tags },
       rootfs: null,
       python: null,
       state: "building",
@@ -238,12 +253,9 @@ export class TemplateService {
     if (input.startCmd || input.readyCmd) {
       throw new ApiError("invalid_request", "start_cmd and ready_cmd are not supported: sandboxes start the service's own runtime");
     }
-    if (input.dockerfile !== undefined) {
-      throw new ApiError(
-        "invalid_request",
-        "Building from a dockerfile is not supported yet: build the image elsewhere and give its docker_image",
-      );
-    }
+    if (input.dockerfile !== undefined) return this.planDockerfile(tenantId, input, input.dockerfile);
+    if (input.context !== undefined)
+      throw new ApiError("invalid_request", "context is the build context of a dockerfile: give the dockerfile");
     const steps = input.buildSteps ?? [];
     checkSteps(steps);
     if (input.dockerImage !== undefined) {
@@ -268,6 +280,42 @@ export class TemplateService {
     if (base.state !== "ready" || !base.rootfs) throw new ApiError("invalid_state", `Template '${input.baseTemplateId}' is not built`);
     if (steps.length === 0) throw new ApiError("invalid_request", "template_id needs build_steps: the steps to run on it");
     return { base, steps };
+  }
+
+  /** A dockerfile's plan: its FROM is one of the tenant's templates (by id or name) or an allowed image. */
+  private planDockerfile(tenantId: string, input: BuildInput, dockerfile: string): Plan {
+    if (input.dockerImage !== undefined || input.baseTemplateId !== undefined || input.buildSteps !== undefined) {
+      throw new ApiError(
+        "invalid_request",
+        "A dockerfile says its own base and steps: give it without docker_image, template_id or build_steps",
+      );
+    }
+    const df = translateDockerfile(dockerfile, readContext(input.context ?? {}, this.d.settings.maxContextMb * 2 ** 20));
+    checkSteps(df.steps);
+    const own = this.d.store.template(df.from) ?? this.d.store.templateByName(tenantId, df.from);
+    if (own && own.tenantId === tenantId) {
+      if (own.state !== "ready" || !own.rootfs) throw new ApiError("invalid_state", `FROM ${df.from}: the template is not built`);
+      return {
+        base: own,
+        steps: df.steps,
+        environment: { ...own.environment, ...df.environment },
+        workdir: df.workdir ?? own.workdir,
+        labels: df.labels,
+      };
+    }
+    if (this.d.builtIns.some((t) => t.id === df.from || t.name === df.from)) {
+      throw new ApiError("invalid_request", `FROM ${df.from}: the built-in templates have no root filesystem to build on; use an image`);
+    }
+    const ref = parseImageRef(df.from);
+    checkAllowed(ref, this.d.settings.registries);
+    return {
+      ref,
+      steps: df.steps,
+      environment: df.environment,
+      workdir: df.workdir,
+      labels: df.labels,
+      ...(input.registryAuth ? { auth: input.registryAuth } : {}),
+    };
   }
 
   private templateLimits(input: BuildInput): Pick<TemplateRecord, "vcpuCount" | "memoryMb" | "diskMb"> {

@@ -55,6 +55,12 @@ export const templateSettingsSchema = defineSettings({
     maximum: 100000,
     doc: "Templates one tenant may have (any state); past it 429 `quota_exceeded`.",
   }),
+  maxContextMb: setting.integer("AGENTBOX_TEMPLATE_MAX_CONTEXT_MB", {
+    default: 4,
+    minimum: 1,
+    maximum: 1024,
+    doc: "Size of a Dockerfile build's `context` (the files COPY and ADD take), decoded; over it the request is 400 `invalid_request`. Requests are also held to `AGENTBOX_BODY_LIMIT_BYTES`.",
+  }),
   buildUid: setting.integer("AGENTBOX_TEMPLATE_BUILD_UID", {
     default: 65534,
     minimum: 1,

@@ -26,6 +26,8 @@ export interface Step {
   /** base64 (copy_file). */
   content?: string;
   options?: Record<string, unknown>;
+  /** What the log and a failure call the step (a Dockerfile's line); default `step N (type)`. */
+  label?: string;
 }
 
 /** Installers that need the network: here they get only what the build sandbox has (see docs/templates.md). */
@@ -115,7 +117,7 @@ export async function runSteps(o: StepRunOptions): Promise<string> {
     try {
       for (const [i, step] of o.steps.entries()) {
         if (o.deadline.aborted) throw o.deadline.reason;
-        const label = `step ${i + 1} (${step.type})`;
+        const label = step.label ?? `step ${i + 1} (${step.type})`;
         o.log(`${label}: ${stepCommand(step) ?? (step.args ?? []).join(" ")}`);
         await runStep(box, step, label, o);
         o.progress(50 + Math.round((30 * (i + 1)) / o.steps.length));

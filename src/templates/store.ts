@@ -16,6 +16,8 @@ export interface TemplateRecord {
   diskMb: number;
   baseImage: string | null;
   environment: Record<string, string>;
+  /** Where its sandboxes start (a Dockerfile's WORKDIR); null: /home/user. */
+  workdir: string | null;
   tags: Record<string, string>;
   /** The root filesystem's digest (sha256 hex) once built. */
   rootfs: string | null;
@@ -49,6 +51,7 @@ interface TemplateRow {
   disk_mb: number;
   base_image: string | null;
   environment: string;
+  workdir: string | null;
   tags: string;
   rootfs: string | null;
   python: string | null;
@@ -80,6 +83,7 @@ const toTemplate = (r: TemplateRow): TemplateRecord => ({
   diskMb: r.disk_mb,
   baseImage: r.base_image,
   environment: JSON.parse(r.environment),
+  workdir: r.workdir,
   tags: JSON.parse(r.tags),
   rootfs: r.rootfs,
   python: r.python,
@@ -141,6 +145,7 @@ export const TEMPLATE_MIGRATIONS: Migration[] = [
        CREATE INDEX IF NOT EXISTS template_builds_template ON template_builds (template_id, created_at);`,
       ),
   },
+  { area: "templates", version: 2, up: (db) => db.exec("ALTER TABLE templates ADD COLUMN workdir TEXT") },
 ];
 
 export class TemplateStore {
@@ -150,8 +155,8 @@ export class TemplateStore {
     migrate(db, TEMPLATE_MIGRATIONS);
     this.stmts = {
       insertTemplate: db.prepare(
-        `INSERT INTO templates (id, tenant_id, name, description, vcpu_count, memory_mb, disk_mb, base_image, environment, tags, rootfs, python, state, created_at, updated_at)
-         VALUES (@id, @tenant_id, @name, @description, @vcpu_count, @memory_mb, @disk_mb, @base_image, @environment, @tags, @rootfs, @python, @state, @created_at, @updated_at)`,
+        `INSERT INTO templates (id, tenant_id, name, description, vcpu_count, memory_mb, disk_mb, base_image, environment, workdir, tags, rootfs, python, state, created_at, updated_at)
+         VALUES (@id, @tenant_id, @name, @description, @vcpu_count, @memory_mb, @disk_mb, @base_image, @environment, @workdir, @tags, @rootfs, @python, @state, @created_at, @updated_at)`,
       ),
       getTemplate: db.prepare<[string], TemplateRow>("SELECT * FROM templates WHERE id = ?"),
       byName: db.prepare<[string, string], TemplateRow>("SELECT * FROM templates WHERE tenant_id = ? AND name = ?"),
@@ -189,6 +194,7 @@ export class TemplateStore {
       disk_mb: t.diskMb,
       base_image: t.baseImage,
       environment: JSON.stringify(t.environment),
+      workdir: t.workdir,
       tags: JSON.stringify(t.tags),
       rootfs: t.rootfs,
       python: t.python,

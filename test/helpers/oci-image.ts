@@ -90,6 +90,13 @@ export function put(rootfs: string, rel: string, content: string): void {
   fs.writeFileSync(file, content);
 }
 
+/** The host's dash as the image's /bin/sh (after copyHostPython: the libraries it loads are there already). */
+export function copyHostShell(rootfs: string): void {
+  const dest = path.join(rootfs, "usr/bin/sh");
+  fs.copyFileSync(fs.realpathSync("/bin/dash"), dest);
+  fs.chmodSync(dest, 0o755);
+}
+
 /** The shared libraries a program or library loads (ldd's resolved paths). */
 function libsOf(file: string): string[] {
   const out = execFileSync("ldd", [file], { encoding: "utf8" });

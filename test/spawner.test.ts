@@ -14,7 +14,7 @@ let server: TestServer;
 
 before(async () => {
   server = await startServer({
-    env: { AGENTBOX_WARM_POOL: "0", AGENTBOX_WARM_POOL_MAX: "0", AGENTBOX_RATE_LIMIT_PER_MINUTE: "0", AGENTBOX_CREATE_WAIT_MS: "1000" },
+    env: { AGENTBOX_WARM_POOL: "0", AGENTBOX_WARM_POOL_MAX: "0", AGENTBOX_RATE_LIMIT_PER_MINUTE: "0", AGENTBOX_CREATE_WAIT_MS: "5000" },
   });
 });
 

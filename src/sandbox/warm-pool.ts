@@ -148,7 +148,8 @@ export class Pool implements PoolDoor {
     const waitMs = this.starts.expectedWaitMs(this.waiters.length + 1);
     // Let in only what the starts running now are expected to serve within the bound. Except when
     // nothing is starting at all: then the first create is let in whatever one start takes here
-    // (a slow or crowded host), since it is what sets a start going.
+    // (a slow or crowded host), since it is what sets a start going; it too is answered 503 at the
+    // bound below if its start is slower, and the start goes on for the next create.
     const lone = this.waiters.length === 0 && this.warming === 0;
     const fits = waitMs <= this.config.createWaitMs || lone;
     const capped = this.config.startQueue > 0 && this.waiters.length >= this.config.startQueue;
@@ -163,15 +164,12 @@ export class Pool implements PoolDoor {
         reject,
         // What is accepted is served within a bounded time: a create not served within twice the
         // bound (starts slower than measured) is answered 503, and the sandbox it waited for goes
-        // to the pool, where the client's retry finds it. The lone create waits for its one start.
-        timer: setTimeout(
-          () => {
-            const i = this.waiters.indexOf(waiter);
-            if (i >= 0) this.waiters.splice(i, 1);
-            reject(atCapacity("sandboxes are starting as fast as this machine allows"));
-          },
-          2 * (lone ? Math.max(this.config.createWaitMs, waitMs) : this.config.createWaitMs),
-        ),
+        // to the pool, where the client's retry finds it.
+        timer: setTimeout(() => {
+          const i = this.waiters.indexOf(waiter);
+          if (i >= 0) this.waiters.splice(i, 1);
+          reject(atCapacity("sandboxes are starting as fast as this machine allows"));
+        }, 2 * this.config.createWaitMs),
       };
       this.waiters.push(waiter);
       this.fill();

@@ -108,12 +108,13 @@ test("a sandbox left idle has the stack pre-imported: its first run that imports
     "import numpy as np, pandas as pd, matplotlib.pyplot as plt",
     "print(pre, os.environ.get('DATA_ENV'), os.getcwd(), int(pd.Series([1, 2]).sum()))",
   ].join("\n");
-  // The pool's sandbox pre-imports after a short idle period, at normal speed on a quiet machine;
-  // a busy test machine gets up to a minute.
-  const deadline = Date.now() + 60_000;
+  // The pool's sandbox pre-imports once creates have been quiet for a second (checked every second),
+  // after its own second of idle and the import itself: ~3-4 s on a quiet machine, so each try
+  // waits 6 s after the last create; a busy test machine gets up to 90 s.
+  const deadline = Date.now() + 90_000;
   let warm = false;
   while (!warm && Date.now() < deadline) {
-    await new Promise((r) => setTimeout(r, 3000));
+    await new Promise((r) => setTimeout(r, 6000));
     const id = await createSandbox(call, { env_vars: { DATA_ENV: "from-create" } });
     const r = await run(id, code);
     assert.equal(r.error, null, r.logs.stderr);
@@ -126,7 +127,7 @@ test("a sandbox left idle has the stack pre-imported: its first run that imports
     }
     await kill(id);
   }
-  assert.ok(warm, "no sandbox had the data stack pre-imported within a minute");
+  assert.ok(warm, "no sandbox had the data stack pre-imported within 90 s");
 });
 
 test("a first run that does not import the stack gets a plain kernel", async () => {

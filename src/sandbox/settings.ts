@@ -260,7 +260,7 @@ export const sandboxSettingsSchema = defineSettings({
   poolPreImport: sandbox.number("AGENTBOX_POOL_PREIMPORT", {
     table: "node",
     default: 4,
-    doc: "How many pool sandboxes (the next to be handed out) pre-import the python data stack while they wait, once no create has come for 2 s: ~0.6 s of CPU once and ~58 MiB more each (see [design.md](design.md)). 0 turns the head start off.",
+    doc: "How many pool sandboxes (the next to be handed out) pre-import the python data stack while they wait, once no create has come for 1 s: ~0.6 s of CPU once and ~58 MiB more each (see [design.md](design.md)). 0 turns the head start off.",
   }),
   warmPoolMax: sandbox.number("AGENTBOX_WARM_POOL_MAX", {
     table: "node",

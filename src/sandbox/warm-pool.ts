@@ -26,7 +26,7 @@ const QUEUE_FULL = atCapacity("sandbox starts are queued");
 /** The same for a create that had a place in the queue and gave it to another tenant's. */
 const DISPLACED = atCapacity("another tenant's create took this place in the start queue");
 /** Pool sandboxes pre-import the data stack only after creates have been quiet this long (see preImport()). */
-const PRE_IMPORT_QUIET_MS = 2000;
+const PRE_IMPORT_QUIET_MS = 1000;
 
 export type PoolConfig = Pick<
   SandboxConfig,

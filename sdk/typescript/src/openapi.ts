@@ -3416,7 +3416,7 @@ export interface paths {
         put?: never;
         /**
          * Build a template from an image
-         * @description Starts building a template of your own from `docker_image` (pulled from a registry the operator allows; `registry_auth` for a private one), or from `template_id` (one of your templates), and then runs `build_steps` on it in a build sandbox. Answers 202 at once; follow the build with GET /templates/builds/{build_id}/status or its logs. Sandboxes created with the template's id (or name) run in its root filesystem. `dockerfile` is not supported yet (400).
+         * @description Starts building a template of your own from `docker_image` (pulled from a registry the operator allows; `registry_auth` for a private one), or from `template_id` (one of your templates), and then runs `build_steps` on it in a build sandbox. Answers 202 at once; follow the build with GET /templates/builds/{build_id}/status or its logs. Sandboxes created with the template's id (or name) run in its root filesystem. Or from `dockerfile` (one stage; its COPY/ADD files in `context`), translated onto the same steps.
          */
         post: {
             parameters: {
@@ -3435,8 +3435,12 @@ export interface paths {
                         template_id?: string;
                         /** @description [registry/]repository[:tag|@sha256:digest], from a registry the operator allows */
                         docker_image?: string;
-                        /** @description Not supported yet (400) */
+                        /** @description A one-stage Dockerfile: FROM an allowed image or one of your templates; RUN, COPY/ADD (from `context`), ENV, ARG, WORKDIR, LABEL, USER root */
                         dockerfile?: string;
+                        /** @description The dockerfile's build context: relative path → content (base64), the files COPY and ADD take */
+                        context?: {
+                            [key: string]: string;
+                        };
                         /** @description Credentials for docker_image's registry: used for this build only, never stored */
                         registry_auth?: {
                             username: string;
@@ -3694,6 +3698,8 @@ export interface paths {
                             environment?: {
                                 [key: string]: string;
                             };
+                            /** @description Where its sandboxes start (a Dockerfile's WORKDIR) */
+                            workdir?: string | null;
                             tags?: {
                                 [key: string]: string;
                             };

@@ -120,7 +120,9 @@ describe("stored files", () => {
   let alphaKey: string;
 
   before(async () => {
-    const s = await serviceWithTenants({ AGENTBOX_FILES_REAPER_INTERVAL_MS: "100" });
+    // No embedding model loading in the background (AGENTBOX_EMBEDDING_PRELOAD): its worker's memory
+    // would be counted in the upload's RSS growth below.
+    const s = await serviceWithTenants({ AGENTBOX_FILES_REAPER_INTERVAL_MS: "100", AGENTBOX_EMBEDDING_PRELOAD: "0" });
     server = s.server;
     alphaKey = s.keys[0];
     alpha = client({ url: server.url, key: s.keys[0] });

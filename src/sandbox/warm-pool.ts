@@ -27,6 +27,8 @@ const QUEUE_FULL = atCapacity("sandbox starts are queued");
 const DISPLACED = atCapacity("another tenant's create took this place in the start queue");
 /** Pool sandboxes pre-import the data stack only after creates have been quiet this long (see preImport()). */
 const PRE_IMPORT_QUIET_MS = 1000;
+/** An accepted create waits for a start at most this many AGENTBOX_CREATE_WAIT_MS (2 less a tenth for the reply). */
+const ACCEPTED_WAIT_FACTOR = 1.8;
 
 export type PoolConfig = Pick<
   SandboxConfig,
@@ -164,12 +166,13 @@ export class Pool implements PoolDoor {
         reject,
         // What is accepted is served within a bounded time: a create not served within twice the
         // bound (starts slower than measured) is answered 503, and the sandbox it waited for goes
-        // to the pool, where the client's retry finds it.
+        // to the pool, where the client's retry finds it. The wait ends a tenth early, so that
+        // the work after it (record, events, the reply) still fits within twice the bound.
         timer: setTimeout(() => {
           const i = this.waiters.indexOf(waiter);
           if (i >= 0) this.waiters.splice(i, 1);
           reject(atCapacity("sandboxes are starting as fast as this machine allows"));
-        }, 2 * this.config.createWaitMs),
+        }, ACCEPTED_WAIT_FACTOR * this.config.createWaitMs),
       };
       this.waiters.push(waiter);
       this.fill();

@@ -30,6 +30,7 @@ import { KeyDirectory } from "../src/tenancy/key-directory.js";
 import { SqliteKeyStore } from "../src/tenancy/store/keys.js";
 import { startServer } from "../test/helpers/server.js";
 import { machineSpeed } from "./code-run.js";
+import { joinCpuAccount } from "./cpu-account.js";
 import { percentile, printTable, type Row, sleep } from "./lib.js";
 
 export type Op =
@@ -447,6 +448,8 @@ async function main(): Promise<void> {
   let url = process.env.LOAD_URL;
   let keys = process.env.LOAD_KEY ? [process.env.LOAD_KEY] : [];
   let dispose: (() => Promise<void>) | undefined;
+  // Before the service starts, so that it and its sandboxes are counted (see cpu-account.ts).
+  const cpu = url ? undefined : joinCpuAccount();
   const speed = await machineSpeed();
   const machine =
     `machine: a fresh sandboxed python (print(1)) takes ${speed.toFixed(1)} ms p50 here, now; ` +
@@ -495,12 +498,16 @@ async function main(): Promise<void> {
     // 250 ms by default, sooner than the service asks, to keep the pressure on; the 1,000-client
     // variant honours Retry-After (1 s), as a well-behaved client does.
     const maxBackoffMs = Number(process.env.LOAD_MAX_BACKOFF_MS ?? (clients >= 1000 ? 1000 : 250));
+    const tree0 = cpu?.treeMs() ?? 0;
+    const own0 = cpu?.ownMs() ?? 0;
     const report = await runLoad({ url, keys, clients, durationMs: seconds * 1000, requestTimeoutMs: 60_000, maxBackoffMs });
+    const cpuLine = cpu && cpuReport(report, cpu.treeMs() - tree0, cpu.ownMs() - own0);
     printReport(
       `Load (${variant}): ${clients} clients, ${seconds} s, mixed create / code/run (4 languages) / files / commands / list / kill`,
       report,
     );
     process.stdout.write(`${machine}\n`);
+    if (cpuLine) process.stdout.write(`${cpuLine}\n`);
     if (oneKey) for (const line of checkTargets(report)) process.stdout.write(`target: ${line}\n`);
     const check = await checkConsistency(url, keys, report);
     process.stdout.write(
@@ -518,7 +525,25 @@ async function main(): Promise<void> {
     if (bad > 0) process.exitCode = 1;
   } finally {
     await dispose?.();
+    cpu?.close();
   }
+}
+
+/**
+ * Where the CPU went during the load: the service with its sandboxes, and the clients of this
+ * process. A sandbox's life (start, kernels, kill) is most of it, and it is what bounds how many
+ * successes this machine can give a second with this mix.
+ */
+function cpuReport(report: LoadReport, treeMs: number, clientsMs: number): string {
+  const serviceMs = treeMs - clientsMs;
+  const lives = Math.max(1, report.created.size);
+  const successes = [...report.latencies.values()].reduce((n, l) => n + l.length, 0);
+  const cores = (ms: number) => (ms / report.wallMs).toFixed(2);
+  return (
+    `cpu: service and sandboxes ${cores(serviceMs)} cores busy on average, the load's clients ${cores(clientsMs)}; ` +
+    `${(serviceMs / lives).toFixed(0)} ms of CPU per sandbox created (its life: start, kernels, runs, kill), ` +
+    `${(successes / lives).toFixed(1)} successful answers per sandbox`
+  );
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) await main();

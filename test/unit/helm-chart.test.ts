@@ -8,6 +8,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { test } from "node:test";
 import { fileURLToPath } from "node:url";
+import { DockerfileParser } from "dockerfile-ast";
 import { parse as parseYaml } from "yaml";
 import { type RenderedObject, renderChart, type Values } from "../helpers/helm.js";
 
@@ -22,6 +23,7 @@ interface Container {
   env?: { name: string; value?: string; valueFrom?: { secretKeyRef?: { name: string; key: string }; fieldRef?: { fieldPath: string } } }[];
   resources?: { requests?: Record<string, string>; limits?: Record<string, string> };
   securityContext?: { privileged?: boolean; capabilities?: { drop?: string[] } };
+  volumeMounts?: { name: string; mountPath: string }[];
   livenessProbe?: Probe;
   readinessProbe?: Probe;
   startupProbe?: Probe;
@@ -100,6 +102,8 @@ function assertEssentials(objects: RenderedObject[], values: Values): void {
     assert.equal(env(c, "AGENTBOX_NODE_ROLES")?.value, role);
     assert.equal(env(c, "AGENTBOX_HOST")?.value, "0.0.0.0", `${role}: listens on the pod's address, not loopback`);
     assert.equal(env(c, "AGENTBOX_NODE_ID")?.valueFrom?.fieldRef?.fieldPath, "metadata.name");
+    const dataMount = c.volumeMounts?.find((m) => m.name === "data");
+    assert.equal(env(c, "AGENTBOX_DATA_DIR")?.value, dataMount?.mountPath, `${role}: the data dir is the mounted volume`);
     const names = c.env?.map((e) => e.name) ?? [];
     assert.ok(names.indexOf("AGENTBOX_POD_IP") < names.indexOf("AGENTBOX_NODE_URL"), "the pod IP is defined before the URL using it");
     assert.match(env(c, "AGENTBOX_NODE_URL")?.value ?? "", /^http:\/\/\$\(AGENTBOX_POD_IP\):\d+$/);
@@ -225,4 +229,24 @@ test("the probes' endpoint is the one the service serves without a key", () => {
   const auth = fs.readFileSync(path.join(ROOT, "src/api/auth.ts"), "utf8");
   assert.ok(app.includes(`app.get("${values.probes.path}"`), `src/api/app.ts serves ${values.probes.path}`);
   assert.ok(auth.includes(`/^\\${values.probes.path}$/`), `${values.probes.path} is public in src/api/auth.ts`);
+});
+
+test("the image recipe matches the chart: Debian 12, Node at /usr/bin/node, setup run, same port and data dir", () => {
+  const containerfile = DockerfileParser.parse(fs.readFileSync(path.join(ROOT, "deploy/Containerfile"), "utf8"));
+  const values = parseYaml(fs.readFileSync(path.join(CHART, "values.yaml"), "utf8")) as { port: number };
+  const froms = containerfile.getFROMs();
+  assert.equal(`${froms.at(-1)?.getImageName()}:${froms.at(-1)?.getImageTag()}`, "debian:bookworm-slim");
+  const args = (keyword: string) =>
+    containerfile
+      .getInstructions()
+      .filter((i) => i.getKeyword() === keyword)
+      .map((i) => i.getArgumentsContent() ?? "");
+  // Sandboxes run /usr/bin/node from the image's /usr (their /usr/local is masked).
+  assert.ok(args("COPY").some((a) => a.endsWith(" /usr/bin/node")));
+  assert.ok(args("RUN").some((a) => a.startsWith("npm run setup")));
+  assert.deepEqual(args("EXPOSE"), [String(values.port)]);
+  const env = args("ENV").join(" ");
+  assert.match(env, new RegExp(`AGENTBOX_PORT=${values.port}\\b`));
+  // The directory both workloads mount their data volume on.
+  assert.match(env, /AGENTBOX_DATA_DIR=\/var\/lib\/agentbox\b/);
 });

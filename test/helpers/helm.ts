@@ -20,6 +20,12 @@ export interface RenderOptions {
   values?: Values;
 }
 
+export interface RenderedChart {
+  objects: RenderedObject[];
+  /** templates/NOTES.txt as `helm install` prints it (rendered like the others, not a manifest). */
+  notes: string;
+}
+
 export interface RenderedObject {
   /** The template that produced it, e.g. templates/api-deployment.yaml. */
   template: string;
@@ -72,7 +78,7 @@ function rawError(template: string, context: Values): string {
   return render ? render(template, JSON.stringify(context)) : "template execution failed";
 }
 
-export async function renderChart(chartDir: string, options: RenderOptions = {}): Promise<RenderedObject[]> {
+export async function renderChart(chartDir: string, options: RenderOptions = {}): Promise<RenderedChart> {
   const defaults = parseYaml(fs.readFileSync(path.join(chartDir, "values.yaml"), "utf8")) as Values | null;
   const values = coalesceValues(defaults ?? {}, options.values ?? {});
   const chart = chartObject(chartDir);
@@ -92,9 +98,10 @@ export async function renderChart(chartDir: string, options: RenderOptions = {})
     .filter((f) => f.startsWith("_"))
     .map((f) => fs.readFileSync(path.join(templatesDir, f), "utf8"))
     .join("\n");
-  const out: RenderedObject[] = [];
+  const objects: RenderedObject[] = [];
+  let notes = "";
   for (const file of files) {
-    if (file.startsWith("_") || file === "NOTES.txt") continue;
+    if (file.startsWith("_")) continue;
     const name = `templates/${file}`;
     const source = fs.readFileSync(path.join(templatesDir, file), "utf8");
     const context = {
@@ -109,7 +116,8 @@ export async function renderChart(chartDir: string, options: RenderOptions = {})
     } catch (err) {
       throw new Error(`${name}: ${(err as Error).message || rawError(`${helpers}\n${source}`, context)}`);
     }
-    out.push(...documents(name, text));
+    if (file === "NOTES.txt") notes = text.trim();
+    else objects.push(...documents(name, text));
   }
-  return out;
+  return { objects, notes };
 }

@@ -62,8 +62,10 @@ async function validate(rendered: RenderedObject): Promise<void> {
 }
 
 async function renderValid(values?: Values): Promise<RenderedObject[]> {
-  const objects = await renderChart(CHART, { releaseName: "ab", namespace: "agents", values });
+  const { objects, notes } = await renderChart(CHART, { releaseName: "ab", namespace: "agents", values });
   for (const o of objects) await validate(o);
+  // What `helm install` prints names the release's own Service and admin Secret.
+  assert.match(notes, /port-forward service\/ab-api /);
   return objects;
 }
 

@@ -34,6 +34,17 @@ export interface RenderedObject {
 
 const isMap = (v: unknown): v is Values => typeof v === "object" && v !== null && !Array.isArray(v);
 
+/** Go-yaml (Helm's parser) reads YAML 1.1: `yes`/`on` are booleans there, so they are here. */
+const YAML_OPTIONS = { version: "1.1", uniqueKeys: true } as const;
+
+/** A values file (or Chart.yaml) as Helm reads it. */
+export function readValues(file: string): Values {
+  const parsed: unknown = parseYaml(fs.readFileSync(file, "utf8"), YAML_OPTIONS);
+  if (parsed === null || parsed === undefined) return {};
+  if (!isMap(parsed)) throw new Error(`${file}: not a map of values`);
+  return parsed;
+}
+
 /** Helm's coalescing of values: maps merge key by key, anything else is replaced, null deletes. */
 export function coalesceValues(base: Values, override: Values): Values {
   const out: Values = { ...base };
@@ -48,7 +59,7 @@ export function coalesceValues(base: Values, override: Values): Values {
 
 /** Chart.yaml as templates see it: .Chart.Name, .Chart.Version, .Chart.AppVersion, .Chart.APIVersion... */
 function chartObject(chartDir: string): Values {
-  const meta = parseYaml(fs.readFileSync(path.join(chartDir, "Chart.yaml"), "utf8")) as Values;
+  const meta = readValues(path.join(chartDir, "Chart.yaml"));
   return Object.fromEntries(
     Object.entries(meta).map(([key, value]) => [key === "apiVersion" ? "APIVersion" : key[0]?.toUpperCase() + key.slice(1), value]),
   );
@@ -57,8 +68,7 @@ function chartObject(chartDir: string): Values {
 /** YAML documents of one rendered template (empty ones, like a disabled template's, dropped). */
 function documents(template: string, text: string): RenderedObject[] {
   const out: RenderedObject[] = [];
-  // go-yaml (Helm's parser) reads YAML 1.1: `yes`/`on` are booleans there, so they are here.
-  for (const doc of parseAllDocuments(text, { version: "1.1", uniqueKeys: true })) {
+  for (const doc of parseAllDocuments(text, YAML_OPTIONS)) {
     if (doc.errors.length) throw new Error(`${template}: not YAML: ${doc.errors.map((e) => e.message).join("; ")}\n${text}`);
     const object: unknown = doc.toJS();
     if (object === null || object === undefined) continue;
@@ -79,8 +89,7 @@ function rawError(template: string, context: Values): string {
 }
 
 export async function renderChart(chartDir: string, options: RenderOptions = {}): Promise<RenderedChart> {
-  const defaults = parseYaml(fs.readFileSync(path.join(chartDir, "values.yaml"), "utf8")) as Values | null;
-  const values = coalesceValues(defaults ?? {}, options.values ?? {});
+  const values = coalesceValues(readValues(path.join(chartDir, "values.yaml")), options.values ?? {});
   const chart = chartObject(chartDir);
   const release = {
     Name: options.releaseName ?? "agentbox",

@@ -9,12 +9,12 @@ import path from "node:path";
 import { test } from "node:test";
 import { fileURLToPath } from "node:url";
 import { DockerfileParser } from "dockerfile-ast";
-import { parse as parseYaml } from "yaml";
-import { type RenderedObject, renderChart, type Values } from "../helpers/helm.js";
+import { type RenderedObject, readValues, renderChart, type Values } from "../helpers/helm.js";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const CHART = path.join(ROOT, "deploy/helm/agentbox");
-const CLUSTER_VALUES = parseYaml(fs.readFileSync(path.join(ROOT, "deploy/helm/cluster-values.yaml"), "utf8")) as Values;
+const CLUSTER_VALUES = readValues(path.join(ROOT, "deploy/helm/cluster-values.yaml"));
+const DEFAULT_VALUES = readValues(path.join(CHART, "values.yaml"));
 
 type Obj = Record<string, unknown>;
 interface Container {
@@ -156,7 +156,7 @@ test("default values: every object is a valid Kubernetes object, with what a clu
     "StatefulSet/ab-executor",
   ]);
   for (const o of objects) assert.equal((o.object.metadata as Obj).namespace, "agents");
-  assertEssentials(objects, parseYaml(fs.readFileSync(path.join(CHART, "values.yaml"), "utf8")) as Values);
+  assertEssentials(objects, DEFAULT_VALUES);
 
   // The autoscaler drives the API Deployment, which then leaves its replica count to it.
   const api = find(objects, "Deployment", "ab-api");
@@ -226,7 +226,7 @@ test("validation bites: values that make an invalid object fail, and so does a m
 });
 
 test("the probes' endpoint is the one the service serves without a key", () => {
-  const values = parseYaml(fs.readFileSync(path.join(CHART, "values.yaml"), "utf8")) as { probes: { path: string } };
+  const values = DEFAULT_VALUES as { probes: { path: string } };
   const app = fs.readFileSync(path.join(ROOT, "src/api/app.ts"), "utf8");
   const auth = fs.readFileSync(path.join(ROOT, "src/api/auth.ts"), "utf8");
   assert.ok(app.includes(`app.get("${values.probes.path}"`), `src/api/app.ts serves ${values.probes.path}`);
@@ -235,7 +235,7 @@ test("the probes' endpoint is the one the service serves without a key", () => {
 
 test("the image recipe matches the chart: Debian 12, Node at /usr/bin/node, setup run, same port and data dir", () => {
   const containerfile = DockerfileParser.parse(fs.readFileSync(path.join(ROOT, "deploy/Containerfile"), "utf8"));
-  const values = parseYaml(fs.readFileSync(path.join(CHART, "values.yaml"), "utf8")) as { port: number };
+  const values = DEFAULT_VALUES as { port: number };
   const froms = containerfile.getFROMs();
   assert.equal(`${froms.at(-1)?.getImageName()}:${froms.at(-1)?.getImageTag()}`, "debian:bookworm-slim");
   const args = (keyword: string) =>

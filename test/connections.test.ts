@@ -109,7 +109,9 @@ describe("connection limits", () => {
         times.push(res.ms);
       }
       times.sort((a, b) => a - b);
-      assert.ok((times.at(-1) as number) < 1000, `slowest answer ${times.at(-1)} ms`);
+      // Served while the slow sockets are still held, not after they time out (a busy machine
+      // may take a while for one answer, but never the header timeout).
+      assert.ok((times.at(-1) as number) < HEADER_TIMEOUT_MS, `slowest answer ${times.at(-1)} ms`);
 
       // Every slow socket is closed within the header timeout and the check interval (+ slack).
       const bound = HEADER_TIMEOUT_MS + 2000;
@@ -130,7 +132,10 @@ describe("connection limits", () => {
     // Operators see the refusals.
     const metrics = await (await fetch(`${server.url}/metrics`)).text();
     const refused = Number(/^agentbox_connections_refused_total\{reason="per_address"\} (\d+)$/m.exec(metrics)?.[1]);
-    assert.ok(refused >= ATTACK_SOCKETS - PER_ADDRESS, `refused ${refused}`);
+    // Each slow socket was either refused at once or held and answered 408 at the header timeout;
+    // on a slow machine the first held ones time out while later ones connect, so more are held.
+    const held = sockets.filter((s) => s.answered).length;
+    assert.ok(refused > 0 && refused >= ATTACK_SOCKETS - held - PER_ADDRESS, `refused ${refused}, held and answered ${held}`);
     assert.match(metrics, /^agentbox_open_connections \d+$/m);
   });
 });

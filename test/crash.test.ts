@@ -99,7 +99,10 @@ describe("kill -9 under load, then restart on the same data dir", () => {
       signal: stop.signal,
       onResponse,
     });
-    await Promise.race([underWay, new Promise((r) => setTimeout(r, 90_000))]);
+    // The bound is cleared once passed: a pending timer would keep the test process alive after its tests.
+    let bound: NodeJS.Timeout | undefined;
+    await Promise.race([underWay, new Promise((r) => (bound = setTimeout(r, 90_000)))]);
+    clearTimeout(bound);
     const inFlight = marked.map((id) =>
       call("POST", `/v1/agents/sandboxes/${id}/code/run`, { language: "python", code: "import time; time.sleep(5)" }).catch(
         (err: Error) => err,

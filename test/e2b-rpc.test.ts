@@ -75,7 +75,13 @@ describe("polled directory watchers (the Python SDK's watch_dir)", () => {
     await sbx.files.remove("watched/new.txt");
     await until(sbx.sandboxId, watcherId, seen, { name: "new.txt", type: "EVENT_TYPE_REMOVE" });
     assert.ok(!seen.some((e) => e.name === "before.txt"), "what was there before the watcher is no event");
-    assert.equal(seen.filter((e) => e.type === "EVENT_TYPE_CREATE").length, 1, "an event is handed out once");
+    // Counted for new.txt only: a write goes through a temporary `.upload-*.part` file next to its
+    // target (renamed into place), which a poll can catch on a busy machine as a create of its own.
+    assert.equal(
+      seen.filter((e) => e.type === "EVENT_TYPE_CREATE" && e.name === "new.txt").length,
+      1,
+      `an event is handed out once: ${JSON.stringify(seen)}`,
+    );
 
     // The proto's own field name is taken too; once removed, the watcher is gone.
     assert.deepEqual(await rpc(sbx.sandboxId, "RemoveWatcher", { watcher_id: watcherId }), { status: 200, body: {} });

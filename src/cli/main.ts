@@ -6,10 +6,6 @@
 // the service's machine directly on its database, for first setup and a lost admin key.
 import path from "node:path";
 import { parseArgs } from "node:util";
-import { loadConfig } from "../config.js";
-import { openDb } from "../store/db.js";
-import { AdminKeys, KeyDirectory } from "../tenancy/key-directory.js";
-import { SqliteAdminKeyStore, SqliteKeyStore } from "../tenancy/store/keys.js";
 import { AdminClient, type KeyJson, type TenantJson } from "./admin-client.js";
 import { AGENT_AREAS, AGENT_USAGE, agentCommand } from "./agent-commands.js";
 import { MODELS_USAGE, modelsCommand } from "./models.js";
@@ -140,7 +136,15 @@ async function main(argv: string[]): Promise<number> {
   };
 
   // Local commands: straight on the database of this machine's service.
+  // Imported here, not at the top: the settings, the database and the key stores take a good part
+  // of a second to load, which every other command (they go over HTTP) would pay for nothing.
   if (command === "keys bootstrap" || command === "admin rotate-key") {
+    const [{ loadConfig }, { openDb }, { AdminKeys, KeyDirectory }, { SqliteAdminKeyStore, SqliteKeyStore }] = await Promise.all([
+      import("../config.js"),
+      import("../store/db.js"),
+      import("../tenancy/key-directory.js"),
+      import("../tenancy/store/keys.js"),
+    ]);
     const db = openDb(loadConfig().dataDir);
     try {
       if (command === "admin rotate-key") {

@@ -2,10 +2,7 @@
 // service running or not; the service picks pulled models up without a restart. A pull draws a
 // progress bar on a terminal and writes plain progress lines otherwise.
 import { parseArgs } from "node:util";
-import { loadConfig } from "../config.js";
-import { listModels, removeModel } from "../models/registry.js";
-import { type PullProgress, pullModel } from "../models/pull.js";
-import { modelsSettings } from "../models/settings.js";
+import type { PullProgress } from "../models/pull.js";
 
 export const MODELS_USAGE = `  agentbox models pull (https://HOST/PATH/FILE.gguf | hf:OWNER/REPO/FILE.gguf) [--name NAME] [--sha256 HEX] [--json]
   agentbox models list [--json]
@@ -63,6 +60,14 @@ export async function modelsCommand(argv: string[], usageError: (msg: string) =>
     options: { name: { type: "string" }, sha256: { type: "string" }, json: { type: "boolean" } },
   });
   const [action, arg] = positionals;
+  // Imported here, not at the top: the settings take a good part of a second to load, which every
+  // other command of the CLI (it imports this file for MODELS_USAGE) would pay for nothing.
+  const [{ loadConfig }, { listModels, removeModel }, { pullModel }, { modelsSettings }] = await Promise.all([
+    import("../config.js"),
+    import("../models/registry.js"),
+    import("../models/pull.js"),
+    import("../models/settings.js"),
+  ]);
   const dataDir = loadConfig().dataDir;
   const out = (text: string) => process.stdout.write(text);
   switch (action) {

@@ -85,7 +85,7 @@ export interface CustomTemplate {
 }
 
 /** Looks up a tenant's own templates by id (or name); undefined when the tenant has no such template. */
-export type TemplateCatalog = (tenantId: string, idOrName: string) => CustomTemplate | undefined;
+export type TemplateCatalog = (tenantId: string, idOrName: string) => Promise<CustomTemplate | undefined>;
 
 /** The host's door (./host.ts): sandbox processes started and removed, host uids, tenant cgroups. */
 export interface HostDoor {
@@ -95,7 +95,7 @@ export interface HostDoor {
   /** Starts a sandbox's processes under `name` and `uid` (outside any tenant's group); `custom`: on that template's root. */
   start(name: string, uid: number, custom?: CustomTemplate): Promise<Box>;
   /** The custom template a record's sandbox runs in (undefined for the built-ins; 404 when it is gone). */
-  templateOf(record: Pick<SandboxRecord, "tenantId" | "template">): CustomTemplate | undefined;
+  templateOf(record: Pick<SandboxRecord, "tenantId" | "template">): Promise<CustomTemplate | undefined>;
   /** Moves a sandbox into its tenant's cgroup, held to `limits` (default: the tenant's quotas now). */
   assign(box: Box, tenantId: string, limits?: TenantLimits): Promise<void>;
   /** Removes a sandbox (processes, cgroup, workspace); `keepUid`: its uid stays reserved. */

@@ -128,9 +128,9 @@ export class Host implements HostDoor {
     this.catalog = catalog;
   }
 
-  templateOf(record: { tenantId: string; template: string }): CustomTemplate | undefined {
+  async templateOf(record: { tenantId: string; template: string }): Promise<CustomTemplate | undefined> {
     if (this.builtIns.size === 0 || this.builtIns.has(record.template)) return undefined;
-    const custom = this.catalog?.(record.tenantId, record.template);
+    const custom = await this.catalog?.(record.tenantId, record.template);
     if (!custom) throw new ApiError("template_not_found", `Template '${record.template}' does not exist`);
     return custom;
   }

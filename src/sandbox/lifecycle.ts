@@ -359,7 +359,7 @@ export class Lifecycle {
     h.resuming = (async () => {
       this.registry.checkRoom(record.tenantId, 1);
       await h.released;
-      const box = await this.host.start(record.id, record.hostUid, this.host.templateOf(record));
+      const box = await this.host.start(record.id, record.hostUid, await this.host.templateOf(record));
       try {
         await this.host.assign(box, record.tenantId);
         if (Object.keys(record.envVars).length) await box.setEnv(record.envVars);

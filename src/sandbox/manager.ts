@@ -140,7 +140,7 @@ export class SandboxManager {
       for (let record = adopt.shift(); record; record = adopt.shift()) {
         let box: Box | undefined;
         try {
-          box = await this.host.start(record.id, record.hostUid, this.host.templateOf(record));
+          box = await this.host.start(record.id, record.hostUid, await this.host.templateOf(record));
           await this.host.assign(box, record.tenantId);
           if (Object.keys(record.envVars).length) await box.setEnv(record.envVars);
           this.registry.join(record, box, this.lifeOf(record), await this.lifecycle.onTimeoutOf(record.id));
@@ -264,7 +264,7 @@ export class SandboxManager {
     if (!this.templates.some((t) => t.id === asked) && this.catalogSet === false)
       throw new ApiError("template_not_found", `Template '${asked}' does not exist`);
     // A tenant's own template: started on its own root (no warm pool holds one), see takeCustom().
-    const custom = this.host.templateOf({ tenantId, template: asked });
+    const custom = await this.host.templateOf({ tenantId, template: asked });
     const template = custom?.id ?? asked;
     const envVars = custom && Object.keys(custom.envVars).length ? { ...custom.envVars, ...input.envVars } : input.envVars;
     const quota = this.registry.checkRoom(tenantId, 1);

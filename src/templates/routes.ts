@@ -39,7 +39,7 @@ export const templateRoutes: FastifyPluginAsyncTypebox<{ templates: TemplateServ
     },
     async (request, reply) => {
       const b = request.body;
-      const { template, build } = templates.build(request.apiKey.tenantId, {
+      const { template, build } = await templates.build(request.apiKey.tenantId, {
         name: b.name,
         ...(b.description !== undefined ? { description: b.description } : {}),
         ...(b.docker_image !== undefined ? { dockerImage: b.docker_image } : {}),
@@ -71,7 +71,7 @@ export const templateRoutes: FastifyPluginAsyncTypebox<{ templates: TemplateServ
         response: { 200: BuildStatus, ...errors(401, 404) },
       },
     },
-    async (request) => statusJson(templates.status(request.apiKey.tenantId, request.params.build_id)),
+    async (request) => statusJson(await templates.status(request.apiKey.tenantId, request.params.build_id)),
   );
 
   app.get(
@@ -89,7 +89,7 @@ export const templateRoutes: FastifyPluginAsyncTypebox<{ templates: TemplateServ
     },
     async (request, reply) => {
       const tenantId = request.apiKey.tenantId;
-      const log = templates.log(tenantId, request.params.build_id);
+      const log = await templates.log(tenantId, request.params.build_id);
       const stream = new EventStream(request, reply);
       stream.open();
       await new Promise<void>((resolve) => {
@@ -102,7 +102,7 @@ export const templateRoutes: FastifyPluginAsyncTypebox<{ templates: TemplateServ
           resolve();
         });
       });
-      stream.end(statusJson(templates.status(tenantId, request.params.build_id)));
+      stream.end(statusJson(await templates.status(tenantId, request.params.build_id)));
       return reply;
     },
   );

@@ -5,10 +5,11 @@
 import { execFile } from "node:child_process";
 import crypto from "node:crypto";
 import { promisify } from "node:util";
-import type { Limits } from "../sandbox/settings.js";
+import { Limiter } from "../common/limiter.js";
 import { ApiError } from "../errors.js";
 import type { Box } from "../sandbox/box.js";
 import type { CustomTemplate } from "../sandbox/manager.js";
+import type { Limits } from "../sandbox/settings.js";
 import type { Template } from "../sandbox/templates.js";
 import { BuildLog } from "./build-log.js";
 import { pullImage, type RegistryAuth, ToolError } from "./pull.js";
@@ -92,31 +93,38 @@ export class TemplateService {
   private running = 0;
   /** Templates that running builds start from, with how many: one cannot be deleted under its build. */
   private readonly basesInUse = new Map<string, number>();
+  /**
+   * Builds are admitted and templates deleted one at a time: each checks (name, count, queue, bases
+   * in use) and then writes, and the store's awaits would otherwise let another in between.
+   */
+  private readonly changes = new Limiter(1);
+  /** Each build's last write: a build's writes land in order, progress reports included (they do not wait for theirs). */
+  private readonly writes = new Map<string, Promise<void>>();
 
   constructor(private readonly d: TemplateDeps) {}
 
   /** After a restart: builds that were running are failed (their scratch is gone), unused root filesystems removed. */
   async init(): Promise<void> {
-    for (const b of this.d.store.unfinishedBuilds()) {
-      this.finish(b, "the service restarted during the build; start it again");
-      this.d.store.setState(b.templateId, "failed");
+    for (const b of await this.d.store.unfinishedBuilds()) {
+      await this.finish(b, "the service restarted during the build; start it again");
+      await this.d.store.setState(b.templateId, "failed", new Date().toISOString());
     }
     await this.d.rootfs.sweepBuilds((dir) => exec("umount", ["-l", dir]).then(() => {}));
-    const used = new Set(this.d.store.allRootfs());
+    const used = new Set(await this.d.store.allRootfs());
     for (const digest of this.d.rootfs.existing()) if (!used.has(digest)) await this.d.rootfs.remove(digest);
   }
 
   /** Built-ins first, then the tenant's own ready templates. */
-  list(tenantId: string): Template[] {
-    return [...this.d.builtIns, ...this.d.store.readyTemplates(tenantId).map(templateItem)];
+  async list(tenantId: string): Promise<Template[]> {
+    return [...this.d.builtIns, ...(await this.d.store.readyTemplates(tenantId)).map(templateItem)];
   }
 
   /** A template of the tenant's (any state), or a built-in. */
-  get(tenantId: string, id: string) {
+  async get(tenantId: string, id: string) {
     const builtIn = this.d.builtIns.find((t) => t.id === id);
     if (builtIn) return { ...builtIn, status: "ready" };
-    const t = this.own(tenantId, id);
-    const build = this.d.store.lastBuild(t.id);
+    const t = await this.own(tenantId, id);
+    const build = await this.d.store.lastBuild(t.id);
     return {
       ...templateItem(t),
       base_image: t.baseImage,
@@ -128,16 +136,22 @@ export class TemplateService {
     };
   }
 
-  private own(tenantId: string, id: string): TemplateRecord {
-    const t = this.d.store.template(id) ?? this.d.store.templateByName(tenantId, id);
-    if (!t || t.tenantId !== tenantId) throw notFound(id);
+  /** The tenant's template by id, or by name; undefined when it has no such template. */
+  private async find(tenantId: string, idOrName: string): Promise<TemplateRecord | undefined> {
+    const t = (await this.d.store.template(idOrName)) ?? (await this.d.store.templateByName(tenantId, idOrName));
+    return t && t.tenantId === tenantId ? t : undefined;
+  }
+
+  private async own(tenantId: string, id: string): Promise<TemplateRecord> {
+    const t = await this.find(tenantId, id);
+    if (!t) throw notFound(id);
     return t;
   }
 
   /** What a sandbox of this template starts on (undefined: the tenant has no such ready template). */
-  resolve(tenantId: string, idOrName: string): CustomTemplate | undefined {
-    const t = this.d.store.template(idOrName) ?? this.d.store.templateByName(tenantId, idOrName);
-    if (!t || t.tenantId !== tenantId) return undefined;
+  async resolve(tenantId: string, idOrName: string): Promise<CustomTemplate | undefined> {
+    const t = await this.find(tenantId, idOrName);
+    if (!t) return undefined;
     if (t.state !== "ready" || !t.rootfs) {
       throw new ApiError(
         "invalid_state",
@@ -159,36 +173,43 @@ export class TemplateService {
   async delete(tenantId: string, id: string): Promise<void> {
     if (this.d.builtIns.some((t) => t.id === id))
       throw new ApiError("invalid_request", `Template '${id}' is built in and cannot be deleted`);
-    const t = this.own(tenantId, id);
+    await this.changes.run(() => this.deleteOwn(tenantId, id));
+  }
+
+  private async deleteOwn(tenantId: string, id: string): Promise<void> {
+    const t = await this.own(tenantId, id);
     if (t.state === "building") throw new ApiError("conflict", `Template '${id}' is building; delete it once its build has ended`);
     if (this.basesInUse.has(t.id))
       throw new ApiError("conflict", `Template '${id}' is the base of a build that is running; delete it once that build has ended`);
     const users = this.d.sandboxesOf(t.id);
     if (users > 0) throw new ApiError("conflict", `Template '${id}' is used by ${users} live sandbox(es); kill them first`);
-    this.d.store.deleteTemplate(t.id);
-    if (t.rootfs && this.d.store.rootfsUsers(t.rootfs) === 0) await this.d.rootfs.remove(t.rootfs);
+    await this.d.store.deleteTemplate(t.id);
+    if (t.rootfs && (await this.d.store.rootfsUsers(t.rootfs)) === 0) await this.d.rootfs.remove(t.rootfs);
   }
 
-  status(tenantId: string, buildId: string): BuildRecord {
-    const b = this.d.store.build(buildId);
+  async status(tenantId: string, buildId: string): Promise<BuildRecord> {
+    const b = await this.d.store.build(buildId);
     if (!b || b.tenantId !== tenantId) throw buildNotFound(buildId);
     return b;
   }
 
   /** The build's log (lines so far, and new ones as they come); absent once the service restarted. */
-  log(tenantId: string, buildId: string): BuildLog {
-    this.status(tenantId, buildId);
+  async log(tenantId: string, buildId: string): Promise<BuildLog> {
+    await this.status(tenantId, buildId);
     const log = this.logs.get(buildId);
     if (!log) throw new ApiError("not_found", `The log of build '${buildId}' is no longer kept (the service restarted since)`);
     return log;
   }
 
-  build(tenantId: string, input: BuildInput): { template: TemplateRecord; build: BuildRecord } {
-    const plan = this.plan(tenantId, input);
-    if (this.d.store.templateByName(tenantId, input.name)) {
-      throw new ApiError("conflict", `A template named '${input.name}' exists already; delete it or choose another name`);
-    }
-    if (this.d.store.countTemplates(tenantId) >= this.d.settings.maxPerTenant) {
+  build(tenantId: string, input: BuildInput): Promise<{ template: TemplateRecord; build: BuildRecord }> {
+    return this.changes.run(() => this.admit(tenantId, input));
+  }
+
+  private async admit(tenantId: string, input: BuildInput): Promise<{ template: TemplateRecord; build: BuildRecord }> {
+    const plan = await this.plan(tenantId, input);
+    const taken = () => new ApiError("conflict", `A template named '${input.name}' exists already; delete it or choose another name`);
+    if (await this.d.store.templateByName(tenantId, input.name)) throw taken();
+    if ((await this.d.store.countTemplates(tenantId)) >= this.d.settings.maxPerTenant) {
       throw new ApiError(
         "quota_exceeded",
         `Your tenant has ${this.d.settings.maxPerTenant} templates, the limit (AGENTBOX_TEMPLATE_MAX_PER_TENANT); delete one first`,
@@ -230,8 +251,9 @@ export class TemplateService {
       completedAt: null,
       createdAt: now,
     };
-    this.d.store.insertTemplate(template);
-    this.d.store.insertBuild(build);
+    // Checked again by the insert itself: another node may have taken the name meanwhile.
+    if (!(await this.d.store.insertTemplate(template))) throw taken();
+    await this.d.store.insertBuild(build);
     const log = new BuildLog();
     this.logs.set(build.id, log);
     const baseId = plan.base?.id;
@@ -249,7 +271,7 @@ export class TemplateService {
   }
 
   /** What the build will do, checked before anything is recorded (a bad request is a 400 now, not a failed build). */
-  private plan(tenantId: string, input: BuildInput): Plan {
+  private async plan(tenantId: string, input: BuildInput): Promise<Plan> {
     if (input.startCmd || input.readyCmd) {
       throw new ApiError("invalid_request", "start_cmd and ready_cmd are not supported: sandboxes start the service's own runtime");
     }
@@ -276,14 +298,14 @@ export class TemplateService {
         "Build steps need a template of your own as their base (the built-ins have no root filesystem of their own): build one from docker_image first",
       );
     }
-    const base = this.own(tenantId, input.baseTemplateId);
+    const base = await this.own(tenantId, input.baseTemplateId);
     if (base.state !== "ready" || !base.rootfs) throw new ApiError("invalid_state", `Template '${input.baseTemplateId}' is not built`);
     if (steps.length === 0) throw new ApiError("invalid_request", "template_id needs build_steps: the steps to run on it");
     return { base, steps };
   }
 
   /** A dockerfile's plan: its FROM is one of the tenant's templates (by id or name) or an allowed image. */
-  private planDockerfile(tenantId: string, input: BuildInput, dockerfile: string): Plan {
+  private async planDockerfile(tenantId: string, input: BuildInput, dockerfile: string): Promise<Plan> {
     if (input.dockerImage !== undefined || input.baseTemplateId !== undefined || input.buildSteps !== undefined) {
       throw new ApiError(
         "invalid_request",
@@ -292,8 +314,8 @@ export class TemplateService {
     }
     const df = translateDockerfile(dockerfile, readContext(input.context ?? {}, this.d.settings.maxContextMb * 2 ** 20));
     checkSteps(df.steps);
-    const own = this.d.store.template(df.from) ?? this.d.store.templateByName(tenantId, df.from);
-    if (own && own.tenantId === tenantId) {
+    const own = await this.find(tenantId, df.from);
+    if (own) {
       if (own.state !== "ready" || !own.rootfs) throw new ApiError("invalid_state", `FROM ${df.from}: the template is not built`);
       return {
         base: own,
@@ -337,20 +359,34 @@ export class TemplateService {
     while (this.running < this.d.settings.parallelBuilds && this.queue.length > 0) {
       const next = this.queue.shift() as () => Promise<void>;
       this.running += 1;
-      void next().finally(() => {
-        this.running -= 1;
-        this.pump();
-      });
+      void next()
+        .catch((err) => this.d.log({ err }, "template build could not record its end"))
+        .finally(() => {
+          this.running -= 1;
+          this.pump();
+        });
     }
   }
 
-  private update(b: BuildRecord, change: Partial<BuildRecord>): void {
+  private update(b: BuildRecord, change: Partial<BuildRecord>): Promise<void> {
     Object.assign(b, change);
-    this.d.store.updateBuild(b);
+    const row = { ...b };
+    const written = (this.writes.get(b.id) ?? Promise.resolve()).then(() => this.d.store.updateBuild(row));
+    const settled = written.catch(() => {});
+    this.writes.set(b.id, settled);
+    void settled.then(() => {
+      if (this.writes.get(b.id) === settled) this.writes.delete(b.id);
+    });
+    return written;
   }
 
-  private finish(b: BuildRecord, error: string | null): void {
-    this.update(b, {
+  /** A progress report: written in its turn, not waited for. */
+  private report(b: BuildRecord, change: Partial<BuildRecord>): void {
+    this.update(b, change).catch((err) => this.d.log({ err, build_id: b.id }, "template build progress not recorded"));
+  }
+
+  private finish(b: BuildRecord, error: string | null): Promise<void> {
+    return this.update(b, {
       status: error ? "failed" : "completed",
       phase: error ? b.phase : "completed",
       progress: error ? b.progress : 100,
@@ -367,10 +403,10 @@ export class TemplateService {
       () => deadline.abort(new ToolError(`the build took longer than ${s.buildTimeoutS} s (AGENTBOX_TEMPLATE_BUILD_TIMEOUT_S)`)),
       s.buildTimeoutS * 1000,
     );
-    this.update(b, { status: "running", phase: "preparing", progress: 5, startedAt: new Date().toISOString() });
     log.add(`build ${b.id} of template ${t.id} (${t.name}) started`);
     let pulledDigest: string | undefined;
     try {
+      await this.update(b, { status: "running", phase: "preparing", progress: 5, startedAt: new Date().toISOString() });
       const work = await this.d.rootfs.workDir(b.id, s.buildUid);
       let digest: string;
       let python: string | null;
@@ -386,7 +422,7 @@ export class TemplateService {
           maxFileBytes: s.maxRootfsMb * 2 ** 20,
           signal: deadline.signal,
           log: (line) => log.add(line),
-          progress: (p) => this.update(b, { phase: p >= 50 ? "building" : "preparing", progress: p }),
+          progress: (p) => this.report(b, { phase: p >= 50 ? "building" : "preparing", progress: p }),
         });
         log.add(`checking and storing the root filesystem sha256:${pulled.digest}`);
         python = await this.d.rootfs.adopt(pulled.tree, pulled.digest, s.maxRootfsMb * 2 ** 20);
@@ -397,7 +433,7 @@ export class TemplateService {
         python = base.python;
       }
       if (plan.steps.length > 0) {
-        this.update(b, { phase: "building", progress: 50 });
+        await this.update(b, { phase: "building", progress: 50 });
         const tree = await runSteps({
           base: { dir: this.d.rootfs.pathOf(digest), python },
           steps: plan.steps,
@@ -409,9 +445,9 @@ export class TemplateService {
           deadlineAt: startedAt + s.buildTimeoutS * 1000,
           startBox: (prepare) => this.d.buildBox(prepare),
           log: (line) => log.add(line),
-          progress: (p) => this.update(b, { progress: p }),
+          progress: (p) => this.report(b, { progress: p }),
         });
-        this.update(b, { phase: "finalizing", progress: 85 });
+        await this.update(b, { phase: "finalizing", progress: 85 });
         // Named by what made it: the base, the steps and this build (steps that fetch are not reproducible).
         digest = crypto
           .createHash("sha256")
@@ -420,26 +456,27 @@ export class TemplateService {
         log.add(`checking and storing the new root filesystem sha256:${digest}`);
         python = await this.d.rootfs.adopt(tree, digest, s.maxRootfsMb * 2 ** 20);
       }
-      this.update(b, { phase: "finalizing", progress: 90 });
+      await this.update(b, { phase: "finalizing", progress: 90 });
       log.add(
         python
           ? `the image's own ${python} runs code/run python`
           : "the image has no usable python3: the service's own runs code/run python",
       );
-      this.d.store.setBuilt(t.id, digest, python);
-      this.finish(b, null);
+      await this.d.store.setBuilt(t.id, digest, python, new Date().toISOString());
+      await this.finish(b, null);
       log.add("build completed");
     } catch (err) {
       const message =
         err instanceof ApiError || err instanceof ToolError ? err.message : `internal error: ${String((err as Error)?.message ?? err)}`;
       if (!(err instanceof ApiError || err instanceof ToolError)) this.d.log({ err, build_id: b.id }, "template build failed");
       log.add(`build failed: ${message}`);
-      this.d.store.setState(t.id, "failed");
-      this.finish(b, message);
+      await this.d.store.setState(t.id, "failed", new Date().toISOString());
+      await this.finish(b, message);
     } finally {
       clearTimeout(timer);
       // A pulled image that only served as the base of steps (or whose build failed) is not kept.
-      if (pulledDigest && this.d.store.rootfsUsers(pulledDigest) === 0) await this.d.rootfs.remove(pulledDigest).catch(() => {});
+      if (pulledDigest && (await this.d.store.rootfsUsers(pulledDigest).catch(() => 1)) === 0)
+        await this.d.rootfs.remove(pulledDigest).catch(() => {});
       log.close();
       await this.d.rootfs.removeWork(b.id).catch(() => {});
     }

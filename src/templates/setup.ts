@@ -7,7 +7,7 @@ import type { Db } from "../store/db.js";
 import { RootfsStore } from "./rootfs.js";
 import { TemplateService } from "./service.js";
 import type { TemplateSettings } from "./settings.js";
-import { TemplateStore } from "./store.js";
+import { SqliteTemplateStore } from "./store.js";
 
 export async function openTemplates(
   config: SandboxConfig,
@@ -17,7 +17,7 @@ export async function openTemplates(
   settings: TemplateSettings,
 ): Promise<TemplateService> {
   const templates = new TemplateService({
-    store: new TemplateStore(db),
+    store: new SqliteTemplateStore(db),
     rootfs: new RootfsStore(settings.dir),
     settings,
     limits: config.limits,

@@ -1,5 +1,6 @@
-// Records of tenants' templates and their builds (SQLite, in the service's database). A template's
-// root filesystem itself is a directory named by its digest (./rootfs.ts); rows only point at it.
+// Records of tenants' templates and their builds: the store's interface and its SQLite implementation
+// (in the service's database). A template's root filesystem itself is a directory named by its
+// digest (./rootfs.ts); rows only point at it.
 import { type Db, type Migration, migrate } from "../store/db.js";
 
 export type TemplateState = "building" | "ready" | "failed";
@@ -148,14 +149,50 @@ export const TEMPLATE_MIGRATIONS: Migration[] = [
   { area: "templates", version: 2, up: (db) => db.exec("ALTER TABLE templates ADD COLUMN workdir TEXT") },
 ];
 
-export class TemplateStore {
+/**
+ * The templates' and builds' records. Promise-returning so that another database can stand behind
+ * it; a template's root filesystem is not in it (./rootfs.ts).
+ */
+export interface TemplateStore {
+  /** Inserts a template; false when the tenant already has one of that name (checked by the insert itself). */
+  insertTemplate(t: TemplateRecord): Promise<boolean>;
+  /** Any tenant's template by id, or undefined. */
+  template(id: string): Promise<TemplateRecord | undefined>;
+  /** The tenant's template of that name, or undefined. */
+  templateByName(tenantId: string, name: string): Promise<TemplateRecord | undefined>;
+  /** The tenant's ready templates, oldest first. */
+  readyTemplates(tenantId: string): Promise<TemplateRecord[]>;
+  /** How many templates the tenant has, in any state. */
+  countTemplates(tenantId: string): Promise<number>;
+  /** The template is ready on this root filesystem (and the image's python, if it has one). */
+  setBuilt(id: string, rootfs: string, python: string | null, at: string): Promise<void>;
+  setState(id: string, state: TemplateState, at: string): Promise<void>;
+  /** Removes the template and its builds; an unknown id is harmless. */
+  deleteTemplate(id: string): Promise<void>;
+  /** How many templates share a root filesystem (it is removed when none does). */
+  rootfsUsers(rootfs: string): Promise<number>;
+  /** Every root filesystem a template points at. */
+  allRootfs(): Promise<string[]>;
+  insertBuild(b: BuildRecord): Promise<void>;
+  build(id: string): Promise<BuildRecord | undefined>;
+  /** The template's newest build, or undefined. */
+  lastBuild(templateId: string): Promise<BuildRecord | undefined>;
+  /** Writes the build's status, phase, progress, error and times (the rest does not change). */
+  updateBuild(b: BuildRecord): Promise<void>;
+  /** Builds a stop of the service left unfinished (neither completed nor failed). */
+  unfinishedBuilds(): Promise<BuildRecord[]>;
+}
+
+export class SqliteTemplateStore implements TemplateStore {
   private readonly stmts;
+  /** A template's builds go with it, in one transaction. */
+  private readonly deleteTemplateAndBuilds: (id: string) => void;
 
   constructor(db: Db) {
     migrate(db, TEMPLATE_MIGRATIONS);
     this.stmts = {
       insertTemplate: db.prepare(
-        `INSERT INTO templates (id, tenant_id, name, description, vcpu_count, memory_mb, disk_mb, base_image, environment, workdir, tags, rootfs, python, state, created_at, updated_at)
+        `INSERT OR IGNORE INTO templates (id, tenant_id, name, description, vcpu_count, memory_mb, disk_mb, base_image, environment, workdir, tags, rootfs, python, state, created_at, updated_at)
          VALUES (@id, @tenant_id, @name, @description, @vcpu_count, @memory_mb, @disk_mb, @base_image, @environment, @workdir, @tags, @rootfs, @python, @state, @created_at, @updated_at)`,
       ),
       getTemplate: db.prepare<[string], TemplateRow>("SELECT * FROM templates WHERE id = ?"),
@@ -175,16 +212,22 @@ export class TemplateStore {
          VALUES (@id, @template_id, @tenant_id, @status, @phase, @progress, @error, @started_at, @completed_at, @created_at)`,
       ),
       getBuild: db.prepare<[string], BuildRow>("SELECT * FROM template_builds WHERE id = ?"),
-      lastBuild: db.prepare<[string], BuildRow>("SELECT * FROM template_builds WHERE template_id = ? ORDER BY created_at DESC LIMIT 1"),
+      lastBuild: db.prepare<[string], BuildRow>(
+        "SELECT * FROM template_builds WHERE template_id = ? ORDER BY created_at DESC, rowid DESC LIMIT 1",
+      ),
       updateBuild: db.prepare(
         "UPDATE template_builds SET status = @status, phase = @phase, progress = @progress, error = @error, started_at = @started_at, completed_at = @completed_at WHERE id = @id",
       ),
       unfinished: db.prepare<[], BuildRow>("SELECT * FROM template_builds WHERE status NOT IN ('completed', 'failed')"),
     };
+    this.deleteTemplateAndBuilds = db.transaction((id: string) => {
+      this.stmts.deleteBuilds.run(id);
+      this.stmts.deleteTemplate.run(id);
+    });
   }
 
-  insertTemplate(t: TemplateRecord): void {
-    this.stmts.insertTemplate.run({
+  async insertTemplate(t: TemplateRecord): Promise<boolean> {
+    const inserted = this.stmts.insertTemplate.run({
       id: t.id,
       tenant_id: t.tenantId,
       name: t.name,
@@ -202,68 +245,66 @@ export class TemplateStore {
       created_at: t.createdAt,
       updated_at: t.updatedAt,
     });
+    return inserted.changes === 1;
   }
 
-  template(id: string): TemplateRecord | undefined {
+  async template(id: string): Promise<TemplateRecord | undefined> {
     const row = this.stmts.getTemplate.get(id);
     return row && toTemplate(row);
   }
 
-  templateByName(tenantId: string, name: string): TemplateRecord | undefined {
+  async templateByName(tenantId: string, name: string): Promise<TemplateRecord | undefined> {
     const row = this.stmts.byName.get(tenantId, name);
     return row && toTemplate(row);
   }
 
-  readyTemplates(tenantId: string): TemplateRecord[] {
+  async readyTemplates(tenantId: string): Promise<TemplateRecord[]> {
     return this.stmts.listReady.all(tenantId).map(toTemplate);
   }
 
-  countTemplates(tenantId: string): number {
+  async countTemplates(tenantId: string): Promise<number> {
     return this.stmts.count.get(tenantId)?.n ?? 0;
   }
 
-  setBuilt(id: string, rootfs: string, python: string | null): void {
-    this.stmts.setBuilt.run(rootfs, python, new Date().toISOString(), id);
+  async setBuilt(id: string, rootfs: string, python: string | null, at: string): Promise<void> {
+    this.stmts.setBuilt.run(rootfs, python, at, id);
   }
 
-  setState(id: string, state: TemplateState): void {
-    this.stmts.setState.run(state, new Date().toISOString(), id);
+  async setState(id: string, state: TemplateState, at: string): Promise<void> {
+    this.stmts.setState.run(state, at, id);
   }
 
-  deleteTemplate(id: string): void {
-    this.stmts.deleteBuilds.run(id);
-    this.stmts.deleteTemplate.run(id);
+  async deleteTemplate(id: string): Promise<void> {
+    this.deleteTemplateAndBuilds(id);
   }
 
-  /** How many templates share a root filesystem (it is removed when none does). */
-  rootfsUsers(rootfs: string): number {
+  async rootfsUsers(rootfs: string): Promise<number> {
     return this.stmts.rootfsUsers.get(rootfs)?.n ?? 0;
   }
 
-  allRootfs(): string[] {
+  async allRootfs(): Promise<string[]> {
     return this.stmts.allRootfs.all().map((r) => r.rootfs);
   }
 
-  insertBuild(b: BuildRecord): void {
+  async insertBuild(b: BuildRecord): Promise<void> {
     this.stmts.insertBuild.run(buildRow(b));
   }
 
-  build(id: string): BuildRecord | undefined {
+  async build(id: string): Promise<BuildRecord | undefined> {
     const row = this.stmts.getBuild.get(id);
     return row && toBuild(row);
   }
 
-  lastBuild(templateId: string): BuildRecord | undefined {
+  async lastBuild(templateId: string): Promise<BuildRecord | undefined> {
     const row = this.stmts.lastBuild.get(templateId);
     return row && toBuild(row);
   }
 
-  updateBuild(b: BuildRecord): void {
+  async updateBuild(b: BuildRecord): Promise<void> {
     this.stmts.updateBuild.run(buildRow(b));
   }
 
-  /** Builds a stop of the service left unfinished. */
-  unfinishedBuilds(): BuildRecord[] {
+  async unfinishedBuilds(): Promise<BuildRecord[]> {
     return this.stmts.unfinished.all().map(toBuild);
   }
 }

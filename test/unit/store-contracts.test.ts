@@ -14,11 +14,13 @@ import { SqliteFileStore } from "../../src/files/store.js";
 import { SqliteAdminKeyStore, SqliteKeyStore } from "../../src/tenancy/store/keys.js";
 import { SqliteSandboxStore } from "../../src/sandbox/store/sandboxes.js";
 import { SqliteSnapshotStore } from "../../src/sandbox/store/snapshots.js";
+import { SqliteTemplateStore } from "../../src/templates/store.js";
 import { SqliteTenantStore } from "../../src/tenancy/store/tenants.js";
 import { describeEventStoreContract, describeWebhookStoreContract } from "../contract/events.js";
 import { describeAdminKeyStoreContract, describeKeyStoreContract } from "../contract/keys.js";
 import { describeFileStoreContract, describeSandboxStoreContract, describeSnapshotStoreContract } from "../contract/records.js";
 import { describeDeploymentStoreContract, describeNetworkStoreContract, describeUsageStoreContract } from "../contract/small-stores.js";
+import { describeTemplateStoreContract } from "../contract/templates.js";
 import { describeTenantStoreContract } from "../contract/tenants.js";
 
 const opened: { db: Db; dir: string }[] = [];
@@ -61,3 +63,4 @@ describeUsageStoreContract("sqlite", async () => new SqliteUsageStore(freshDb())
 describeSandboxStoreContract("sqlite", async () => new SqliteSandboxStore(freshDb()));
 describeSnapshotStoreContract("sqlite", async () => new SqliteSnapshotStore(freshDb()));
 describeFileStoreContract("sqlite", async () => new SqliteFileStore(freshDb()));
+describeTemplateStoreContract("sqlite", async () => new SqliteTemplateStore(freshDb()));

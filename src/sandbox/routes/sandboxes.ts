@@ -166,7 +166,7 @@ export const sandboxRoutes: FastifyPluginAsyncTypebox<{
     async (request) => {
       const { limit, offset } = page(request.query);
       // The built-ins, then the caller's own ready templates (src/templates/).
-      const all = templates?.list(request.apiKey.tenantId) ?? sandbox.templates;
+      const all = (await templates?.list(request.apiKey.tenantId)) ?? sandbox.templates;
       return { templates: all.slice(offset, offset + limit), limit, offset };
     },
   );

@@ -51,6 +51,7 @@ async function treeSnapshot(box: Box, root: string, maxEntries: number): Promise
       continue;
     }
     for (const e of entries) {
+      if (isStagingFile(e.name)) continue;
       const name = dir === "" ? e.name : `${dir}/${e.name}`;
       tree.set(name, e.is_dir ? "dir" : `${e.size}:${e.modified_at}`);
       if (e.is_dir) queue.push(name);
@@ -58,6 +59,12 @@ async function treeSnapshot(box: Box, root: string, maxEntries: number): Promise
   }
   return tree;
 }
+
+/**
+ * A write's temporary file (runtime/agentbox_rt/files.py writes `.upload-<16 hex>.part` beside its
+ * target and renames it into place): E2B's watchers never show such a file, so neither do these.
+ */
+export const isStagingFile = (name: string): boolean => /^\.upload-[0-9a-f]{16}\.part$/.test(name);
 
 /** The events that turn listing `before` into `after`, in name order per kind. */
 export function diff(before: Listing, after: Listing): FilesystemEvent[] {

@@ -15,6 +15,7 @@ import { after, before, describe, test } from "node:test";
 import { assertError } from "./helpers/api.js";
 import { writeTinyLlama } from "./helpers/gguf.js";
 import { client, startServer, type TestServer } from "./helpers/server.js";
+import { entryArgs } from "./helpers/entry.js";
 
 const ROOT = path.resolve(path.dirname(new URL(import.meta.url).pathname), "..");
 
@@ -91,7 +92,7 @@ function cli(
   env: Record<string, string> = {},
 ): Promise<{ status: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, ["--import", "tsx", path.join(ROOT, "src/cli/main.ts"), ...args], {
+    const child = spawn(process.execPath, [...entryArgs("cli/main"), ...args], {
       cwd: ROOT,
       env: { PATH: process.env.PATH ?? "/usr/bin:/bin", AGENTBOX_DATA_DIR: dataDir, ...env },
     });

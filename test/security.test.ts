@@ -13,6 +13,7 @@ import { after, before, describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
 import { client, startServer, type TestServer } from "./helpers/server.js";
 import { createSandbox } from "./helpers/api.js";
+import { entryArgs } from "./helpers/entry.js";
 
 interface RunResult {
   logs: { stdout: string; stderr: string };
@@ -706,7 +707,7 @@ describe("hostile code is contained", () => {
 
   test("another tenant's key gets 404 for this tenant's sandbox", async () => {
     const id = await newSandbox();
-    const out = execFileSync(process.execPath, ["--import", "tsx", "src/cli/main.ts", "keys", "bootstrap", "--name", "other", "--json"], {
+    const out = execFileSync(process.execPath, [...entryArgs("cli/main"), "keys", "bootstrap", "--name", "other", "--json"], {
       cwd: ROOT,
       env: { ...process.env, AGENTBOX_DATA_DIR: server.dataDir },
       encoding: "utf8",

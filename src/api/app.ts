@@ -44,6 +44,7 @@ import { ErrorEnvelope } from "./schemas/common.js";
 import { Sandbox } from "../sandbox/schemas/sandbox.js";
 import type { Services } from "./services.js";
 import { documentEventStreams } from "./sse.js";
+import { lazySerializers } from "./lazy-serializers.js";
 
 /** Swagger UI sets inline styles from its scripts, hence 'unsafe-inline' for styles only; its logo is a data: URL. */
 const DOCS_CSP =
@@ -83,6 +84,7 @@ export async function buildApp(services: Services, logger: Logger): Promise<Fast
     requestTimeout: config.requestTimeoutMs,
     clientErrorHandler: clientError,
     ajv: { customOptions: { coerceTypes: false, removeAdditional: false, allErrors: false } },
+    schemaController: { compilersFactory: { buildSerializer: lazySerializers } },
     // Requests that arrive while closing get our own 503 envelope (hook below), not Fastify's.
     return503OnClosing: false,
   }).withTypeProvider<TypeBoxTypeProvider>();

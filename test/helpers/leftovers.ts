@@ -4,6 +4,7 @@ import { spawnSync } from "node:child_process";
 import crypto from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
+import { entryArgs } from "./entry.js";
 
 const CGROUP_ROOT = "/sys/fs/cgroup";
 const ROOT = path.resolve(path.dirname(new URL(import.meta.url).pathname), "../..");
@@ -103,7 +104,7 @@ export function cli(
   env: Record<string, string> = {},
   input?: string | Buffer,
 ): { status: number | null; stdout: string; stderr: string } {
-  const res = spawnSync(process.execPath, ["--import", "tsx", path.join(ROOT, "src/cli/main.ts"), ...args], {
+  const res = spawnSync(process.execPath, [...entryArgs("cli/main"), ...args], {
     cwd: ROOT,
     env: { PATH: process.env.PATH ?? "/usr/bin:/bin", AGENTBOX_DATA_DIR: dataDir, ...env },
     encoding: "utf8",

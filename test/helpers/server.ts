@@ -6,6 +6,7 @@ import fs from "node:fs";
 import net from "node:net";
 import os from "node:os";
 import path from "node:path";
+import { entryArgs } from "./entry.js";
 
 export interface TestServer {
   url: string;
@@ -62,7 +63,7 @@ export async function startServer(
   // AGENTBOX_SERVER_NODE_ARGS: extra Node options for the service, e.g. "--cpu-prof --cpu-prof-dir=prof"
   // to profile it under a benchmark (Node refuses --cpu-prof in NODE_OPTIONS).
   const nodeArgs = process.env.AGENTBOX_SERVER_NODE_ARGS?.split(" ").filter((a) => a !== "") ?? [];
-  const child = spawn(process.execPath, [...nodeArgs, "--import", "tsx", path.join(ROOT, "src/main.ts")], {
+  const child = spawn(process.execPath, [...nodeArgs, ...entryArgs("main")], {
     cwd: ROOT,
     env: {
       PATH: process.env.PATH ?? "/usr/bin:/bin",

@@ -38,7 +38,8 @@ export interface IndexView {
   delete_protection: boolean;
   created_at: string;
   updated_at: string;
-  /** "loading" while its records are read after a start (writes are accepted), "building" while
+  /** "loading" while its records are read after a start (writes are accepted; searches are exact,
+   * answered from the stored records), "building" while
    * its graph loads or is rebuilt (searches are exact), "indexing" while recent writes are still
    * joining the graph (they are searchable already), else "ready". */
   status: IndexHealth["status"];

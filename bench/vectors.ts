@@ -7,14 +7,19 @@
 //    memory per vector.
 // 2. Recall by search width on the benchmark's data, hard clustered data and real sentence
 //    embeddings (vectors-recall.ts).
-// 3. Search latency during a bulk load, and the first write and search after restarts with N stored
-//    (vectors-restart.ts).
+// 3. Search latency during a bulk load beside the same run's quiet and exact baselines, and the
+//    first write and search after restarts with N stored (vectors-restart.ts); `--only=bulk` runs
+//    the bulk load and its baselines alone.
 // 4. The default embedding model, batches of 32.
 // Every table is printed with this machine's speed measured in the same run and its load average.
 //
-//   npm run bench:vectors [-- --quick] [-- --only=sizes,recall,restart,embeddings] [-- --n=1000000]
+//   npm run bench:vectors [-- --quick] [-- --only=sizes,recall,restart,bulk,embeddings] [-- --n=1000000]
 //   BENCH_VECTOR_SIZES=1000000x128,100000x384 (default)  BENCH_QUERIES=200  BENCH_SEARCHES=2000
-//   BENCH_RESTART_N=1000000 (--quick: 50,000)  BENCH_RECALL_N=50000  BENCH_SENTENCES=4000 (--quick: 2,000)
+//   BENCH_VECTORS_N=1000000: vectors of the bulk-load and restart parts (default 1,000,000; --quick
+//     50,000; also --n= or BENCH_RESTART_N). The 1M figures: BENCH_VECTORS_N=1000000 npm run
+//     bench:vectors -- --only=restart (an hour or more on two busy cores: the graph rebuild after
+//     kill -9 alone took ~193 s quiet; BENCH_READY_WAIT_S bounds each wait for "ready").
+//   BENCH_RECALL_N=50000  BENCH_SENTENCES=4000 (--quick: 2,000)
 import fs from "node:fs";
 import { startServer, type TestServer } from "../test/helpers/server.js";
 import { mixture, rng } from "../test/helpers/vectors-data.js";

@@ -59,9 +59,16 @@ export class RecordScanner {
     });
   }
 
+  /** Stops the thread once the searches it has are answered (a later search starts it again). */
   async close(): Promise<void> {
     const w = this.worker;
+    if (!w) return;
     this.worker = undefined;
-    await w?.terminate();
+    while (this.waiting.size > 0)
+      await new Promise((r) => {
+        w.once("message", r);
+        w.once("exit", r);
+      });
+    await w.terminate();
   }
 }

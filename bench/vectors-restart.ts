@@ -117,9 +117,25 @@ async function searchLoop(call: Call, index: string, bodies: string[], stop: () 
   return ms;
 }
 
-export async function benchRestart(n: number, dim: number, machine: () => string, readyTimeoutS: number): Promise<string[]> {
+/** Searches on the built, quiet index: 2 × QUERIES through the graph, 50 exact. */
+async function baselines(call: Call, index: string, bodies: string[], exactBodies: string[]): Promise<[number[], number[]]> {
+  let i = 0;
+  const quiet = await searchLoop(call, index, bodies, () => i++ >= 2 * QUERIES);
+  let j = 0;
+  const exact = await searchLoop(call, index, exactBodies, () => j++ >= 50);
+  return [quiet, exact];
+}
+
+/** With `withRestarts` false only the bulk load and its same-run baselines (the quiet index, exact search). */
+export async function benchRestart(
+  n: number,
+  dim: number,
+  machine: () => string,
+  readyTimeoutS: number,
+  withRestarts = true,
+): Promise<string[]> {
   const label = `${n.toLocaleString("en")} × ${dim}`;
-  process.stdout.write(`\n## restarts and bulk load, ${label}\n`);
+  process.stdout.write(`\n## ${withRestarts ? "restarts and bulk load" : "bulk load"}, ${label}\n`);
   const { data, queries } = mixture(n + 10, dim, 42 + dim, QUERIES);
   const batches = encodeBatches(data, dim, n);
   const bodies = Array.from({ length: QUERIES }, (_, q) =>
@@ -151,6 +167,20 @@ export async function benchRestart(n: number, dim: number, machine: () => string
       `loaded ${n} in ${loadS.toFixed(1)} s with ${duringLoad.length} searches meanwhile; status then ${pendingAtEnd.status}; load average ${loadAverage()}\n`,
     );
 
+    if (!withRestarts) {
+      await waitIndex(call, index, (v) => v.status === "ready");
+      const [quiet, exact] = await baselines(call, index, bodies, exactBodies);
+      const latency = printTable(`vectors ${label}: search latency during a bulk load`, [
+        { name: `upsert, batches of 1,000 (2 clients), vectors`, samples: upserts, wallMs: loadS * 1000, ops: n },
+        { name: "**search during the bulk load** (1 client, back to back)", samples: duringLoad },
+        { name: "baseline, same run: search on the built, quiet index", samples: quiet },
+        { name: "baseline, same run: exact search (`exact: true`), quiet index", samples: exact },
+      ]);
+      tables.push(`${latency}\n\n${machine()}`);
+      process.stdout.write(`${machine()}\n`);
+      return tables;
+    }
+
     // kill -9 right after the last acknowledged write: no graph saved, rebuilt from the records.
     await server.crash();
     let next = await restart(server, "kill -9 right after the bulk load (no saved graph)", index, bodies, writeBody(0), readyTimeoutS);
@@ -161,24 +191,7 @@ export async function benchRestart(n: number, dim: number, machine: () => string
     if (count !== n + 1) throw new Error(`after the crash: ${count} vectors, expected ${n + 1}`);
 
     // Same-run baselines on the built, quiet index: through the graph, and exact.
-    const quiet = await searchLoop(
-      call,
-      index,
-      bodies,
-      (
-        (i) => () =>
-          i++ >= 2 * QUERIES
-      )(0),
-    );
-    const exact = await searchLoop(
-      call,
-      index,
-      exactBodies,
-      (
-        (i) => () =>
-          i++ >= 50
-      )(0),
-    );
+    const [quiet, exact] = await baselines(call, index, bodies, exactBodies);
 
     // A graceful stop saves the graph; then a kill -9 soon after a write (the saved graph loads and
     // the write is replayed).

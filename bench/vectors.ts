@@ -7,14 +7,19 @@
 //    memory per vector.
 // 2. Recall by search width on the benchmark's data, hard clustered data and real sentence
 //    embeddings (vectors-recall.ts).
-// 3. Search latency during a bulk load, and the first write and search after restarts with N stored
-//    (vectors-restart.ts).
+// 3. Search latency during a bulk load beside the same run's quiet and exact baselines, and the
+//    first write and search after restarts with N stored (vectors-restart.ts); `--only=bulk` runs
+//    the bulk load and its baselines alone.
 // 4. The default embedding model, batches of 32.
 // Every table is printed with this machine's speed measured in the same run and its load average.
 //
-//   npm run bench:vectors [-- --quick] [-- --only=sizes,recall,restart,embeddings] [-- --n=1000000]
+//   npm run bench:vectors [-- --quick] [-- --only=sizes,recall,restart,bulk,embeddings] [-- --n=1000000]
 //   BENCH_VECTOR_SIZES=1000000x128,100000x384 (default)  BENCH_QUERIES=200  BENCH_SEARCHES=2000
-//   BENCH_RESTART_N=1000000 (--quick: 50,000)  BENCH_RECALL_N=50000  BENCH_SENTENCES=4000 (--quick: 2,000)
+//   BENCH_VECTORS_N=1000000: vectors of the bulk-load and restart parts (default 1,000,000; --quick
+//     50,000; also --n= or BENCH_RESTART_N). The 1M figures: BENCH_VECTORS_N=1000000 npm run
+//     bench:vectors -- --only=restart (an hour or more on two busy cores: the graph rebuild after
+//     kill -9 alone took ~193 s quiet; BENCH_READY_WAIT_S bounds each wait for "ready").
+//   BENCH_RECALL_N=50000  BENCH_SENTENCES=4000 (--quick: 2,000)
 import fs from "node:fs";
 import { startServer, type TestServer } from "../test/helpers/server.js";
 import { mixture, rng } from "../test/helpers/vectors-data.js";
@@ -30,7 +35,8 @@ const PARTS = (arg("only") ?? "sizes,recall,restart,embeddings").split(",");
 const SIZES = (process.env.BENCH_VECTOR_SIZES ?? (QUICK ? "50000x128" : "1000000x128,100000x384"))
   .split(",")
   .map((s) => s.split("x").map(Number) as [number, number]);
-const RESTART_N = Number(arg("n") ?? process.env.BENCH_RESTART_N ?? (QUICK ? 50_000 : 1_000_000));
+/** Vectors in the bulk-load and restart parts: BENCH_VECTORS_N=1000000 gives the 1M figures. */
+const RESTART_N = Number(arg("n") ?? process.env.BENCH_VECTORS_N ?? process.env.BENCH_RESTART_N ?? (QUICK ? 50_000 : 1_000_000));
 const RECALL_N = Number(process.env.BENCH_RECALL_N ?? 50_000);
 const SENTENCES = Number(process.env.BENCH_SENTENCES ?? (QUICK ? 2_000 : 4_000));
 /** How long a restart's measurement waits for the index to be ready before reporting "more than". */
@@ -230,6 +236,7 @@ export async function benchVectors(): Promise<string[]> {
   process.stdout.write(`${machine()}\n`);
   if (PARTS.includes("recall")) out.push(...(await benchRecall(RECALL_N, SENTENCES, machine)));
   if (PARTS.includes("restart")) out.push(...(await benchRestart(RESTART_N, 128, machine, READY_WAIT_S)));
+  else if (PARTS.includes("bulk")) out.push(...(await benchRestart(RESTART_N, 128, machine, READY_WAIT_S, false)));
   if (PARTS.includes("sizes"))
     for (const [n, dim] of SIZES) {
       out.push(...(await benchSize(n, dim)));

@@ -13,6 +13,8 @@ import { clustered } from "./helpers/vectors-data.js";
 
 const N = 50_000;
 const DIM = 32;
+const SMALL = 100;
+const NOTE = "a sentence of the kind a record's metadata keeps beside its embedding, ".repeat(3);
 const BATCH = 1000;
 
 type Call = ReturnType<typeof client>;
@@ -44,7 +46,12 @@ test("restarts: a graceful stop leaves no graph to rebuild; after a crash, write
     assert.equal(created.body.estimated_recall, null);
     const data = clustered(N + 20, DIM, 40, 3);
     for (let b = 0; b < N / BATCH; b++) {
-      const vectors = Array.from({ length: BATCH }, (_, j) => ({ id: `v${b * BATCH + j}`, embedding: vec(data, b * BATCH + j) }));
+      // With metadata, as most records have (loading the index reads it all; a search needs none).
+      const vectors = Array.from({ length: BATCH }, (_, j) => ({
+        id: `v${b * BATCH + j}`,
+        embedding: vec(data, b * BATCH + j),
+        metadata: { n: b * BATCH + j, text: NOTE },
+      }));
       assert.equal((await call("POST", `/v1/vectors/${id}/batch`, { vectors })).status, 200);
     }
     // Built, then its recall measured on its own vectors (and the width chosen for the target).
@@ -67,11 +74,40 @@ test("restarts: a graceful stop leaves no graph to rebuild; after a crash, write
     assert.equal(wide.status, 200);
     assert.equal((await call("POST", `/v1/vectors/${id}/search`, { vector: probe, search_width: 5000 })).status, 400);
 
+    // A small index beside the large one (created after it: loaded after it at start).
+    const small = (await call<{ id: string }>("POST", "/v1/vectors/indexes", { name: "small", dimension: DIM, metric: "euclidean" })).body
+      .id;
+    const smallData = clustered(SMALL + 1, DIM, 4, 5);
+    const smallVectors = Array.from({ length: SMALL }, (_, i) => ({ id: `s${i}`, embedding: vec(smallData, i) }));
+    assert.equal((await call("POST", `/v1/vectors/${small}/batch`, { vectors: smallVectors })).status, 200);
+
     // A graceful stop right after the writes (well within the periodic save): the graph is saved,
     // and the next start loads it instead of rebuilding.
     await server.stop();
     server = await startServer({ dataDir: server.dataDir, key: server.key, env });
     call = client(server);
+    // Searches do not wait for the records to load: the small index answers while the large one is
+    // still loading, and so does the large one, exactly, from its stored records (before, a search
+    // waited until every record of its index was in memory).
+    const searchThenLargeStatus = async (index: string, query: number[]) => {
+      const res = await call<{ hits: Array<{ id: string }> }>("POST", `/v1/vectors/${index}/search`, { vector: query, top_k: 10 });
+      return { res, large: (await view(call, id)).status };
+    };
+    const smallProbe = vec(smallData, SMALL);
+    const [first, firstSmall] = await Promise.all([searchThenLargeStatus(id, probe), searchThenLargeStatus(small, smallProbe)]);
+    assert.equal(firstSmall.res.status, 200);
+    assert.equal(firstSmall.large, "loading", "the small index answered only once the large one had loaded");
+    assert.deepEqual(
+      firstSmall.res.body.hits.map((h) => h.id),
+      exactNearest(smallData.subarray(0, SMALL * DIM), DIM, Float32Array.from(smallProbe), 10, "euclidean").map((i) => `s${i}`),
+    );
+    assert.equal(first.res.status, 200);
+    assert.equal(first.large, "loading", "the first search of the large index waited for its records");
+    assert.deepEqual(
+      first.res.body.hits.map((h) => h.id),
+      exact.body.hits.map((h) => h.id),
+      "the search answered while loading was not exact",
+    );
     const write = await call("POST", `/v1/vectors/${id}/batch`, { vectors: [{ id: "after-stop", embedding: vec(data, N) }] });
     assert.equal(write.status, 200);
     assert.ok(await eventually(async () => (await view(call, id)).status === "ready", 30_000), "not ready after a graceful restart");

@@ -220,7 +220,7 @@ export async function buildApp(services: Services, logger: Logger): Promise<Fast
   // E2B's SDKs, unchanged, with E2B_API_URL and E2B_SANDBOX_URL set to <base>/e2b (docs/e2b.md).
   await app.register(e2bRoutes, { services });
   if (services.vectors) {
-    await app.register(vectorRoutes, { prefix: "/v1/vectors", vectors: services.vectors });
+    await app.register(vectorRoutes, { prefix: "/v1/vectors", vectors: services.vectors, maxJsonDepth: config.maxJsonDepth });
   }
   return app;
 }

@@ -5,8 +5,9 @@
 // and checked against the record count; any doubt and it is rebuilt from the records. Loading
 // reads the records in a worker (record-loader.ts) and the graph file in the graph worker, so the
 // service keeps answering meanwhile. Writes never wait for a load (committed to SQLite at once,
-// applied in memory after the records); searches wait for the records only, and are exact until
-// the graph is loaded or rebuilt.
+// applied in memory after the records); searches never wait either: while the records load they
+// are answered exactly from the database by a scan in a worker (record-scan.ts), then exactly from
+// memory until the graph is loaded or rebuilt.
 import fs from "node:fs";
 import path from "node:path";
 import { Collection, QUANTIZATION } from "./collection.js";
@@ -15,6 +16,7 @@ import type { Metadata } from "./filter.js";
 import { GraphWorker } from "./graph-worker.js";
 import type { RecallCurve } from "./recall.js";
 import { readRecords } from "./record-loader.js";
+import { RecordScanner } from "./record-scan.js";
 import { VECTOR_DEFAULTS, type VectorSettings } from "./settings.js";
 import type { RecordRow, VectorCatalog } from "./store.js";
 
@@ -60,6 +62,8 @@ export class EmbeddedEngine implements VectorEngine {
   private readonly dir: string;
   private readonly timer: NodeJS.Timeout;
   private readonly graphs = new GraphWorker();
+  /** Answers searches of indexes whose records are still loading. */
+  private readonly scanner: RecordScanner;
   private saving: Promise<void> | undefined;
   private readonly saveIdleMs: number;
 
@@ -69,6 +73,10 @@ export class EmbeddedEngine implements VectorEngine {
     private readonly log: (msg: string, fields?: Record<string, unknown>) => void = () => {},
     private readonly settings: VectorSettings = VECTOR_DEFAULTS,
   ) {
+    this.scanner = new RecordScanner(store.file);
+    // Started with the service when there are indexes to load, so that it is ready for the first
+    // search (a thread's start, compiling its module, can take longer than the scan itself).
+    void store.allIndexes().then((rows) => rows.length > 0 && this.scanner.start());
     this.dir = path.join(dataDir, "vector-graphs");
     fs.mkdirSync(this.dir, { recursive: true, mode: 0o700 });
     this.saveIdleMs = settings.saveIdleS * 1000;
@@ -119,13 +127,6 @@ export class EmbeddedEngine implements VectorEngine {
       },
     );
     this.loading.set(spec.id, p);
-    return c;
-  }
-
-  /** The collection once its records are in memory (searches need them all). */
-  private async loaded(spec: IndexSpec): Promise<Collection> {
-    const c = this.coll(spec);
-    if (c.loading) await c.recordsLoaded;
     return c;
   }
 
@@ -212,6 +213,8 @@ export class EmbeddedEngine implements VectorEngine {
     // Records one index at a time (each load reads them in a worker; its graph loads meanwhile in
     // the graph worker); an index used first starts its own load at once.
     for (const s of specs) await this.coll(s).recordsLoaded.catch(() => {});
+    // Needed again only if a load failed (the next use loads that index again).
+    if (![...this.open.values()].some((c) => c.loading)) await this.scanner.close();
   }
 
   createIndex(spec: IndexSpec): void {
@@ -277,7 +280,9 @@ export class EmbeddedEngine implements VectorEngine {
   }
 
   async search(spec: IndexSpec, query: Float32Array, opts: SearchOptions): Promise<Hit[]> {
-    const c = await this.loaded(spec);
+    const c = this.coll(spec);
+    // Still loading: the stored records answer, exactly (they hold every acknowledged write).
+    if (c.loading) return this.scanner.search(spec, query, opts);
     return c.search(query, opts.topK, opts.filter?.predicate, opts.includeValues, opts.includeMetadata, {
       exact: opts.exact,
       width: opts.searchWidth,
@@ -365,6 +370,7 @@ export class EmbeddedEngine implements VectorEngine {
     await Promise.allSettled(this.loading.values());
     await this.saveAll(true);
     for (const c of this.open.values()) c.close();
+    await this.scanner.close();
     await this.graphs.close();
   }
 }

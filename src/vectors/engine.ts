@@ -17,7 +17,7 @@ export interface IndexSpec {
 
 /** How an index is doing: whether it answers from its graph yet, and how well. */
 export interface IndexHealth {
-  /** loading: records being read (writes are accepted, searches wait); building: the graph is
+  /** loading: records being read (writes are accepted, searches are exact, from the stored records); building: the graph is
    * loading or being rebuilt (searches are exact); indexing: recent writes joining the graph
    * (scored exactly meanwhile); ready. */
   status: "loading" | "building" | "indexing" | "ready";

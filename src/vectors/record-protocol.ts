@@ -27,3 +27,28 @@ export interface RecordChunkMessage extends RecordChunk {
 
 /** Any message to the worker asks it for the next chunk. */
 export type RecordRequest = "next";
+
+/** What the record scanner needs at start. */
+export interface RecordScanData {
+  file: string;
+}
+
+/** One exact search over an index's stored records (while the index is still loading). */
+export interface ScanRequest {
+  id: number;
+  indexId: string;
+  dim: number;
+  metric: "cosine" | "euclidean" | "dotproduct";
+  query: Float32Array;
+  topK: number;
+  /** The filter as the client sent it (validated already); compiled again in the scanner. */
+  filter: unknown;
+  includeValues: boolean;
+  includeMetadata: boolean;
+}
+
+export interface ScanReply {
+  id: number;
+  hits?: Array<{ id: string; score: number; values?: number[]; metadata?: Record<string, unknown> }>;
+  error?: string;
+}

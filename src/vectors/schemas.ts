@@ -69,7 +69,7 @@ export const IndexSchema = Type.Object({
   updated_at: Type.String(),
   status: Type.Union([Type.Literal("loading"), Type.Literal("building"), Type.Literal("indexing"), Type.Literal("ready")], {
     description:
-      "loading: its records are being read after a start (writes are accepted, searches wait); building: its graph is loading or being rebuilt (searches are exact meanwhile); indexing: recent writes are joining the graph (they are searched exactly meanwhile); ready",
+      "loading: its records are being read after a start (writes are accepted; searches are exact, answered from the stored records); building: its graph is loading or being rebuilt (searches are exact meanwhile); indexing: recent writes are joining the graph (they are searched exactly meanwhile); ready",
   }),
   vector_count: Type.Integer(),
   search_width: Type.Integer({ description: "Candidates an unfiltered graph search walks (adapted to target_recall)" }),

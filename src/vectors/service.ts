@@ -38,7 +38,8 @@ export interface IndexView {
   delete_protection: boolean;
   created_at: string;
   updated_at: string;
-  /** "loading" while its records are read after a start (writes are accepted), "building" while
+  /** "loading" while its records are read after a start (writes are accepted; searches are exact,
+   * answered from the stored records), "building" while
    * its graph loads or is rebuilt (searches are exact), "indexing" while recent writes are still
    * joining the graph (they are searchable already), else "ready". */
   status: IndexHealth["status"];
@@ -66,7 +67,8 @@ export interface CreateIndex {
 
 export interface VectorIn {
   id?: string;
-  embedding?: number[];
+  /** JSON's numbers; a Float64Array when the body was parsed off the event loop (batch-parser.ts). */
+  embedding?: number[] | Float64Array;
   text?: string;
   model?: string;
   metadata?: Metadata;
@@ -267,7 +269,8 @@ export class VectorService {
     this.checkBatch(vectors);
     const row = this.row(tenantId, ref);
     const items = vectors.map((v, i) => {
-      if (!Array.isArray(v.embedding)) throw invalid(`vectors[${i}]: embedding is required (or use the text routes)`);
+      if (!Array.isArray(v.embedding) && !(v.embedding instanceof Float64Array))
+        throw invalid(`vectors[${i}]: embedding is required (or use the text routes)`);
       return this.checkVector(row, v, i, v.embedding);
     });
     await this.engine.upsert(this.spec(row), items, this.limits.admit(tenantId));

@@ -34,7 +34,7 @@ export function openVectors(
     },
     close: async () => {
       await engine.close();
-      store.close();
+      await store.close();
     },
   };
 }

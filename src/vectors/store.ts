@@ -5,41 +5,19 @@
 // brought up to date by replaying what came after it. Each index row keeps its vector count and
 // bytes with every write, and this process keeps their sums per tenant, for the quotas.
 // `VectorCatalog` is what the vectors area persists (indexes, records, batches of writes), with
-// promise-returning methods; `VectorDb` is its SQLite implementation.
+// promise-returning methods; `VectorDb` is its SQLite implementation: reads on the main thread,
+// every write on a writer thread's own connection (writer.ts), so no commit runs on the event loop.
 import path from "node:path";
 import type Database from "better-sqlite3";
 import { addColumnIfMissing, type Migration, migrate, openSqlite } from "../store/db.js";
-import type { Admit, Metric } from "./engine.js";
+import type { Admit } from "./engine.js";
 import type { Metadata } from "./filter.js";
+import { type IndexRow, RECORD_BYTES_SQL, type RecordRow, type VectorUsage, type Written } from "./rows.js";
+import type { DeleteDone, UpdateDone, UpsertDone } from "./record-writes.js";
+import type { UpsertBatch } from "./writer-protocol.js";
+import { VectorWriter } from "./writer.js";
 
-export interface IndexRow {
-  id: string;
-  tenant_id: string;
-  name: string;
-  dimension: number;
-  metric: Metric;
-  vector_type: string;
-  cloud_provider: string | null;
-  region: string | null;
-  index_type: string | null;
-  metadata: string;
-  delete_protection: number;
-  created_at: string;
-  updated_at: string;
-  /** recall@10 the index's searches should reach; null: the service's default. */
-  target_recall: number | null;
-}
-
-export interface RecordRow {
-  id: string;
-  label: number;
-  embedding: Buffer;
-  metadata: string;
-  delete_protection: number;
-  created_at: string;
-  updated_at: string;
-  seq: number;
-}
+export { type IndexRow, type RecordRow, recordBytes, type VectorUsage, type Written } from "./rows.js";
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS vector_indexes (
@@ -82,13 +60,6 @@ CREATE TABLE IF NOT EXISTS vector_tombstones (
 CREATE INDEX IF NOT EXISTS vector_tombstones_seq ON vector_tombstones (index_id, seq);
 `;
 
-/** A record's bytes as the quotas count them: what is kept for it in memory and on disk (the
- * embedding, the metadata as JSON, the id). RECORD_BYTES_SQL is the same for a stored row. */
-export function recordBytes(id: string, embeddingBytes: number, metadataJson: string): number {
-  return embeddingBytes + Buffer.byteLength(metadataJson) + Buffer.byteLength(id);
-}
-const RECORD_BYTES_SQL = "length(embedding) + length(CAST(metadata AS BLOB)) + length(CAST(id AS BLOB))";
-
 /** The vectors database's schema. The first four adopt databases from before versioned areas (the
  * table may be there, with or without each later column); new changes are plain new versions. */
 export const VECTOR_MIGRATIONS: Migration[] = [
@@ -115,32 +86,6 @@ export const VECTOR_MIGRATIONS: Migration[] = [
   },
   { area: "vectors", version: 4, up: (db) => void addColumnIfMissing(db, "vector_indexes", "target_recall", "REAL") },
 ];
-
-/** What a tenant holds: its indexes, and the vectors and their bytes in all of them. */
-export interface VectorUsage {
-  indexes: number;
-  vectors: number;
-  bytes: number;
-}
-
-/** One stored write: the label the vector got in the graph and the write's sequence number. */
-export interface Written {
-  id: string;
-  label: number;
-  seq: number;
-  /** The label the previous version had (now a tombstone), if it existed. */
-  replaced: number | undefined;
-  created_at: string;
-  updated_at: string;
-}
-
-interface Counters {
-  tenant_id: string;
-  next_label: number;
-  seq: number;
-  vector_count: number;
-  bytes: number;
-}
 
 /**
  * What the vectors area keeps: the index catalog, each index's records, and batches of writes
@@ -192,12 +137,15 @@ export interface VectorCatalog {
   pruneTombstones(indexId: string, seq: number): Promise<void>;
   /** Replaces a vector's metadata and protection at once, `admit` inside; false when it does not exist. */
   updateVector(indexId: string, id: string, metadata: string, deleteProtection: boolean, at: string, admit?: Admit): Promise<boolean>;
-  close(): void;
+  /** Lets the writes under way commit, then closes the database. */
+  close(): Promise<void>;
 }
 
 export class VectorDb implements VectorCatalog {
   readonly db: Database.Database;
   private readonly st;
+  /** Every write goes through it (its own connection, its own thread), in the order posted. */
+  private readonly writer: VectorWriter;
   /** Index rows by id, and ids by tenant and name: every vector request looks its index up, and
    * only this process writes the catalog, so it is read from SQLite once, when the store opens. */
   private readonly rows = new Map<string, IndexRow>();
@@ -216,60 +164,28 @@ export class VectorDb implements VectorCatalog {
     this.file = file;
     this.db = openSqlite(file);
     migrate(this.db, VECTOR_MIGRATIONS);
+    // Started now: the first write after a start need not wait for the thread.
+    this.writer = new VectorWriter(file);
     const db = this.db;
     this.st = {
-      insertIndex: db.prepare(
-        `INSERT INTO vector_indexes (id, tenant_id, name, dimension, metric, vector_type, cloud_provider, region, index_type,
-           metadata, delete_protection, created_at, updated_at, target_recall)
-         VALUES (@id, @tenant_id, @name, @dimension, @metric, @vector_type, @cloud_provider, @region, @index_type,
-           @metadata, @delete_protection, @created_at, @updated_at, @target_recall)`,
-      ),
-      indexById: db.prepare<[string, string], IndexRow>("SELECT * FROM vector_indexes WHERE id = ? AND tenant_id = ?"),
-      indexByName: db.prepare<[string, string], IndexRow>("SELECT * FROM vector_indexes WHERE name = ? AND tenant_id = ?"),
       allIndexes: db.prepare<[], IndexRow>("SELECT * FROM vector_indexes"),
       listIndexes: db.prepare<[string, number, number], IndexRow>(
         "SELECT * FROM vector_indexes WHERE tenant_id = ? ORDER BY created_at, id LIMIT ? OFFSET ?",
       ),
       countIndexes: db.prepare<[string], { n: number }>("SELECT COUNT(*) AS n FROM vector_indexes WHERE tenant_id = ?"),
-      updateIndex: db.prepare<[string, number, number | null, string, string]>(
-        "UPDATE vector_indexes SET metadata = ?, delete_protection = ?, target_recall = ?, updated_at = ? WHERE id = ?",
-      ),
-      deleteIndex: db.prepare<[string]>("DELETE FROM vector_indexes WHERE id = ?"),
-      deleteAllVectors: db.prepare<[string]>("DELETE FROM vectors WHERE index_id = ?"),
-      deleteAllTombstones: db.prepare<[string]>("DELETE FROM vector_tombstones WHERE index_id = ?"),
-      counters: db.prepare<[string], Counters>("SELECT tenant_id, next_label, seq, vector_count, bytes FROM vector_indexes WHERE id = ?"),
-      setCounters: db.prepare<[number, number, number, number, string]>(
-        "UPDATE vector_indexes SET next_label = ?, seq = ?, vector_count = ?, bytes = ? WHERE id = ?",
-      ),
-      existing: db.prepare<[string, string], { label: number; created_at: string; bytes: number; embedding_bytes: number }>(
-        `SELECT label, created_at, ${RECORD_BYTES_SQL} AS bytes, length(embedding) AS embedding_bytes FROM vectors WHERE index_id = ? AND id = ?`,
+      counters: db.prepare<[string], { next_label: number; seq: number; bytes: number }>(
+        "SELECT next_label, seq, bytes FROM vector_indexes WHERE id = ?",
       ),
       usageByTenant: db.prepare<[], VectorUsage & { tenant_id: string }>(
         "SELECT tenant_id, COUNT(*) AS indexes, SUM(vector_count) AS vectors, SUM(bytes) AS bytes FROM vector_indexes GROUP BY tenant_id",
       ),
-      putVector: db.prepare(
-        `INSERT OR REPLACE INTO vectors (index_id, id, label, embedding, metadata, delete_protection, created_at, updated_at, seq)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-      ),
-      tombstone: db.prepare<[string, number, number]>("INSERT INTO vector_tombstones (index_id, label, seq) VALUES (?, ?, ?)"),
-      deleteVector: db.prepare<[string, string]>("DELETE FROM vectors WHERE index_id = ? AND id = ?"),
       getVector: db.prepare<[string, string], RecordRow>("SELECT * FROM vectors WHERE index_id = ? AND id = ?"),
       getByLabel: db.prepare<[string, number], RecordRow>("SELECT * FROM vectors WHERE index_id = ? AND label = ?"),
       listVectors: db.prepare<[string, number, number], RecordRow>("SELECT * FROM vectors WHERE index_id = ? ORDER BY id LIMIT ? OFFSET ?"),
-      // By rowid (the table's own order, which is write order): "+index_id" keeps SQLite from
-      // walking the primary key and sorting instead.
       tombstonesAfter: db.prepare<[string, number], { label: number }>(
         "SELECT label FROM vector_tombstones WHERE index_id = ? AND seq > ?",
       ),
-      pruneTombstones: db.prepare<[string, number]>("DELETE FROM vector_tombstones WHERE index_id = ? AND seq <= ?"),
-      updateVector: db.prepare<[string, number, string, string, string]>(
-        "UPDATE vectors SET metadata = ?, delete_protection = ?, updated_at = ? WHERE index_id = ? AND id = ?",
-      ),
-      setBytes: db.prepare<[number, string]>("UPDATE vector_indexes SET bytes = ? WHERE id = ?"),
       indexRow: db.prepare<[string], IndexRow>("SELECT * FROM vector_indexes WHERE id = ?"),
-      isProtected: db.prepare<[string, string], { one: number }>(
-        "SELECT 1 AS one FROM vectors WHERE index_id = ? AND id = ? AND delete_protection = 1",
-      ),
     };
     for (const row of this.st.allIndexes.all() as Array<IndexRow & { vector_count: number }>) {
       this.remember(row);
@@ -320,7 +236,7 @@ export class VectorDb implements VectorCatalog {
   /** Adds an index; `admit` is called first with the tenant's usage, and throwing refuses it. */
   async insertIndex(row: IndexRow, admit?: (usage: VectorUsage) => void): Promise<void> {
     admit?.(this.usageOf(row.tenant_id));
-    this.st.insertIndex.run(row);
+    await this.writer.write({ op: "insertIndex", row });
     this.remember(this.st.indexRow.get(row.id));
     this.counts.set(row.id, 0);
     this.tally(row.tenant_id, { indexes: 1, vectors: 0, bytes: 0 });
@@ -340,19 +256,16 @@ export class VectorDb implements VectorCatalog {
     return { rows: this.st.listIndexes.all(tenantId, limit, offset), total: (this.st.countIndexes.get(tenantId) as { n: number }).n };
   }
   async updateIndex(id: string, metadata: string, deleteProtection: boolean, targetRecall: number | null, at: string): Promise<void> {
-    this.st.updateIndex.run(metadata, deleteProtection ? 1 : 0, targetRecall, at, id);
+    await this.writer.write({ op: "updateIndex", indexId: id, metadata, deleteProtection, targetRecall, at });
     const row = this.st.indexRow.get(id);
     if (row) this.remember(row);
   }
   /** Removes the index and all its vectors in one transaction. */
   async deleteIndex(id: string): Promise<void> {
-    const c = this.db.transaction(() => {
-      const c = this.st.counters.get(id);
-      this.st.deleteAllVectors.run(id);
-      this.st.deleteAllTombstones.run(id);
-      this.st.deleteIndex.run(id);
-      return c;
-    })();
+    const c = await this.writer.write<{ tenant_id: string; vector_count: number; bytes: number } | undefined>({
+      op: "deleteIndex",
+      indexId: id,
+    });
     this.forget(id);
     if (c) this.tally(c.tenant_id, { indexes: -1, vectors: -c.vector_count, bytes: -c.bytes });
   }
@@ -364,38 +277,27 @@ export class VectorDb implements VectorCatalog {
     items: Array<{ id: string; embedding: Float32Array; metadata: Metadata; delete_protection: boolean }>,
     admit?: Admit,
   ): Promise<Written[]> {
-    let tenantId = "";
-    let added = { vectors: 0, bytes: 0 };
-    const written = this.db.transaction(() => {
-      const c = this.st.counters.get(indexId);
-      if (!c) throw new Error(`index ${indexId} vanished`);
-      tenantId = c.tenant_id;
-      let { next_label: label, seq, vector_count: count, bytes } = c;
-      const now = new Date().toISOString();
-      const out: Written[] = [];
-      for (const v of items) {
-        seq++;
-        const prev = this.st.existing.get(indexId, v.id);
-        if (prev) {
-          this.st.tombstone.run(indexId, prev.label, seq);
-          bytes -= prev.bytes;
-        } else count++;
-        const created = prev?.created_at ?? now;
-        const blob = Buffer.from(v.embedding.buffer, v.embedding.byteOffset, v.embedding.byteLength);
-        const metadata = JSON.stringify(v.metadata);
-        bytes += recordBytes(v.id, blob.length, metadata);
-        this.st.putVector.run(indexId, v.id, label, blob, metadata, v.delete_protection ? 1 : 0, created, now, seq);
-        out.push({ id: v.id, label, seq, replaced: prev?.label, created_at: created, updated_at: now });
-        label++;
-      }
-      added = { vectors: count - c.vector_count, bytes: bytes - c.bytes };
-      admit?.(added);
-      this.st.setCounters.run(label, seq, count, bytes, indexId);
-      return out;
-    })();
-    this.tally(tenantId, { indexes: 0, ...added });
-    this.counts.set(indexId, (this.counts.get(indexId) ?? 0) + added.vectors);
-    return written;
+    const dim = items[0]?.embedding.length ?? 0;
+    // Packed into one array handed over to the writer (the items keep their own).
+    const batch: UpsertBatch = {
+      ids: items.map((v) => v.id),
+      vectors: new Float32Array(items.length * dim),
+      dim,
+      metadata: items.map((v) => JSON.stringify(v.metadata)),
+      protect: Uint8Array.from(items, (v) => (v.delete_protection ? 1 : 0)),
+    };
+    items.forEach((v, i) => {
+      if (v.embedding.length !== dim) throw new Error("every vector of a batch must have the same dimension");
+      batch.vectors.set(v.embedding, i * dim);
+    });
+    const done = await this.writer.write<UpsertDone>(
+      { op: "upsert", indexId, batch, check: admit !== undefined },
+      admit && ((q) => q.kind === "admit" && admit(q.added)),
+      [batch.vectors.buffer as ArrayBuffer],
+    );
+    this.tally(done.tenantId, { indexes: 0, ...done.added });
+    this.counts.set(indexId, (this.counts.get(indexId) ?? 0) + done.added.vectors);
+    return done.written;
   }
 
   /** Deletes by id in one transaction; returns the labels that were removed. */
@@ -404,33 +306,13 @@ export class VectorDb implements VectorCatalog {
     ids: string[],
     refuseProtected?: (protectedIds: string[]) => void,
   ): Promise<Array<{ id: string; label: number; seq: number }>> {
-    let tenantId = "";
-    let freed = 0;
-    const gone = this.db.transaction(() => {
-      const c = this.st.counters.get(indexId);
-      if (!c) throw new Error(`index ${indexId} vanished`);
-      tenantId = c.tenant_id;
-      if (refuseProtected) {
-        const locked = ids.filter((id) => this.st.isProtected.get(indexId, id) !== undefined);
-        if (locked.length > 0) refuseProtected(locked);
-      }
-      let seq = c.seq;
-      const out: Array<{ id: string; label: number; seq: number }> = [];
-      for (const id of ids) {
-        const prev = this.st.existing.get(indexId, id);
-        if (!prev) continue;
-        seq++;
-        freed += prev.bytes;
-        this.st.deleteVector.run(indexId, id);
-        this.st.tombstone.run(indexId, prev.label, seq);
-        out.push({ id, label: prev.label, seq });
-      }
-      this.st.setCounters.run(c.next_label, seq, c.vector_count - out.length, c.bytes - freed, indexId);
-      return out;
-    })();
-    this.tally(tenantId, { indexes: 0, vectors: -gone.length, bytes: -freed });
-    this.counts.set(indexId, (this.counts.get(indexId) ?? 0) - gone.length);
-    return gone;
+    const done = await this.writer.write<DeleteDone>(
+      { op: "delete", indexId, ids, check: refuseProtected !== undefined },
+      refuseProtected && ((q) => q.kind === "protected" && refuseProtected(q.ids)),
+    );
+    this.tally(done.tenantId, { indexes: 0, vectors: -done.gone.length, bytes: -done.freed });
+    this.counts.set(indexId, (this.counts.get(indexId) ?? 0) - done.gone.length);
+    return done.gone;
   }
 
   async get(indexId: string, id: string): Promise<RecordRow | undefined> {
@@ -470,7 +352,7 @@ export class VectorDb implements VectorCatalog {
   }
   /** Tombstones a saved graph already accounts for are no longer needed. */
   async pruneTombstones(indexId: string, seq: number): Promise<void> {
-    this.st.pruneTombstones.run(indexId, seq);
+    await this.writer.write({ op: "pruneTombstones", indexId, seq });
   }
   /** Replaces a vector's metadata and protection in one transaction; `admit` gets the bytes it adds
    * (throwing refuses it). False when the vector does not exist. */
@@ -482,24 +364,16 @@ export class VectorDb implements VectorCatalog {
     at: string,
     admit?: Admit,
   ): Promise<boolean> {
-    let tenantId = "";
-    let added = 0;
-    const done = this.db.transaction(() => {
-      const c = this.st.counters.get(indexId);
-      const prev = this.st.existing.get(indexId, id);
-      if (!c || !prev) return false;
-      tenantId = c.tenant_id;
-      added = recordBytes(id, prev.embedding_bytes, metadata) - prev.bytes;
-      admit?.({ vectors: 0, bytes: added });
-      this.st.updateVector.run(metadata, deleteProtection ? 1 : 0, at, indexId, id);
-      this.st.setBytes.run(c.bytes + added, indexId);
-      return true;
-    })();
-    if (done) this.tally(tenantId, { indexes: 0, vectors: 0, bytes: added });
-    return done;
+    const done = await this.writer.write<UpdateDone>(
+      { op: "updateVector", indexId, vectorId: id, metadata, deleteProtection, at, check: admit !== undefined },
+      admit && ((q) => q.kind === "admit" && admit(q.added)),
+    );
+    if (done.done) this.tally(done.tenantId, { indexes: 0, vectors: 0, bytes: done.added });
+    return done.done;
   }
 
-  close(): void {
+  async close(): Promise<void> {
+    await this.writer.close();
     if (this.db.open) this.db.close();
   }
 }

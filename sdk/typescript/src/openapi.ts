@@ -7083,7 +7083,7 @@ export interface paths {
                                 delete_protection: boolean;
                                 created_at: string;
                                 updated_at: string;
-                                /** @description loading: its records are being read after a start (writes are accepted, searches wait); building: its graph is loading or being rebuilt (searches are exact meanwhile); indexing: recent writes are joining the graph (they are searched exactly meanwhile); ready */
+                                /** @description loading: its records are being read after a start (writes are accepted; searches are exact, answered from the stored records); building: its graph is loading or being rebuilt (searches are exact meanwhile); indexing: recent writes are joining the graph (they are searched exactly meanwhile); ready */
                                 status: "loading" | "building" | "indexing" | "ready";
                                 vector_count: number;
                                 /** @description Candidates an unfiltered graph search walks (adapted to target_recall) */
@@ -7179,7 +7179,7 @@ export interface paths {
                             delete_protection: boolean;
                             created_at: string;
                             updated_at: string;
-                            /** @description loading: its records are being read after a start (writes are accepted, searches wait); building: its graph is loading or being rebuilt (searches are exact meanwhile); indexing: recent writes are joining the graph (they are searched exactly meanwhile); ready */
+                            /** @description loading: its records are being read after a start (writes are accepted; searches are exact, answered from the stored records); building: its graph is loading or being rebuilt (searches are exact meanwhile); indexing: recent writes are joining the graph (they are searched exactly meanwhile); ready */
                             status: "loading" | "building" | "indexing" | "ready";
                             vector_count: number;
                             /** @description Candidates an unfiltered graph search walks (adapted to target_recall) */
@@ -7267,7 +7267,7 @@ export interface paths {
                             delete_protection: boolean;
                             created_at: string;
                             updated_at: string;
-                            /** @description loading: its records are being read after a start (writes are accepted, searches wait); building: its graph is loading or being rebuilt (searches are exact meanwhile); indexing: recent writes are joining the graph (they are searched exactly meanwhile); ready */
+                            /** @description loading: its records are being read after a start (writes are accepted; searches are exact, answered from the stored records); building: its graph is loading or being rebuilt (searches are exact meanwhile); indexing: recent writes are joining the graph (they are searched exactly meanwhile); ready */
                             status: "loading" | "building" | "indexing" | "ready";
                             vector_count: number;
                             /** @description Candidates an unfiltered graph search walks (adapted to target_recall) */
@@ -7345,7 +7345,7 @@ export interface paths {
                             delete_protection: boolean;
                             created_at: string;
                             updated_at: string;
-                            /** @description loading: its records are being read after a start (writes are accepted, searches wait); building: its graph is loading or being rebuilt (searches are exact meanwhile); indexing: recent writes are joining the graph (they are searched exactly meanwhile); ready */
+                            /** @description loading: its records are being read after a start (writes are accepted; searches are exact, answered from the stored records); building: its graph is loading or being rebuilt (searches are exact meanwhile); indexing: recent writes are joining the graph (they are searched exactly meanwhile); ready */
                             status: "loading" | "building" | "indexing" | "ready";
                             vector_count: number;
                             /** @description Candidates an unfiltered graph search walks (adapted to target_recall) */

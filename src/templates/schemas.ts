@@ -17,15 +17,23 @@ const BuildStep = Type.Object(
   { additionalProperties: false },
 );
 
+const TemplateName = Type.String({
+  minLength: 1,
+  maxLength: 128,
+  pattern: "^[A-Za-z0-9][A-Za-z0-9._-]*$",
+  description: "Unique among your templates",
+});
+const Description = Type.String({ maxLength: 1024 });
+
+export const SaveSandboxBody = Type.Object(
+  { name: TemplateName, description: Type.Optional(Description) },
+  { additionalProperties: false },
+);
+
 export const BuildBody = Type.Object(
   {
-    name: Type.String({
-      minLength: 1,
-      maxLength: 128,
-      pattern: "^[A-Za-z0-9][A-Za-z0-9._-]*$",
-      description: "Unique among your templates",
-    }),
-    description: Type.Optional(Type.String({ maxLength: 1024 })),
+    name: TemplateName,
+    description: Type.Optional(Description),
     template_id: Type.Optional(
       Type.String({ maxLength: 128, description: "One of your templates to run build_steps on (instead of docker_image)" }),
     ),

@@ -9,6 +9,7 @@ import type { Limits } from "../sandbox/settings.js";
 import { ApiError } from "../errors.js";
 import type { Box } from "../sandbox/box.js";
 import type { CustomTemplate } from "../sandbox/manager.js";
+import type { SnapshotFiles } from "../sandbox/snapshots.js";
 import type { Template } from "../sandbox/templates.js";
 import { BuildLog } from "./build-log.js";
 import { pullImage, type RegistryAuth, ToolError } from "./pull.js";
@@ -38,15 +39,27 @@ export interface BuildInput {
   registryAuth?: RegistryAuth;
 }
 
+/** A running sandbox of the tenant's, to save as a template: its box and the template it runs. */
+export interface SandboxSource {
+  box: Box;
+  template: string;
+}
+
 export interface TemplateDeps {
   store: TemplateStore;
   rootfs: RootfsStore;
+  /** Archives of templates' /home/user files, one per template (named by its id). */
+  homes: SnapshotFiles;
   settings: TemplateSettings;
   /** The service's sandbox limits: a template's are its own, never above them. */
   limits: Limits;
   builtIns: Template[];
   /** Live sandboxes started from a template (one in use is not deleted). */
   sandboxesOf(templateId: string): number;
+  /** A running sandbox of the tenant's (404 when it is not theirs, 400 when it ended, 409 when paused). */
+  sandbox(tenantId: string, sandboxId: string): Promise<SandboxSource>;
+  /** Gives back the warm sandboxes of a template's pool (it is being deleted). */
+  dropPool(templateId: string): Promise<void>;
   /** A sandbox for build steps (SandboxManager.buildBox). */
   buildBox(prepare: (uid: number) => Promise<CustomTemplate>): Promise<{ box: Box; release(): Promise<void> }>;
   log: (fields: Record<string, unknown>, msg: string) => void;
@@ -69,6 +82,11 @@ interface Plan {
 const exec = promisify(execFile);
 
 const notFound = (id: string) => new ApiError("template_not_found", `Template '${id}' does not exist`);
+const noRootfs = (id: string) =>
+  new ApiError(
+    "invalid_request",
+    `Template '${id}' was saved from a sandbox of a built-in template: it has no root filesystem of its own to build on`,
+  );
 const buildNotFound = (id: string) => new ApiError("not_found", `Build '${id}' does not exist`);
 
 /** The nine keys of a template list item. */
@@ -104,6 +122,7 @@ export class TemplateService {
     await this.d.rootfs.sweepBuilds((dir) => exec("umount", ["-l", dir]).then(() => {}));
     const used = new Set(this.d.store.allRootfs());
     for (const digest of this.d.rootfs.existing()) if (!used.has(digest)) await this.d.rootfs.remove(digest);
+    await this.d.homes.sweep(async (id) => this.d.store.template(id)?.home != null);
   }
 
   /** Built-ins first, then the tenant's own ready templates. */
@@ -138,7 +157,7 @@ export class TemplateService {
   resolve(tenantId: string, idOrName: string): CustomTemplate | undefined {
     const t = this.d.store.template(idOrName) ?? this.d.store.templateByName(tenantId, idOrName);
     if (!t || t.tenantId !== tenantId) return undefined;
-    if (t.state !== "ready" || !t.rootfs) {
+    if (t.state !== "ready" || !(t.rootfs || t.home)) {
       throw new ApiError(
         "invalid_state",
         `Template '${idOrName}' is ${t.state === "building" ? "still building" : "not built (its build failed)"}`,
@@ -146,11 +165,16 @@ export class TemplateService {
     }
     return {
       id: t.id,
-      root: {
-        dir: this.d.rootfs.pathOf(t.rootfs),
-        ...(t.python ? { python: t.python } : {}),
-        ...(t.workdir ? { workdir: t.workdir } : {}),
-      },
+      ...(t.rootfs
+        ? {
+            root: {
+              dir: this.d.rootfs.pathOf(t.rootfs),
+              ...(t.python ? { python: t.python } : {}),
+              ...(t.workdir ? { workdir: t.workdir } : {}),
+            },
+          }
+        : {}),
+      ...(t.home ? { home: { file: this.d.homes.pathOf(t.id), sha256: t.home } } : {}),
       limits: { ...this.d.limits, cpus: t.vcpuCount, memoryMb: t.memoryMb, diskMb: t.diskMb },
       envVars: t.environment,
     };
@@ -166,7 +190,9 @@ export class TemplateService {
     const users = this.d.sandboxesOf(t.id);
     if (users > 0) throw new ApiError("conflict", `Template '${id}' is used by ${users} live sandbox(es); kill them first`);
     this.d.store.deleteTemplate(t.id);
+    await this.d.dropPool(t.id);
     if (t.rootfs && this.d.store.rootfsUsers(t.rootfs) === 0) await this.d.rootfs.remove(t.rootfs);
+    await this.d.homes.remove(t.id);
   }
 
   status(tenantId: string, buildId: string): BuildRecord {
@@ -185,16 +211,7 @@ export class TemplateService {
 
   build(tenantId: string, input: BuildInput): { template: TemplateRecord; build: BuildRecord } {
     const plan = this.plan(tenantId, input);
-    if (this.d.store.templateByName(tenantId, input.name)) {
-      throw new ApiError("conflict", `A template named '${input.name}' exists already; delete it or choose another name`);
-    }
-    if (this.d.store.countTemplates(tenantId) >= this.d.settings.maxPerTenant) {
-      throw new ApiError(
-        "quota_exceeded",
-        `Your tenant has ${this.d.settings.maxPerTenant} templates, the limit (AGENTBOX_TEMPLATE_MAX_PER_TENANT); delete one first`,
-        60,
-      );
-    }
+    this.checkRoomFor(tenantId, input.name);
     if (this.queue.length >= this.d.settings.buildQueue) {
       throw new ApiError("at_capacity", `${this.queue.length} template builds are waiting already; retry later`, 30);
     }
@@ -214,6 +231,8 @@ export class TemplateService {
       tags: { ...plan.labels, ...input.tags },
       rootfs: null,
       python: null,
+      // Files a base saved from a sandbox starts its sandboxes with: the new template's too.
+      home: plan.base?.home ?? null,
       state: "building",
       createdAt: now,
       updatedAt: now,
@@ -248,6 +267,62 @@ export class TemplateService {
     return { template, build };
   }
 
+  /** Refuses a new template of this name: 409 when the name is taken, 429 past the tenant's count. */
+  private checkRoomFor(tenantId: string, name: string): void {
+    if (this.d.store.templateByName(tenantId, name)) {
+      throw new ApiError("conflict", `A template named '${name}' exists already; delete it or choose another name`);
+    }
+    if (this.d.store.countTemplates(tenantId) >= this.d.settings.maxPerTenant) {
+      throw new ApiError(
+        "quota_exceeded",
+        `Your tenant has ${this.d.settings.maxPerTenant} templates, the limit (AGENTBOX_TEMPLATE_MAX_PER_TENANT); delete one first`,
+        60,
+      );
+    }
+  }
+
+  /**
+   * A running sandbox's files as a new template, ready at once: the root it runs in (its template's
+   * root filesystem, shared, or the built-ins' system view) and what its /home/user holds now (an
+   * archive made inside the sandbox, as a snapshot is, unpacked into each new sandbox before it is
+   * handed out). Its limits, environment and workdir are its template's.
+   */
+  async saveSandbox(tenantId: string, sandboxId: string, input: { name: string; description?: string }) {
+    this.checkRoomFor(tenantId, input.name);
+    const source = await this.d.sandbox(tenantId, sandboxId);
+    const base = this.d.builtIns.some((t) => t.id === source.template) ? undefined : this.own(tenantId, source.template);
+    const id = `tpl_${crypto.randomBytes(9).toString("base64url")}`;
+    const info = await this.d.homes.write(source.box, id);
+    try {
+      this.checkRoomFor(tenantId, input.name); // again: the archive took a while
+      const now = new Date().toISOString();
+      const { cpus, memoryMb, diskMb } = this.d.limits;
+      this.d.store.insertTemplate({
+        id,
+        tenantId,
+        name: input.name,
+        description: input.description ?? `Saved from sandbox ${sandboxId}`,
+        vcpuCount: base?.vcpuCount ?? cpus,
+        memoryMb: base?.memoryMb ?? memoryMb,
+        diskMb: base?.diskMb ?? diskMb,
+        baseImage: base?.baseImage ?? null,
+        environment: base?.environment ?? {},
+        workdir: base?.workdir ?? null,
+        tags: { ...base?.tags, saved_from_sandbox: sandboxId },
+        rootfs: base?.rootfs ?? null,
+        python: base?.python ?? null,
+        home: info.sha256,
+        state: "ready",
+        createdAt: now,
+        updatedAt: now,
+      });
+    } catch (err) {
+      await this.d.homes.remove(id);
+      throw err;
+    }
+    return this.get(tenantId, id);
+  }
+
   /** What the build will do, checked before anything is recorded (a bad request is a 400 now, not a failed build). */
   private plan(tenantId: string, input: BuildInput): Plan {
     if (input.startCmd || input.readyCmd) {
@@ -277,7 +352,8 @@ export class TemplateService {
       );
     }
     const base = this.own(tenantId, input.baseTemplateId);
-    if (base.state !== "ready" || !base.rootfs) throw new ApiError("invalid_state", `Template '${input.baseTemplateId}' is not built`);
+    if (base.state !== "ready") throw new ApiError("invalid_state", `Template '${input.baseTemplateId}' is not built`);
+    if (!base.rootfs) throw noRootfs(input.baseTemplateId);
     if (steps.length === 0) throw new ApiError("invalid_request", "template_id needs build_steps: the steps to run on it");
     return { base, steps };
   }
@@ -294,7 +370,8 @@ export class TemplateService {
     checkSteps(df.steps);
     const own = this.d.store.template(df.from) ?? this.d.store.templateByName(tenantId, df.from);
     if (own && own.tenantId === tenantId) {
-      if (own.state !== "ready" || !own.rootfs) throw new ApiError("invalid_state", `FROM ${df.from}: the template is not built`);
+      if (own.state !== "ready") throw new ApiError("invalid_state", `FROM ${df.from}: the template is not built`);
+      if (!own.rootfs) throw noRootfs(df.from);
       return {
         base: own,
         steps: df.steps,
@@ -372,6 +449,7 @@ export class TemplateService {
     let pulledDigest: string | undefined;
     try {
       const work = await this.d.rootfs.workDir(b.id, s.buildUid);
+      if (plan.base?.home) await this.d.homes.link(plan.base.id, t.id);
       let digest: string;
       let python: string | null;
       if (plan.ref) {

@@ -23,6 +23,11 @@ export interface TemplateRecord {
   rootfs: string | null;
   /** The image's own python3 (its path in the image) when the runtime can run on it. */
   python: string | null;
+  /**
+   * SHA-256 of the archive of files its sandboxes start with in /home/user (a template saved from
+   * a sandbox, and the templates built on one); null: none.
+   */
+  home: string | null;
   state: TemplateState;
   createdAt: string;
   updatedAt: string;
@@ -55,6 +60,7 @@ interface TemplateRow {
   tags: string;
   rootfs: string | null;
   python: string | null;
+  home: string | null;
   state: TemplateState;
   created_at: string;
   updated_at: string;
@@ -87,6 +93,7 @@ const toTemplate = (r: TemplateRow): TemplateRecord => ({
   tags: JSON.parse(r.tags),
   rootfs: r.rootfs,
   python: r.python,
+  home: r.home,
   state: r.state,
   createdAt: r.created_at,
   updatedAt: r.updated_at,
@@ -146,6 +153,7 @@ export const TEMPLATE_MIGRATIONS: Migration[] = [
       ),
   },
   { area: "templates", version: 2, up: (db) => db.exec("ALTER TABLE templates ADD COLUMN workdir TEXT") },
+  { area: "templates", version: 3, up: (db) => db.exec("ALTER TABLE templates ADD COLUMN home TEXT") },
 ];
 
 export class TemplateStore {
@@ -155,8 +163,8 @@ export class TemplateStore {
     migrate(db, TEMPLATE_MIGRATIONS);
     this.stmts = {
       insertTemplate: db.prepare(
-        `INSERT INTO templates (id, tenant_id, name, description, vcpu_count, memory_mb, disk_mb, base_image, environment, workdir, tags, rootfs, python, state, created_at, updated_at)
-         VALUES (@id, @tenant_id, @name, @description, @vcpu_count, @memory_mb, @disk_mb, @base_image, @environment, @workdir, @tags, @rootfs, @python, @state, @created_at, @updated_at)`,
+        `INSERT INTO templates (id, tenant_id, name, description, vcpu_count, memory_mb, disk_mb, base_image, environment, workdir, tags, rootfs, python, home, state, created_at, updated_at)
+         VALUES (@id, @tenant_id, @name, @description, @vcpu_count, @memory_mb, @disk_mb, @base_image, @environment, @workdir, @tags, @rootfs, @python, @home, @state, @created_at, @updated_at)`,
       ),
       getTemplate: db.prepare<[string], TemplateRow>("SELECT * FROM templates WHERE id = ?"),
       byName: db.prepare<[string, string], TemplateRow>("SELECT * FROM templates WHERE tenant_id = ? AND name = ?"),
@@ -198,6 +206,7 @@ export class TemplateStore {
       tags: JSON.stringify(t.tags),
       rootfs: t.rootfs,
       python: t.python,
+      home: t.home,
       state: t.state,
       created_at: t.createdAt,
       updated_at: t.updatedAt,

@@ -4,17 +4,14 @@
 // run in the build sandbox. A sandbox of the result sees the copied files, the ENV values and starts
 // in the WORKDIR; a failing RUN names its line; what is not supported is a 400 naming its line.
 import assert from "node:assert/strict";
-import fs from "node:fs";
-import path from "node:path";
 import { after, before, describe, test } from "node:test";
 import { assertError, createSandbox, pythonStdout } from "./helpers/api.js";
-import { buildAndPush, copyHostPython, copyHostShell, haveImageTools, type Registry, startRegistry } from "./helpers/oci-image.js";
+import { haveImageTools, startTemplateRegistry, type TemplateRegistry } from "./helpers/oci-image.js";
 import { client, startServer, type TestServer } from "./helpers/server.js";
 
 let server: TestServer;
 let call: ReturnType<typeof client>;
-let registry: Registry;
-let templateDir: string;
+let images: TemplateRegistry;
 let image: string;
 
 interface Status {
@@ -28,28 +25,15 @@ const b64 = (s: string) => Buffer.from(s).toString("base64");
 
 before(async () => {
   if (!haveImageTools) return;
-  registry = await startRegistry();
-  image = buildAndPush(registry.host, "test/py-sh", (rootfs) => {
-    copyHostPython(rootfs);
-    copyHostShell(rootfs);
-  });
-  templateDir = fs.mkdtempSync(path.join("/var/tmp", "agentbox-templates-test-"));
-  fs.chmodSync(templateDir, 0o711);
-  server = await startServer({
-    env: {
-      AGENTBOX_TEMPLATE_DIR: templateDir,
-      AGENTBOX_TEMPLATE_REGISTRIES: registry.host,
-      AGENTBOX_TEMPLATE_INSECURE_REGISTRIES: registry.host,
-      AGENTBOX_TEMPLATE_MAX_ROOTFS_MB: "200",
-    },
-  });
+  images = await startTemplateRegistry();
+  image = images.python;
+  server = await startServer({ env: images.env });
   call = client(server);
 });
 
 after(async () => {
   await server?.dispose();
-  await registry?.stop();
-  if (templateDir) fs.rmSync(templateDir, { recursive: true, force: true });
+  await images?.stop();
 });
 
 async function build(body: Record<string, unknown>): Promise<Status> {

@@ -277,9 +277,9 @@ export class SandboxManager {
     return this.templatePools.drop(templateId);
   }
 
-  /** Warm sandboxes per custom template (its pool's size now). */
-  templatePoolSizes(): Map<string, number> {
-    return this.templatePools.sizes();
+  /** Started sandboxes waiting in a custom template's warm pool now. */
+  templatePoolSize(templateId: string): number {
+    return this.templatePools.size(templateId);
   }
 
   async create(tenantId: string, given: CreateInput): Promise<SandboxRecord> {

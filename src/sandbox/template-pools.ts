@@ -148,9 +148,9 @@ export class TemplatePools {
     }
   }
 
-  /** Sandboxes held for each template (warm), for tests and metrics. */
-  sizes(): Map<string, number> {
-    return new Map([...this.pools].map(([id, p]) => [id, p.warm.length]));
+  /** Started sandboxes waiting in a template's pool now. */
+  size(templateId: string): number {
+    return this.pools.get(templateId)?.warm.length ?? 0;
   }
 
   /** Gives back the sandboxes of a template's pool (it is deleted): starts in flight are released when they end. */

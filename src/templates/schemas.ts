@@ -111,4 +111,7 @@ export const TemplateDetail = Type.Object({
   workdir: Type.Optional(Type.Union([Type.String(), Type.Null()], { description: "Where its sandboxes start (a Dockerfile's WORKDIR)" })),
   tags: Type.Optional(StringMap),
   build_id: Type.Optional(Type.Union([Type.String(), Type.Null()])),
+  warm_sandboxes: Type.Optional(
+    Type.Integer({ description: "Started sandboxes waiting in the template's warm pool now (creates from it take one)" }),
+  ),
 });

@@ -60,6 +60,8 @@ export interface TemplateDeps {
   sandbox(tenantId: string, sandboxId: string): Promise<SandboxSource>;
   /** Gives back the warm sandboxes of a template's pool (it is being deleted). */
   dropPool(templateId: string): Promise<void>;
+  /** Started sandboxes waiting in the template's warm pool now. */
+  poolSize(templateId: string): number;
   /** A sandbox for build steps (SandboxManager.buildBox). */
   buildBox(prepare: (uid: number) => Promise<CustomTemplate>): Promise<{ box: Box; release(): Promise<void> }>;
   log: (fields: Record<string, unknown>, msg: string) => void;
@@ -144,6 +146,7 @@ export class TemplateService {
       tags: t.tags,
       status: t.state,
       build_id: build?.id ?? null,
+      warm_sandboxes: this.d.poolSize(t.id),
     };
   }
 

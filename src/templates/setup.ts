@@ -2,7 +2,6 @@
 // asks it for a tenant's template when a sandbox is created or re-adopted).
 import path from "node:path";
 import type { Logger } from "pino";
-import { ApiError } from "../errors.js";
 import type { SandboxConfig } from "../sandbox/settings.js";
 import type { SandboxManager } from "../sandbox/manager.js";
 import { SnapshotFiles } from "../sandbox/snapshots.js";
@@ -28,13 +27,13 @@ export async function openTemplates(
     limits: config.limits,
     builtIns: sandboxes.templates,
     sandboxesOf: (id) => sandboxes.sandboxesOfTemplate(id),
+    // box() refuses what is not the tenant's, ended or paused, with the sandbox routes' errors.
     sandbox: async (tenantId, id) => {
-      const record = sandboxes.liveRecord(tenantId, id);
-      if (record?.status === "paused") throw new ApiError("invalid_state", `Sandbox '${id}' is paused; resume it first`);
       const box = await sandboxes.box(tenantId, id);
-      return { box, template: record?.template ?? "" };
+      return { box, template: sandboxes.liveRecord(tenantId, id)?.template ?? "" };
     },
     dropPool: (id) => sandboxes.dropTemplatePool(id),
+    poolSize: (id) => sandboxes.templatePoolSize(id),
     buildBox: (prepare) => sandboxes.buildBox(prepare),
     log: (fields, msg) => logger.error(fields, msg),
   });

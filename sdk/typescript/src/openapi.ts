@@ -3704,6 +3704,8 @@ export interface paths {
                                 [key: string]: string;
                             };
                             build_id?: string | null;
+                            /** @description Started sandboxes waiting in the template's warm pool now (creates from it take one) */
+                            warm_sandboxes?: number;
                         };
                     };
                 };
@@ -3789,6 +3791,142 @@ export interface paths {
                 };
             };
         };
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/agents/sandboxes/{sandbox_id}/template": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Save a sandbox as a template
+         * @description 201 with the new template, ready at once. It runs in the same root as the sandbox (its template's root filesystem, shared, or the built-ins' system) and every sandbox created from it starts with the files the sandbox's /home/user holds now (archived inside the sandbox, as a snapshot is, and held to the snapshot size limit); its limits, environment and workdir are those of the sandbox's template. The sandbox must be running (409 when paused). 409 when the name is taken, 429 past the template count.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    sandbox_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description Unique among your templates */
+                        name: string;
+                        description?: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            id: string;
+                            name: string;
+                            description: string;
+                            vcpu_count: number;
+                            memory_mb: number;
+                            disk_size_mb: number;
+                            visibility: string;
+                            created_at: string;
+                            updated_at: string;
+                            /** @description building, ready or failed */
+                            status: string;
+                            base_image?: string | null;
+                            environment?: {
+                                [key: string]: string;
+                            };
+                            /** @description Where its sandboxes start (a Dockerfile's WORKDIR) */
+                            workdir?: string | null;
+                            tags?: {
+                                [key: string]: string;
+                            };
+                            build_id?: string | null;
+                            /** @description Started sandboxes waiting in the template's warm pool now (creates from it take one) */
+                            warm_sandboxes?: number;
+                        };
+                    };
+                };
+                /** @description Every error response has this shape */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                507: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+            };
+        };
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;

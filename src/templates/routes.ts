@@ -5,7 +5,17 @@ import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { Type } from "@sinclair/typebox";
 import { errors, SandboxIdParams } from "../api/schemas/common.js";
 import { EventStream } from "../api/sse.js";
-import { BuildAccepted, BuildBody, BuildIdParams, BuildStatus, SaveSandboxBody, TemplateDetail, TemplateIdParams } from "./schemas.js";
+import {
+  BuildAccepted,
+  BuildBody,
+  BuildIdParams,
+  BuildList,
+  BuildListQuery,
+  BuildStatus,
+  SaveSandboxBody,
+  TemplateDetail,
+  TemplateIdParams,
+} from "./schemas.js";
 import type { TemplateService } from "./service.js";
 import type { BuildRecord } from "./store.js";
 
@@ -60,6 +70,24 @@ export const templateRoutes: FastifyPluginAsyncTypebox<{ templates: TemplateServ
       reply.code(202);
       return { build_id: build.id, template_id: template.id, status: build.status, message: "Build started" };
     },
+  );
+
+  app.get(
+    "/templates/builds",
+    {
+      schema: {
+        tags: ["templates"],
+        summary: "Your latest template builds",
+        description: "Newest first, each with its status (as GET /templates/builds/{build_id}/status shows it) and its template's name.",
+        querystring: BuildListQuery,
+        response: { 200: BuildList, ...errors(401) },
+      },
+    },
+    async (request) => ({
+      builds: templates
+        .builds(request.apiKey.tenantId, Number(request.query.limit ?? 50))
+        .map((b) => ({ ...statusJson(b), template_name: b.templateName, created_at: b.createdAt })),
+    }),
   );
 
   app.get(

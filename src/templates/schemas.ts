@@ -95,6 +95,21 @@ export const BuildStatus = Type.Object({
   completed_at: Type.Union([Type.String(), Type.Null()]),
 });
 
+export const BuildList = Type.Object({
+  builds: Type.Array(
+    Type.Composite([
+      BuildStatus,
+      Type.Object({ template_name: Type.String(), created_at: Type.String({ description: "When the build was asked for" }) }),
+    ]),
+  ),
+});
+
+export const BuildListQuery = Type.Object({
+  limit: Type.Optional(
+    Type.String({ pattern: "^(?:[1-9][0-9]?|1[0-9]{2}|200)$", description: "How many, newest first (1..200, default 50)" }),
+  ),
+});
+
 export const TemplateDetail = Type.Object({
   id: Type.String(),
   name: Type.String(),

@@ -204,6 +204,11 @@ export class TemplateService {
     return b;
   }
 
+  /** The tenant's latest builds (those of deleted templates go with them), newest first. */
+  builds(tenantId: string, limit: number) {
+    return this.d.store.recentBuilds(tenantId, limit);
+  }
+
   /** The build's log (lines so far, and new ones as they come); absent once the service restarted. */
   log(tenantId: string, buildId: string): BuildLog {
     this.status(tenantId, buildId);

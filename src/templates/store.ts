@@ -187,6 +187,10 @@ export class TemplateStore {
       updateBuild: db.prepare(
         "UPDATE template_builds SET status = @status, phase = @phase, progress = @progress, error = @error, started_at = @started_at, completed_at = @completed_at WHERE id = @id",
       ),
+      recentBuilds: db.prepare<[string, number], BuildRow & { template_name: string | null }>(
+        `SELECT b.*, t.name AS template_name FROM template_builds b LEFT JOIN templates t ON t.id = b.template_id
+         WHERE b.tenant_id = ? ORDER BY b.created_at DESC, b.id LIMIT ?`,
+      ),
       unfinished: db.prepare<[], BuildRow>("SELECT * FROM template_builds WHERE status NOT IN ('completed', 'failed')"),
     };
   }
@@ -269,6 +273,11 @@ export class TemplateStore {
 
   updateBuild(b: BuildRecord): void {
     this.stmts.updateBuild.run(buildRow(b));
+  }
+
+  /** The tenant's latest builds, newest first, with their template's name. */
+  recentBuilds(tenantId: string, limit: number): (BuildRecord & { templateName: string })[] {
+    return this.stmts.recentBuilds.all(tenantId, limit).map((r) => ({ ...toBuild(r), templateName: r.template_name ?? "" }));
   }
 
   /** Builds a stop of the service left unfinished. */

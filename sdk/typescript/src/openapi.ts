@@ -3542,6 +3542,71 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/agents/templates/builds": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Your latest template builds
+         * @description Newest first, each with its status (as GET /templates/builds/{build_id}/status shows it) and its template's name.
+         */
+        get: {
+            parameters: {
+                query?: {
+                    /** @description How many, newest first (1..200, default 50) */
+                    limit?: string;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            builds: {
+                                build_id: string;
+                                template_id: string;
+                                status: "pending" | "started" | "running" | "completed" | "failed";
+                                phase: "initializing" | "preparing" | "building" | "finalizing" | "completed";
+                                progress_percent: number;
+                                error: string | null;
+                                started_at: string | null;
+                                completed_at: string | null;
+                                template_name: string;
+                                /** @description When the build was asked for */
+                                created_at: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description Every error response has this shape */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/agents/templates/builds/{build_id}/status": {
         parameters: {
             query?: never;

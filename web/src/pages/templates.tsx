@@ -40,10 +40,10 @@ function BuildLog({ buildId }: { buildId: string }) {
     [buildId],
   );
   return (
-    <div aria-label={`Log of build ${buildId}`}>
+    <section aria-label={`Log of build ${buildId}`}>
       <ErrorBox error={log.error} />
       <pre class="build-log">{lines.join("\n")}</pre>
-    </div>
+    </section>
   );
 }
 

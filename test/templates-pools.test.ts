@@ -4,6 +4,8 @@
 // start with the files the sandbox's /home/user held, for a sandbox of a tenant template and of a
 // built-in alike; another tenant can neither save nor use it.
 import assert from "node:assert/strict";
+import fs from "node:fs";
+import path from "node:path";
 import { after, before, describe, test } from "node:test";
 import { assertError, createSandbox, pythonStdout } from "./helpers/api.js";
 import { haveImageTools, startTemplateRegistry, type TemplateRegistry } from "./helpers/oci-image.js";
@@ -182,5 +184,16 @@ describe("a sandbox saved as a template", { skip: !haveImageTools && "skopeo, um
     assertError(await call("POST", `/v1/agents/sandboxes/${source}/template`, { name: "paused" }), 409, "sandbox_paused");
     await call("DELETE", `/v1/agents/sandboxes/${source}`);
     assertError(await call("POST", `/v1/agents/sandboxes/${source}/template`, { name: "ended" }), 400, "invalid_state");
+  });
+});
+
+describe("a template deleted with a warm pool", { skip: !haveImageTools && "skopeo, umoci or docker-registry missing" }, () => {
+  test("gives its pool's sandboxes back and its root filesystem is removed", async () => {
+    const sbx = await createSandbox(call, { template: templateId });
+    await poolReaches(templateId, 1);
+    assert.equal((await call("DELETE", `/v1/agents/sandboxes/${sbx}`)).status, 200);
+    assert.equal((await call("DELETE", `/v1/agents/templates/${templateId}`)).status, 204);
+    assertError(await call("POST", "/v1/agents/sandboxes", { template: templateId }), 404, "template_not_found");
+    assert.deepEqual(fs.readdirSync(path.join(images.templateDir, "rootfs")), []);
   });
 });

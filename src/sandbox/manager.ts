@@ -86,7 +86,10 @@ export class SandboxManager {
       this.state,
       this.host,
       () => this.registry.occupied() + this.pool.held(),
+      // Ahead of the create: the template's environment and its saved files (a round trip to the
+      // sandbox each, which a create from the pool then does not wait for).
       async (box, custom) => {
+        if (Object.keys(custom.envVars).length) await box.setEnv(custom.envVars);
         if (custom.home) await this.keeper.files.restore(box, custom.home.file, custom.home.sha256);
       },
     );
@@ -307,7 +310,9 @@ export class SandboxManager {
         // After the reply is written: starting a sandbox forks processes, which would delay it.
         setImmediate(this.refill);
       }
-      if (envVars && Object.keys(envVars).length) await box.setEnv(envVars);
+      // A template's own environment is set already (see the template pools' preparation above).
+      const envToSet = custom ? input.envVars : envVars;
+      if (envVars && envToSet && Object.keys(envToSet).length) await box.setEnv(envVars);
       if (input.restore) await input.restore(box);
       const now = new Date();
       const record: SandboxRecord = {

@@ -4,6 +4,8 @@
 // TemplateCatalog (src/sandbox/manager.ts).
 import { execFile } from "node:child_process";
 import crypto from "node:crypto";
+import fs from "node:fs";
+import path from "node:path";
 import { promisify } from "node:util";
 import type { Limits } from "../sandbox/settings.js";
 import { ApiError } from "../errors.js";
@@ -13,7 +15,7 @@ import type { SnapshotFiles } from "../sandbox/snapshots.js";
 import type { Template } from "../sandbox/templates.js";
 import { BuildLog } from "./build-log.js";
 import { pullImage, type RegistryAuth, ToolError } from "./pull.js";
-import { readContext, translateDockerfile } from "./dockerfile.js";
+import { type StagePlan as DockerfileStage, readContext, translateDockerfile } from "./dockerfile.js";
 import { checkAllowed, type ImageRef, parseImageRef } from "./reference.js";
 import type { RootfsStore } from "./rootfs.js";
 import type { TemplateSettings } from "./settings.js";
@@ -67,14 +69,39 @@ export interface TemplateDeps {
   log: (fields: Record<string, unknown>, msg: string) => void;
 }
 
-/** What a build does, checked before anything is recorded. */
-interface Plan {
+/** One stage of a build: its base and its steps. */
+interface StagePlan {
   /** The image to pull, or... */
   ref?: ImageRef;
   auth?: RegistryAuth;
-  /** ...the tenant's template to start from. */
+  /** ...the tenant's template to start from, or... */
   base?: TemplateRecord;
+  /** ...an earlier stage's result (a multi-stage Dockerfile). */
+  fromStage?: number;
   steps: Step[];
+}
+
+/** A built stage's root filesystem. */
+interface Built {
+  digest: string;
+  python: string | null;
+}
+
+/** What a stage's build needs of its build. */
+interface StageContext {
+  t: TemplateRecord;
+  b: BuildRecord;
+  log: BuildLog;
+  work: string;
+  deadline: AbortSignal;
+  deadlineAt: number;
+  transient: string[];
+}
+
+/** What a build does, checked before anything is recorded. */
+interface Plan extends StagePlan {
+  /** A multi-stage Dockerfile's stages before the last, built first in order. */
+  stages?: StagePlan[];
   /** What a dockerfile sets for the template's sandboxes (ENV, WORKDIR, LABEL). */
   environment?: Record<string, string>;
   workdir?: string | null;
@@ -104,6 +131,14 @@ export function templateItem(t: TemplateRecord): Template {
     created_at: t.createdAt,
     updated_at: t.updatedAt,
   };
+}
+
+/** The image a build's template stands on: its last stage's base, followed through earlier stages. */
+function imageOf(plan: Plan): string | null {
+  let stage: StagePlan | undefined = plan;
+  while (stage?.fromStage !== undefined) stage = plan.stages?.[stage.fromStage];
+  if (stage?.ref) return `${stage.ref.registry}/${stage.ref.repository}${stage.ref.reference}`;
+  return stage?.base?.baseImage ?? null;
 }
 
 export class TemplateService {
@@ -231,9 +266,7 @@ export class TemplateService {
       name: input.name,
       description: input.description ?? "",
       ...limits,
-      baseImage:
-        input.dockerImage ??
-        (plan.ref ? `${plan.ref.registry}/${plan.ref.repository}${plan.ref.reference}` : (plan.base?.baseImage ?? null)),
+      baseImage: input.dockerImage ?? imageOf(plan),
       environment: { ...plan.environment, ...input.environment },
       workdir: plan.workdir ?? null,
       tags: { ...plan.labels, ...input.tags },
@@ -261,14 +294,16 @@ export class TemplateService {
     this.d.store.insertBuild(build);
     const log = new BuildLog();
     this.logs.set(build.id, log);
-    const baseId = plan.base?.id;
-    if (baseId) this.basesInUse.set(baseId, (this.basesInUse.get(baseId) ?? 0) + 1);
+    // Every template a stage builds on stays until the build ends.
+    const baseIds = [plan, ...(plan.stages ?? [])].flatMap((st) => (st.base ? [st.base.id] : []));
+    for (const id of baseIds) this.basesInUse.set(id, (this.basesInUse.get(id) ?? 0) + 1);
     this.queue.push(() =>
       this.run(template, build, log, plan).finally(() => {
-        if (!baseId) return;
-        const left = (this.basesInUse.get(baseId) ?? 1) - 1;
-        if (left > 0) this.basesInUse.set(baseId, left);
-        else this.basesInUse.delete(baseId);
+        for (const id of baseIds) {
+          const left = (this.basesInUse.get(id) ?? 1) - 1;
+          if (left > 0) this.basesInUse.set(id, left);
+          else this.basesInUse.delete(id);
+        }
       }),
     );
     this.pump();
@@ -375,31 +410,35 @@ export class TemplateService {
       );
     }
     const df = translateDockerfile(dockerfile, readContext(input.context ?? {}, this.d.settings.maxContextMb * 2 ** 20));
-    checkSteps(df.steps);
-    const own = this.d.store.template(df.from) ?? this.d.store.templateByName(tenantId, df.from);
-    if (own && own.tenantId === tenantId) {
-      if (own.state !== "ready") throw new ApiError("invalid_state", `FROM ${df.from}: the template is not built`);
-      if (!own.rootfs) throw noRootfs(df.from);
-      return {
-        base: own,
-        steps: df.steps,
-        environment: { ...own.environment, ...df.environment },
-        workdir: df.workdir ?? own.workdir,
-        labels: df.labels,
-      };
-    }
-    if (this.d.builtIns.some((t) => t.id === df.from || t.name === df.from)) {
-      throw new ApiError("invalid_request", `FROM ${df.from}: the built-in templates have no root filesystem to build on; use an image`);
-    }
-    const ref = parseImageRef(df.from);
-    checkAllowed(ref, this.d.settings.registries);
+    const auth = input.registryAuth ? { auth: input.registryAuth } : {};
+    /** A stage's base: an earlier stage, one of the tenant's templates (by id or name) or an allowed image. */
+    const baseOf = (stage: DockerfileStage): Omit<StagePlan, "steps"> => {
+      checkSteps(stage.steps);
+      if (stage.fromStage !== undefined) return { fromStage: stage.fromStage };
+      const own = this.d.store.template(stage.from) ?? this.d.store.templateByName(tenantId, stage.from);
+      if (own && own.tenantId === tenantId) {
+        if (own.state !== "ready") throw new ApiError("invalid_state", `FROM ${stage.from}: the template is not built`);
+        if (!own.rootfs) throw noRootfs(stage.from);
+        return { base: own };
+      }
+      if (this.d.builtIns.some((t) => t.id === stage.from || t.name === stage.from)) {
+        throw new ApiError(
+          "invalid_request",
+          `FROM ${stage.from}: the built-in templates have no root filesystem to build on; use an image`,
+        );
+      }
+      const ref = parseImageRef(stage.from);
+      checkAllowed(ref, this.d.settings.registries);
+      return { ref, ...auth };
+    };
+    const last = baseOf(df);
     return {
-      ref,
+      ...last,
       steps: df.steps,
-      environment: df.environment,
-      workdir: df.workdir,
+      stages: df.stages.map((st) => ({ ...baseOf(st), steps: st.steps })),
+      environment: { ...last.base?.environment, ...df.environment },
+      workdir: df.workdir ?? last.base?.workdir ?? null,
       labels: df.labels,
-      ...(input.registryAuth ? { auth: input.registryAuth } : {}),
     };
   }
 
@@ -444,6 +483,75 @@ export class TemplateService {
     });
   }
 
+  /**
+   * One stage's root filesystem: its base (pulled, one of the tenant's templates, or an earlier
+   * stage's), then its steps run on a copy of it. `last`: the template's own stage (its progress
+   * is the build's); an earlier one's root is transient.
+   */
+  private async buildStage(stage: StagePlan, done: Built[], c: StageContext, index: number, last: boolean): Promise<Built> {
+    const s = this.d.settings;
+    let digest: string;
+    let python: string | null;
+    if (stage.ref) {
+      const ref = stage.ref;
+      const work = path.join(c.work, `stage-${index}`);
+      await fs.promises.mkdir(work, { mode: 0o700 });
+      await fs.promises.chown(work, s.buildUid, s.buildUid).catch(() => {});
+      const pulled = await pullImage({
+        ref,
+        ...(stage.auth ? { auth: stage.auth } : {}),
+        insecure: s.insecureRegistries.includes(ref.registry),
+        work,
+        uid: s.buildUid,
+        maxImageBytes: s.maxImageMb * 2 ** 20,
+        maxFileBytes: s.maxRootfsMb * 2 ** 20,
+        signal: c.deadline,
+        log: (line) => c.log.add(line),
+        progress: (p) => {
+          if (last) this.update(c.b, { phase: p >= 50 ? "building" : "preparing", progress: p });
+        },
+      });
+      c.log.add(`checking and storing the root filesystem sha256:${pulled.digest}`);
+      python = await this.d.rootfs.adopt(pulled.tree, pulled.digest, s.maxRootfsMb * 2 ** 20);
+      digest = pulled.digest;
+      c.transient.push(digest);
+    } else if (stage.fromStage !== undefined) {
+      ({ digest, python } = done[stage.fromStage] as Built);
+    } else {
+      const base = stage.base as TemplateRecord;
+      digest = base.rootfs as string;
+      python = base.python;
+    }
+    if (stage.steps.length === 0) return { digest, python };
+    if (last) this.update(c.b, { phase: "building", progress: 50 });
+    const tree = await runSteps({
+      base: { dir: this.d.rootfs.pathOf(digest), python },
+      steps: stage.steps,
+      stages: done.map((d) => this.d.rootfs.pathOf(d.digest)),
+      layerDir: this.d.rootfs.layerDir(c.b.id),
+      out: path.join(c.work, `steps-rootfs-${index}`),
+      limits: { ...this.d.limits, cpus: c.t.vcpuCount, memoryMb: c.t.memoryMb },
+      diskMb: c.t.diskMb,
+      deadline: c.deadline,
+      deadlineAt: c.deadlineAt,
+      startBox: (prepare) => this.d.buildBox(prepare),
+      log: (line) => c.log.add(line),
+      progress: (p) => {
+        if (last) this.update(c.b, { progress: p });
+      },
+    });
+    if (last) this.update(c.b, { phase: "finalizing", progress: 85 });
+    // Named by what made it: the base, the steps and this build (steps that fetch are not reproducible).
+    const made = crypto
+      .createHash("sha256")
+      .update(JSON.stringify([digest, stage.steps, c.b.id, index]))
+      .digest("hex");
+    c.log.add(`checking and storing the new root filesystem sha256:${made}`);
+    const madePython = await this.d.rootfs.adopt(tree, made, s.maxRootfsMb * 2 ** 20);
+    if (!last) c.transient.push(made);
+    return { digest: made, python: madePython };
+  }
+
   private async run(t: TemplateRecord, b: BuildRecord, log: BuildLog, plan: Plan): Promise<void> {
     const s = this.d.settings;
     const deadline = new AbortController();
@@ -454,58 +562,20 @@ export class TemplateService {
     );
     this.update(b, { status: "running", phase: "preparing", progress: 5, startedAt: new Date().toISOString() });
     log.add(`build ${b.id} of template ${t.id} (${t.name}) started`);
-    let pulledDigest: string | undefined;
+    /** Root filesystems this build made or pulled only as a base or an earlier stage: removed at its end unless a template uses them. */
+    const transient: string[] = [];
     try {
       const work = await this.d.rootfs.workDir(b.id, s.buildUid);
       if (plan.base?.home) await this.d.homes.link(plan.base.id, t.id);
-      let digest: string;
-      let python: string | null;
-      if (plan.ref) {
-        const ref = plan.ref;
-        const pulled = await pullImage({
-          ref,
-          ...(plan.auth ? { auth: plan.auth } : {}),
-          insecure: s.insecureRegistries.includes(ref.registry),
-          work,
-          uid: s.buildUid,
-          maxImageBytes: s.maxImageMb * 2 ** 20,
-          maxFileBytes: s.maxRootfsMb * 2 ** 20,
-          signal: deadline.signal,
-          log: (line) => log.add(line),
-          progress: (p) => this.update(b, { phase: p >= 50 ? "building" : "preparing", progress: p }),
-        });
-        log.add(`checking and storing the root filesystem sha256:${pulled.digest}`);
-        python = await this.d.rootfs.adopt(pulled.tree, pulled.digest, s.maxRootfsMb * 2 ** 20);
-        digest = pulledDigest = pulled.digest;
-      } else {
-        const base = plan.base as TemplateRecord;
-        digest = base.rootfs as string;
-        python = base.python;
+      const ctx: StageContext = { t, b, log, work, deadline: deadline.signal, deadlineAt: startedAt + s.buildTimeoutS * 1000, transient };
+      // A multi-stage Dockerfile's earlier stages first, each on its own base; their roots are
+      // what later stages build on or copy from.
+      const done: Built[] = [];
+      for (const [i, stage] of (plan.stages ?? []).entries()) {
+        log.add(`stage ${i + 1} of ${(plan.stages?.length ?? 0) + 1}`);
+        done.push(await this.buildStage(stage, done, ctx, i, false));
       }
-      if (plan.steps.length > 0) {
-        this.update(b, { phase: "building", progress: 50 });
-        const tree = await runSteps({
-          base: { dir: this.d.rootfs.pathOf(digest), python },
-          steps: plan.steps,
-          layerDir: this.d.rootfs.layerDir(b.id),
-          out: `${work}/steps-rootfs`,
-          limits: { ...this.d.limits, cpus: t.vcpuCount, memoryMb: t.memoryMb },
-          diskMb: t.diskMb,
-          deadline: deadline.signal,
-          deadlineAt: startedAt + s.buildTimeoutS * 1000,
-          startBox: (prepare) => this.d.buildBox(prepare),
-          log: (line) => log.add(line),
-          progress: (p) => this.update(b, { progress: p }),
-        });
-        this.update(b, { phase: "finalizing", progress: 85 });
-        // Named by what made it: the base, the steps and this build (steps that fetch are not reproducible).
-        digest = crypto
-          .createHash("sha256")
-          .update(JSON.stringify([digest, plan.steps, b.id]))
-          .digest("hex");
-        log.add(`checking and storing the new root filesystem sha256:${digest}`);
-        python = await this.d.rootfs.adopt(tree, digest, s.maxRootfsMb * 2 ** 20);
-      }
+      const { digest, python } = await this.buildStage(plan, done, ctx, done.length, true);
       this.update(b, { phase: "finalizing", progress: 90 });
       log.add(
         python
@@ -524,8 +594,10 @@ export class TemplateService {
       this.finish(b, message);
     } finally {
       clearTimeout(timer);
-      // A pulled image that only served as the base of steps (or whose build failed) is not kept.
-      if (pulledDigest && this.d.store.rootfsUsers(pulledDigest) === 0) await this.d.rootfs.remove(pulledDigest).catch(() => {});
+      // A pulled image or a stage that only served as a base (or whose build failed) is not kept.
+      for (const digest of transient) {
+        if (this.d.store.rootfsUsers(digest) === 0) await this.d.rootfs.remove(digest).catch(() => {});
+      }
       log.close();
       await this.d.rootfs.removeWork(b.id).catch(() => {});
     }

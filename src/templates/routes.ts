@@ -43,7 +43,7 @@ export const templateRoutes: FastifyPluginAsyncTypebox<{ templates: TemplateServ
           "Starts building a template of your own from `docker_image` (pulled from a registry the operator allows; `registry_auth` for a private one), " +
           "or from `template_id` (one of your templates), and then runs `build_steps` on it in a build sandbox. Answers 202 at once; follow the " +
           "build with GET /templates/builds/{build_id}/status or its logs. Sandboxes created with the template's id (or name) run in its root " +
-          "filesystem. Or from `dockerfile` (one stage; its COPY/ADD files in `context`), translated onto the same steps.",
+          "filesystem. Or from `dockerfile` (its COPY/ADD files in `context`; multi-stage with COPY --from), translated onto the same steps.",
         body: BuildBody,
         response: { 202: BuildAccepted, ...errors(400, 401, 409, 429, 503) },
       },

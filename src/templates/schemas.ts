@@ -48,7 +48,7 @@ export const BuildBody = Type.Object(
       Type.String({
         maxLength: 1 << 20,
         description:
-          "A one-stage Dockerfile: FROM an allowed image or one of your templates; RUN, COPY/ADD (from `context`), ENV, ARG, WORKDIR, LABEL, USER root",
+          "A Dockerfile: FROM an allowed image, one of your templates or an earlier stage (FROM ... AS name); RUN, COPY/ADD (from `context`, or COPY --from=<stage>), ENV, ARG, WORKDIR, LABEL, USER root",
       }),
     ),
     context: Type.Optional(

@@ -3416,7 +3416,7 @@ export interface paths {
         put?: never;
         /**
          * Build a template from an image
-         * @description Starts building a template of your own from `docker_image` (pulled from a registry the operator allows; `registry_auth` for a private one), or from `template_id` (one of your templates), and then runs `build_steps` on it in a build sandbox. Answers 202 at once; follow the build with GET /templates/builds/{build_id}/status or its logs. Sandboxes created with the template's id (or name) run in its root filesystem. Or from `dockerfile` (one stage; its COPY/ADD files in `context`), translated onto the same steps.
+         * @description Starts building a template of your own from `docker_image` (pulled from a registry the operator allows; `registry_auth` for a private one), or from `template_id` (one of your templates), and then runs `build_steps` on it in a build sandbox. Answers 202 at once; follow the build with GET /templates/builds/{build_id}/status or its logs. Sandboxes created with the template's id (or name) run in its root filesystem. Or from `dockerfile` (its COPY/ADD files in `context`; multi-stage with COPY --from), translated onto the same steps.
          */
         post: {
             parameters: {
@@ -3435,7 +3435,7 @@ export interface paths {
                         template_id?: string;
                         /** @description [registry/]repository[:tag|@sha256:digest], from a registry the operator allows */
                         docker_image?: string;
-                        /** @description A one-stage Dockerfile: FROM an allowed image or one of your templates; RUN, COPY/ADD (from `context`), ENV, ARG, WORKDIR, LABEL, USER root */
+                        /** @description A Dockerfile: FROM an allowed image, one of your templates or an earlier stage (FROM ... AS name); RUN, COPY/ADD (from `context`, or COPY --from=<stage>), ENV, ARG, WORKDIR, LABEL, USER root */
                         dockerfile?: string;
                         /** @description The dockerfile's build context: relative path → content (base64), the files COPY and ADD take */
                         context?: {

@@ -10,6 +10,7 @@ import { benchFiles, benchStoredFiles } from "./files.js";
 import { benchGateway } from "./gateway.js";
 import { benchSnapshots } from "./snapshots.js";
 import { benchStreaming } from "./streaming.js";
+import { benchTemplates } from "./templates.js";
 import { benchVectors } from "./vectors.js";
 
 await benchCodeRun();
@@ -24,3 +25,4 @@ await benchGateway();
 await benchDeployments();
 await benchVectors();
 await benchE2b();
+await benchTemplates();

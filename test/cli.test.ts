@@ -9,7 +9,7 @@ import os from "node:os";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
 import { cli } from "./helpers/leftovers.js";
-import { buildAndPush, copyHostPython, copyHostShell, haveImageTools, type Registry, startRegistry } from "./helpers/oci-image.js";
+import { haveImageTools, startTemplateRegistry, type TemplateRegistry } from "./helpers/oci-image.js";
 import { client, startServer, type TestServer } from "./helpers/server.js";
 
 interface KeyJson {
@@ -260,8 +260,7 @@ describe("bad usage", () => {
 });
 
 describe("agentbox template", { skip: !haveImageTools && "skopeo, umoci or docker-registry missing" }, () => {
-  let registry: Registry;
-  let templateDir: string;
+  let images: TemplateRegistry;
   let tplServer: TestServer;
   let image: string;
   let work: string;
@@ -269,21 +268,9 @@ describe("agentbox template", { skip: !haveImageTools && "skopeo, umoci or docke
 
   before(async () => {
     if (!haveImageTools) return;
-    registry = await startRegistry();
-    image = buildAndPush(registry.host, "test/cli-py-sh", (rootfs) => {
-      copyHostPython(rootfs);
-      copyHostShell(rootfs);
-    });
-    templateDir = fs.mkdtempSync(path.join("/var/tmp", "agentbox-templates-test-"));
-    fs.chmodSync(templateDir, 0o711);
-    tplServer = await startServer({
-      env: {
-        AGENTBOX_TEMPLATE_DIR: templateDir,
-        AGENTBOX_TEMPLATE_REGISTRIES: registry.host,
-        AGENTBOX_TEMPLATE_INSECURE_REGISTRIES: registry.host,
-        AGENTBOX_TEMPLATE_MAX_ROOTFS_MB: "200",
-      },
-    });
+    images = await startTemplateRegistry();
+    image = images.python;
+    tplServer = await startServer({ env: images.env });
     work = fs.mkdtempSync(path.join(os.tmpdir(), "agentbox-cli-template-"));
     fs.mkdirSync(path.join(work, "ctx/data"), { recursive: true });
     fs.writeFileSync(path.join(work, "ctx/hello.txt"), "hello from the context\n");
@@ -293,8 +280,8 @@ describe("agentbox template", { skip: !haveImageTools && "skopeo, umoci or docke
 
   after(async () => {
     await tplServer?.dispose();
-    await registry?.stop();
-    for (const d of [templateDir, work]) if (d) fs.rmSync(d, { recursive: true, force: true });
+    await images?.stop();
+    if (work) fs.rmSync(work, { recursive: true, force: true });
   });
 
   test("build -f Dockerfile --context DIR uploads what it COPYs, streams the log, and the template runs", async () => {

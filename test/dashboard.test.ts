@@ -10,7 +10,7 @@ import { after, before, describe, it } from "node:test";
 import type { Browser, Page } from "playwright-core";
 import { ensureDashboardBuilt, launchBrowser, signIn } from "./helpers/dashboard.js";
 import { writeTinyLlama } from "./helpers/gguf.js";
-import { client, startServer, type TestServer } from "./helpers/server.js";
+import { client, freePort, startServer, type TestServer } from "./helpers/server.js";
 import { startUpstream, type Upstream } from "./helpers/upstream.js";
 
 const XSS = "<img src=x onerror=alert(1)>";
@@ -35,6 +35,8 @@ describe("dashboard", () => {
   let browser: Browser;
   let tmp: string;
   let upstream: Upstream;
+  /** A loopback registry that is not there: a template build from it fails at once, with a log. */
+  let closedRegistry: string;
 
   before(async () => {
     ensureDashboardBuilt();
@@ -48,7 +50,13 @@ describe("dashboard", () => {
     );
     // Both started at once; each kept even if the other fails, so that after() can stop it (a browser
     // left running would keep the test process alive).
-    const [srv, brw] = await Promise.allSettled([startServer({ env: { AGENTBOX_PROVIDERS_FILE: providers } }), launchBrowser()]);
+    closedRegistry = `127.0.0.1:${await freePort()}`;
+    const env = {
+      AGENTBOX_PROVIDERS_FILE: providers,
+      AGENTBOX_TEMPLATE_REGISTRIES: closedRegistry,
+      AGENTBOX_TEMPLATE_INSECURE_REGISTRIES: closedRegistry,
+    };
+    const [srv, brw] = await Promise.allSettled([startServer({ env }), launchBrowser()]);
     if (srv.status === "fulfilled") server = srv.value;
     if (brw.status === "fulfilled") browser = brw.value;
     if (srv.status === "rejected") throw srv.reason;
@@ -359,6 +367,34 @@ describe("dashboard", () => {
     const made = list.body.deployments.find((d) => d.deployment_name === "dash-deploy");
     assert.ok(made, JSON.stringify(list.body));
     await client(server)("DELETE", `/v1/deployments/delete/${made.deployment_id}`);
+    await page.context().close();
+  });
+
+  it("templates: a saved one with its status and warm pool, a failed build's progress, error and log, delete", async () => {
+    const call = client(server);
+    const sbx = await call<{ sandbox_id: string }>("POST", "/v1/agents/sandboxes", {});
+    const saved = await call<{ id: string }>("POST", `/v1/agents/sandboxes/${sbx.body.sandbox_id}/template`, { name: "dash-saved" });
+    assert.equal(saved.status, 201, JSON.stringify(saved.body));
+    const started = await call("POST", "/v1/agents/templates/build", { name: "dash-broken", docker_image: `${closedRegistry}/nothing:1` });
+    assert.equal(started.status, 202, JSON.stringify(started.body));
+    const { page } = await openPage();
+    await signIn(page, server.url, server.key);
+    await page.getByRole("link", { name: "Templates", exact: true }).click();
+    const row = page.getByRole("row").filter({ hasText: "dash-saved" });
+    await row.getByText("ready").waitFor();
+    await row.getByText(`saved from ${sbx.body.sandbox_id}`).waitFor();
+    // The failed build: its status, its error, its log (polled until the build ends).
+    const build = page.getByRole("row").filter({ hasText: "dash-broken" });
+    await build.getByText("failed", { exact: true }).waitFor({ timeout: 60_000 });
+    await build.getByRole("button", { name: "Log" }).click();
+    await page
+      .locator("pre.build-log")
+      .getByText(/build failed/)
+      .waitFor();
+    await page.getByRole("button", { name: "Delete template dash-saved" }).click();
+    await row.waitFor({ state: "detached" });
+    assert.equal((await call("GET", "/v1/agents/templates/dash-saved")).status, 404);
+    await call("DELETE", `/v1/agents/sandboxes/${sbx.body.sandbox_id}`);
     await page.context().close();
   });
 

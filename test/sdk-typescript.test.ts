@@ -12,7 +12,7 @@ import { after, before, describe, test } from "node:test";
 import { promisify } from "node:util";
 import { renderSdkTypes, SDK_TYPES_FILE } from "../scripts/sdk-types.js";
 import { AgentBox, AgentBoxError, type RunEvent } from "../sdk/typescript/src/index.js";
-import { startServer, type TestServer } from "./helpers/server.js";
+import { freePort, startServer, type TestServer } from "./helpers/server.js";
 import { startUpstream, type Upstream } from "./helpers/upstream.js";
 
 const ROOT = path.resolve(path.dirname(new URL(import.meta.url).pathname), "..");
@@ -22,6 +22,7 @@ describe("TypeScript SDK", () => {
   let upstream: Upstream;
   let ab: AgentBox;
   let dir: string;
+  let closedRegistry: string;
 
   before(async () => {
     upstream = await startUpstream();
@@ -31,7 +32,15 @@ describe("TypeScript SDK", () => {
       providers,
       JSON.stringify({ providers: [{ name: "scripted", type: "openai", base_url: upstream.baseUrl, models: ["scripted"], retries: 0 }] }),
     );
-    server = await startServer({ env: { AGENTBOX_PROVIDERS_FILE: providers } });
+    // A loopback registry that is not there: a build from it fails at once, with a log.
+    closedRegistry = `127.0.0.1:${await freePort()}`;
+    server = await startServer({
+      env: {
+        AGENTBOX_PROVIDERS_FILE: providers,
+        AGENTBOX_TEMPLATE_REGISTRIES: closedRegistry,
+        AGENTBOX_TEMPLATE_INSECURE_REGISTRIES: closedRegistry,
+      },
+    });
     ab = new AgentBox({ apiKey: server.key, baseUrl: server.url });
   });
 
@@ -172,6 +181,33 @@ describe("TypeScript SDK", () => {
     assert.match(await sbx.hostUrl(8000), /8000/);
     assert.ok((await ab.deployments.accelerators()).length >= 1);
     await sbx.kill();
+  });
+
+  test("templates: a sandbox saved as one, created from, got, listed and deleted; a build followed to its end and its log", async () => {
+    const sbx = await ab.sandboxes.create();
+    await sbx.files.write("prepared.txt", "from the source");
+    const saved = await sbx.saveAsTemplate("sdk-saved", { description: "saved by the SDK" });
+    assert.equal(saved.status, "ready");
+    const copy = await ab.sandboxes.create({ template: "sdk-saved" });
+    assert.equal(await copy.files.read("prepared.txt"), "from the source");
+    assert.equal(copy.info.template_id, saved.id);
+    assert.equal((await ab.templates.get("sdk-saved")).description, "saved by the SDK");
+    assert.ok((await ab.templates.list()).templates.some((t) => t.id === saved.id));
+    await Promise.all([sbx.kill(), copy.kill()]);
+    await ab.templates.delete(saved.id);
+    await assert.rejects(ab.templates.get(saved.id), (e: unknown) => e instanceof AgentBoxError && e.code === "template_not_found");
+
+    const started = await ab.templates.build({ name: "sdk-unreachable", docker_image: `${closedRegistry}/nothing:1` });
+    const end = await ab.templates.waitForBuild(started.build_id, { intervalMs: 100 });
+    assert.equal(end.status, "failed");
+    assert.ok(end.error);
+    const lines = [];
+    for await (const l of ab.templates.logs(started.build_id)) lines.push(l.line);
+    assert.ok(
+      lines.some((l) => l.startsWith("build failed")),
+      lines.join("\n"),
+    );
+    await ab.templates.delete(started.template_id);
   });
 
   test("errors carry the envelope's code, status and request id", async () => {

@@ -4,17 +4,14 @@
 // run in the build sandbox. A sandbox of the result sees the copied files, the ENV values and starts
 // in the WORKDIR; a failing RUN names its line; what is not supported is a 400 naming its line.
 import assert from "node:assert/strict";
-import fs from "node:fs";
-import path from "node:path";
 import { after, before, describe, test } from "node:test";
 import { assertError, createSandbox, pythonStdout } from "./helpers/api.js";
-import { buildAndPush, copyHostPython, copyHostShell, haveImageTools, type Registry, startRegistry } from "./helpers/oci-image.js";
+import { haveImageTools, startTemplateRegistry, type TemplateRegistry } from "./helpers/oci-image.js";
 import { client, startServer, type TestServer } from "./helpers/server.js";
 
 let server: TestServer;
 let call: ReturnType<typeof client>;
-let registry: Registry;
-let templateDir: string;
+let images: TemplateRegistry;
 let image: string;
 
 interface Status {
@@ -28,28 +25,15 @@ const b64 = (s: string) => Buffer.from(s).toString("base64");
 
 before(async () => {
   if (!haveImageTools) return;
-  registry = await startRegistry();
-  image = buildAndPush(registry.host, "test/py-sh", (rootfs) => {
-    copyHostPython(rootfs);
-    copyHostShell(rootfs);
-  });
-  templateDir = fs.mkdtempSync(path.join("/var/tmp", "agentbox-templates-test-"));
-  fs.chmodSync(templateDir, 0o711);
-  server = await startServer({
-    env: {
-      AGENTBOX_TEMPLATE_DIR: templateDir,
-      AGENTBOX_TEMPLATE_REGISTRIES: registry.host,
-      AGENTBOX_TEMPLATE_INSECURE_REGISTRIES: registry.host,
-      AGENTBOX_TEMPLATE_MAX_ROOTFS_MB: "200",
-    },
-  });
+  images = await startTemplateRegistry();
+  image = images.python;
+  server = await startServer({ env: images.env });
   call = client(server);
 });
 
 after(async () => {
   await server?.dispose();
-  await registry?.stop();
-  if (templateDir) fs.rmSync(templateDir, { recursive: true, force: true });
+  await images?.stop();
 });
 
 async function build(body: Record<string, unknown>): Promise<Status> {
@@ -131,7 +115,38 @@ describe("a template from a Dockerfile", { skip: !haveImageTools && "skopeo, umo
     assert.match(s.error ?? "", /^Dockerfile line 4 \(RUN\) failed: exit 3: about to fail/);
   });
 
-  test("unsupported instructions, multi-stage builds and missing context files are 400 naming the line", async () => {
+  test("a multi-stage build: COPY --from an earlier stage (by name and index) brings its files, modes and links; the rest of that stage stays out", async () => {
+    const s = await build({
+      name: "df-multi",
+      dockerfile: [
+        `FROM ${image} AS builder`,
+        "ENV STAGE=builder",
+        "WORKDIR /build",
+        `RUN ["/usr/bin/python3", "-c", "import os; os.makedirs('/out/lib'); open('/out/lib/tool.py', 'w').write('ANSWER = 42'); open('/out/run.sh', 'w').write('echo ran'); os.chmod('/out/run.sh', 0o755); os.symlink('lib/tool.py', '/out/link.py')"]`,
+        `FROM ${image}`,
+        "ENV STAGE=final",
+        "COPY --from=builder /out/ /opt/tool/",
+        "COPY --from=0 /out/lib/tool.py /opt/single.py",
+        `RUN ["/usr/bin/python3", "-c", "import sys; sys.path.insert(0, '/opt/tool/lib'); import tool; assert tool.ANSWER == 42"]`,
+      ].join("\n"),
+    });
+    assert.equal(s.status, "completed", JSON.stringify(s));
+    const id = await createSandbox(call, { template: "df-multi" });
+    const out = await pythonStdout(
+      call,
+      id,
+      [
+        "import os",
+        "print(open('/opt/single.py').read().strip())",
+        "print(os.access('/opt/tool/run.sh', os.X_OK), os.readlink('/opt/tool/link.py'))",
+        "print(os.path.exists('/build'), os.path.exists('/out'), os.environ.get('STAGE'))",
+      ].join("\n"),
+    );
+    assert.deepEqual(out.trim().split("\n"), ["ANSWER = 42", "True lib/tool.py", "False False final"]);
+    await call("DELETE", `/v1/agents/sandboxes/${id}`);
+  });
+
+  test("unsupported instructions, COPY --from what is not a stage and missing context files are 400 naming the line", async () => {
     const refused = async (dockerfile: string, pattern: RegExp, extra: Record<string, unknown> = {}) => {
       const e = assertError(
         await call("POST", "/v1/agents/templates/build", { name: "df-refused", dockerfile, ...extra }),
@@ -142,9 +157,16 @@ describe("a template from a Dockerfile", { skip: !haveImageTools && "skopeo, umo
     };
     await refused(`FROM ${image}\nRUN true\nSHELL ["/bin/bash", "-c"]`, /^Dockerfile line 3: SHELL is not supported/);
     await refused(`FROM ${image}\nONBUILD RUN true`, /^Dockerfile line 2: ONBUILD is not supported/);
-    await refused(`FROM ${image} AS a\nRUN true\nFROM ${image}\nCOPY --from=a /x /x`, /^Dockerfile line 1: .*multi-stage/);
-    await refused(`FROM ${image}\nRUN true\nFROM ${image}`, /^Dockerfile line 3: multi-stage builds/);
-    await refused(`FROM ${image}\nCOPY --from=other /x /x`, /^Dockerfile line 2: COPY --from=other: multi-stage builds are not supported/);
+    await refused(
+      `FROM ${image}\nCOPY --from=other /x /x`,
+      /^Dockerfile line 2: COPY --from=other: 'other' is not an earlier stage of this Dockerfile/,
+    );
+    await refused(
+      `FROM ${image} AS a\nFROM ${image}\nCOPY --from=1 /x /x`,
+      /^Dockerfile line 3: COPY --from=1: '1' is not an earlier stage/,
+    );
+    await refused(`FROM ${image} AS a\nFROM ${image} AS A`, /^Dockerfile line 2: stage name 'a' is used already/);
+    await refused(`FROM ${image} AS a\nFROM ${image}\nADD --from=a /x /x`, /^Dockerfile line 3: ADD --from is not supported/);
     await refused(`FROM ${image}\nCOPY missing.txt /x`, /^Dockerfile line 2: 'missing.txt' is not in the build context/);
     await refused(`FROM ${image}\nCOPY ../secret /x`, /^Dockerfile line 2: '..\/secret' is outside the build context/);
     await refused(`FROM ${image}\nUSER nobody`, /^Dockerfile line 2: USER nobody is not supported/);

@@ -1,5 +1,5 @@
 // End to end: templates built from OCI images (POST /v1/agents/templates/build with docker_image).
-// Two images are made on this machine and pushed to a local registry started here: one with a copy
+// Two images made on this machine (test/helpers/oci-image.ts) are pushed to a local registry started here: one with a copy
 // of the host's Python and a package of its own, one with nothing but a marker file. Sandboxes of
 // each run in the image's root filesystem (its files, not the host's), code/run uses the image's
 // Python and imports its package, an image without Python or bash still runs python and bash
@@ -10,13 +10,22 @@ import path from "node:path";
 import { after, before, describe, test } from "node:test";
 import { assertError, createSandbox, pythonStdout } from "./helpers/api.js";
 import { execFileSync } from "node:child_process";
-import { buildAndPush, copyHostPython, corruptLayer, haveImageTools, put, type Registry, startRegistry } from "./helpers/oci-image.js";
+import {
+  buildAndPush,
+  corruptLayer,
+  haveImageTools,
+  put,
+  type Registry,
+  startTemplateRegistry,
+  type TemplateRegistry,
+} from "./helpers/oci-image.js";
 import { client, startServer, type TestServer } from "./helpers/server.js";
 
 const NINE_KEYS = ["created_at", "description", "disk_size_mb", "id", "memory_mb", "name", "updated_at", "vcpu_count", "visibility"];
 
 let server: TestServer;
 let call: ReturnType<typeof client>;
+let images: TemplateRegistry;
 let registry: Registry;
 let templateDir: string;
 let pyImage: string;
@@ -35,42 +44,20 @@ interface Status {
 
 before(async () => {
   if (!haveImageTools) return;
-  registry = await startRegistry();
-  pyImage = buildAndPush(registry.host, "test/python-marker", (rootfs) => {
-    copyHostPython(rootfs);
-    put(rootfs, "opt/marker/MARKER", "from-the-image\n");
-    put(rootfs, "usr/lib/python3/dist-packages/imagepkg/__init__.py", "ORIGIN = 'imagepkg inside the image'\n");
-    // The public CA bundle, as any image that fetches over HTTPS has (pip refuses to start without one).
-    const ca = "/etc/ssl/certs/ca-certificates.crt";
-    if (fs.existsSync(ca)) put(rootfs, ca.slice(1), fs.readFileSync(ca, "utf8"));
-  });
-  bareImage = buildAndPush(registry.host, "test/bare", (rootfs) => {
-    put(rootfs, "opt/marker/MARKER", "bare-image\n");
-    put(rootfs, "etc/os-release", "NAME=bare\n");
-  });
-  // Traversable by sandbox users (they open their template's root), like the service's default place.
-  templateDir = fs.mkdtempSync(path.join("/var/tmp", "agentbox-templates-test-"));
-  fs.chmodSync(templateDir, 0o711);
+  images = await startTemplateRegistry();
+  ({ registry, templateDir, python: pyImage, bare: bareImage } = images);
   server = await startServer({ env: serverEnv() });
   call = client(server);
 });
 
 function serverEnv(): Record<string, string> {
-  return {
-    AGENTBOX_TEMPLATE_DIR: templateDir,
-    AGENTBOX_TEMPLATE_REGISTRIES: registry.host,
-    AGENTBOX_TEMPLATE_INSECURE_REGISTRIES: registry.host,
-    // Short, for the deadline test; every other build here takes a few seconds.
-    AGENTBOX_TEMPLATE_BUILD_TIMEOUT_S: "40",
-    // Room for the Python image (about 70 MiB unpacked), not for the hostile sparse file.
-    AGENTBOX_TEMPLATE_MAX_ROOTFS_MB: "200",
-  };
+  // Short, for the deadline test; every other build here takes a few seconds.
+  return { ...images.env, AGENTBOX_TEMPLATE_BUILD_TIMEOUT_S: "40" };
 }
 
 after(async () => {
   await server?.dispose();
-  await registry?.stop();
-  if (templateDir) fs.rmSync(templateDir, { recursive: true, force: true });
+  await images?.stop();
 });
 
 /** Starts a build (202) and waits for it to end; returns its last status. */

@@ -135,7 +135,15 @@ export interface TemplateRoot {
    * unprivileged host uid (the copy is owned by it), so installers may write anywhere in the copy.
    */
   build?: boolean;
+  /**
+   * A build's earlier stages (a multi-stage Dockerfile), bound read-only at STAGES_DIR/<index>:
+   * their root filesystems, adopted and sanitized already, for `COPY --from` to copy out of.
+   */
+  stages?: string[];
 }
+
+/** Where a build sandbox sees the root filesystems of its build's earlier stages. */
+export const STAGES_DIR = "/opt/agentbox/stages";
 
 /**
  * Where the host's /usr is seen read-only inside a template's sandbox: the supervisor, and the
@@ -172,6 +180,7 @@ function templateView(root: TemplateRoot): string[][] {
     ["--ro-bind", "/usr", HOST_USR],
     ["--tmpfs", `${HOST_USR}/local`],
     ["--remount-ro", `${HOST_USR}/local`],
+    ...(root.stages ?? []).map((dir, i) => ["--ro-bind", dir, `${STAGES_DIR}/${i}`]),
   ];
 }
 

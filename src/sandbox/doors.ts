@@ -77,7 +77,10 @@ export interface ServiceState {
 export interface CustomTemplate {
   /** The template's id (what the sandbox's record keeps). */
   id: string;
-  root: TemplateRoot;
+  /** Its root filesystem; absent for a template saved from a built-in's sandbox (the host's system view). */
+  root?: TemplateRoot;
+  /** Files every sandbox of the template starts with in /home/user: an archive, unpacked before the sandbox is handed out. */
+  home?: { file: string; sha256: string };
   /** The sandbox's limits (the template's, never above the service's). */
   limits: Limits;
   /** Environment variables every sandbox of the template starts with (a create's own win). */

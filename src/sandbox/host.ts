@@ -152,7 +152,7 @@ export class Host implements HostDoor {
         spawner: this.spawner,
         onLog,
         onDied,
-        ...(custom ? { root: custom.root } : {}),
+        ...(custom?.root ? { root: custom.root } : {}),
       },
       this.cgroups,
       this.workspaces,

@@ -21,6 +21,7 @@ import { Lifecycle } from "./lifecycle.js";
 import { Registry } from "./registry.js";
 import { SnapshotKeeper } from "./snapshot-keeper.js";
 import { builtInTemplates, type Template } from "./templates.js";
+import { TemplatePools } from "./template-pools.js";
 import { Pool } from "./warm-pool.js";
 
 export type { CreateInput, CustomTemplate, EndCause, Live, OnTimeout, TemplateCatalog } from "./doors.js";
@@ -35,6 +36,8 @@ export class SandboxManager {
   private readonly host: Host;
   private readonly registry: Registry;
   private readonly pool: Pool;
+  /** Warm pools of the tenants' own templates. */
+  private readonly templatePools: TemplatePools;
   private readonly keeper: SnapshotKeeper;
   private readonly quotaDefaults: EffectiveQuotas;
   private readonly log: Logger;
@@ -43,6 +46,7 @@ export class SandboxManager {
   private catalogSet = false;
   /** Refills the pool (after a create's reply is written). */
   private readonly refill = () => this.pool.fill();
+  private readonly refillTemplates = () => this.templatePools.fill();
 
   constructor(
     private readonly config: SandboxConfig,
@@ -74,7 +78,21 @@ export class SandboxManager {
       (tenantId) => this.tenantQuotas(tenantId),
       () => void this.lifecycle.reap(),
     );
-    this.pool = new Pool(config, log, this.state, this.host, () => this.registry.occupied());
+    // The two kinds of pool share the room the sandbox cap leaves: each counts the other's sandboxes as taken.
+    this.pool = new Pool(config, log, this.state, this.host, () => this.registry.occupied() + this.templatePools.held());
+    this.templatePools = new TemplatePools(
+      config,
+      log,
+      this.state,
+      this.host,
+      () => this.registry.occupied() + this.pool.held(),
+      // Ahead of the create: the template's environment and its saved files (a round trip to the
+      // sandbox each, which a create from the pool then does not wait for).
+      async (box, custom) => {
+        if (Object.keys(custom.envVars).length) await box.setEnv(custom.envVars);
+        if (custom.home) await this.keeper.files.restore(box, custom.home.file, custom.home.sha256);
+      },
+    );
     this.lifecycle = new Lifecycle({
       config,
       log,
@@ -180,6 +198,7 @@ export class SandboxManager {
     this.pool.preImport();
     this.state.lowMemory = this.host.lowOnMemory();
     this.pool.trim();
+    this.templatePools.trim();
   }
 
   liveCount(): number {
@@ -240,15 +259,14 @@ export class SandboxManager {
   }
 
   /**
-   * A sandbox of a custom template, started now for this create (the warm pool holds only the
-   * built-ins' sandboxes), with a uid of its own that is given back if the start fails.
+   * A sandbox of a custom template: from its warm pool, or started now (a cold create), with a uid
+   * of its own that is given back if the start fails.
    */
   private async takeCustom(custom: CustomTemplate): Promise<Box> {
-    const uid = this.host.allocateUid();
     try {
-      return await this.host.start(crypto.randomUUID(), uid, custom);
+      return await this.templatePools.take(custom);
     } catch (err) {
-      this.host.freeUid(uid);
+      if (err instanceof ApiError) throw err;
       this.log.error({ err, template: custom.id }, "sandbox of a custom template failed to start");
       throw new ApiError(
         "internal_error",
@@ -257,13 +275,23 @@ export class SandboxManager {
     }
   }
 
+  /** Gives back the warm sandboxes of a template (it is being deleted; none is handed out after). */
+  dropTemplatePool(templateId: string): Promise<void> {
+    return this.templatePools.drop(templateId);
+  }
+
+  /** Started sandboxes waiting in a custom template's warm pool now. */
+  templatePoolSize(templateId: string): number {
+    return this.templatePools.size(templateId);
+  }
+
   async create(tenantId: string, given: CreateInput): Promise<SandboxRecord> {
     this.pool.asked();
     const input = given.snapshotId === undefined ? given : await this.lifecycle.fromSnapshot(tenantId, given.snapshotId, given);
     const asked = input.template ?? "python-base-v1";
     if (!this.templates.some((t) => t.id === asked) && this.catalogSet === false)
       throw new ApiError("template_not_found", `Template '${asked}' does not exist`);
-    // A tenant's own template: started on its own root (no warm pool holds one), see takeCustom().
+    // A tenant's own template: from its own warm pool, on its own root, see takeCustom().
     const custom = await this.host.templateOf({ tenantId, template: asked });
     const template = custom?.id ?? asked;
     const envVars = custom && Object.keys(custom.envVars).length ? { ...custom.envVars, ...input.envVars } : input.envVars;
@@ -272,14 +300,19 @@ export class SandboxManager {
     this.registry.reserve(tenantId);
     let box: Box | undefined;
     try {
-      if (custom) box = await this.takeCustom(custom);
-      else {
+      if (custom) {
+        box = await this.takeCustom(custom);
+        this.templatePools.served(custom.id);
+        setImmediate(this.refillTemplates);
+      } else {
         box = await this.pool.take(tenantId);
         this.pool.served();
         // After the reply is written: starting a sandbox forks processes, which would delay it.
         setImmediate(this.refill);
       }
-      if (envVars && Object.keys(envVars).length) await box.setEnv(envVars);
+      // A template's own environment is set already (see the template pools' preparation above).
+      const envToSet = custom ? input.envVars : envVars;
+      if (envVars && envToSet && Object.keys(envToSet).length) await box.setEnv(envVars);
       if (input.restore) await input.restore(box);
       const now = new Date();
       const record: SandboxRecord = {
@@ -384,6 +417,7 @@ export class SandboxManager {
     if (this.reaper) clearInterval(this.reaper);
     this.registry.close();
     await this.pool.close();
+    await this.templatePools.close();
     if (opts.destroyAll) {
       const ids = [...this.registry.all()].map(({ record }) => record.id);
       await Promise.all(ids.map((id) => this.lifecycle.end(id, { reason: "killed", by: "operator", detail: { shutdown: true } })));

@@ -51,6 +51,8 @@ export interface SandboxSettings {
   warmPoolMax: number;
   /** Pool sandboxes (the next to be handed out) that pre-import the data stack while they wait. */
   poolPreImport: number;
+  /** A tenant template's warm pool empties once the template has not been asked for this long, seconds. */
+  templatePoolIdleS: number;
   /** Sandbox starts (pool refills and cold creates) running at once. */
   maxParallelStarts: number;
   /**
@@ -267,6 +269,11 @@ export const sandboxSettingsSchema = defineSettings({
     default: (m) => Math.min(256, Math.max(16, Math.floor(sandboxCap(m.memoryMb) / 10))),
     defaultDoc: "a 10th of the sandbox cap, 16..256 [150]",
     doc: "The pool grows with demand: its target is the creates served in the last second (measured over 5 s), between `AGENTBOX_WARM_POOL` and this; past the target it gives one sandbox back per second.",
+  }),
+  templatePoolIdleS: sandbox.number("AGENTBOX_TEMPLATE_POOL_IDLE_S", {
+    table: "node",
+    default: 300,
+    doc: "Each of the tenants' own templates has a warm pool from its first create on: one started sandbox while the template was asked for in the last this many seconds, more under a stream of creates (the creates served in the last second, as for the built-ins). All template pools together hold at most `AGENTBOX_WARM_POOL_MAX` sandboxes and only the room the sandbox cap leaves; a template not asked for this long gives its sandboxes back (one per second), down to none. 0: no pools for templates (every create from one starts a sandbox).",
   }),
   maxParallelTeardowns: sandbox.number("AGENTBOX_MAX_PARALLEL_TEARDOWNS", {
     table: "node",

@@ -102,6 +102,11 @@ export class Pool implements PoolDoor {
     }
   }
 
+  /** Sandboxes the pool holds, warm or starting (the template pools leave room for them). */
+  held(): number {
+    return this.warm.length + this.warming;
+  }
+
   /** A create is asked for (served or refused, it holds back pre-imports: see preImport()). */
   asked(): void {
     this.lastCreateAt = performance.now();

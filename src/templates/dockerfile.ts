@@ -1,5 +1,6 @@
-// Translates a Dockerfile onto the template build pipeline: FROM becomes the base (an allowed image
-// or one of the tenant's templates), RUN a `run` step in the build sandbox, COPY/ADD `copy_file`
+// Translates a Dockerfile onto the template build pipeline: FROM becomes the base (an allowed image,
+// one of the tenant's templates, or an earlier stage: each stage is built in turn and `COPY --from`
+// copies out of an earlier one), RUN a `run` step in the build sandbox, COPY/ADD `copy_file`
 // steps from the request's context, ENV/WORKDIR the template's defaults (and the environment of the
 // RUN steps after them). Whatever cannot be honoured is a 400 naming its line, before anything runs.
 import path from "node:path";
@@ -8,10 +9,19 @@ import { ApiError } from "../errors.js";
 import { commandLine, shellQuote } from "../sandbox/service.js";
 import type { Step } from "./steps.js";
 
-export interface DockerfilePlan {
-  /** FROM's image reference or template name/id, as written (variables substituted). */
+/** One stage of a Dockerfile: its base and its steps. */
+export interface StagePlan {
+  /** FROM's image reference or template name/id, as written (variables substituted)... */
   from: string;
+  /** ...or the earlier stage it builds on (`FROM builder`), by index. */
+  fromStage?: number;
   steps: Step[];
+}
+
+/** The Dockerfile's last stage (the template), with the stages before it (built first, then dropped). */
+export interface DockerfilePlan extends StagePlan {
+  /** Earlier stages, in order: `COPY --from` copies out of them (see the `copy_from` step). */
+  stages: StagePlan[];
   /** ENV: the template's default environment. */
   environment: Record<string, string>;
   /** The last WORKDIR: where the template's sandboxes start (null: /home/user). */
@@ -98,9 +108,22 @@ function properties(ins: Instruction, vars: Record<string, string>): [string, st
   return ins.getProperties().map((p) => [p.getName(), substitute(p.getValue() ?? "", vars)]);
 }
 
+/** A stage being read: its plan so far, and its name (`AS name`), lower case as Docker reads it. */
+interface Stage extends DockerfilePlan {
+  name: string | undefined;
+}
+
+/** The earlier stage `ref` names (`AS` name or index), or undefined. */
+function stageOf(stages: Stage[], ref: string): number | undefined {
+  const byName = stages.findIndex((st) => st.name === ref.toLowerCase());
+  if (byName >= 0) return byName;
+  return /^[0-9]+$/.test(ref) && Number(ref) < stages.length ? Number(ref) : undefined;
+}
+
 export function translateDockerfile(text: string, context: Map<string, Buffer>): DockerfilePlan {
   const dockerfile = DockerfileParser.parse(text);
-  const plan: DockerfilePlan = { from: "", steps: [], environment: {}, workdir: null, labels: {} };
+  const stages: Stage[] = [];
+  let plan: Stage = { name: undefined, from: "", steps: [], environment: {}, workdir: null, labels: {}, stages: [] };
   /** ARG values (for substitution and RUN) and ENV values (also kept). */
   const args: Record<string, string> = {};
   let workdir = "/";
@@ -112,11 +135,23 @@ export function translateDockerfile(text: string, context: Map<string, Buffer>):
     if (keyword !== "FROM" && keyword !== "ARG" && !plan.from) throw bad(line, `${keyword} before FROM`);
     switch (keyword) {
       case "FROM": {
-        if (plan.from) throw bad(line, "multi-stage builds (a second FROM) are not supported: build one stage");
         const flag = flags(ins)[0];
         if (flag) throw bad(line, `FROM ${flag} is not supported`);
-        if (argv.length !== 1) throw bad(line, "FROM takes one image (stage names `AS ...` are for multi-stage builds, not supported)");
-        plan.from = substitute(argv[0] as string, vars);
+        const named = argv.length === 3 && argv[1]?.toUpperCase() === "AS";
+        if (argv.length !== 1 && !named) throw bad(line, "FROM takes one image, optionally `AS name`");
+        // A new stage: the one before it is done (its ENV and WORKDIR are its own).
+        if (plan.from) {
+          stages.push(plan);
+          plan = { name: undefined, from: "", steps: [], environment: {}, workdir: null, labels: {}, stages: [] };
+          workdir = "/";
+        }
+        const from = substitute(argv[0] as string, { ...args });
+        const name = named ? (argv[2] as string).toLowerCase() : undefined;
+        if (name && (stageOf(stages, name) !== undefined || /^[0-9]+$/.test(name))) throw bad(line, `stage name '${name}' is used already`);
+        plan.name = name;
+        plan.from = from;
+        const earlier = stages.findIndex((st) => st.name !== undefined && st.name === from.toLowerCase());
+        if (earlier >= 0) plan.fromStage = earlier;
         break;
       }
       case "RUN": {
@@ -159,14 +194,30 @@ export function translateDockerfile(text: string, context: Map<string, Buffer>):
       case "ADD": {
         const fl = flags(ins);
         const from = fl.find((f) => f.startsWith("--from"));
-        if (from) throw bad(line, `${keyword} ${from}: multi-stage builds are not supported`);
-        const other = fl.find((f) => !/^--chown=(root|0)(:(root|0))?$/.test(f));
+        const other = fl.find((f) => f !== from && !/^--chown=(root|0)(:(root|0))?$/.test(f));
         if (other) throw bad(line, `${keyword} ${other} is not supported`);
         const paths = (execForm(ins) ?? argv).map((a) => substitute(a, vars));
         if (paths.length < 2) throw bad(line, `${keyword} needs a source and a destination`);
         const last = paths[paths.length - 1] as string;
         const dest = path.posix.resolve(workdir, last);
         const asDir = paths.length > 2 || last.endsWith("/");
+        if (from) {
+          if (keyword !== "COPY") throw bad(line, "ADD --from is not supported: use COPY --from");
+          const ref = from.slice("--from=".length);
+          const index = stageOf(stages, ref);
+          if (index === undefined) {
+            throw bad(line, `COPY ${from}: '${ref}' is not an earlier stage of this Dockerfile (copying from an image is not supported)`);
+          }
+          for (const src of paths.slice(0, -1)) {
+            if (/[*?[]/.test(src)) throw bad(line, `wildcards in COPY sources are not supported ('${src}')`);
+            plan.steps.push({
+              type: "copy_from",
+              args: [String(index), path.posix.resolve("/", src), asDir ? `${dest}/` : dest],
+              label: `Dockerfile line ${line} (COPY --from=${ref} ${src})`,
+            });
+          }
+          break;
+        }
         const copies: Step[] = [];
         for (const src of paths.slice(0, -1)) {
           if (keyword === "ADD" && /^[a-z]+:\/\//i.test(src))
@@ -197,5 +248,9 @@ export function translateDockerfile(text: string, context: Map<string, Buffer>):
     }
   }
   if (!plan.from) throw new ApiError("invalid_request", "The Dockerfile has no FROM");
-  return plan;
+  const { name: _, ...last } = plan;
+  return {
+    ...last,
+    stages: stages.map((st) => ({ from: st.from, steps: st.steps, ...(st.fromStage !== undefined ? { fromStage: st.fromStage } : {}) })),
+  };
 }

@@ -1,10 +1,21 @@
-// The template routes (under /v1/agents): build from an image, build status and logs, get, delete.
+// The template routes (under /v1/agents): build from an image, build status and logs, get, delete,
+// and a running sandbox saved as a template.
 // The list (GET /templates) stays with the sandbox routes and asks the same service.
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { Type } from "@sinclair/typebox";
-import { errors } from "../api/schemas/common.js";
+import { errors, SandboxIdParams } from "../api/schemas/common.js";
 import { EventStream } from "../api/sse.js";
-import { BuildAccepted, BuildBody, BuildIdParams, BuildStatus, TemplateDetail, TemplateIdParams } from "./schemas.js";
+import {
+  BuildAccepted,
+  BuildBody,
+  BuildIdParams,
+  BuildList,
+  BuildListQuery,
+  BuildStatus,
+  SaveSandboxBody,
+  TemplateDetail,
+  TemplateIdParams,
+} from "./schemas.js";
 import type { TemplateService } from "./service.js";
 import type { BuildRecord } from "./store.js";
 
@@ -32,7 +43,7 @@ export const templateRoutes: FastifyPluginAsyncTypebox<{ templates: TemplateServ
           "Starts building a template of your own from `docker_image` (pulled from a registry the operator allows; `registry_auth` for a private one), " +
           "or from `template_id` (one of your templates), and then runs `build_steps` on it in a build sandbox. Answers 202 at once; follow the " +
           "build with GET /templates/builds/{build_id}/status or its logs. Sandboxes created with the template's id (or name) run in its root " +
-          "filesystem. Or from `dockerfile` (one stage; its COPY/ADD files in `context`), translated onto the same steps.",
+          "filesystem. Or from `dockerfile` (its COPY/ADD files in `context`; multi-stage with COPY --from), translated onto the same steps.",
         body: BuildBody,
         response: { 202: BuildAccepted, ...errors(400, 401, 409, 429, 503) },
       },
@@ -59,6 +70,26 @@ export const templateRoutes: FastifyPluginAsyncTypebox<{ templates: TemplateServ
       reply.code(202);
       return { build_id: build.id, template_id: template.id, status: build.status, message: "Build started" };
     },
+  );
+
+  app.get(
+    "/templates/builds",
+    {
+      schema: {
+        tags: ["templates"],
+        summary: "Your latest template builds",
+        description: "Newest first, each with its status (as GET /templates/builds/{build_id}/status shows it) and its template's name.",
+        querystring: BuildListQuery,
+        response: { 200: BuildList, ...errors(401) },
+      },
+    },
+    async (request) => ({
+      builds: (await templates.builds(request.apiKey.tenantId, Number(request.query.limit ?? 50))).map((b) => ({
+        ...statusJson(b),
+        template_name: b.templateName,
+        created_at: b.createdAt,
+      })),
+    }),
   );
 
   app.get(
@@ -134,6 +165,33 @@ export const templateRoutes: FastifyPluginAsyncTypebox<{ templates: TemplateServ
     async (request, reply) => {
       await templates.delete(request.apiKey.tenantId, request.params.template_id);
       return reply.code(204).send(null);
+    },
+  );
+
+  app.post(
+    "/sandboxes/:sandbox_id/template",
+    {
+      schema: {
+        tags: ["templates"],
+        summary: "Save a sandbox as a template",
+        description:
+          "201 with the new template, ready at once. It runs in the same root as the sandbox (its template's root filesystem, shared, or " +
+          "the built-ins' system) and every sandbox created from it starts with the files the sandbox's /home/user holds now (archived " +
+          "inside the sandbox, as a snapshot is, and held to the snapshot size limit); its limits, environment and workdir are those of " +
+          "the sandbox's template. The sandbox must be running (409 when paused). 409 when the name is taken, 429 past the template count.",
+        params: SandboxIdParams,
+        body: SaveSandboxBody,
+        response: { 201: TemplateDetail, ...errors(400, 401, 404, 409, 413, 429, 507) },
+      },
+    },
+    async (request, reply) => {
+      const { name, description } = request.body;
+      const detail = await templates.saveSandbox(request.apiKey.tenantId, request.params.sandbox_id, {
+        name,
+        ...(description !== undefined ? { description } : {}),
+      });
+      reply.code(201);
+      return detail;
     },
   );
 };

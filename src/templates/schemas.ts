@@ -17,15 +17,23 @@ const BuildStep = Type.Object(
   { additionalProperties: false },
 );
 
+const TemplateName = Type.String({
+  minLength: 1,
+  maxLength: 128,
+  pattern: "^[A-Za-z0-9][A-Za-z0-9._-]*$",
+  description: "Unique among your templates",
+});
+const Description = Type.String({ maxLength: 1024 });
+
+export const SaveSandboxBody = Type.Object(
+  { name: TemplateName, description: Type.Optional(Description) },
+  { additionalProperties: false },
+);
+
 export const BuildBody = Type.Object(
   {
-    name: Type.String({
-      minLength: 1,
-      maxLength: 128,
-      pattern: "^[A-Za-z0-9][A-Za-z0-9._-]*$",
-      description: "Unique among your templates",
-    }),
-    description: Type.Optional(Type.String({ maxLength: 1024 })),
+    name: TemplateName,
+    description: Type.Optional(Description),
     template_id: Type.Optional(
       Type.String({ maxLength: 128, description: "One of your templates to run build_steps on (instead of docker_image)" }),
     ),
@@ -40,7 +48,7 @@ export const BuildBody = Type.Object(
       Type.String({
         maxLength: 1 << 20,
         description:
-          "A one-stage Dockerfile: FROM an allowed image or one of your templates; RUN, COPY/ADD (from `context`), ENV, ARG, WORKDIR, LABEL, USER root",
+          "A Dockerfile: FROM an allowed image, one of your templates or an earlier stage (FROM ... AS name); RUN, COPY/ADD (from `context`, or COPY --from=<stage>), ENV, ARG, WORKDIR, LABEL, USER root",
       }),
     ),
     context: Type.Optional(
@@ -87,6 +95,21 @@ export const BuildStatus = Type.Object({
   completed_at: Type.Union([Type.String(), Type.Null()]),
 });
 
+export const BuildList = Type.Object({
+  builds: Type.Array(
+    Type.Composite([
+      BuildStatus,
+      Type.Object({ template_name: Type.String(), created_at: Type.String({ description: "When the build was asked for" }) }),
+    ]),
+  ),
+});
+
+export const BuildListQuery = Type.Object({
+  limit: Type.Optional(
+    Type.String({ pattern: "^(?:[1-9][0-9]?|1[0-9]{2}|200)$", description: "How many, newest first (1..200, default 50)" }),
+  ),
+});
+
 export const TemplateDetail = Type.Object({
   id: Type.String(),
   name: Type.String(),
@@ -103,4 +126,7 @@ export const TemplateDetail = Type.Object({
   workdir: Type.Optional(Type.Union([Type.String(), Type.Null()], { description: "Where its sandboxes start (a Dockerfile's WORKDIR)" })),
   tags: Type.Optional(StringMap),
   build_id: Type.Optional(Type.Union([Type.String(), Type.Null()])),
+  warm_sandboxes: Type.Optional(
+    Type.Integer({ description: "Started sandboxes waiting in the template's warm pool now (creates from it take one)" }),
+  ),
 });

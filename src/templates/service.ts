@@ -4,16 +4,19 @@
 // TemplateCatalog (src/sandbox/manager.ts).
 import { execFile } from "node:child_process";
 import crypto from "node:crypto";
+import fs from "node:fs";
+import path from "node:path";
 import { promisify } from "node:util";
 import { Limiter } from "../common/limiter.js";
 import { ApiError } from "../errors.js";
 import type { Box } from "../sandbox/box.js";
 import type { CustomTemplate } from "../sandbox/manager.js";
 import type { Limits } from "../sandbox/settings.js";
+import type { SnapshotFiles } from "../sandbox/snapshots.js";
 import type { Template } from "../sandbox/templates.js";
 import { BuildLog } from "./build-log.js";
 import { pullImage, type RegistryAuth, ToolError } from "./pull.js";
-import { readContext, translateDockerfile } from "./dockerfile.js";
+import { type StagePlan as DockerfileStage, readContext, translateDockerfile } from "./dockerfile.js";
 import { checkAllowed, type ImageRef, parseImageRef } from "./reference.js";
 import type { RootfsStore } from "./rootfs.js";
 import type { TemplateSettings } from "./settings.js";
@@ -39,28 +42,67 @@ export interface BuildInput {
   registryAuth?: RegistryAuth;
 }
 
+/** A running sandbox of the tenant's, to save as a template: its box and the template it runs. */
+export interface SandboxSource {
+  box: Box;
+  template: string;
+}
+
 export interface TemplateDeps {
   store: TemplateStore;
   rootfs: RootfsStore;
+  /** Archives of templates' /home/user files, one per template (named by its id). */
+  homes: SnapshotFiles;
   settings: TemplateSettings;
   /** The service's sandbox limits: a template's are its own, never above them. */
   limits: Limits;
   builtIns: Template[];
   /** Live sandboxes started from a template (one in use is not deleted). */
   sandboxesOf(templateId: string): number;
+  /** A running sandbox of the tenant's (404 when it is not theirs, 400 when it ended, 409 when paused). */
+  sandbox(tenantId: string, sandboxId: string): Promise<SandboxSource>;
+  /** Gives back the warm sandboxes of a template's pool (it is being deleted). */
+  dropPool(templateId: string): Promise<void>;
+  /** Started sandboxes waiting in the template's warm pool now. */
+  poolSize(templateId: string): number;
   /** A sandbox for build steps (SandboxManager.buildBox). */
   buildBox(prepare: (uid: number) => Promise<CustomTemplate>): Promise<{ box: Box; release(): Promise<void> }>;
   log: (fields: Record<string, unknown>, msg: string) => void;
 }
 
-/** What a build does, checked before anything is recorded. */
-interface Plan {
+/** One stage of a build: its base and its steps. */
+interface StagePlan {
   /** The image to pull, or... */
   ref?: ImageRef;
   auth?: RegistryAuth;
-  /** ...the tenant's template to start from. */
+  /** ...the tenant's template to start from, or... */
   base?: TemplateRecord;
+  /** ...an earlier stage's result (a multi-stage Dockerfile). */
+  fromStage?: number;
   steps: Step[];
+}
+
+/** A built stage's root filesystem. */
+interface Built {
+  digest: string;
+  python: string | null;
+}
+
+/** What a stage's build needs of its build. */
+interface StageContext {
+  t: TemplateRecord;
+  b: BuildRecord;
+  log: BuildLog;
+  work: string;
+  deadline: AbortSignal;
+  deadlineAt: number;
+  transient: string[];
+}
+
+/** What a build does, checked before anything is recorded. */
+interface Plan extends StagePlan {
+  /** A multi-stage Dockerfile's stages before the last, built first in order. */
+  stages?: StagePlan[];
   /** What a dockerfile sets for the template's sandboxes (ENV, WORKDIR, LABEL). */
   environment?: Record<string, string>;
   workdir?: string | null;
@@ -70,6 +112,12 @@ interface Plan {
 const exec = promisify(execFile);
 
 const notFound = (id: string) => new ApiError("template_not_found", `Template '${id}' does not exist`);
+const nameTaken = (name: string) => new ApiError("conflict", `A template named '${name}' exists already; delete it or choose another name`);
+const noRootfs = (id: string) =>
+  new ApiError(
+    "invalid_request",
+    `Template '${id}' was saved from a sandbox of a built-in template: it has no root filesystem of its own to build on`,
+  );
 const buildNotFound = (id: string) => new ApiError("not_found", `Build '${id}' does not exist`);
 
 /** The nine keys of a template list item. */
@@ -85,6 +133,14 @@ export function templateItem(t: TemplateRecord): Template {
     created_at: t.createdAt,
     updated_at: t.updatedAt,
   };
+}
+
+/** The image a build's template stands on: its last stage's base, followed through earlier stages. */
+function imageOf(plan: Plan): string | null {
+  let stage: StagePlan | undefined = plan;
+  while (stage?.fromStage !== undefined) stage = plan.stages?.[stage.fromStage];
+  if (stage?.ref) return `${stage.ref.registry}/${stage.ref.repository}${stage.ref.reference}`;
+  return stage?.base?.baseImage ?? null;
 }
 
 export class TemplateService {
@@ -112,6 +168,7 @@ export class TemplateService {
     await this.d.rootfs.sweepBuilds((dir) => exec("umount", ["-l", dir]).then(() => {}));
     const used = new Set(await this.d.store.allRootfs());
     for (const digest of this.d.rootfs.existing()) if (!used.has(digest)) await this.d.rootfs.remove(digest);
+    await this.d.homes.sweep(async (id) => (await this.d.store.template(id))?.home != null);
   }
 
   /** Built-ins first, then the tenant's own ready templates. */
@@ -133,6 +190,7 @@ export class TemplateService {
       tags: t.tags,
       status: t.state,
       build_id: build?.id ?? null,
+      warm_sandboxes: this.d.poolSize(t.id),
     };
   }
 
@@ -152,7 +210,7 @@ export class TemplateService {
   async resolve(tenantId: string, idOrName: string): Promise<CustomTemplate | undefined> {
     const t = await this.find(tenantId, idOrName);
     if (!t) return undefined;
-    if (t.state !== "ready" || !t.rootfs) {
+    if (t.state !== "ready" || !(t.rootfs || t.home)) {
       throw new ApiError(
         "invalid_state",
         `Template '${idOrName}' is ${t.state === "building" ? "still building" : "not built (its build failed)"}`,
@@ -160,11 +218,16 @@ export class TemplateService {
     }
     return {
       id: t.id,
-      root: {
-        dir: this.d.rootfs.pathOf(t.rootfs),
-        ...(t.python ? { python: t.python } : {}),
-        ...(t.workdir ? { workdir: t.workdir } : {}),
-      },
+      ...(t.rootfs
+        ? {
+            root: {
+              dir: this.d.rootfs.pathOf(t.rootfs),
+              ...(t.python ? { python: t.python } : {}),
+              ...(t.workdir ? { workdir: t.workdir } : {}),
+            },
+          }
+        : {}),
+      ...(t.home ? { home: { file: this.d.homes.pathOf(t.id), sha256: t.home } } : {}),
       limits: { ...this.d.limits, cpus: t.vcpuCount, memoryMb: t.memoryMb, diskMb: t.diskMb },
       envVars: t.environment,
     };
@@ -184,13 +247,20 @@ export class TemplateService {
     const users = this.d.sandboxesOf(t.id);
     if (users > 0) throw new ApiError("conflict", `Template '${id}' is used by ${users} live sandbox(es); kill them first`);
     await this.d.store.deleteTemplate(t.id);
+    await this.d.dropPool(t.id);
     if (t.rootfs && (await this.d.store.rootfsUsers(t.rootfs)) === 0) await this.d.rootfs.remove(t.rootfs);
+    await this.d.homes.remove(t.id);
   }
 
   async status(tenantId: string, buildId: string): Promise<BuildRecord> {
     const b = await this.d.store.build(buildId);
     if (!b || b.tenantId !== tenantId) throw buildNotFound(buildId);
     return b;
+  }
+
+  /** The tenant's latest builds (those of deleted templates go with them), newest first. */
+  builds(tenantId: string, limit: number) {
+    return this.d.store.recentBuilds(tenantId, limit);
   }
 
   /** The build's log (lines so far, and new ones as they come); absent once the service restarted. */
@@ -207,15 +277,7 @@ export class TemplateService {
 
   private async admit(tenantId: string, input: BuildInput): Promise<{ template: TemplateRecord; build: BuildRecord }> {
     const plan = await this.plan(tenantId, input);
-    const taken = () => new ApiError("conflict", `A template named '${input.name}' exists already; delete it or choose another name`);
-    if (await this.d.store.templateByName(tenantId, input.name)) throw taken();
-    if ((await this.d.store.countTemplates(tenantId)) >= this.d.settings.maxPerTenant) {
-      throw new ApiError(
-        "quota_exceeded",
-        `Your tenant has ${this.d.settings.maxPerTenant} templates, the limit (AGENTBOX_TEMPLATE_MAX_PER_TENANT); delete one first`,
-        60,
-      );
-    }
+    await this.checkRoomFor(tenantId, input.name);
     if (this.queue.length >= this.d.settings.buildQueue) {
       throw new ApiError("at_capacity", `${this.queue.length} template builds are waiting already; retry later`, 30);
     }
@@ -227,14 +289,14 @@ export class TemplateService {
       name: input.name,
       description: input.description ?? "",
       ...limits,
-      baseImage:
-        input.dockerImage ??
-        (plan.ref ? `${plan.ref.registry}/${plan.ref.repository}${plan.ref.reference}` : (plan.base?.baseImage ?? null)),
+      baseImage: input.dockerImage ?? imageOf(plan),
       environment: { ...plan.environment, ...input.environment },
       workdir: plan.workdir ?? null,
       tags: { ...plan.labels, ...input.tags },
       rootfs: null,
       python: null,
+      // Files a base saved from a sandbox starts its sandboxes with: the new template's too.
+      home: plan.base?.home ?? null,
       state: "building",
       createdAt: now,
       updatedAt: now,
@@ -252,22 +314,83 @@ export class TemplateService {
       createdAt: now,
     };
     // Checked again by the insert itself: another node may have taken the name meanwhile.
-    if (!(await this.d.store.insertTemplate(template))) throw taken();
+    if (!(await this.d.store.insertTemplate(template))) throw nameTaken(input.name);
     await this.d.store.insertBuild(build);
     const log = new BuildLog();
     this.logs.set(build.id, log);
-    const baseId = plan.base?.id;
-    if (baseId) this.basesInUse.set(baseId, (this.basesInUse.get(baseId) ?? 0) + 1);
+    // Every template a stage builds on stays until the build ends.
+    const baseIds = [plan, ...(plan.stages ?? [])].flatMap((st) => (st.base ? [st.base.id] : []));
+    for (const id of baseIds) this.basesInUse.set(id, (this.basesInUse.get(id) ?? 0) + 1);
     this.queue.push(() =>
       this.run(template, build, log, plan).finally(() => {
-        if (!baseId) return;
-        const left = (this.basesInUse.get(baseId) ?? 1) - 1;
-        if (left > 0) this.basesInUse.set(baseId, left);
-        else this.basesInUse.delete(baseId);
+        for (const id of baseIds) {
+          const left = (this.basesInUse.get(id) ?? 1) - 1;
+          if (left > 0) this.basesInUse.set(id, left);
+          else this.basesInUse.delete(id);
+        }
       }),
     );
     this.pump();
     return { template, build };
+  }
+
+  /** Refuses a new template of this name: 409 when the name is taken, 429 past the tenant's count. */
+  private async checkRoomFor(tenantId: string, name: string): Promise<void> {
+    if (await this.d.store.templateByName(tenantId, name)) throw nameTaken(name);
+    if ((await this.d.store.countTemplates(tenantId)) >= this.d.settings.maxPerTenant) {
+      throw new ApiError(
+        "quota_exceeded",
+        `Your tenant has ${this.d.settings.maxPerTenant} templates, the limit (AGENTBOX_TEMPLATE_MAX_PER_TENANT); delete one first`,
+        60,
+      );
+    }
+  }
+
+  /**
+   * A running sandbox's files as a new template, ready at once: the root it runs in (its template's
+   * root filesystem, shared, or the built-ins' system view) and what its /home/user holds now (an
+   * archive made inside the sandbox, as a snapshot is, unpacked into each new sandbox before it is
+   * handed out). Its limits, environment and workdir are its template's.
+   */
+  saveSandbox(tenantId: string, sandboxId: string, input: { name: string; description?: string }) {
+    return this.changes.run(() => this.save(tenantId, sandboxId, input));
+  }
+
+  private async save(tenantId: string, sandboxId: string, input: { name: string; description?: string }) {
+    await this.checkRoomFor(tenantId, input.name);
+    const source = await this.d.sandbox(tenantId, sandboxId);
+    const base = this.d.builtIns.some((t) => t.id === source.template) ? undefined : await this.own(tenantId, source.template);
+    const id = `tpl_${crypto.randomBytes(9).toString("base64url")}`;
+    const info = await this.d.homes.write(source.box, id);
+    try {
+      const now = new Date().toISOString();
+      const { cpus, memoryMb, diskMb } = this.d.limits;
+      const inserted = await this.d.store.insertTemplate({
+        id,
+        tenantId,
+        name: input.name,
+        description: input.description ?? `Saved from sandbox ${sandboxId}`,
+        vcpuCount: base?.vcpuCount ?? cpus,
+        memoryMb: base?.memoryMb ?? memoryMb,
+        diskMb: base?.diskMb ?? diskMb,
+        baseImage: base?.baseImage ?? null,
+        environment: base?.environment ?? {},
+        workdir: base?.workdir ?? null,
+        tags: { ...base?.tags, saved_from_sandbox: sandboxId },
+        rootfs: base?.rootfs ?? null,
+        python: base?.python ?? null,
+        home: info.sha256,
+        state: "ready",
+        createdAt: now,
+        updatedAt: now,
+      });
+      // The insert checks the name again: another node may have taken it while the archive was made.
+      if (!inserted) throw nameTaken(input.name);
+    } catch (err) {
+      await this.d.homes.remove(id);
+      throw err;
+    }
+    return this.get(tenantId, id);
   }
 
   /** What the build will do, checked before anything is recorded (a bad request is a 400 now, not a failed build). */
@@ -299,7 +422,8 @@ export class TemplateService {
       );
     }
     const base = await this.own(tenantId, input.baseTemplateId);
-    if (base.state !== "ready" || !base.rootfs) throw new ApiError("invalid_state", `Template '${input.baseTemplateId}' is not built`);
+    if (base.state !== "ready") throw new ApiError("invalid_state", `Template '${input.baseTemplateId}' is not built`);
+    if (!base.rootfs) throw noRootfs(input.baseTemplateId);
     if (steps.length === 0) throw new ApiError("invalid_request", "template_id needs build_steps: the steps to run on it");
     return { base, steps };
   }
@@ -313,30 +437,37 @@ export class TemplateService {
       );
     }
     const df = translateDockerfile(dockerfile, readContext(input.context ?? {}, this.d.settings.maxContextMb * 2 ** 20));
-    checkSteps(df.steps);
-    const own = await this.find(tenantId, df.from);
-    if (own) {
-      if (own.state !== "ready" || !own.rootfs) throw new ApiError("invalid_state", `FROM ${df.from}: the template is not built`);
-      return {
-        base: own,
-        steps: df.steps,
-        environment: { ...own.environment, ...df.environment },
-        workdir: df.workdir ?? own.workdir,
-        labels: df.labels,
-      };
-    }
-    if (this.d.builtIns.some((t) => t.id === df.from || t.name === df.from)) {
-      throw new ApiError("invalid_request", `FROM ${df.from}: the built-in templates have no root filesystem to build on; use an image`);
-    }
-    const ref = parseImageRef(df.from);
-    checkAllowed(ref, this.d.settings.registries);
+    const auth = input.registryAuth ? { auth: input.registryAuth } : {};
+    /** A stage's base: an earlier stage, one of the tenant's templates (by id or name) or an allowed image. */
+    const baseOf = async (stage: DockerfileStage): Promise<Omit<StagePlan, "steps">> => {
+      checkSteps(stage.steps);
+      if (stage.fromStage !== undefined) return { fromStage: stage.fromStage };
+      const own = await this.find(tenantId, stage.from);
+      if (own) {
+        if (own.state !== "ready") throw new ApiError("invalid_state", `FROM ${stage.from}: the template is not built`);
+        if (!own.rootfs) throw noRootfs(stage.from);
+        return { base: own };
+      }
+      if (this.d.builtIns.some((t) => t.id === stage.from || t.name === stage.from)) {
+        throw new ApiError(
+          "invalid_request",
+          `FROM ${stage.from}: the built-in templates have no root filesystem to build on; use an image`,
+        );
+      }
+      const ref = parseImageRef(stage.from);
+      checkAllowed(ref, this.d.settings.registries);
+      return { ref, ...auth };
+    };
+    const last = await baseOf(df);
+    const stages: StagePlan[] = [];
+    for (const st of df.stages) stages.push({ ...(await baseOf(st)), steps: st.steps });
     return {
-      ref,
+      ...last,
       steps: df.steps,
-      environment: df.environment,
-      workdir: df.workdir,
+      stages,
+      environment: { ...last.base?.environment, ...df.environment },
+      workdir: df.workdir ?? last.base?.workdir ?? null,
       labels: df.labels,
-      ...(input.registryAuth ? { auth: input.registryAuth } : {}),
     };
   }
 
@@ -395,6 +526,75 @@ export class TemplateService {
     });
   }
 
+  /**
+   * One stage's root filesystem: its base (pulled, one of the tenant's templates, or an earlier
+   * stage's), then its steps run on a copy of it. `last`: the template's own stage (its progress
+   * is the build's); an earlier one's root is transient.
+   */
+  private async buildStage(stage: StagePlan, done: Built[], c: StageContext, index: number, last: boolean): Promise<Built> {
+    const s = this.d.settings;
+    let digest: string;
+    let python: string | null;
+    if (stage.ref) {
+      const ref = stage.ref;
+      const work = path.join(c.work, `stage-${index}`);
+      await fs.promises.mkdir(work, { mode: 0o700 });
+      await fs.promises.chown(work, s.buildUid, s.buildUid).catch(() => {});
+      const pulled = await pullImage({
+        ref,
+        ...(stage.auth ? { auth: stage.auth } : {}),
+        insecure: s.insecureRegistries.includes(ref.registry),
+        work,
+        uid: s.buildUid,
+        maxImageBytes: s.maxImageMb * 2 ** 20,
+        maxFileBytes: s.maxRootfsMb * 2 ** 20,
+        signal: c.deadline,
+        log: (line) => c.log.add(line),
+        progress: (p) => {
+          if (last) this.report(c.b, { phase: p >= 50 ? "building" : "preparing", progress: p });
+        },
+      });
+      c.log.add(`checking and storing the root filesystem sha256:${pulled.digest}`);
+      python = await this.d.rootfs.adopt(pulled.tree, pulled.digest, s.maxRootfsMb * 2 ** 20);
+      digest = pulled.digest;
+      c.transient.push(digest);
+    } else if (stage.fromStage !== undefined) {
+      ({ digest, python } = done[stage.fromStage] as Built);
+    } else {
+      const base = stage.base as TemplateRecord;
+      digest = base.rootfs as string;
+      python = base.python;
+    }
+    if (stage.steps.length === 0) return { digest, python };
+    if (last) await this.update(c.b, { phase: "building", progress: 50 });
+    const tree = await runSteps({
+      base: { dir: this.d.rootfs.pathOf(digest), python },
+      steps: stage.steps,
+      stages: done.map((d) => this.d.rootfs.pathOf(d.digest)),
+      layerDir: this.d.rootfs.layerDir(c.b.id),
+      out: path.join(c.work, `steps-rootfs-${index}`),
+      limits: { ...this.d.limits, cpus: c.t.vcpuCount, memoryMb: c.t.memoryMb },
+      diskMb: c.t.diskMb,
+      deadline: c.deadline,
+      deadlineAt: c.deadlineAt,
+      startBox: (prepare) => this.d.buildBox(prepare),
+      log: (line) => c.log.add(line),
+      progress: (p) => {
+        if (last) this.report(c.b, { progress: p });
+      },
+    });
+    if (last) await this.update(c.b, { phase: "finalizing", progress: 85 });
+    // Named by what made it: the base, the steps and this build (steps that fetch are not reproducible).
+    const made = crypto
+      .createHash("sha256")
+      .update(JSON.stringify([digest, stage.steps, c.b.id, index]))
+      .digest("hex");
+    c.log.add(`checking and storing the new root filesystem sha256:${made}`);
+    const madePython = await this.d.rootfs.adopt(tree, made, s.maxRootfsMb * 2 ** 20);
+    if (!last) c.transient.push(made);
+    return { digest: made, python: madePython };
+  }
+
   private async run(t: TemplateRecord, b: BuildRecord, log: BuildLog, plan: Plan): Promise<void> {
     const s = this.d.settings;
     const deadline = new AbortController();
@@ -404,58 +604,21 @@ export class TemplateService {
       s.buildTimeoutS * 1000,
     );
     log.add(`build ${b.id} of template ${t.id} (${t.name}) started`);
-    let pulledDigest: string | undefined;
+    /** Root filesystems this build made or pulled only as a base or an earlier stage: removed at its end unless a template uses them. */
+    const transient: string[] = [];
     try {
       await this.update(b, { status: "running", phase: "preparing", progress: 5, startedAt: new Date().toISOString() });
       const work = await this.d.rootfs.workDir(b.id, s.buildUid);
-      let digest: string;
-      let python: string | null;
-      if (plan.ref) {
-        const ref = plan.ref;
-        const pulled = await pullImage({
-          ref,
-          ...(plan.auth ? { auth: plan.auth } : {}),
-          insecure: s.insecureRegistries.includes(ref.registry),
-          work,
-          uid: s.buildUid,
-          maxImageBytes: s.maxImageMb * 2 ** 20,
-          maxFileBytes: s.maxRootfsMb * 2 ** 20,
-          signal: deadline.signal,
-          log: (line) => log.add(line),
-          progress: (p) => this.report(b, { phase: p >= 50 ? "building" : "preparing", progress: p }),
-        });
-        log.add(`checking and storing the root filesystem sha256:${pulled.digest}`);
-        python = await this.d.rootfs.adopt(pulled.tree, pulled.digest, s.maxRootfsMb * 2 ** 20);
-        digest = pulledDigest = pulled.digest;
-      } else {
-        const base = plan.base as TemplateRecord;
-        digest = base.rootfs as string;
-        python = base.python;
+      if (plan.base?.home) await this.d.homes.link(plan.base.id, t.id);
+      const ctx: StageContext = { t, b, log, work, deadline: deadline.signal, deadlineAt: startedAt + s.buildTimeoutS * 1000, transient };
+      // A multi-stage Dockerfile's earlier stages first, each on its own base; their roots are
+      // what later stages build on or copy from.
+      const done: Built[] = [];
+      for (const [i, stage] of (plan.stages ?? []).entries()) {
+        log.add(`stage ${i + 1} of ${(plan.stages?.length ?? 0) + 1}`);
+        done.push(await this.buildStage(stage, done, ctx, i, false));
       }
-      if (plan.steps.length > 0) {
-        await this.update(b, { phase: "building", progress: 50 });
-        const tree = await runSteps({
-          base: { dir: this.d.rootfs.pathOf(digest), python },
-          steps: plan.steps,
-          layerDir: this.d.rootfs.layerDir(b.id),
-          out: `${work}/steps-rootfs`,
-          limits: { ...this.d.limits, cpus: t.vcpuCount, memoryMb: t.memoryMb },
-          diskMb: t.diskMb,
-          deadline: deadline.signal,
-          deadlineAt: startedAt + s.buildTimeoutS * 1000,
-          startBox: (prepare) => this.d.buildBox(prepare),
-          log: (line) => log.add(line),
-          progress: (p) => this.report(b, { progress: p }),
-        });
-        await this.update(b, { phase: "finalizing", progress: 85 });
-        // Named by what made it: the base, the steps and this build (steps that fetch are not reproducible).
-        digest = crypto
-          .createHash("sha256")
-          .update(JSON.stringify([digest, plan.steps, b.id]))
-          .digest("hex");
-        log.add(`checking and storing the new root filesystem sha256:${digest}`);
-        python = await this.d.rootfs.adopt(tree, digest, s.maxRootfsMb * 2 ** 20);
-      }
+      const { digest, python } = await this.buildStage(plan, done, ctx, done.length, true);
       await this.update(b, { phase: "finalizing", progress: 90 });
       log.add(
         python
@@ -474,9 +637,10 @@ export class TemplateService {
       await this.finish(b, message);
     } finally {
       clearTimeout(timer);
-      // A pulled image that only served as the base of steps (or whose build failed) is not kept.
-      if (pulledDigest && (await this.d.store.rootfsUsers(pulledDigest).catch(() => 1)) === 0)
-        await this.d.rootfs.remove(pulledDigest).catch(() => {});
+      // A pulled image or a stage that only served as a base (or whose build failed) is not kept.
+      for (const digest of transient) {
+        if ((await this.d.store.rootfsUsers(digest).catch(() => 1)) === 0) await this.d.rootfs.remove(digest).catch(() => {});
+      }
       log.close();
       await this.d.rootfs.removeWork(b.id).catch(() => {});
     }

@@ -1,8 +1,10 @@
 // Constructs the templates area for the entry point and connects it to the sandbox manager (which
 // asks it for a tenant's template when a sandbox is created or re-adopted).
+import path from "node:path";
 import type { Logger } from "pino";
 import type { SandboxConfig } from "../sandbox/settings.js";
 import type { SandboxManager } from "../sandbox/manager.js";
+import { SnapshotFiles } from "../sandbox/snapshots.js";
 import type { Db } from "../store/db.js";
 import { RootfsStore } from "./rootfs.js";
 import { TemplateService } from "./service.js";
@@ -19,10 +21,19 @@ export async function openTemplates(
   const templates = new TemplateService({
     store: new SqliteTemplateStore(db),
     rootfs: new RootfsStore(settings.dir),
+    // A saved sandbox's files are held to the snapshot size limit: they are restored as a snapshot is.
+    homes: new SnapshotFiles(path.join(settings.dir, "homes"), config.snapshotMaxBytes),
     settings,
     limits: config.limits,
     builtIns: sandboxes.templates,
     sandboxesOf: (id) => sandboxes.sandboxesOfTemplate(id),
+    // box() refuses what is not the tenant's, ended or paused, with the sandbox routes' errors.
+    sandbox: async (tenantId, id) => {
+      const box = await sandboxes.box(tenantId, id);
+      return { box, template: sandboxes.liveRecord(tenantId, id)?.template ?? "" };
+    },
+    dropPool: (id) => sandboxes.dropTemplatePool(id),
+    poolSize: (id) => sandboxes.templatePoolSize(id),
     buildBox: (prepare) => sandboxes.buildBox(prepare),
     log: (fields, msg) => logger.error(fields, msg),
   });

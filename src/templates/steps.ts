@@ -6,19 +6,22 @@
 // step ends the build and is named in its error. The changed copy becomes the new template's root.
 import { execFile } from "node:child_process";
 import fs from "node:fs";
+import path from "node:path";
 import { promisify } from "node:util";
 import type { Limits } from "../sandbox/settings.js";
 import { ApiError } from "../errors.js";
 import type { Box } from "../sandbox/box.js";
+import { HOST_USR, hostLoader, STAGES_DIR } from "../sandbox/bwrap.js";
 import { makeDir, writeFile } from "../sandbox/files.js";
 import type { CustomTemplate } from "../sandbox/manager.js";
-import { commandLine } from "../sandbox/service.js";
+import { commandLine, shellQuote } from "../sandbox/service.js";
 import { ToolError } from "./pull.js";
 
 const run = promisify(execFile);
 
 export const STEP_TYPES = ["run", "pip_install", "npm_install", "apt_install", "bun_install", "copy_file", "git_clone", "mkdir"] as const;
-export type StepType = (typeof STEP_TYPES)[number];
+/** `copy_from` (not in the API's list): a multi-stage Dockerfile's `COPY --from`, [stage index, source, destination]. */
+export type StepType = (typeof STEP_TYPES)[number] | "copy_from";
 
 export interface Step {
   type: StepType;
@@ -49,9 +52,30 @@ export function stepCommand(step: Step): string | undefined {
       return `${APT} update && ${commandLine(`${APT} install -y --no-install-recommends`, args)}`;
     case "git_clone":
       return commandLine("git clone --depth 1 --", args);
+    case "copy_from":
+      return copyFromCommand(args);
     default:
       return undefined;
   }
+}
+
+/**
+ * `COPY --from=<stage>`, run in the build sandbox with the host's own cp and mkdir (through its
+ * loader, like the runtime: the image need not have them) from the earlier stage's root, bound
+ * read-only at STAGES_DIR/<index>. Docker's rules: a directory's contents go into the destination;
+ * a file goes to the destination, or into it when it ends in `/`. Links are copied as links.
+ */
+function copyFromCommand([stage, src, dest]: string[]): string {
+  const { loader, libDir } = hostLoader();
+  const tool = (name: string) => `${loader} --library-path ${libDir} ${HOST_USR}/bin/${name}`;
+  const from = `${STAGES_DIR}/${stage}${src === "/" ? "" : src}`;
+  const to = dest as string;
+  const parent = to.endsWith("/") ? to : path.posix.dirname(to);
+  const cp = `${tool("cp")} -R -P --preserve=mode,timestamps,links --`;
+  return (
+    `if [ -d ${shellQuote(from)} ]; then ${tool("mkdir")} -p -- ${shellQuote(to)} && ${cp} ${shellQuote(`${from}/.`)} ${shellQuote(to)}; ` +
+    `else ${tool("mkdir")} -p -- ${shellQuote(parent)} && ${cp} ${shellQuote(from)} ${shellQuote(to)}; fi`
+  );
 }
 
 /** Refuses (400) steps that cannot run, before anything is recorded. */
@@ -75,6 +99,8 @@ export function checkSteps(steps: Step[]): void {
 export interface StepRunOptions {
   /** The base template's root filesystem and python. */
   base: { dir: string; python: string | null };
+  /** Root filesystems of the build's earlier stages (a multi-stage Dockerfile), for `copy_from`. */
+  stages?: string[];
   steps: Step[];
   /** Where the build's writable copy is mounted (a directory of its own, traversable by sandbox uids). */
   layerDir: string;
@@ -109,7 +135,12 @@ export async function runSteps(o: StepRunOptions): Promise<string> {
       await run("chown", ["-R", "-h", `${uid}:${uid}`, o.layerDir]);
       return {
         id: "build",
-        root: { dir: o.layerDir, build: true, ...(o.base.python ? { python: o.base.python } : {}) },
+        root: {
+          dir: o.layerDir,
+          build: true,
+          ...(o.base.python ? { python: o.base.python } : {}),
+          ...(o.stages?.length ? { stages: o.stages } : {}),
+        },
         limits: o.limits,
         envVars: {},
       };

@@ -24,6 +24,11 @@ export interface TemplateRecord {
   rootfs: string | null;
   /** The image's own python3 (its path in the image) when the runtime can run on it. */
   python: string | null;
+  /**
+   * SHA-256 of the archive of files its sandboxes start with in /home/user (a template saved from
+   * a sandbox, and the templates built on one); null: none.
+   */
+  home: string | null;
   state: TemplateState;
   createdAt: string;
   updatedAt: string;
@@ -56,6 +61,7 @@ interface TemplateRow {
   tags: string;
   rootfs: string | null;
   python: string | null;
+  home: string | null;
   state: TemplateState;
   created_at: string;
   updated_at: string;
@@ -88,6 +94,7 @@ const toTemplate = (r: TemplateRow): TemplateRecord => ({
   tags: JSON.parse(r.tags),
   rootfs: r.rootfs,
   python: r.python,
+  home: r.home,
   state: r.state,
   createdAt: r.created_at,
   updatedAt: r.updated_at,
@@ -147,6 +154,7 @@ export const TEMPLATE_MIGRATIONS: Migration[] = [
       ),
   },
   { area: "templates", version: 2, up: (db) => db.exec("ALTER TABLE templates ADD COLUMN workdir TEXT") },
+  { area: "templates", version: 3, up: (db) => db.exec("ALTER TABLE templates ADD COLUMN home TEXT") },
 ];
 
 /**
@@ -179,6 +187,8 @@ export interface TemplateStore {
   lastBuild(templateId: string): Promise<BuildRecord | undefined>;
   /** Writes the build's status, phase, progress, error and times (the rest does not change). */
   updateBuild(b: BuildRecord): Promise<void>;
+  /** The tenant's latest builds, newest first, with their template's name (for the dashboard). */
+  recentBuilds(tenantId: string, limit: number): Promise<(BuildRecord & { templateName: string })[]>;
   /** Builds a stop of the service left unfinished (neither completed nor failed). */
   unfinishedBuilds(): Promise<BuildRecord[]>;
 }
@@ -192,8 +202,8 @@ export class SqliteTemplateStore implements TemplateStore {
     migrate(db, TEMPLATE_MIGRATIONS);
     this.stmts = {
       insertTemplate: db.prepare(
-        `INSERT OR IGNORE INTO templates (id, tenant_id, name, description, vcpu_count, memory_mb, disk_mb, base_image, environment, workdir, tags, rootfs, python, state, created_at, updated_at)
-         VALUES (@id, @tenant_id, @name, @description, @vcpu_count, @memory_mb, @disk_mb, @base_image, @environment, @workdir, @tags, @rootfs, @python, @state, @created_at, @updated_at)`,
+        `INSERT OR IGNORE INTO templates (id, tenant_id, name, description, vcpu_count, memory_mb, disk_mb, base_image, environment, workdir, tags, rootfs, python, home, state, created_at, updated_at)
+         VALUES (@id, @tenant_id, @name, @description, @vcpu_count, @memory_mb, @disk_mb, @base_image, @environment, @workdir, @tags, @rootfs, @python, @home, @state, @created_at, @updated_at)`,
       ),
       getTemplate: db.prepare<[string], TemplateRow>("SELECT * FROM templates WHERE id = ?"),
       byName: db.prepare<[string, string], TemplateRow>("SELECT * FROM templates WHERE tenant_id = ? AND name = ?"),
@@ -218,6 +228,10 @@ export class SqliteTemplateStore implements TemplateStore {
       updateBuild: db.prepare(
         "UPDATE template_builds SET status = @status, phase = @phase, progress = @progress, error = @error, started_at = @started_at, completed_at = @completed_at WHERE id = @id",
       ),
+      recentBuilds: db.prepare<[string, number], BuildRow & { template_name: string | null }>(
+        `SELECT b.*, t.name AS template_name FROM template_builds b LEFT JOIN templates t ON t.id = b.template_id
+         WHERE b.tenant_id = ? ORDER BY b.created_at DESC, b.id LIMIT ?`,
+      ),
       unfinished: db.prepare<[], BuildRow>("SELECT * FROM template_builds WHERE status NOT IN ('completed', 'failed')"),
     };
     this.deleteTemplateAndBuilds = db.transaction((id: string) => {
@@ -241,6 +255,7 @@ export class SqliteTemplateStore implements TemplateStore {
       tags: JSON.stringify(t.tags),
       rootfs: t.rootfs,
       python: t.python,
+      home: t.home,
       state: t.state,
       created_at: t.createdAt,
       updated_at: t.updatedAt,
@@ -302,6 +317,11 @@ export class SqliteTemplateStore implements TemplateStore {
 
   async updateBuild(b: BuildRecord): Promise<void> {
     this.stmts.updateBuild.run(buildRow(b));
+  }
+
+  /** The tenant's latest builds, newest first, with their template's name. */
+  async recentBuilds(tenantId: string, limit: number): Promise<(BuildRecord & { templateName: string })[]> {
+    return this.stmts.recentBuilds.all(tenantId, limit).map((r) => ({ ...toBuild(r), templateName: r.template_name ?? "" }));
   }
 
   async unfinishedBuilds(): Promise<BuildRecord[]> {

@@ -18,6 +18,7 @@ const template = (id: string, name: string, over: Partial<TemplateRecord> = {}):
   workdir: null,
   tags: {},
   rootfs: null,
+  home: null,
   python: null,
   state: "building",
   createdAt: T0,

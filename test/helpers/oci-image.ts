@@ -1,8 +1,11 @@
 // OCI images made on this machine for the template tests, without any network: umoci lays out an
 // empty image, the test fills its root filesystem (marker files, a copy of the host's own Python
 // with only what it needs), umoci packs it as a layer, and skopeo pushes it to a local registry
-// (Debian's docker-registry, started by the test on a free loopback port).
+// (Debian's docker-registry, started by the test on a free loopback port). The images every template
+// test builds on (startTemplateRegistry) are made once per machine and kept as OCI layouts in the
+// temp dir: each test file only pushes them to its own registry.
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import crypto from "node:crypto";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -50,25 +53,119 @@ export async function startRegistry(): Promise<Registry> {
   };
 }
 
-/** Builds a one-layer image whose root filesystem `fill` writes, and pushes it as registry/repo:tag. */
-export function buildAndPush(registry: string, repo: string, fill: (rootfs: string) => void): string {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "agentbox-image-"));
+/** Makes an OCI layout at `layout` (tag `t`) of one layer whose root filesystem `fill` writes. */
+function buildLayout(layout: string, fill: (rootfs: string) => void): void {
+  const bundle = `${layout}.bundle`;
   try {
-    const layout = path.join(dir, "layout");
-    const bundle = path.join(dir, "bundle");
     execFileSync("/usr/bin/umoci", ["init", "--layout", layout]);
     execFileSync("/usr/bin/umoci", ["new", "--image", `${layout}:t`]);
     execFileSync("/usr/bin/umoci", ["unpack", "--rootless", "--image", `${layout}:t`, bundle]);
     fill(path.join(bundle, "rootfs"));
     execFileSync("/usr/bin/umoci", ["repack", "--image", `${layout}:t`, bundle]);
-    const ref = `${registry}/${repo}:1`;
-    execFileSync("/usr/bin/skopeo", ["copy", "--insecure-policy", "--dest-tls-verify=false", `oci:${layout}:t`, `docker://${ref}`], {
-      stdio: "pipe",
-    });
-    return ref;
+  } finally {
+    fs.rmSync(bundle, { recursive: true, force: true });
+  }
+}
+
+/** Pushes the layout's image as registry/repo:1. */
+function push(layout: string, registry: string, repo: string): string {
+  const ref = `${registry}/${repo}:1`;
+  execFileSync("/usr/bin/skopeo", ["copy", "--insecure-policy", "--dest-tls-verify=false", `oci:${layout}:t`, `docker://${ref}`], {
+    stdio: "pipe",
+  });
+  return ref;
+}
+
+/** Builds a one-layer image whose root filesystem `fill` writes, and pushes it as registry/repo:1. */
+export function buildAndPush(registry: string, repo: string, fill: (rootfs: string) => void): string {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "agentbox-image-"));
+  try {
+    const layout = path.join(dir, "layout");
+    buildLayout(layout, fill);
+    return push(layout, registry, repo);
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/** Bump when what the shared images hold changes: the cached layouts are made again. */
+const SHARED_IMAGES_VERSION = 1;
+
+/**
+ * The layout of a shared test image, made the first time any test file asks for it on this machine
+ * (named by its content's inputs: the host's python, which it copies) and reused after.
+ */
+function sharedLayout(name: string, fill: (rootfs: string) => void): string {
+  const python = fs.realpathSync("/usr/bin/python3");
+  const key = crypto
+    .createHash("sha256")
+    .update(JSON.stringify([SHARED_IMAGES_VERSION, name, python, fs.statSync(python).mtimeMs]))
+    .digest("hex")
+    .slice(0, 16);
+  const layout = path.join(os.tmpdir(), `agentbox-test-image-${name}-${key}`);
+  if (fs.existsSync(path.join(layout, "index.json"))) return layout;
+  const tmp = `${layout}.${process.pid}.tmp`;
+  fs.rmSync(tmp, { recursive: true, force: true });
+  buildLayout(tmp, fill);
+  try {
+    fs.renameSync(tmp, layout);
+  } catch {
+    fs.rmSync(tmp, { recursive: true, force: true }); // made meanwhile by another process
+  }
+  return layout;
+}
+
+/** A local registry with the images the template tests build on, and a template directory for the server. */
+export interface TemplateRegistry {
+  registry: Registry;
+  /**
+   * A copy of the host's Python (and pip) with a package of its own (`imagepkg`), the host's dash
+   * as /bin/sh, the public CA bundle and /opt/marker/MARKER ("from-the-image").
+   */
+  python: string;
+  /** Nothing but /opt/marker/MARKER ("bare-image") and /etc/os-release: no Python, no shell. */
+  bare: string;
+  /** A template directory traversable by sandbox users, like the service's default place. */
+  templateDir: string;
+  /** The server's settings for these: this registry allowed (plain HTTP), that directory. */
+  env: Record<string, string>;
+  stop(): Promise<void>;
+}
+
+export async function startTemplateRegistry(): Promise<TemplateRegistry> {
+  const pythonLayout = sharedLayout("python", (rootfs) => {
+    copyHostPython(rootfs);
+    copyHostShell(rootfs);
+    put(rootfs, "opt/marker/MARKER", "from-the-image\n");
+    put(rootfs, "usr/lib/python3/dist-packages/imagepkg/__init__.py", "ORIGIN = 'imagepkg inside the image'\n");
+    // The public CA bundle, as any image that fetches over HTTPS has (pip refuses to start without one).
+    const ca = "/etc/ssl/certs/ca-certificates.crt";
+    if (fs.existsSync(ca)) put(rootfs, ca.slice(1), fs.readFileSync(ca, "utf8"));
+  });
+  const bareLayout = sharedLayout("bare", (rootfs) => {
+    put(rootfs, "opt/marker/MARKER", "bare-image\n");
+    put(rootfs, "etc/os-release", "NAME=bare\n");
+  });
+  const registry = await startRegistry();
+  const templateDir = fs.mkdtempSync(path.join("/var/tmp", "agentbox-templates-test-"));
+  fs.chmodSync(templateDir, 0o711);
+  return {
+    registry,
+    python: push(pythonLayout, registry.host, "test/python"),
+    bare: push(bareLayout, registry.host, "test/bare"),
+    templateDir,
+    env: {
+      AGENTBOX_TEMPLATE_DIR: templateDir,
+      AGENTBOX_TEMPLATE_REGISTRIES: registry.host,
+      AGENTBOX_TEMPLATE_INSECURE_REGISTRIES: registry.host,
+      // Room for the Python image (about 70 MiB unpacked), not for a hostile sparse file.
+      AGENTBOX_TEMPLATE_MAX_ROOTFS_MB: "200",
+    },
+    stop: async () => {
+      await registry.stop();
+      fs.rmSync(templateDir, { recursive: true, force: true });
+    },
+  };
 }
 
 /** Overwrites the first layer blob of registry/repo:1 in the registry's storage with as many other bytes. */

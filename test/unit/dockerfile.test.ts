@@ -33,6 +33,41 @@ test("ENV, WORKDIR, COPY and RUN become the template's defaults and steps", () =
   assert.deepEqual(plan.steps.find((s) => s.label === "Dockerfile line 4 (COPY)")?.args, ["/app/dest", "/app/dest/d"]);
 });
 
+test("stages: each FROM starts one with its own ENV and WORKDIR; COPY --from names an earlier one; FROM a stage builds on it", () => {
+  const plan = translateDockerfile(
+    [
+      "FROM reg.example/build:1 AS Builder",
+      "ENV MODE=build",
+      "WORKDIR /src",
+      "RUN make",
+      "FROM builder AS test",
+      "RUN make test",
+      "FROM reg.example/run:1",
+      "ENV MODE=run",
+      "COPY --from=builder /src/out/ /opt/app/",
+      "COPY --from=1 report.txt /opt/",
+    ].join("\n"),
+    ctx({}),
+  );
+  assert.deepEqual(
+    plan.stages.map((st) => [st.from, st.fromStage, st.steps.map((x) => x.type)]),
+    [
+      ["reg.example/build:1", undefined, ["mkdir", "run"]],
+      ["builder", 0, ["run"]],
+    ],
+  );
+  assert.equal(plan.from, "reg.example/run:1");
+  assert.deepEqual(plan.environment, { MODE: "run" });
+  assert.equal(plan.workdir, null);
+  assert.deepEqual(
+    plan.steps.map((x) => [x.type, x.args]),
+    [
+      ["copy_from", ["0", "/src/out", "/opt/app/"]],
+      ["copy_from", ["1", "/report.txt", "/opt/"]],
+    ],
+  );
+});
+
 test("context limits and refusals", () => {
   assert.throws(() => readContext({ a: Buffer.alloc(20).toString("base64") }, 10), /AGENTBOX_TEMPLATE_MAX_CONTEXT_MB/);
   assert.throws(() => translateDockerfile("FROM a\nVOLUME /x", new Map()), /^.*Dockerfile line 2: VOLUME is not supported/);

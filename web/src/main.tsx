@@ -10,6 +10,7 @@ import { ModelsPage } from "./pages/models";
 import { OverviewPage } from "./pages/overview";
 import { endPlaygroundSandbox, PlaygroundPage } from "./pages/playground";
 import { SandboxDetail, SandboxesPage } from "./pages/sandboxes";
+import { TemplatesPage } from "./pages/templates";
 import { UsagePage } from "./pages/usage";
 import { VectorsPage } from "./pages/vectors";
 import { ErrorBox } from "./ui";
@@ -28,6 +29,7 @@ const PAGES: Page[] = [
   { path: "overview", name: "Overview", roles: ["operator", "tenant"] },
   { path: "sandboxes", name: "Sandboxes", roles: ["tenant"] },
   { path: "playground", name: "Playground", roles: ["tenant"] },
+  { path: "templates", name: "Templates", roles: ["tenant"] },
   { path: "keys", name: "Keys", roles: ["operator"] },
   { path: "usage", name: "Usage", roles: ["tenant"] },
   { path: "models", name: "Models", roles: ["tenant"] },
@@ -112,6 +114,9 @@ function App() {
       break;
     case "playground":
       body = <PlaygroundPage />;
+      break;
+    case "templates":
+      body = <TemplatesPage />;
       break;
     case "keys":
       body = <KeysPage />;

@@ -25,3 +25,6 @@ export type UsageList = Get<"/v1/inference/usage">;
 export type DeploymentList = Get<"/v1/deployments/list">;
 export type IndexList = Get<"/v1/vectors/indexes">;
 export type SearchResult = Post<"/v1/vectors/{index}/search/text">;
+export type TemplateList = Get<"/v1/agents/templates">;
+export type TemplateBuildList = Get<"/v1/agents/templates/builds">;
+export type TemplateDetail = Get<"/v1/agents/templates/{template_id}">;

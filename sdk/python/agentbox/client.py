@@ -1,9 +1,10 @@
-"""The AgentBox client: sandboxes, the inference gateway, vectors and the admin API; `request`
-reaches any route directly."""
+"""The AgentBox client: sandboxes, templates, the inference gateway, vectors and the admin API;
+`request` reaches any route directly."""
 
 from __future__ import annotations
 
 import json
+import time
 import urllib.parse
 from typing import Any, Dict, Iterator, List, Optional
 
@@ -28,6 +29,7 @@ class AgentBox:
         self.deployments = Deployments(self.http)
         self.snapshots = Snapshots(self.http)
         self.webhooks = Webhooks(self.http)
+        self.templates = Templates(self.http)
 
     def request(self, method: str, path: str, json_body: Any = None, query: Optional[Dict[str, Any]] = None) -> Any:
         """Any route of the API (see /openapi.json), answered as parsed JSON."""
@@ -39,7 +41,7 @@ class Sandboxes:
         self._http = http
 
     def create(self, **params: Any) -> Sandbox:
-        """params: template, timeout (seconds of life), env_vars, metadata, ..."""
+        """params: template (a built-in or one of yours, by id or name), timeout (seconds of life), env_vars, metadata, ..."""
         return Sandbox(self._http, self._http.call("POST", "/v1/agents/sandboxes", json_body=params))
 
     def get(self, sandbox_id: str) -> Sandbox:
@@ -50,6 +52,50 @@ class Sandboxes:
 
     def kill(self, sandbox_id: str) -> Dict[str, Any]:
         return self._http.call("DELETE", f"/v1/agents/sandboxes/{_q(sandbox_id)}")
+
+
+class Templates:
+    """Your own templates: built from an image, build steps or a Dockerfile; a running sandbox
+    becomes one with sandbox.save_as_template(name); sandboxes.create(template=...) starts from one."""
+
+    def __init__(self, http: HttpClient) -> None:
+        self._http = http
+
+    def build(self, name: str, **body: Any) -> Dict[str, Any]:
+        """body: docker_image, or template_id with build_steps, or dockerfile (with context); ...
+        Answers at once with build_id and template_id."""
+        return self._http.call("POST", "/v1/agents/templates/build", json_body={"name": name, **body})
+
+    def list(self) -> List[Dict[str, Any]]:
+        return self._http.call("GET", "/v1/agents/templates")["templates"]
+
+    def get(self, template: str) -> Dict[str, Any]:
+        return self._http.call("GET", f"/v1/agents/templates/{_q(template)}")
+
+    def delete(self, template: str) -> None:
+        self._http.call("DELETE", f"/v1/agents/templates/{_q(template)}")
+
+    def status(self, build_id: str) -> Dict[str, Any]:
+        return self._http.call("GET", f"/v1/agents/templates/builds/{_q(build_id)}/status")
+
+    def logs(self, build_id: str) -> Iterator[Dict[str, Any]]:
+        """The build's log lines ({n, at, line}): those so far, then each new one until the build ends."""
+        for event, data in self._http.events("GET", f"/v1/agents/templates/builds/{_q(build_id)}/logs", timeout=86400):
+            if event == "end":
+                return
+            if event == "log":
+                yield json.loads(data)
+
+    def wait_for_build(self, build_id: str, interval: float = 0.5, timeout: float = 3600) -> Dict[str, Any]:
+        """Polls until the build completes or fails; its last status (a failed one says why in error)."""
+        end = time.monotonic() + timeout
+        while True:
+            s = self.status(build_id)
+            if s["status"] in ("completed", "failed"):
+                return s
+            if time.monotonic() > end:
+                raise TimeoutError(f"template build {build_id} did not end in time")
+            time.sleep(interval)
 
 
 class Inference:

@@ -146,5 +146,25 @@ class TimeoutTest(unittest.TestCase):
             self.assertEqual((cm.exception.status, cm.exception.code), (0, "timeout"))
 
 
+
+class TemplateTest(unittest.TestCase):
+    def test_a_sandbox_saved_as_a_template(self):
+        ab = AgentBox()
+        source = ab.sandboxes.create()
+        try:
+            source.files.write("prepared.txt", "from the source")
+            saved = ab.templates.get(source.save_as_template("py-saved", description="saved by the SDK")["id"])
+            self.assertEqual((saved["status"], saved["description"]), ("ready", "saved by the SDK"))
+            self.assertIn(saved["id"], [t["id"] for t in ab.templates.list()])
+            copy = ab.sandboxes.create(template="py-saved")
+            self.assertEqual(copy.files.read("prepared.txt"), "from the source")
+            copy.kill()
+        finally:
+            source.kill()
+        ab.templates.delete("py-saved")
+        with self.assertRaises(AgentBoxError) as cm:
+            ab.templates.get("py-saved")
+        self.assertEqual(cm.exception.code, "template_not_found")
+
 if __name__ == "__main__":
     unittest.main()

@@ -5,6 +5,7 @@ import { HttpClient } from "./http.js";
 import { Deployments, Files, Snapshots, Webhooks } from "./platform.js";
 import { type CreateSandboxParams, type ListSandboxesQuery, Sandbox } from "./sandbox.js";
 import { readEvents } from "./sse.js";
+import { Templates } from "./templates.js";
 
 type ChatBody = NonNullable<JsonBody<Operation<"post", "/v1/inference/chat/completions">>>;
 export type ChatCompletion = {
@@ -39,6 +40,7 @@ export class AgentBox {
   readonly deployments: Deployments;
   readonly snapshots: Snapshots;
   readonly webhooks: Webhooks;
+  readonly templates: Templates;
 
   constructor(opts: ClientOptions = {}) {
     this.http = new HttpClient(opts);
@@ -50,13 +52,14 @@ export class AgentBox {
     this.deployments = new Deployments(this.http);
     this.snapshots = new Snapshots(this.http);
     this.webhooks = new Webhooks(this.http);
+    this.templates = new Templates(this.http);
   }
 }
 
 export class Sandboxes {
   constructor(private readonly http: HttpClient) {}
 
-  /** Creates a sandbox (from the warm pool when one is ready). */
+  /** Creates a sandbox (from the warm pool when one is ready); `template`: a built-in or one of the tenant's, by id or name. */
   async create(params: CreateSandboxParams = {}): Promise<Sandbox> {
     return new Sandbox(this.http, await this.http.call("post", "/v1/agents/sandboxes", { body: params }));
   }

@@ -23,7 +23,9 @@ export type Answer<O> = O extends { responses: infer R }
     ? T
     : R extends { 201: { content: { "application/json": infer T } } }
       ? T
-      : unknown
+      : R extends { 202: { content: { "application/json": infer T } } }
+        ? T
+        : unknown
   : unknown;
 
 export interface CallOptions<O> {

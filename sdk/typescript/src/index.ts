@@ -1,5 +1,5 @@
 // The AgentBox TypeScript SDK: `new AgentBox({apiKey, baseUrl})`: sandboxes, the gateway, vectors,
-// stored files, deployments, snapshots, webhooks; `ab.http.call(...)` reaches any route, typed.
+// stored files, deployments, snapshots, webhooks, templates; `ab.http.call(...)` reaches any route, typed.
 export { AgentBox, Admin, Inference, Sandboxes, Vectors, type ChatChunk, type ChatCompletion } from "./client.js";
 export { AgentBoxError, type ErrorCode, type KnownErrorCode } from "./errors.js";
 export {
@@ -33,3 +33,4 @@ export {
   type SandboxMetrics,
 } from "./sandbox.js";
 export { readEvents, type ServerEvent } from "./sse.js";
+export { type BuildLogLine, type BuildTemplateParams, type TemplateBuildStatus, type TemplateDetail, Templates } from "./templates.js";

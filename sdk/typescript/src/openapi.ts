@@ -3416,7 +3416,7 @@ export interface paths {
         put?: never;
         /**
          * Build a template from an image
-         * @description Starts building a template of your own from `docker_image` (pulled from a registry the operator allows; `registry_auth` for a private one), or from `template_id` (one of your templates), and then runs `build_steps` on it in a build sandbox. Answers 202 at once; follow the build with GET /templates/builds/{build_id}/status or its logs. Sandboxes created with the template's id (or name) run in its root filesystem. Or from `dockerfile` (one stage; its COPY/ADD files in `context`), translated onto the same steps.
+         * @description Starts building a template of your own from `docker_image` (pulled from a registry the operator allows; `registry_auth` for a private one), or from `template_id` (one of your templates), and then runs `build_steps` on it in a build sandbox. Answers 202 at once; follow the build with GET /templates/builds/{build_id}/status or its logs. Sandboxes created with the template's id (or name) run in its root filesystem. Or from `dockerfile` (its COPY/ADD files in `context`; multi-stage with COPY --from), translated onto the same steps.
          */
         post: {
             parameters: {
@@ -3435,7 +3435,7 @@ export interface paths {
                         template_id?: string;
                         /** @description [registry/]repository[:tag|@sha256:digest], from a registry the operator allows */
                         docker_image?: string;
-                        /** @description A one-stage Dockerfile: FROM an allowed image or one of your templates; RUN, COPY/ADD (from `context`), ENV, ARG, WORKDIR, LABEL, USER root */
+                        /** @description A Dockerfile: FROM an allowed image, one of your templates or an earlier stage (FROM ... AS name); RUN, COPY/ADD (from `context`, or COPY --from=<stage>), ENV, ARG, WORKDIR, LABEL, USER root */
                         dockerfile?: string;
                         /** @description The dockerfile's build context: relative path → content (base64), the files COPY and ADD take */
                         context?: {
@@ -3536,6 +3536,71 @@ export interface paths {
                 };
             };
         };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/agents/templates/builds": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Your latest template builds
+         * @description Newest first, each with its status (as GET /templates/builds/{build_id}/status shows it) and its template's name.
+         */
+        get: {
+            parameters: {
+                query?: {
+                    /** @description How many, newest first (1..200, default 50) */
+                    limit?: string;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            builds: {
+                                build_id: string;
+                                template_id: string;
+                                status: "pending" | "started" | "running" | "completed" | "failed";
+                                phase: "initializing" | "preparing" | "building" | "finalizing" | "completed";
+                                progress_percent: number;
+                                error: string | null;
+                                started_at: string | null;
+                                completed_at: string | null;
+                                template_name: string;
+                                /** @description When the build was asked for */
+                                created_at: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description Every error response has this shape */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -3704,6 +3769,8 @@ export interface paths {
                                 [key: string]: string;
                             };
                             build_id?: string | null;
+                            /** @description Started sandboxes waiting in the template's warm pool now (creates from it take one) */
+                            warm_sandboxes?: number;
                         };
                     };
                 };
@@ -3789,6 +3856,142 @@ export interface paths {
                 };
             };
         };
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/agents/sandboxes/{sandbox_id}/template": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Save a sandbox as a template
+         * @description 201 with the new template, ready at once. It runs in the same root as the sandbox (its template's root filesystem, shared, or the built-ins' system) and every sandbox created from it starts with the files the sandbox's /home/user holds now (archived inside the sandbox, as a snapshot is, and held to the snapshot size limit); its limits, environment and workdir are those of the sandbox's template. The sandbox must be running (409 when paused). 409 when the name is taken, 429 past the template count.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    sandbox_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description Unique among your templates */
+                        name: string;
+                        description?: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            id: string;
+                            name: string;
+                            description: string;
+                            vcpu_count: number;
+                            memory_mb: number;
+                            disk_size_mb: number;
+                            visibility: string;
+                            created_at: string;
+                            updated_at: string;
+                            /** @description building, ready or failed */
+                            status: string;
+                            base_image?: string | null;
+                            environment?: {
+                                [key: string]: string;
+                            };
+                            /** @description Where its sandboxes start (a Dockerfile's WORKDIR) */
+                            workdir?: string | null;
+                            tags?: {
+                                [key: string]: string;
+                            };
+                            build_id?: string | null;
+                            /** @description Started sandboxes waiting in the template's warm pool now (creates from it take one) */
+                            warm_sandboxes?: number;
+                        };
+                    };
+                };
+                /** @description Every error response has this shape */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                507: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+            };
+        };
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;

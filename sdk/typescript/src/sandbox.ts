@@ -97,6 +97,18 @@ export class Sandbox {
     return this.http.call("post", `${SANDBOX}/snapshots`, { path: { sandbox_id: this.id }, timeoutMs: 600_000 });
   }
 
+  /**
+   * Saves this running sandbox as a template of the tenant's, ready at once: its root and what its
+   * /home/user holds now; `ab.sandboxes.create({template: name})` starts sandboxes from it.
+   */
+  saveAsTemplate(name: string, opts: { description?: string } = {}) {
+    return this.http.call("post", `${SANDBOX}/template`, {
+      path: { sandbox_id: this.id },
+      body: { name, ...(opts.description !== undefined ? { description: opts.description } : {}) },
+      timeoutMs: 600_000,
+    });
+  }
+
   /** Makes `count` copies of this sandbox's files and settings (kernel state is not copied). */
   async fork(count = 1): Promise<{ sandboxes: Sandbox[]; kernel_state: string }> {
     const r = await this.http.call("post", `${SANDBOX}/fork`, { path: { sandbox_id: this.id }, body: { count }, timeoutMs: 600_000 });

@@ -1,0 +1,214 @@
+// Benchmark of tenants' own templates: a create from a template's warm pool and a cold one (no pool),
+// each beside a default create measured in the same run; the first code/run in a template's sandbox;
+// the disk 100 sandboxes of one template take (they share its root filesystem: only their own
+// writes add up); and the time of a small Dockerfile build and of an image import. The images are
+// made on this machine and served by a local registry (test/helpers/oci-image.ts), no network.
+import { execFileSync } from "node:child_process";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { startTemplateRegistry, type TemplateRegistry } from "../test/helpers/oci-image.js";
+import { startServer, type TestServer } from "../test/helpers/server.js";
+import { machineSpeed } from "./code-run.js";
+import { keepAliveClient, printTable, type Row, sleep, timed } from "./lib.js";
+
+const CREATES = Number(process.env.BENCH_TEMPLATE_CREATES ?? 30);
+const SANDBOXES = Number(process.env.BENCH_TEMPLATE_SANDBOXES ?? 100);
+const BUILDS = Number(process.env.BENCH_TEMPLATE_BUILDS ?? 2);
+/** Bytes each of the SANDBOXES sandboxes writes to its own /home/user. */
+const OWN_WRITE = 256 * 1024;
+
+type Call = ReturnType<typeof keepAliveClient>;
+
+async function serverWith(images: TemplateRegistry, env: Record<string, string>): Promise<TestServer> {
+  return startServer({
+    env: {
+      ...images.env,
+      AGENTBOX_RATE_LIMIT_PER_MINUTE: "100000000",
+      AGENTBOX_MAX_SANDBOXES_PER_TENANT: String(SANDBOXES + 20),
+      ...env,
+    },
+  });
+}
+
+/** Starts a build and waits for its end; its wall time, ms. */
+async function build(call: Call, body: Record<string, unknown>): Promise<[number, string]> {
+  const t0 = performance.now();
+  const res = await call<{ build_id: string; template_id: string }>("POST", "/v1/agents/templates/build", body);
+  if (res.status !== 202) throw new Error(`build refused: ${JSON.stringify(res.body)}`);
+  for (;;) {
+    const s = await call<{ status: string; error: string | null }>("GET", `/v1/agents/templates/builds/${res.body.build_id}/status`);
+    if (s.body.status === "completed") return [performance.now() - t0, res.body.template_id];
+    if (s.body.status === "failed") throw new Error(`build failed: ${s.body.error}`);
+    await sleep(50);
+  }
+}
+
+async function create(call: Call, template?: string): Promise<[number, string]> {
+  const [ms, res] = await timed(() =>
+    call<{ sandbox_id: string }>("POST", "/v1/agents/sandboxes", template ? { template, timeout: 600 } : { timeout: 600 }),
+  );
+  if (res.status !== 201) throw new Error(`create failed: ${JSON.stringify(res.body)}`);
+  return [ms, res.body.sandbox_id];
+}
+
+async function waitWarm(call: Call, templateId: string): Promise<void> {
+  for (let i = 0; i < 600; i++) {
+    const res = await call<{ warm_sandboxes?: number }>("GET", `/v1/agents/templates/${templateId}`);
+    if ((res.body.warm_sandboxes ?? 0) > 0) return;
+    await sleep(20);
+  }
+  throw new Error("the template's pool did not refill in 12 s");
+}
+
+const kill = (call: Call, ids: string[]) => Promise.all(ids.map((id) => call("DELETE", `/v1/agents/sandboxes/${id}`)));
+
+function bytesOf(dir: string): number {
+  return Number(execFileSync("du", ["-sxb", dir], { encoding: "utf8" }).split(/\s/)[0]);
+}
+
+const mib = (b: number) => `${(b / 2 ** 20).toFixed(1)} MiB`;
+
+/** Pool, warm-create, first-run, disk and build figures (one server, pools on). */
+async function pooled(images: TemplateRegistry, tables: string[]): Promise<void> {
+  const server = await serverWith(images, {});
+  const call = keepAliveClient(server);
+  try {
+    const dockerfile = [
+      `FROM ${images.python}`,
+      "ENV APP_MODE=bench",
+      "WORKDIR /srv/app",
+      "COPY app.py ./",
+      `RUN python3 -c "import os, app; os.makedirs('/opt/data'); open('/opt/data/mode', 'w').write(os.environ['APP_MODE'])"`,
+    ].join("\n");
+    const context = { "app.py": Buffer.from("VALUE = 42\n").toString("base64") };
+    const builds: Row[] = [{ name: "Dockerfile build (FROM + ENV, WORKDIR, COPY, RUN), request to ready", samples: [] }];
+    let templateId = "";
+    for (let i = 0; i < BUILDS; i++) {
+      const [ms, id] = await build(call, { name: `bench-df-${i}`, dockerfile, context });
+      builds[0]?.samples.push(ms);
+      templateId = id;
+    }
+
+    // Paced like an agent: each create comes once its pool holds a sandbox again (the default
+    // pool holds several), alternating with a default create so both see the same machine.
+    const warm: Row[] = [
+      { name: "POST /sandboxes from the template (its warm pool)", samples: [] },
+      { name: "baseline: POST /sandboxes default (built-in warm pool)", samples: [] },
+      { name: "template create + first python code/run", samples: [] },
+      { name: "baseline: default create + first python code/run", samples: [] },
+    ];
+    const ids: string[] = [];
+    await create(call, templateId).then(([, id]) => ids.push(id)); // the first create sets its pool up
+    for (let i = 0; i < CREATES; i++) {
+      for (const [row, template] of [
+        [0, templateId],
+        [1, undefined],
+      ] as const) {
+        if (template) await waitWarm(call, template);
+        else await sleep(150);
+        const [ms, id] = await create(call, template);
+        const [runMs, run] = await timed(() =>
+          call<{ stdout?: string }>("POST", `/v1/agents/sandboxes/${id}/code/run`, { code: "print(1)", language: "python" }),
+        );
+        if (run.status !== 200) throw new Error(`run failed: ${JSON.stringify(run.body)}`);
+        warm[row]?.samples.push(ms);
+        warm[row + 2]?.samples.push(ms + runMs);
+        ids.push(id);
+      }
+    }
+    await kill(call, ids);
+    tables.push(printTable("create from a template's warm pool vs a default create (paced)", warm));
+    tables.push(printTable("template builds", builds));
+
+    // Disk: SANDBOXES sandboxes of the template, each writing OWN_WRITE bytes of its own.
+    const tdir = images.templateDir;
+    const before = bytesOf(tdir);
+    const many: string[] = [];
+    for (let i = 0; i < SANDBOXES; i++) many.push((await create(call, templateId))[1]);
+    let own = 0;
+    for (const id of many) {
+      // The image has python and sh only: python writes and counts (blocks used, as du does).
+      const code = [
+        "import os",
+        `open('/home/user/own.bin', 'wb').write(os.urandom(${OWN_WRITE}))`,
+        "print(sum(os.lstat(os.path.join(d, f)).st_blocks * 512 for top in ('/home/user', '/tmp') for d, _, fs in os.walk(top) for f in fs))",
+      ].join("\n");
+      const r = await call<{ logs: { stdout: string }; error: string | null }>("POST", `/v1/agents/sandboxes/${id}/code/run`, {
+        code,
+        language: "python",
+      });
+      if (r.status !== 200 || r.body.error) throw new Error(`write failed: ${JSON.stringify(r.body)}`);
+      own += Number(r.body.logs.stdout.trim());
+    }
+    const after = bytesOf(tdir);
+    await kill(call, many);
+    const rootfs = fs.readdirSync(path.join(tdir, "rootfs")).map((d) => bytesOf(path.join(tdir, "rootfs", d)));
+    const lines = [
+      `### disk of ${SANDBOXES} sandboxes of one template`,
+      "",
+      "| measure | bytes |",
+      "| --- | ---: |",
+      `| the template's root filesystem (one copy; ${rootfs.length} root filesystem(s) on disk for ${BUILDS} builds) | ${mib(Math.max(...rootfs))} |`,
+      `| template directory before the ${SANDBOXES} sandboxes | ${mib(before)} |`,
+      `| template directory with the ${SANDBOXES} sandboxes running | ${mib(after)} |`,
+      `| the sandboxes' own files (/home/user and /tmp, ${OWN_WRITE / 1024} KiB written by each) | ${mib(own)} |`,
+      `| what ${SANDBOXES} copies of the root filesystem would take | ${mib(SANDBOXES * Math.max(...rootfs))} |`,
+    ];
+    process.stdout.write(`${lines.join("\n")}\n\n`);
+    tables.push(lines.join("\n"));
+  } finally {
+    await server.dispose();
+  }
+}
+
+/** Cold creates: a server whose templates have no warm pools (AGENTBOX_TEMPLATE_POOL_IDLE_S=0); and an image import. */
+async function cold(images: TemplateRegistry, tables: string[]): Promise<void> {
+  const server = await serverWith(images, { AGENTBOX_TEMPLATE_POOL_IDLE_S: "0" });
+  const call = keepAliveClient(server);
+  try {
+    const [importMs, templateId] = await build(call, { name: "bench-image", docker_image: images.python });
+    const rows: Row[] = [
+      { name: "POST /sandboxes from a template, cold (no pool: started for the create)", samples: [] },
+      { name: "baseline: POST /sandboxes default (built-in warm pool)", samples: [] },
+    ];
+    const ids: string[] = [];
+    for (let i = 0; i < CREATES; i++) {
+      for (const [row, template] of [
+        [0, templateId],
+        [1, undefined],
+      ] as const) {
+        await sleep(150);
+        const [ms, id] = await create(call, template);
+        rows[row]?.samples.push(ms);
+        ids.push(id);
+      }
+    }
+    await kill(call, ids);
+    rows.push({ name: "image import (pull, verify, unpack, adopt) of the ~70 MiB python image", samples: [importMs] });
+    tables.push(printTable("cold create from a template vs a default create (paced)", rows));
+  } finally {
+    await server.dispose();
+  }
+}
+
+export async function benchTemplates(): Promise<string> {
+  const speed = await machineSpeed();
+  const load = os
+    .loadavg()
+    .map((l) => l.toFixed(2))
+    .join(" ");
+  const machine = `machine: a fresh sandboxed python (print(1)) takes ${speed.toFixed(1)} ms p50 here, now; ${os.availableParallelism()} cores, load average ${load}`;
+  process.stdout.write(`${machine}\n\n`);
+  const images = await startTemplateRegistry();
+  const tables = [machine];
+  try {
+    await pooled(images, tables);
+    await cold(images, tables);
+  } finally {
+    await images.stop();
+  }
+  return tables.join("\n\n");
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) await benchTemplates();

@@ -36,7 +36,7 @@ export interface Delivery {
   log: Attempt[];
 }
 
-interface HookRow {
+export interface HookRow {
   id: string;
   tenant_id: string;
   url: string;
@@ -45,7 +45,7 @@ interface HookRow {
   created_at: string;
 }
 
-interface DeliveryRow {
+export interface DeliveryRow {
   id: string;
   webhook_id: string;
   tenant_id: string;
@@ -58,7 +58,7 @@ interface DeliveryRow {
   log: string;
 }
 
-const toHook = (r: HookRow): Webhook => ({
+export const toHook = (r: HookRow): Webhook => ({
   id: r.id,
   tenantId: r.tenant_id,
   url: r.url,
@@ -67,7 +67,7 @@ const toHook = (r: HookRow): Webhook => ({
   createdAt: r.created_at,
 });
 
-const toDelivery = (r: DeliveryRow): Delivery => ({
+export const toDelivery = (r: DeliveryRow): Delivery => ({
   id: r.id,
   webhookId: r.webhook_id,
   tenantId: r.tenant_id,
@@ -115,6 +115,19 @@ export type NewDelivery = Omit<Delivery, "attempts" | "log" | "state" | "nextAtt
 
 /** Attempts kept in a delivery's log (the first few and the last ones tell the story). */
 const MAX_LOG = 30;
+
+/** A delivery's log as stored: cut to its first and last attempts. */
+export const keptLog = (log: Attempt[]): Attempt[] => (log.length > MAX_LOG ? [...log.slice(0, 5), ...log.slice(-(MAX_LOG - 5))] : log);
+
+/** A new webhook's record (its id made here). */
+export const newHook = (tenantId: string, url: string, events: EventType[], secret: string): Webhook => ({
+  id: `wh_${crypto.randomUUID()}`,
+  tenantId,
+  url,
+  events,
+  secret,
+  createdAt: new Date().toISOString(),
+});
 
 export const WEBHOOK_MIGRATIONS: Migration[] = [
   {
@@ -212,7 +225,7 @@ export class SqliteWebhookStore implements WebhookStore {
   }
 
   async addHook(tenantId: string, url: string, events: EventType[], secret: string, maxPerTenant: number): Promise<Webhook | undefined> {
-    const hook: Webhook = { id: `wh_${crypto.randomUUID()}`, tenantId, url, events, secret, createdAt: new Date().toISOString() };
+    const hook = newHook(tenantId, url, events, secret);
     const res = this.stmts.insertHook.run({
       id: hook.id,
       tenant_id: tenantId,
@@ -262,8 +275,13 @@ export class SqliteWebhookStore implements WebhookStore {
   }
 
   async save(d: Delivery): Promise<void> {
-    const log = d.log.length > MAX_LOG ? [...d.log.slice(0, 5), ...d.log.slice(-(MAX_LOG - 5))] : d.log;
-    this.stmts.update.run({ id: d.id, state: d.state, attempts: d.attempts, next_attempt_at: d.nextAttemptAt, log: JSON.stringify(log) });
+    this.stmts.update.run({
+      id: d.id,
+      state: d.state,
+      attempts: d.attempts,
+      next_attempt_at: d.nextAttemptAt,
+      log: JSON.stringify(keptLog(d.log)),
+    });
   }
 
   async deliveries(webhookId: string, limit: number): Promise<Delivery[]> {

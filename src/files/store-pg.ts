@@ -9,13 +9,13 @@ export const PG_FILE_MIGRATIONS: PgMigration[] = [
     version: 1,
     sql: `CREATE TABLE stored_files (
        seq BIGSERIAL PRIMARY KEY,
-       id TEXT NOT NULL UNIQUE,
-       tenant_id TEXT NOT NULL,
-       filename TEXT NOT NULL,
-       purpose TEXT NOT NULL,
+       id TEXT COLLATE "C" NOT NULL UNIQUE,
+       tenant_id TEXT COLLATE "C" NOT NULL,
+       filename TEXT COLLATE "C" NOT NULL,
+       purpose TEXT COLLATE "C" NOT NULL,
        bytes BIGINT NOT NULL,
-       sha256 TEXT NOT NULL,
-       storage_key TEXT NOT NULL,
+       sha256 TEXT COLLATE "C" NOT NULL,
+       storage_key TEXT COLLATE "C" NOT NULL,
        created_at BIGINT NOT NULL,
        expires_at BIGINT
      );

@@ -8,11 +8,11 @@ export const PG_USAGE_MIGRATIONS: PgMigration[] = [
     area: "usage",
     version: 1,
     sql: `CREATE TABLE usage (
-       key_id TEXT NOT NULL,
-       model TEXT NOT NULL,
+       key_id TEXT COLLATE "C" NOT NULL,
+       model TEXT COLLATE "C" NOT NULL,
        prompt_tokens INTEGER NOT NULL,
        completion_tokens INTEGER NOT NULL,
-       created_at TEXT NOT NULL
+       created_at TEXT COLLATE "C" NOT NULL
      );
      CREATE INDEX usage_key ON usage (key_id, created_at);`,
   },

@@ -7,7 +7,7 @@ export const PG_NETWORK_MIGRATIONS: PgMigration[] = [
   {
     area: "network",
     version: 1,
-    sql: "CREATE TABLE sandbox_network (sandbox_id TEXT PRIMARY KEY, tenant_id TEXT NOT NULL, policy TEXT NOT NULL)",
+    sql: `CREATE TABLE sandbox_network (sandbox_id TEXT COLLATE "C" PRIMARY KEY, tenant_id TEXT COLLATE "C" NOT NULL, policy TEXT NOT NULL)`,
   },
 ];
 

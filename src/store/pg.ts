@@ -7,7 +7,9 @@ import pg from "pg";
 export type PgPool = pg.Pool;
 export type PgClient = pg.PoolClient;
 
-/** One step of an area's schema in PostgreSQL (the same areas and rule as the SQLite `Migration`). */
+/** One step of an area's schema in PostgreSQL (the same areas and rule as the SQLite `Migration`).
+ * Text columns are declared `COLLATE "C"`: ids and ISO times sort byte by byte, as in SQLite,
+ * whatever the database's locale. */
 export interface PgMigration {
   area: string;
   version: number;

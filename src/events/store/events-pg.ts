@@ -10,12 +10,12 @@ export const PG_EVENT_MIGRATIONS: PgMigration[] = [
     version: 1,
     sql: `CREATE TABLE sandbox_events (
        id BIGSERIAL PRIMARY KEY,
-       sandbox_id TEXT NOT NULL,
-       tenant_id TEXT NOT NULL,
-       type TEXT NOT NULL,
-       at TEXT NOT NULL,
-       reason TEXT,
-       detail TEXT NOT NULL
+       sandbox_id TEXT COLLATE "C" NOT NULL,
+       tenant_id TEXT COLLATE "C" NOT NULL,
+       type TEXT COLLATE "C" NOT NULL,
+       at TEXT COLLATE "C" NOT NULL,
+       reason TEXT COLLATE "C",
+       detail TEXT COLLATE "C" NOT NULL
      );
      CREATE INDEX sandbox_events_by_sandbox ON sandbox_events (sandbox_id, id);`,
   },

@@ -23,25 +23,25 @@ export const PG_WEBHOOK_MIGRATIONS: PgMigration[] = [
     area: "webhooks",
     version: 1,
     sql: `CREATE TABLE webhooks (
-       id TEXT PRIMARY KEY,
-       tenant_id TEXT NOT NULL,
-       url TEXT NOT NULL,
-       events TEXT NOT NULL,
-       secret TEXT NOT NULL,
-       created_at TEXT NOT NULL
+       id TEXT COLLATE "C" PRIMARY KEY,
+       tenant_id TEXT COLLATE "C" NOT NULL,
+       url TEXT COLLATE "C" NOT NULL,
+       events TEXT COLLATE "C" NOT NULL,
+       secret TEXT COLLATE "C" NOT NULL,
+       created_at TEXT COLLATE "C" NOT NULL
      );
      CREATE INDEX webhooks_by_tenant ON webhooks (tenant_id, created_at);
      CREATE TABLE webhook_deliveries (
-       id TEXT PRIMARY KEY,
-       webhook_id TEXT NOT NULL,
-       tenant_id TEXT NOT NULL,
-       event TEXT NOT NULL,
-       payload TEXT NOT NULL,
-       state TEXT NOT NULL,
+       id TEXT COLLATE "C" PRIMARY KEY,
+       webhook_id TEXT COLLATE "C" NOT NULL,
+       tenant_id TEXT COLLATE "C" NOT NULL,
+       event TEXT COLLATE "C" NOT NULL,
+       payload TEXT COLLATE "C" NOT NULL,
+       state TEXT COLLATE "C" NOT NULL,
        attempts INTEGER NOT NULL,
        created_at BIGINT NOT NULL,
        next_attempt_at BIGINT NOT NULL,
-       log TEXT NOT NULL
+       log TEXT COLLATE "C" NOT NULL
      );
      CREATE INDEX webhook_deliveries_due ON webhook_deliveries (next_attempt_at) WHERE state = 'pending';
      CREATE INDEX webhook_deliveries_by_hook ON webhook_deliveries (webhook_id, state, created_at);`,

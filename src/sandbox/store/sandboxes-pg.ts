@@ -17,19 +17,19 @@ export const PG_SANDBOX_MIGRATIONS: PgMigration[] = [
     area: "sandboxes",
     version: 1,
     sql: `CREATE TABLE sandboxes (
-       id TEXT PRIMARY KEY,
-       tenant_id TEXT NOT NULL,
-       template TEXT NOT NULL,
-       status TEXT NOT NULL,
-       metadata TEXT NOT NULL,
-       env_vars TEXT NOT NULL,
+       id TEXT COLLATE "C" PRIMARY KEY,
+       tenant_id TEXT COLLATE "C" NOT NULL,
+       template TEXT COLLATE "C" NOT NULL,
+       status TEXT COLLATE "C" NOT NULL,
+       metadata TEXT COLLATE "C" NOT NULL,
+       env_vars TEXT COLLATE "C" NOT NULL,
        cpu_count DOUBLE PRECISION NOT NULL,
        memory_mb INTEGER NOT NULL,
        host_uid INTEGER NOT NULL,
-       started_at TEXT NOT NULL,
-       timeout_at TEXT NOT NULL,
-       ended_at TEXT,
-       node_id TEXT NOT NULL
+       started_at TEXT COLLATE "C" NOT NULL,
+       timeout_at TEXT COLLATE "C" NOT NULL,
+       ended_at TEXT COLLATE "C",
+       node_id TEXT COLLATE "C" NOT NULL
      );
      CREATE INDEX sandboxes_tenant ON sandboxes (tenant_id, started_at);
      CREATE INDEX sandboxes_running ON sandboxes (node_id) WHERE status = 'running';`,

@@ -8,19 +8,19 @@ export const PG_SNAPSHOT_MIGRATIONS: PgMigration[] = [
     area: "snapshots",
     version: 1,
     sql: `CREATE TABLE snapshots (
-       id TEXT PRIMARY KEY,
-       tenant_id TEXT NOT NULL,
-       sandbox_id TEXT NOT NULL,
-       kind TEXT NOT NULL,
-       created_at TEXT NOT NULL,
+       id TEXT COLLATE "C" PRIMARY KEY,
+       tenant_id TEXT COLLATE "C" NOT NULL,
+       sandbox_id TEXT COLLATE "C" NOT NULL,
+       kind TEXT COLLATE "C" NOT NULL,
+       created_at TEXT COLLATE "C" NOT NULL,
        size_bytes BIGINT NOT NULL,
        files INTEGER NOT NULL,
-       sha256 TEXT NOT NULL,
-       settings TEXT NOT NULL
+       sha256 TEXT COLLATE "C" NOT NULL,
+       settings TEXT COLLATE "C" NOT NULL
      );
      CREATE INDEX snapshots_tenant ON snapshots (tenant_id, created_at);
      CREATE INDEX snapshots_sandbox ON snapshots (sandbox_id, kind);
-     CREATE TABLE sandbox_on_timeout (sandbox_id TEXT PRIMARY KEY, on_timeout TEXT NOT NULL);`,
+     CREATE TABLE sandbox_on_timeout (sandbox_id TEXT COLLATE "C" PRIMARY KEY, on_timeout TEXT COLLATE "C" NOT NULL);`,
   },
 ];
 

@@ -8,22 +8,22 @@ export const PG_KEY_MIGRATIONS: PgMigration[] = [
     area: "keys",
     version: 1,
     sql: `CREATE TABLE api_keys (
-       id TEXT PRIMARY KEY,
-       tenant_id TEXT NOT NULL,
-       name TEXT NOT NULL,
-       prefix TEXT NOT NULL,
-       hash TEXT NOT NULL UNIQUE,
-       created_at TEXT NOT NULL,
-       revoked_at TEXT,
+       id TEXT COLLATE "C" PRIMARY KEY,
+       tenant_id TEXT COLLATE "C" NOT NULL,
+       name TEXT COLLATE "C" NOT NULL,
+       prefix TEXT COLLATE "C" NOT NULL,
+       hash TEXT COLLATE "C" NOT NULL UNIQUE,
+       created_at TEXT COLLATE "C" NOT NULL,
+       revoked_at TEXT COLLATE "C",
        rate_limit_per_minute INTEGER,
        max_concurrent_runs INTEGER,
-       last_used_at TEXT
+       last_used_at TEXT COLLATE "C"
      );
      CREATE TABLE admin_keys (
-       id TEXT PRIMARY KEY,
-       prefix TEXT NOT NULL,
-       hash TEXT NOT NULL,
-       created_at TEXT NOT NULL
+       id TEXT COLLATE "C" PRIMARY KEY,
+       prefix TEXT COLLATE "C" NOT NULL,
+       hash TEXT COLLATE "C" NOT NULL,
+       created_at TEXT COLLATE "C" NOT NULL
      );`,
   },
 ];

@@ -8,7 +8,7 @@ export const PG_TENANT_MIGRATIONS: PgMigration[] = [
     area: "tenants",
     version: 1,
     sql: `CREATE TABLE tenants (
-       id TEXT PRIMARY KEY,
+       id TEXT COLLATE "C" PRIMARY KEY,
        max_sandboxes INTEGER,
        max_concurrent_runs INTEGER,
        memory_mb INTEGER,
@@ -17,9 +17,9 @@ export const PG_TENANT_MIGRATIONS: PgMigration[] = [
        max_vector_indexes INTEGER,
        max_vectors BIGINT,
        vector_storage_mb INTEGER,
-       suspended_at TEXT,
-       created_at TEXT NOT NULL,
-       updated_at TEXT NOT NULL
+       suspended_at TEXT COLLATE "C",
+       created_at TEXT COLLATE "C" NOT NULL,
+       updated_at TEXT COLLATE "C" NOT NULL
      );`,
   },
 ];

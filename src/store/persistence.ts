@@ -1,6 +1,10 @@
 // Which database the areas keep their durable records in: the embedded SQLite file (one node, the
 // default) or PostgreSQL (AGENTBOX_DATABASE_URL). Each area's open<Area>() gets this value and opens
 // its SQLite or its PostgreSQL store from it; no area needs to know the other's tables.
+// Not chosen here yet: vector records (src/vectors/store.ts keeps its own SQLite files per index; a
+// PostgreSQL store goes beside it, picked in openVectors() from this value, once the vector store's
+// rework lands) and templates (src/templates/store.ts is not behind an async interface yet): both
+// stay in AGENTBOX_DATA_DIR with a database URL set.
 import type { Config } from "../config.js";
 import type { Db } from "./db.js";
 import { openPgPool, type PgPool } from "./pg.js";

@@ -4,13 +4,15 @@
 // data directory of its own, serves the same keys and records and leaves the first node's running
 // sandboxes alone.
 import assert from "node:assert/strict";
+import fs from "node:fs";
 import http from "node:http";
+import os from "node:os";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
 import Database from "better-sqlite3";
 import pg from "pg";
 import { createSandbox, type EventBody, pythonStdout, sandboxEvents } from "./helpers/api.js";
-import { eventually } from "./helpers/leftovers.js";
+import { cli, eventually } from "./helpers/leftovers.js";
 import { multipartUpload } from "./helpers/multipart.js";
 import { startPostgres, type TestPostgres } from "./helpers/postgres.js";
 import { client, startServer, type TestServer } from "./helpers/server.js";
@@ -166,5 +168,21 @@ describe("durable state in PostgreSQL", () => {
       (await sandboxEvents(call, liveId)).body.map((e) => e.type),
       ["created"],
     );
+  });
+
+  test("the CLI's local commands write to PostgreSQL: a key bootstrapped there works on the nodes", async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "agentbox-cli-"));
+    try {
+      const res = cli(dir, ["keys", "bootstrap", "--name", "from-cli", "--tenant", "team-c", "--json"], {
+        AGENTBOX_DATABASE_URL: databaseUrl,
+      });
+      assert.equal(res.status, 0, res.stderr);
+      const made = JSON.parse(res.stdout) as { key: string; id: string };
+      assert.deepEqual(await rows("SELECT tenant_id FROM api_keys WHERE id = $1", [made.id]), [{ tenant_id: "team-c" }]);
+      const listed = await client({ url: nodeA.url, key: made.key })("GET", "/v1/agents/sandboxes");
+      assert.equal(listed.status, 200, JSON.stringify(listed.body));
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

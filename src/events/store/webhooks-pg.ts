@@ -136,6 +136,15 @@ export class PgWebhookStore implements WebhookStore {
     return rows[0]?.at ?? undefined;
   }
 
+  async claim(id: string, attempts: number, retryAt: number): Promise<boolean> {
+    // One conditional update: of several nodes reading the same due delivery, one takes the attempt.
+    const res = await this.pool.query(
+      "UPDATE webhook_deliveries SET attempts = attempts + 1, next_attempt_at = $1 WHERE id = $2 AND state = 'pending' AND attempts = $3",
+      [retryAt, id, attempts],
+    );
+    return res.rowCount === 1;
+  }
+
   async save(d: Delivery): Promise<void> {
     await this.pool.query("UPDATE webhook_deliveries SET state = $1, attempts = $2, next_attempt_at = $3, log = $4 WHERE id = $5", [
       d.state,

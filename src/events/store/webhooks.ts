@@ -102,6 +102,12 @@ export interface WebhookStore {
   due(now: number, limit: number, skipHooks?: string[]): Promise<Delivery[]>;
   /** When the next pending delivery is due (ms since the epoch), if any is pending. */
   nextDue(): Promise<number | undefined>;
+  /**
+   * Takes the next attempt of a pending delivery: counts it and moves its next attempt to `retryAt`,
+   * only if the delivery is still pending with `attempts` attempts made (one atomic step). False when
+   * another dispatcher (another node on the same database) took that attempt first.
+   */
+  claim(id: string, attempts: number, retryAt: number): Promise<boolean>;
   /** Writes a delivery's state, attempts, next attempt and log (the log cut to its first and last attempts). */
   save(d: Delivery): Promise<void>;
   /** The webhook's deliveries, newest first. */
@@ -193,6 +199,9 @@ export class SqliteWebhookStore implements WebhookStore {
         `SELECT * FROM webhook_deliveries WHERE state = 'pending' AND next_attempt_at <= ?
            AND webhook_id NOT IN (SELECT value FROM json_each(?)) ORDER BY next_attempt_at LIMIT ?`,
       ),
+      claim: db.prepare(
+        "UPDATE webhook_deliveries SET attempts = attempts + 1, next_attempt_at = ? WHERE id = ? AND state = 'pending' AND attempts = ?",
+      ),
       nextDue: db.prepare<[], { at: number | null }>("SELECT MIN(next_attempt_at) AS at FROM webhook_deliveries WHERE state = 'pending'"),
       update: db.prepare(
         "UPDATE webhook_deliveries SET state = @state, attempts = @attempts, next_attempt_at = @next_attempt_at, log = @log WHERE id = @id",
@@ -272,6 +281,10 @@ export class SqliteWebhookStore implements WebhookStore {
 
   async nextDue(): Promise<number | undefined> {
     return this.stmts.nextDue.get()?.at ?? undefined;
+  }
+
+  async claim(id: string, attempts: number, retryAt: number): Promise<boolean> {
+    return this.stmts.claim.run(retryAt, id, attempts).changes === 1;
   }
 
   async save(d: Delivery): Promise<void> {

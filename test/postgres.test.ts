@@ -1,8 +1,8 @@
 // End to end with AGENTBOX_DATABASE_URL: the real service on a private PostgreSQL 15 keeps its keys,
-// tenants, sandbox records (with their owner node), events, webhooks and their deliveries, stored
-// files' records and usage there, not in its SQLite file; a second node on the same database, with a
-// data directory of its own, serves the same keys and records and leaves the first node's running
-// sandboxes alone.
+// tenants, sandbox records (with their owner node), snapshots, network policies, events, webhooks
+// and their deliveries and stored files' records there, not in its SQLite file; a second node on the
+// same database, with a data directory of its own, serves the same keys and records and leaves the
+// first node's running sandboxes alone; the CLI's local commands write to the same database.
 import assert from "node:assert/strict";
 import fs from "node:fs";
 import http from "node:http";
@@ -60,8 +60,9 @@ describe("durable state in PostgreSQL", () => {
 
   let endedId: string;
   let webhookId: string;
+  let snapshotId: string;
 
-  test("keys, tenants, sandboxes, runs, files, events and webhooks: all in PostgreSQL, none in SQLite", async () => {
+  test("keys, tenants, sandboxes, snapshots, network policies, files, events and webhooks: all in PostgreSQL, none in SQLite", async () => {
     const admin = client({ url: nodeA.url, key: nodeA.adminKey });
     const made = await admin<{ key: string; id: string }>("POST", "/v1/admin/keys", { name: "pg", tenant_id: "team-a" });
     assert.equal(made.status, 201, JSON.stringify(made.body));
@@ -73,7 +74,7 @@ describe("durable state in PostgreSQL", () => {
     assert.equal(hook.status, 201, JSON.stringify(hook.body));
     webhookId = hook.body.id;
 
-    endedId = await createSandbox(call, { metadata: { purpose: "pg" } });
+    endedId = await createSandbox(call, { metadata: { purpose: "pg" }, network: { allow_out: ["pypi.test"] } });
     assert.equal(await pythonStdout(call, endedId, "print(6 * 7)"), "42\n");
     const written = await call("POST", `/v1/agents/sandboxes/${endedId}/files/write`, { path: "note.txt", content: "kept" });
     assert.equal(written.status, 200, JSON.stringify(written.body));
@@ -87,11 +88,22 @@ describe("durable state in PostgreSQL", () => {
       file: { filename: "a.txt", size: 5, chunks: [Buffer.from("hello")] },
     });
     assert.equal(upload.status, 200, JSON.stringify(upload.body));
+    const snapshot = await call<{ snapshot_id: string }>("POST", `/v1/agents/sandboxes/${endedId}/snapshots`);
+    assert.equal(snapshot.status, 201, JSON.stringify(snapshot.body));
+    snapshotId = snapshot.body.snapshot_id;
+    const policies = await rows<{ tenant_id: string; policy: string }>(
+      "SELECT tenant_id, policy FROM sandbox_network WHERE sandbox_id = $1",
+      [endedId],
+    );
+    assert.deepEqual(
+      policies.map((r) => [r.tenant_id, (JSON.parse(r.policy) as { allowOut: string[] }).allowOut]),
+      [["team-a", ["pypi.test"]]],
+    );
     assert.equal((await call("DELETE", `/v1/agents/sandboxes/${endedId}`)).status, 200);
     const events = await sandboxEvents(call, endedId);
     assert.deepEqual(
       events.body.map((e: EventBody) => e.type),
-      ["created", "ended"],
+      ["created", "snapshotted", "ended"],
     );
     assert.ok(await eventually(() => received >= 2, 15_000), "both webhook deliveries arrived");
 
@@ -105,8 +117,11 @@ describe("durable state in PostgreSQL", () => {
     ]);
     assert.deepEqual(
       (await rows<{ type: string }>("SELECT type FROM sandbox_events WHERE sandbox_id = $1 ORDER BY id", [endedId])).map((r) => r.type),
-      ["created", "ended"],
+      ["created", "snapshotted", "ended"],
     );
+    assert.deepEqual(await rows("SELECT sandbox_id, kind FROM snapshots WHERE id = $1", [snapshotId]), [
+      { sandbox_id: endedId, kind: "manual" },
+    ]);
     assert.deepEqual(await rows("SELECT filename, bytes::int AS bytes FROM stored_files WHERE tenant_id = 'team-a'"), [
       { filename: "a.txt", bytes: 5 },
     ]);
@@ -143,12 +158,17 @@ describe("durable state in PostgreSQL", () => {
     assert.deepEqual([ended.body.status, ended.body.metadata], ["terminated", { purpose: "pg" }]);
     assert.deepEqual(
       (await sandboxEvents(callB, endedId)).body.map((e) => e.type),
-      ["created", "ended"],
+      ["created", "snapshotted", "ended"],
     );
     const files = await callB<{ data: { filename: string }[] }>("GET", "/v1/files");
     assert.deepEqual(
       files.body.data.map((f) => f.filename),
       ["a.txt"],
+    );
+    const snapshots = await callB<{ snapshots: { snapshot_id: string }[] }>("GET", "/v1/agents/snapshots");
+    assert.deepEqual(
+      snapshots.body.snapshots.map((s) => s.snapshot_id),
+      [snapshotId],
     );
     const hooks = await callB<{ webhooks: { id: string }[] }>("GET", "/v1/agents/webhooks");
     assert.deepEqual(

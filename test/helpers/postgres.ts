@@ -9,7 +9,7 @@ import pg from "pg";
 import { freePort } from "./server.js";
 
 /** Where Debian's postgresql-15 puts its programs (scripts/setup.sh installs it). */
-const BIN = process.env.AGENTBOX_TEST_PG_BIN ?? "/usr/lib/postgresql/15/bin";
+const BIN = "/usr/lib/postgresql/15/bin";
 /** The unprivileged user the server runs as when the tests run as root. */
 const RUN_AS = "nobody";
 
@@ -23,8 +23,6 @@ export interface TestPostgres {
   freshSchema(): Promise<string>;
   stop(): Promise<void>;
 }
-
-export const havePostgres = (): boolean => fs.existsSync(path.join(BIN, "postgres"));
 
 /** Runs a PostgreSQL program, as RUN_AS when this process is root. */
 function run(program: string, args: string[]): void {

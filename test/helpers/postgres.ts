@@ -48,8 +48,22 @@ export async function startPostgres(): Promise<TestPostgres> {
     `-p ${port} -h 127.0.0.1 -k ${dir} -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200`,
     "start",
   ]);
+  let stopped = false;
+  const stopNow = () => {
+    if (stopped) return;
+    stopped = true;
+    try {
+      run("pg_ctl", ["-D", data, "-m", "immediate", "-w", "stop"]);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  };
+  // A test file that ends without its after hook (a failed before hook, a hang) still stops its server.
+  process.once("exit", stopNow);
   const url = (database = "postgres") => `postgres://postgres@127.0.0.1:${port}/${database}`;
   const admin = new pg.Client({ connectionString: url() });
+  // Cut when the server stops: not an error of the test.
+  admin.on("error", () => {});
   await admin.connect();
   let schemas = 0;
   return {
@@ -64,13 +78,10 @@ export async function startPostgres(): Promise<TestPostgres> {
       await admin.query(`CREATE SCHEMA ${schema}`);
       return `${url()}?options=${encodeURIComponent(`-c search_path=${schema}`)}`;
     },
+    /** Stops the server at once (open connections are cut, so pools still open end quickly after). */
     async stop() {
+      stopNow();
       await admin.end().catch(() => {});
-      try {
-        run("pg_ctl", ["-D", data, "-m", "immediate", "-w", "stop"]);
-      } finally {
-        fs.rmSync(dir, { recursive: true, force: true });
-      }
     },
   };
 }

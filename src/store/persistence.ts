@@ -3,8 +3,9 @@
 // its SQLite or its PostgreSQL store from it; no area needs to know the other's tables.
 // Not chosen here yet: vector records (src/vectors/store.ts keeps its own SQLite files per index; a
 // PostgreSQL store goes beside it, picked in openVectors() from this value, once the vector store's
-// rework lands) and templates (src/templates/store.ts is not behind an async interface yet): both
-// stay in AGENTBOX_DATA_DIR with a database URL set.
+// rework lands) and templates (their records point at a root filesystem on this node's disk, and a
+// node's start fails the builds it finds unfinished: they move once root filesystems are shared and
+// builds have an owner node): both stay in AGENTBOX_DATA_DIR with a database URL set.
 import type { Config } from "../config.js";
 import type { Db } from "./db.js";
 import { openPgPool, type PgPool } from "./pg.js";

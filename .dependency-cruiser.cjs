@@ -7,8 +7,8 @@
 const AREA =
   "^src/(sandbox|network|events|files|deployments|inference|vectors|models|e2b|tenancy|templates|stats|dashboard)/";
 
-/** The kernel floor: errors, settings, shared utilities, workers, the database and its migrations. */
-const KERNEL = "^src/(errors\\.ts|config\\.ts|fd-limit\\.ts|workers\\.ts|settings/|common/|store/db\\.ts)";
+/** The kernel floor: errors, settings, shared utilities, workers, the databases (SQLite, PostgreSQL) and their migrations. */
+const KERNEL = "^src/(errors\\.ts|config\\.ts|fd-limit\\.ts|workers\\.ts|settings/|common/|store/(db|pg|persistence)\\.ts)";
 
 module.exports = {
   forbidden: [

@@ -38,6 +38,7 @@ const SCHEMAS = [
 /** The column headers of each table (the last column says what the setting does, or what a client sees past it). */
 const TABLES: Record<string, [string, string, string]> = {
   service: ["Variable", "Default", "Meaning"],
+  database: ["Variable", "Default", "Meaning"],
   sandbox: ["Variable", "Default", "Over it"],
   requests: ["Variable", "Default", "Over it"],
   connections: ["Variable", "Default", "Over it"],

@@ -23,6 +23,10 @@ command -v mount >/dev/null || need+=(mount)
 [ -x /usr/bin/umoci ] || need+=(umoci)
 [ -x /usr/bin/buildah ] || need+=(buildah)
 [ -x /usr/bin/docker-registry ] || need+=(docker-registry)
+# PostgreSQL 15 for durable state with AGENTBOX_DATABASE_URL (docs/cluster.md): the tests start a
+# private server from its programs (test/helpers/postgres.ts); the package's own service is not used.
+[ -x /usr/lib/postgresql/15/bin/postgres ] || need+=(postgresql-15)
+[ -x /usr/lib/postgresql/15/bin/psql ] || need+=(postgresql-client-15)
 installed=$(dpkg-query -W -f='${db:Status-Abbrev} ${Package}\n' "${DATA_PACKAGES[@]}" 2>/dev/null | awk '$1 == "ii" { print $2 }' || true)
 for pkg in "${DATA_PACKAGES[@]}"; do
   grep -qx "$pkg" <<<"$installed" || need+=("$pkg")

@@ -2,6 +2,7 @@
 // keeps its data, who may call it, requests and connections), declared once with their defaults.
 // Each area declares and reads its own (src/<area>/settings.ts); this file imports no area.
 import crypto from "node:crypto";
+import os from "node:os";
 import path from "node:path";
 import { defineSettings, type Machine, readSettings, settingsOf } from "./settings/kernel.js";
 
@@ -45,6 +46,12 @@ export interface Config {
   headerTimeoutMs: number;
   /** Directory watches (E2B's files.watchDir, each a listing every 250 ms) open at once per sandbox. */
   e2bMaxWatchers: number;
+  /** PostgreSQL for every area's durable records instead of the embedded SQLite; unset: SQLite. */
+  databaseUrl: string | undefined;
+  /** Connections this node keeps open to PostgreSQL at most. */
+  databasePoolSize: number;
+  /** This node's name: the owner written on each sandbox record it creates. */
+  nodeId: string;
 }
 
 const server = settingsOf("server");
@@ -92,6 +99,29 @@ export const serverSettingsSchema = defineSettings({
     table: "service",
     default: 30,
     doc: "On SIGTERM/SIGINT, how long running requests get to finish (see [Stopping](#stopping-sigterm)).",
+  }),
+  // Where durable records live: the embedded SQLite file (the default) or a PostgreSQL database.
+  databaseUrl: server.custom<string | undefined>("AGENTBOX_DATABASE_URL", {
+    table: "database",
+    default: undefined,
+    defaultDoc: "unset: SQLite in `AGENTBOX_DATA_DIR`",
+    doc: "A PostgreSQL 15+ database (`postgres://user:password@host:5432/name`) for every area's durable records (keys, tenants, sandbox records, snapshots' metadata, network policies, usage, stored-file metadata, events, webhooks and deliveries, deployments), migrated at start. Templates and vector indexes stay in `AGENTBOX_DATA_DIR`. See [cluster.md](cluster.md#durable-state-postgresql).",
+    parse: (raw) => {
+      if (!/^postgres(ql)?:\/\//.test(raw)) throw new Error("must be a postgres:// or postgresql:// URL");
+      return raw;
+    },
+  }),
+  databasePoolSize: server.integer("AGENTBOX_DATABASE_POOL_SIZE", {
+    table: "database",
+    default: 10,
+    minimum: 1,
+    doc: "Connections this node opens to PostgreSQL at most; a query past them waits for one to be free. Only with `AGENTBOX_DATABASE_URL`.",
+  }),
+  nodeId: server.string("AGENTBOX_NODE_ID", {
+    table: "database",
+    default: os.hostname(),
+    defaultDoc: "the host name",
+    doc: "This node's name, written as the owner (`node_id`) of every sandbox record it creates; at start a node re-adopts or ends only the running sandboxes it owns. Unique per node sharing one database.",
   }),
   // Requests and connections.
   bodyLimitBytes: server.number("AGENTBOX_BODY_LIMIT_BYTES", {

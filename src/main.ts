@@ -22,6 +22,8 @@ import { checkHost } from "./sandbox/preflight.js";
 import { openSandboxes, openSandboxService } from "./sandbox/setup.js";
 import { sandboxSettings } from "./sandbox/settings.js";
 import { openDb } from "./store/db.js";
+import { closePersistence, openPersistence } from "./store/persistence.js";
+import { openUsageStore } from "./inference/setup.js";
 import { eventSettings } from "./events/settings.js";
 import { openEvents } from "./events/setup.js";
 import { openTenancy } from "./tenancy/setup.js";
@@ -51,22 +53,26 @@ async function main(): Promise<void> {
   const logger = pino({ level: config.logLevel });
   checkHost();
   fs.mkdirSync(config.dataDir, { recursive: true });
+  // The SQLite file is always there: templates and vector indexes keep their records in the data
+  // directory; with AGENTBOX_DATABASE_URL every other area's records live in PostgreSQL.
   const db = openDb(config.dataDir);
-  const tenancy = await openTenancy(config, db, logger);
+  const persistence = openPersistence(config, db);
+  const tenancy = await openTenancy(config, persistence, logger);
   const { tenants } = tenancy;
   // Stored files and snapshots share each tenant's storage quota.
-  const { sandboxes, storage } = await openSandboxes(config, db, tenants, logger, (snapshots) =>
-    openStorageQuota(filesConfig, db, tenants, snapshots),
+  const { sandboxes, storage } = await openSandboxes(config, persistence, tenants, logger, (snapshots) =>
+    openStorageQuota(filesConfig, persistence, tenants, snapshots),
   );
   // Before init(): the ends recorded while re-adopting (timed_out, host_restart) are events too.
-  const eventsArea = openEvents(db, sandboxes.events, logger, settings.events);
+  const eventsArea = await openEvents(persistence, sandboxes.events, logger, settings.events);
   // Before init(): re-adopted sandboxes of tenants' own templates start on their template's root.
   const templates = await openTemplates(config, db, sandboxes, logger, settings.templates);
   await sandboxes.init();
-  const network = await openNetwork(config, db, sandboxes, logger, settings.network);
+  const network = await openNetwork(config, persistence, sandboxes, logger, settings.network);
   const metrics = new Metrics(() => sandboxes.liveCount());
   const sandbox = openSandboxService(config, sandboxes, tenants, metrics, network);
-  const embeddings = new EmbeddingService(db, providers, {
+  const usage = await openUsageStore(persistence);
+  const embeddings = new EmbeddingService(usage, providers, {
     config: settings.embeddings,
     counters: metrics,
     onError: (msg, err) => logger.error({ err }, msg),
@@ -83,8 +89,8 @@ async function main(): Promise<void> {
     },
     settings.vectors,
   );
-  const deploymentsArea = await openDeployments(config, db, providers, logger, inference.model, settings.deployments);
-  const files = await openFiles(filesConfig, db, storage, (tenantId, id) => sandboxes.box(tenantId, id), logger);
+  const deploymentsArea = await openDeployments(config, persistence, providers, logger, inference.model, settings.deployments);
+  const files = await openFiles(filesConfig, persistence, storage, (tenantId, id) => sandboxes.box(tenantId, id), logger);
   deploymentsArea.useFiles(files);
   const app = await buildApp(
     {
@@ -98,7 +104,7 @@ async function main(): Promise<void> {
       network,
       events: eventsArea,
       metrics,
-      inference: { db, providers, embeddings },
+      inference: { usage, providers, embeddings },
       vectors: vectorsArea.vectors,
       deployments: deploymentsArea,
       files,
@@ -145,6 +151,7 @@ async function main(): Promise<void> {
     await vectorsClosed;
     await embeddings.close();
     await tenancy.close();
+    await closePersistence(persistence);
     db.close();
     logger.info("stopped");
     process.exit(0);

@@ -1,11 +1,11 @@
 // What route handlers depend on, bundled once at start-up.
-import type { Database } from "better-sqlite3";
 import type { DeploymentRouteDeps } from "../deployments/routes.js";
 import type { E2bSettings } from "../e2b/settings.js";
 import type { EventsArea } from "../events/setup.js";
 import type { FileService } from "../files/service.js";
 import type { EmbeddingService } from "../inference/embeddings.js";
 import type { ProviderRegistry } from "../inference/providers.js";
+import type { UsageStore } from "../inference/usage.js";
 import type { NetworkService } from "../network/service.js";
 import type { SandboxManager } from "../sandbox/manager.js";
 import type { SandboxService } from "../sandbox/service.js";
@@ -33,8 +33,8 @@ export interface Services {
   metrics?: Metrics;
   /** Egress policies, the egress log and port connections of sandboxes; absent, no such routes. */
   network?: NetworkService;
-  /** The inference gateway's upstreams and the database it records usage in; absent, no /v1/inference routes. */
-  inference?: { db: Database; providers: ProviderRegistry; embeddings?: EmbeddingService };
+  /** The inference gateway's upstreams and the store it records usage in; absent, no /v1/inference routes. */
+  inference?: { usage: UsageStore; providers: ProviderRegistry; embeddings?: EmbeddingService };
   /** Vector indexes and search (the /v1/vectors routes); absent, no such routes. */
   vectors?: VectorService;
   /** Deployments and the host's accelerators (/v1/deployments, /v1/accelerators); absent, no such routes. */

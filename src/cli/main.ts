@@ -135,25 +135,31 @@ async function main(argv: string[]): Promise<number> {
     };
   };
 
-  // Local commands: straight on the database of this machine's service.
-  // Imported here, not at the top: the settings, the database and the key stores take a good part
+  // Local commands: straight on the service's database (this machine's SQLite file, or the
+  // PostgreSQL database of AGENTBOX_DATABASE_URL).
+  // Imported here, not at the top: the settings, the databases and the key stores take a good part
   // of a second to load, which every other command (they go over HTTP) would pay for nothing.
   if (command === "keys bootstrap" || command === "admin rotate-key") {
-    const [{ loadConfig }, { openDb }, { AdminKeys, KeyDirectory }, { SqliteAdminKeyStore, SqliteKeyStore }] = await Promise.all([
-      import("../config.js"),
-      import("../store/db.js"),
-      import("../tenancy/key-directory.js"),
-      import("../tenancy/store/keys.js"),
-    ]);
-    const db = openDb(loadConfig().dataDir);
+    const [{ loadConfig }, { openDb }, { closePersistence, openPersistence }, { AdminKeys, KeyDirectory }, { openKeyStores }] =
+      await Promise.all([
+        import("../config.js"),
+        import("../store/db.js"),
+        import("../store/persistence.js"),
+        import("../tenancy/key-directory.js"),
+        import("../tenancy/setup.js"),
+      ]);
+    const config = loadConfig();
+    const db = openDb(config.dataDir);
+    const persistence = openPersistence(config, db);
     try {
+      const stores = await openKeyStores(persistence);
       if (command === "admin rotate-key") {
-        const key = await new AdminKeys(new SqliteAdminKeyStore(db)).rotate();
+        const key = await new AdminKeys(stores.admin).rotate();
         out(`Admin key (shown once, store it now; the previous one no longer works):\n${key}\n`);
         if (process.env.AGENTBOX_ADMIN_KEY) out("note: a service started with AGENTBOX_ADMIN_KEY uses that key instead\n");
         return 0;
       }
-      const keys = new KeyDirectory(new SqliteKeyStore(db));
+      const keys = new KeyDirectory(stores.keys);
       const { key, record } = await keys.create(newKey());
       await keys.close();
       printCreated(
@@ -172,6 +178,7 @@ async function main(argv: string[]): Promise<number> {
       );
       return 0;
     } finally {
+      await closePersistence(persistence);
       db.close();
     }
   }

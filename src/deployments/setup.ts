@@ -1,11 +1,12 @@
 // Wiring of deployments at start-up: the store, the service (restarting the deployments the
 // database has), the host's accelerators, and the gateway hook that routes deployment names.
-import type { Database } from "better-sqlite3";
 import type { Logger } from "pino";
 import type { Config } from "../config.js";
 import type { FileService } from "../files/service.js";
 import type { ProviderRegistry } from "../inference/providers.js";
-import { SqliteDeploymentStore } from "./store.js";
+import type { Persistence } from "../store/persistence.js";
+import { type DeploymentStore, SqliteDeploymentStore } from "./store.js";
+import { PgDeploymentStore } from "./store-pg.js";
 import { Accelerators } from "./accelerators.js";
 import { type DeploymentsConfig, loadDeploymentsConfig } from "./settings.js";
 import { DeploymentService } from "./service.js";
@@ -21,15 +22,17 @@ export interface DeploymentsArea {
 /** `modelFile`: AGENTBOX_MODEL (src/inference/settings.ts), which a deployment may name too. */
 export async function openDeployments(
   config: Config,
-  db: Database,
+  persistence: Persistence,
   providers: ProviderRegistry,
   logger: Logger,
   modelFile: string | undefined,
   settings: DeploymentsConfig = loadDeploymentsConfig(),
 ): Promise<DeploymentsArea> {
   const accelerators = new Accelerators();
+  const store: DeploymentStore =
+    persistence.kind === "pg" ? await PgDeploymentStore.open(persistence.pool) : new SqliteDeploymentStore(persistence.db);
   const deployments = new DeploymentService({
-    store: new SqliteDeploymentStore(db),
+    store,
     config: settings,
     dataDir: config.dataDir,
     modelFile,

@@ -2,10 +2,12 @@
 // manager's bus; old events and delivery history are pruned now and then.
 import type { Logger } from "pino";
 import type { LifecycleBus } from "./bus.js";
-import type { Db } from "../store/db.js";
+import type { Persistence } from "../store/persistence.js";
 import { type EventStore, SqliteEventStore } from "./store/events.js";
+import { PgEventStore } from "./store/events-pg.js";
 import { type EventSettings, eventSettings } from "./settings.js";
-import { SqliteWebhookStore } from "./store/webhooks.js";
+import { SqliteWebhookStore, type WebhookStore } from "./store/webhooks.js";
+import { PgWebhookStore } from "./store/webhooks-pg.js";
 import { WebhookService } from "./webhooks.js";
 
 export interface EventsArea {
@@ -18,9 +20,10 @@ export interface EventsArea {
 const PRUNE_EVERY_MS = 10 * 60_000;
 
 /** Call before the manager's init(): the ends it records at start-up (e.g. `host_restart`) are events too. */
-export function openEvents(db: Db, bus: LifecycleBus, log: Logger, settings = eventSettings()): EventsArea {
-  const events = new SqliteEventStore(db, settings.perSandbox);
-  const webhookStore = new SqliteWebhookStore(db);
+export async function openEvents(p: Persistence, bus: LifecycleBus, log: Logger, settings = eventSettings()): Promise<EventsArea> {
+  const events: EventStore =
+    p.kind === "pg" ? await PgEventStore.open(p.pool, settings.perSandbox) : new SqliteEventStore(p.db, settings.perSandbox);
+  const webhookStore: WebhookStore = p.kind === "pg" ? await PgWebhookStore.open(p.pool) : new SqliteWebhookStore(p.db);
   const webhooks = new WebhookService(webhookStore, settings, log);
   bus.on((event) => {
     events.add(event).catch((err) => log.warn({ err, sandbox_id: event.sandboxId }, "events: event not stored"));

@@ -262,10 +262,11 @@ export class WebhookService {
     const n = d.attempts + 1;
     const retryAt =
       Date.now() + this.settings.webhookTimeoutMs + backoffMs(n, this.settings.webhookRetryBaseMs, this.settings.webhookRetryMaxMs);
-    // Written before sending: a crash during the attempt leaves the delivery to be retried, not lost.
+    // Taken and written before sending: a crash during the attempt leaves the delivery to be retried,
+    // not lost; and of several nodes that read it as due, only the one that takes it sends it.
+    if (!(await this.store.claim(d.id, d.attempts, retryAt))) return;
     d.attempts = n;
     d.nextAttemptAt = retryAt;
-    await this.store.save(d);
     const started = Date.now();
     let statusCode: number | null = null;
     let error: string | null = null;

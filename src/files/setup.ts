@@ -2,8 +2,9 @@
 // and the tenants' storage quota it shares with snapshots.
 import type { Logger } from "pino";
 import type { Box } from "../sandbox/box.js";
-import type { Db } from "../store/db.js";
-import { SqliteFileStore } from "./store.js";
+import type { Persistence } from "../store/persistence.js";
+import { type FileStore, SqliteFileStore } from "./store.js";
+import { PgFileStore } from "./store-pg.js";
 import type { SnapshotStore } from "../sandbox/store/snapshots.js";
 import type { TenantDirectory } from "../tenancy/tenant-directory.js";
 import type { FilesConfig } from "./settings.js";
@@ -13,17 +14,22 @@ import { type FileStorage, LocalStorage } from "./storage.js";
 
 const MiB = 2 ** 20;
 
+/** The file records' store in the configured database. */
+async function openFileStore(p: Persistence): Promise<FileStore> {
+  return p.kind === "pg" ? PgFileStore.open(p.pool) : new SqliteFileStore(p.db);
+}
+
 /**
  * The stored bytes of each tenant (its files and its snapshots) against its storage_mb quota, or
  * AGENTBOX_TENANT_FILES_MB when the operator set none; what each holds is read once, here.
  */
 export async function openStorageQuota(
   config: FilesConfig,
-  db: Db,
+  persistence: Persistence,
   tenants: TenantDirectory,
   snapshots: SnapshotStore,
 ): Promise<StorageQuota> {
-  const files = new SqliteFileStore(db);
+  const files = await openFileStore(persistence);
   const quota = new StorageQuota({
     limit: (tenantId) => (tenants.get(tenantId).quotas.storageMb ?? config.tenantQuotaMb) * MiB,
     committedPerTenant: async () => {
@@ -38,7 +44,7 @@ export async function openStorageQuota(
 
 export async function openFiles(
   config: FilesConfig,
-  db: Db,
+  persistence: Persistence,
   quota: StorageQuota,
   box: (tenantId: string, sandboxId: string) => Promise<Box>,
   log: Logger,
@@ -51,7 +57,7 @@ export async function openFiles(
   } else {
     storage = new LocalStorage(config.dir);
   }
-  const files = new FileService({ config, store: new SqliteFileStore(db), storage, quota, box, log });
+  const files = new FileService({ config, store: await openFileStore(persistence), storage, quota, box, log });
   await files.init();
   return files;
 }

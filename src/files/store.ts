@@ -17,7 +17,7 @@ export interface FileRecord {
   expiresAt: number | null;
 }
 
-interface Row {
+export interface FileRow {
   seq: number;
   id: string;
   tenant_id: string;
@@ -30,7 +30,7 @@ interface Row {
   expires_at: number | null;
 }
 
-const toRecord = (r: Row): FileRecord => ({
+export const toFileRecord = (r: FileRow): FileRecord => ({
   id: r.id,
   tenantId: r.tenant_id,
   filename: r.filename,
@@ -117,11 +117,11 @@ export class SqliteFileStore implements FileStore {
   /** The tenant's live file, or undefined (another tenant's file, an expired one and a missing one look the same). */
   async get(tenantId: string, id: string, now = Date.now()): Promise<FileRecord | undefined> {
     const row = this.db
-      .prepare<{ id: string; tenant: string; now: number }, Row>(
+      .prepare<{ id: string; tenant: string; now: number }, FileRow>(
         `SELECT * FROM stored_files WHERE id = @id AND tenant_id = @tenant AND ${LIVE}`,
       )
       .get({ id, tenant: tenantId, now });
-    return row && toRecord(row);
+    return row && toFileRecord(row);
   }
 
   /** One page of the tenant's live files, and whether more follow. */
@@ -138,11 +138,11 @@ export class SqliteFileStore implements FileStore {
       params.after = q.after;
     }
     const rows = this.db
-      .prepare<Record<string, string | number>, Row>(
+      .prepare<Record<string, string | number>, FileRow>(
         `SELECT * FROM stored_files WHERE ${where} ORDER BY seq ${q.order === "asc" ? "ASC" : "DESC"} LIMIT @limit`,
       )
       .all(params);
-    return { files: rows.slice(0, q.limit).map(toRecord), hasMore: rows.length > q.limit };
+    return { files: rows.slice(0, q.limit).map(toFileRecord), hasMore: rows.length > q.limit };
   }
 
   /** Removes the row; true if it was there. */
@@ -170,11 +170,11 @@ export class SqliteFileStore implements FileStore {
   /** Up to `limit` files whose expiry has passed. */
   async expired(now: number, limit: number): Promise<FileRecord[]> {
     return this.db
-      .prepare<[number, number], Row>(
+      .prepare<[number, number], FileRow>(
         "SELECT * FROM stored_files WHERE expires_at IS NOT NULL AND expires_at <= ? ORDER BY expires_at LIMIT ?",
       )
       .all(now, limit)
-      .map(toRecord);
+      .map(toFileRecord);
   }
 
   /** Whether any row points at this storage key (orphan sweeping at start-up). */

@@ -1,14 +1,13 @@
 // Embeddings: the OpenAI-compatible /embeddings answer, from the embedded default model or from an
 // OpenAI-compatible upstream that serves the requested model. Usage is recorded per API key like
 // chat completions. Also what the vectors text routes embed with.
-import type { Database } from "better-sqlite3";
 import { ApiError, invalid } from "../errors.js";
 import { BuiltinEmbedder, type EmbeddingCounters } from "./embeddings-builtin.js";
 import type { EmbeddingsConfig } from "./embeddings-config.js";
 import { DEFAULT_EMBEDDING_DIMENSIONS, DEFAULT_EMBEDDING_MODEL } from "./embeddings-local.js";
 import type { ProviderRegistry } from "./providers.js";
 import type { ModelInfo } from "./types.js";
-import { SqliteUsageStore, UsageLog } from "./usage.js";
+import { UsageLog, type UsageStore } from "./usage.js";
 
 export interface EmbeddingRequest {
   model?: string;
@@ -70,11 +69,11 @@ export class EmbeddingService {
   private readonly created = Math.floor(Date.now() / 1000);
 
   constructor(
-    db: Database,
+    usage: UsageStore,
     private readonly providers: ProviderRegistry,
     private readonly opts: EmbeddingServiceOptions,
   ) {
-    this.usage = new UsageLog(new SqliteUsageStore(db), (err) => opts.onError?.("embeddings: token usage not stored", err as Error));
+    this.usage = new UsageLog(usage, (err) => opts.onError?.("embeddings: token usage not stored", err as Error));
     this.builtin = new BuiltinEmbedder(opts.config, opts.counters);
   }
 

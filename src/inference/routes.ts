@@ -11,15 +11,15 @@ import { installJsonParser } from "../api/json-body.js";
 import { chatCompletionRoutes } from "./routes/chat-completions.js";
 import { completionRoutes } from "./routes/completions.js";
 import { modelRoutes } from "./routes/models.js";
-import type { Database } from "better-sqlite3";
 import type { CodeToolSandboxes } from "./codetool.js";
 import { keepRawBody, type ServingDeps } from "./routes/serving.js";
 import { usageRoutes } from "./routes/usage.js";
-import { SqliteUsageStore, UsageLog } from "./usage.js";
+import { UsageLog, type UsageStore } from "./usage.js";
 
 /** What the gateway's routes depend on. */
 export interface InferenceDeps extends ServingDeps {
-  db: Database;
+  /** Where token usage is recorded. */
+  usage: UsageStore;
   sandboxes: CodeToolSandboxes;
   /** Deepest JSON nesting accepted in a request body (the app's own limit; default 64). */
   maxJsonDepth?: number;
@@ -29,7 +29,7 @@ export { NO_CHAT_MODEL } from "./routes/serving.js";
 
 export async function inferenceRoutes(app: FastifyInstance, opts: { deps: InferenceDeps }): Promise<void> {
   const { deps } = opts;
-  const usageLog = new UsageLog(new SqliteUsageStore(deps.db), (err) => app.log.warn({ err }, "token usage not stored"));
+  const usageLog = new UsageLog(deps.usage, (err) => app.log.warn({ err }, "token usage not stored"));
   app.addHook("onClose", async () => usageLog.flush());
   // JSON bodies in this scope keep their bytes as well (same rules as the app's own parser).
   installJsonParser(app, deps.maxJsonDepth ?? 64, keepRawBody);

@@ -3,21 +3,24 @@
 import type { Logger } from "pino";
 import type { Config } from "../config.js";
 import type { SandboxManager } from "../sandbox/manager.js";
-import type { Db } from "../store/db.js";
+import type { Persistence } from "../store/persistence.js";
 import type { NetworkPolicy } from "./policy.js";
 import { NetworkService } from "./service.js";
 import { type NetworkSettings, networkSettings } from "./settings.js";
-import { SqliteNetworkStore } from "./store.js";
+import { type NetworkStore, SqliteNetworkStore } from "./store.js";
+import { PgNetworkStore } from "./store-pg.js";
 
 /** Call after the manager's init(): the sandboxes it re-adopted get their stored policies back. */
 export async function openNetwork(
   config: Config,
-  db: Db,
+  persistence: Persistence,
   sandboxes: SandboxManager,
   logger: Logger,
   settings: NetworkSettings = networkSettings(),
 ): Promise<NetworkService> {
-  const network = new NetworkService(config, sandboxes, new SqliteNetworkStore(db), logger, settings);
+  const store: NetworkStore =
+    persistence.kind === "pg" ? await PgNetworkStore.open(persistence.pool) : new SqliteNetworkStore(persistence.db);
+  const network = new NetworkService(config, sandboxes, store, logger, settings);
   sandboxes.lifecycle.useNetwork({
     capture: (_tenantId, id) => network.policyOf(id),
     apply: (tenantId, id, policy) => network.attach(tenantId, id, policy as NetworkPolicy),

@@ -328,6 +328,7 @@ export class SandboxManager {
         startedAt: now.toISOString(),
         timeoutAt: new Date(now.getTime() + timeoutS * 1000).toISOString(),
         endedAt: null,
+        nodeId: this.config.nodeId,
       };
       // Written before the sandbox is live (on the create's path, as it always was): a sandbox
       // the service runs always has its record, so a restart re-adopts or ends it.

@@ -3,12 +3,14 @@
 import type { Logger } from "pino";
 import type { SandboxConfig } from "./settings.js";
 import type { StorageQuota } from "../files/quota.js";
-import type { Db } from "../store/db.js";
+import type { Persistence } from "../store/persistence.js";
 import type { TenantDirectory } from "../tenancy/tenant-directory.js";
 import { SandboxManager } from "./manager.js";
 import { type SandboxServiceDeps, type ServiceCounters, SandboxService } from "./service.js";
-import { SqliteSandboxStore } from "./store/sandboxes.js";
+import { type SandboxStore, SqliteSandboxStore } from "./store/sandboxes.js";
+import { PgSandboxStore } from "./store/sandboxes-pg.js";
 import { type SnapshotStore, SqliteSnapshotStore } from "./store/snapshots.js";
+import { PgSnapshotStore } from "./store/snapshots-pg.js";
 
 export interface SandboxesArea {
   sandboxes: SandboxManager;
@@ -23,14 +25,17 @@ export interface SandboxesArea {
  */
 export async function openSandboxes(
   config: SandboxConfig,
-  db: Db,
+  persistence: Persistence,
   tenants: TenantDirectory,
   logger: Logger,
   storageOf: (snapshots: SnapshotStore) => Promise<StorageQuota>,
 ): Promise<SandboxesArea> {
-  const snapshots = new SqliteSnapshotStore(db);
+  const p = persistence;
+  // The records of this node's sandboxes carry its id (config.nodeId): it re-adopts only its own.
+  const records: SandboxStore = p.kind === "pg" ? await PgSandboxStore.open(p.pool, p.nodeId) : new SqliteSandboxStore(p.db, p.nodeId);
+  const snapshots: SnapshotStore = p.kind === "pg" ? await PgSnapshotStore.open(p.pool) : new SqliteSnapshotStore(p.db);
   const storage = await storageOf(snapshots);
-  const sandboxes = new SandboxManager(config, new SqliteSandboxStore(db), tenants, logger, snapshots, storage);
+  const sandboxes = new SandboxManager(config, records, tenants, logger, snapshots, storage);
   return { sandboxes, storage };
 }
 

@@ -3,10 +3,12 @@
 // their quotas and suspensions.
 import type { Logger } from "pino";
 import type { Config } from "../config.js";
-import type { Db } from "../store/db.js";
+import type { Persistence } from "../store/persistence.js";
 import { AdminKeys, KeyDirectory } from "./key-directory.js";
-import { SqliteAdminKeyStore, SqliteKeyStore } from "./store/keys.js";
-import { SqliteTenantStore } from "./store/tenants.js";
+import { type AdminKeyStore, type KeyStore, SqliteAdminKeyStore, SqliteKeyStore } from "./store/keys.js";
+import { PgAdminKeyStore, PgKeyStore } from "./store/keys-pg.js";
+import { SqliteTenantStore, type TenantStore } from "./store/tenants.js";
+import { PgTenantStore } from "./store/tenants-pg.js";
 import { TenantDirectory } from "./tenant-directory.js";
 
 export interface TenancyArea {
@@ -17,9 +19,20 @@ export interface TenancyArea {
   close(): Promise<void>;
 }
 
-export async function openTenancy(config: Pick<Config, "bootstrapApiKey" | "adminApiKey">, db: Db, logger: Logger): Promise<TenancyArea> {
-  const keys = new KeyDirectory(new SqliteKeyStore(db), config.bootstrapApiKey);
-  const admin = new AdminKeys(new SqliteAdminKeyStore(db), config.adminApiKey);
+/** The key stores in the configured database (also what the CLI's local commands write to). */
+export async function openKeyStores(p: Persistence): Promise<{ keys: KeyStore; admin: AdminKeyStore }> {
+  if (p.kind === "pg") return { keys: await PgKeyStore.open(p.pool), admin: await PgAdminKeyStore.open(p.pool) };
+  return { keys: new SqliteKeyStore(p.db), admin: new SqliteAdminKeyStore(p.db) };
+}
+
+export async function openTenancy(
+  config: Pick<Config, "bootstrapApiKey" | "adminApiKey">,
+  persistence: Persistence,
+  logger: Logger,
+): Promise<TenancyArea> {
+  const stores = await openKeyStores(persistence);
+  const keys = new KeyDirectory(stores.keys, config.bootstrapApiKey);
+  const admin = new AdminKeys(stores.admin, config.adminApiKey);
   const firstAdminKey = await admin.ensure();
   if (firstAdminKey) {
     // The only time this key is ever shown: the database keeps its hash.
@@ -29,6 +42,8 @@ export async function openTenancy(config: Pick<Config, "bootstrapApiKey" | "admi
     );
     logger.warn("admin key generated and printed once on stderr");
   }
-  const tenants = await TenantDirectory.open(new SqliteTenantStore(db));
+  const tenantStore: TenantStore =
+    persistence.kind === "pg" ? await PgTenantStore.open(persistence.pool) : new SqliteTenantStore(persistence.db);
+  const tenants = await TenantDirectory.open(tenantStore);
   return { keys, admin, tenants, close: () => keys.close() };
 }

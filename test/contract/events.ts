@@ -1,7 +1,7 @@
 // The contracts of EventStore and WebhookStore: what any implementation must do.
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import type { Attempt, WebhookStore } from "../../src/events/store/webhooks.js";
+import type { Attempt, Delivery, WebhookStore } from "../../src/events/store/webhooks.js";
 import type { EventStore } from "../../src/events/store/events.js";
 
 /** An event store, and a way to mark a sandbox ended (events are pruned by their sandbox's end). */
@@ -137,6 +137,23 @@ export function describeWebhookStoreContract(name: string, makeStore: () => Prom
       });
       await store.save({ ...first, state: "delivered", attempts: 2, log: [attempt, attempt] });
       assert.equal(await store.pendingCount(a.id), 3);
+    });
+
+    test("claim: each attempt of a pending delivery is taken once, however many dispatchers race for it", async () => {
+      const store = await makeStore();
+      const hook = await store.addHook("t1", "https://a.example/", ["ended"], "s".repeat(16), 10);
+      assert.ok(hook);
+      await store.enqueue(delivery("d1", hook.id, 100), 100, refusal);
+      const taken = await Promise.all(Array.from({ length: 5 }, () => store.claim("d1", 0, 5000)));
+      assert.equal(taken.filter(Boolean).length, 1, "one of five concurrent claims wins");
+      const [d] = await store.deliveries(hook.id, 1);
+      assert.deepEqual(d && [d.attempts, d.nextAttemptAt], [1, 5000]);
+      assert.deepEqual(await store.due(1000, 10), [], "a taken attempt is not due again before its retry time");
+      assert.equal(await store.claim("d1", 0, 6000), false, "a stale count takes nothing");
+      assert.equal(await store.claim("d1", 1, 6000), true, "the next attempt");
+      await store.save({ ...(d as Delivery), state: "delivered", attempts: 2 });
+      assert.equal(await store.claim("d1", 2, 7000), false, "a finished delivery is not taken");
+      assert.equal(await store.claim("nothing", 0, 7000), false);
     });
 
     test("a long attempt log is cut to its first and last attempts", async () => {

@@ -20,9 +20,11 @@ const sandbox = (id: string, over: Partial<SandboxRecord> = {}): SandboxRecord =
   startedAt: "2026-01-01T00:00:00.000Z",
   timeoutAt: "2026-01-01T00:05:00.000Z",
   endedAt: null,
+  nodeId: "n1",
   ...over,
 });
 
+/** `makeStore` opens the store of node `n1`. */
 export function describeSandboxStoreContract(name: string, makeStore: () => Promise<SandboxStore>): void {
   describe(`SandboxStore contract: ${name}`, () => {
     test("insert and get (metadata and env round-trip); not found; a duplicate id is refused", async () => {
@@ -88,6 +90,18 @@ export function describeSandboxStoreContract(name: string, makeStore: () => Prom
         ["b"],
       );
       assert.equal(await store.countRunning("t1"), 0);
+    });
+
+    test("owner node: kept on the record; listRunning is this node's, countRunning every node's", async () => {
+      const store = await makeStore();
+      await store.insert(sandbox("mine"));
+      await store.insert(sandbox("theirs", { nodeId: "n2" }));
+      assert.equal((await store.get("theirs"))?.nodeId, "n2");
+      assert.deepEqual(
+        (await store.listRunning()).map((s) => s.id),
+        ["mine"],
+      );
+      assert.equal(await store.countRunning(), 2);
     });
   });
 }

@@ -173,12 +173,13 @@ const record = (id: string, endedAt: string | null): SandboxRecord => ({
   startedAt: "2026-01-01T00:00:00.000Z",
   timeoutAt: "2026-01-01T00:05:00.000Z",
   endedAt,
+  nodeId: "n1",
 });
 
 test("event store: the newest N per sandbox, tenant-scoped, pruned after the retention of ended sandboxes", async () => {
   const { db, done } = tempDb();
   try {
-    const sandboxes = new SqliteSandboxStore(db);
+    const sandboxes = new SqliteSandboxStore(db, "n1");
     sandboxes.insert(record("old", "2026-01-01T00:01:00.000Z"));
     sandboxes.insert(record("live", null));
     const store = new SqliteEventStore(db, 10);

@@ -57,6 +57,7 @@ function record(id: string, tenantId: string, status: SandboxRecord["status"] = 
     startedAt: new Date(now).toISOString(),
     timeoutAt: new Date(now + 3_600_000).toISOString(),
     endedAt: null,
+    nodeId: "n1",
   };
 }
 

@@ -67,7 +67,7 @@ function openAll(dir: string) {
     keys: new SqliteKeyStore(db),
     admin: new SqliteAdminKeyStore(db),
     tenants: new SqliteTenantStore(db),
-    sandboxes: new SqliteSandboxStore(db),
+    sandboxes: new SqliteSandboxStore(db, "n1"),
     snapshots: new SqliteSnapshotStore(db),
     files: new SqliteFileStore(db),
     deployments: new SqliteDeploymentStore(db),
@@ -133,12 +133,22 @@ test("a main database from before versioned areas opens with every row intact", 
       updatedAt: "2025-01-02T00:00:00.000Z",
     });
     const sandbox = await s.sandboxes.get("s1");
-    assert.deepEqual(sandbox && { metadata: sandbox.metadata, envVars: sandbox.envVars, status: sandbox.status, uid: sandbox.hostUid }, {
-      metadata: { team: "a" },
-      envVars: { X: "1" },
-      status: "terminated",
-      uid: 2001,
-    });
+    assert.deepEqual(
+      sandbox && {
+        metadata: sandbox.metadata,
+        envVars: sandbox.envVars,
+        status: sandbox.status,
+        uid: sandbox.hostUid,
+        node: sandbox.nodeId,
+      },
+      {
+        node: "n1",
+        metadata: { team: "a" },
+        envVars: { X: "1" },
+        status: "terminated",
+        uid: 2001,
+      },
+    );
     assert.deepEqual(await s.usage.summary("k1", ""), [{ model: "m", prompt_tokens: 10, completion_tokens: 5, requests: 1 }]);
     assert.equal((await s.snapshots.get("snap1"))?.sizeBytes, 4096);
     assert.equal(await s.snapshots.onTimeout("s1"), "snapshot");

@@ -34,7 +34,12 @@ async function fileService(config: FilesConfig, store: SqliteFileStore, db: Retu
     config,
     store,
     storage: new LocalStorage(config.dir),
-    quota: await openStorageQuota(config, db, await TenantDirectory.open(new SqliteTenantStore(db)), new SqliteSnapshotStore(db)),
+    quota: await openStorageQuota(
+      config,
+      { kind: "sqlite", db, nodeId: "n1" },
+      await TenantDirectory.open(new SqliteTenantStore(db)),
+      new SqliteSnapshotStore(db),
+    ),
     box: async () => {
       throw new Error("no sandboxes here");
     },

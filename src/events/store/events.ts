@@ -10,13 +10,6 @@ export interface StoredEvent {
   detail: Record<string, unknown>;
 }
 
-interface Row {
-  type: EventType;
-  at: string;
-  reason: string | null;
-  detail: string;
-}
-
 export interface EventStore {
   /** Appends an event and keeps only the sandbox's newest `perSandbox` (one atomic step). */
   add(event: EmittedEvent): Promise<void>;
@@ -28,6 +21,29 @@ export interface EventStore {
 
 /** The serialised detail of one event is cut to this (a detail is a few ids and numbers). */
 const MAX_DETAIL_CHARS = 4096;
+
+/** An event's columns as stored: its end reason (if it is an end) and its detail as JSON, cut to MAX_DETAIL_CHARS. */
+export function eventColumns(event: EmittedEvent): { reason: string | null; detail: string } {
+  const reason = event.type === "ended" ? event.reason : null;
+  const detail: Record<string, unknown> = { ...event.detail };
+  if (event.type === "ended" && event.by) detail.by = event.by;
+  const text = JSON.stringify(detail);
+  return { reason, detail: text.length > MAX_DETAIL_CHARS ? JSON.stringify({ truncated: true }) : text };
+}
+
+export interface EventRow {
+  type: EventType;
+  at: string;
+  reason: string | null;
+  detail: string;
+}
+
+export const toStoredEvent = (r: EventRow): StoredEvent => ({
+  type: r.type,
+  at: r.at,
+  reason: r.reason,
+  detail: JSON.parse(r.detail) as Record<string, unknown>,
+});
 
 export const EVENT_MIGRATIONS: Migration[] = [
   {
@@ -65,7 +81,7 @@ export class SqliteEventStore implements EventStore {
         `DELETE FROM sandbox_events WHERE sandbox_id = ? AND id <= (
            SELECT id FROM sandbox_events WHERE sandbox_id = ? ORDER BY id DESC LIMIT 1 OFFSET ?)`,
       ),
-      list: db.prepare<[string, string, number], Row>(
+      list: db.prepare<[string, string, number], EventRow>(
         "SELECT type, at, reason, detail FROM sandbox_events WHERE sandbox_id = ? AND tenant_id = ? ORDER BY id LIMIT ?",
       ),
       prune: db.prepare(
@@ -76,24 +92,15 @@ export class SqliteEventStore implements EventStore {
   }
 
   async add(event: EmittedEvent): Promise<void> {
-    const reason = event.type === "ended" ? event.reason : null;
-    const detail: Record<string, unknown> = { ...event.detail };
-    if (event.type === "ended" && event.by) detail.by = event.by;
-    let text = JSON.stringify(detail);
-    if (text.length > MAX_DETAIL_CHARS) text = JSON.stringify({ truncated: true });
+    const { reason, detail } = eventColumns(event);
     this.db.transaction(() => {
-      this.stmts.insert.run(event.sandboxId, event.tenantId, event.type, event.at, reason, text);
+      this.stmts.insert.run(event.sandboxId, event.tenantId, event.type, event.at, reason, detail);
       this.stmts.trim.run(event.sandboxId, event.sandboxId, this.perSandbox);
     })();
   }
 
   async list(tenantId: string, sandboxId: string): Promise<StoredEvent[]> {
-    return this.stmts.list.all(sandboxId, tenantId, this.perSandbox).map((r) => ({
-      type: r.type,
-      at: r.at,
-      reason: r.reason,
-      detail: JSON.parse(r.detail) as Record<string, unknown>,
-    }));
+    return this.stmts.list.all(sandboxId, tenantId, this.perSandbox).map(toStoredEvent);
   }
 
   async prune(cutoff: string): Promise<number> {

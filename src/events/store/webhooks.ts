@@ -36,7 +36,7 @@ export interface Delivery {
   log: Attempt[];
 }
 
-interface HookRow {
+export interface HookRow {
   id: string;
   tenant_id: string;
   url: string;
@@ -45,7 +45,7 @@ interface HookRow {
   created_at: string;
 }
 
-interface DeliveryRow {
+export interface DeliveryRow {
   id: string;
   webhook_id: string;
   tenant_id: string;
@@ -58,7 +58,7 @@ interface DeliveryRow {
   log: string;
 }
 
-const toHook = (r: HookRow): Webhook => ({
+export const toHook = (r: HookRow): Webhook => ({
   id: r.id,
   tenantId: r.tenant_id,
   url: r.url,
@@ -67,7 +67,7 @@ const toHook = (r: HookRow): Webhook => ({
   createdAt: r.created_at,
 });
 
-const toDelivery = (r: DeliveryRow): Delivery => ({
+export const toDelivery = (r: DeliveryRow): Delivery => ({
   id: r.id,
   webhookId: r.webhook_id,
   tenantId: r.tenant_id,
@@ -102,6 +102,12 @@ export interface WebhookStore {
   due(now: number, limit: number, skipHooks?: string[]): Promise<Delivery[]>;
   /** When the next pending delivery is due (ms since the epoch), if any is pending. */
   nextDue(): Promise<number | undefined>;
+  /**
+   * Takes the next attempt of a pending delivery: counts it and moves its next attempt to `retryAt`,
+   * only if the delivery is still pending with `attempts` attempts made (one atomic step). False when
+   * another dispatcher (another node on the same database) took that attempt first.
+   */
+  claim(id: string, attempts: number, retryAt: number): Promise<boolean>;
   /** Writes a delivery's state, attempts, next attempt and log (the log cut to its first and last attempts). */
   save(d: Delivery): Promise<void>;
   /** The webhook's deliveries, newest first. */
@@ -115,6 +121,19 @@ export type NewDelivery = Omit<Delivery, "attempts" | "log" | "state" | "nextAtt
 
 /** Attempts kept in a delivery's log (the first few and the last ones tell the story). */
 const MAX_LOG = 30;
+
+/** A delivery's log as stored: cut to its first and last attempts. */
+export const keptLog = (log: Attempt[]): Attempt[] => (log.length > MAX_LOG ? [...log.slice(0, 5), ...log.slice(-(MAX_LOG - 5))] : log);
+
+/** A new webhook's record (its id made here). */
+export const newHook = (tenantId: string, url: string, events: EventType[], secret: string): Webhook => ({
+  id: `wh_${crypto.randomUUID()}`,
+  tenantId,
+  url,
+  events,
+  secret,
+  createdAt: new Date().toISOString(),
+});
 
 export const WEBHOOK_MIGRATIONS: Migration[] = [
   {
@@ -180,6 +199,9 @@ export class SqliteWebhookStore implements WebhookStore {
         `SELECT * FROM webhook_deliveries WHERE state = 'pending' AND next_attempt_at <= ?
            AND webhook_id NOT IN (SELECT value FROM json_each(?)) ORDER BY next_attempt_at LIMIT ?`,
       ),
+      claim: db.prepare(
+        "UPDATE webhook_deliveries SET attempts = attempts + 1, next_attempt_at = ? WHERE id = ? AND state = 'pending' AND attempts = ?",
+      ),
       nextDue: db.prepare<[], { at: number | null }>("SELECT MIN(next_attempt_at) AS at FROM webhook_deliveries WHERE state = 'pending'"),
       update: db.prepare(
         "UPDATE webhook_deliveries SET state = @state, attempts = @attempts, next_attempt_at = @next_attempt_at, log = @log WHERE id = @id",
@@ -212,7 +234,7 @@ export class SqliteWebhookStore implements WebhookStore {
   }
 
   async addHook(tenantId: string, url: string, events: EventType[], secret: string, maxPerTenant: number): Promise<Webhook | undefined> {
-    const hook: Webhook = { id: `wh_${crypto.randomUUID()}`, tenantId, url, events, secret, createdAt: new Date().toISOString() };
+    const hook = newHook(tenantId, url, events, secret);
     const res = this.stmts.insertHook.run({
       id: hook.id,
       tenant_id: tenantId,
@@ -261,9 +283,18 @@ export class SqliteWebhookStore implements WebhookStore {
     return this.stmts.nextDue.get()?.at ?? undefined;
   }
 
+  async claim(id: string, attempts: number, retryAt: number): Promise<boolean> {
+    return this.stmts.claim.run(retryAt, id, attempts).changes === 1;
+  }
+
   async save(d: Delivery): Promise<void> {
-    const log = d.log.length > MAX_LOG ? [...d.log.slice(0, 5), ...d.log.slice(-(MAX_LOG - 5))] : d.log;
-    this.stmts.update.run({ id: d.id, state: d.state, attempts: d.attempts, next_attempt_at: d.nextAttemptAt, log: JSON.stringify(log) });
+    this.stmts.update.run({
+      id: d.id,
+      state: d.state,
+      attempts: d.attempts,
+      next_attempt_at: d.nextAttemptAt,
+      log: JSON.stringify(keptLog(d.log)),
+    });
   }
 
   async deliveries(webhookId: string, limit: number): Promise<Delivery[]> {

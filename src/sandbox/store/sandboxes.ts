@@ -1,7 +1,7 @@
 // Sandbox records: what a sandbox is (owner, template, limits, life span, status), kept so that a
 // restart of the service can re-adopt or cleanly end every sandbox.
 import type { EndReason } from "../../events/bus.js";
-import type { Db } from "../../store/db.js";
+import { type Db, type Migration, migrate } from "../../store/db.js";
 
 export const SANDBOX_STATUSES = ["running", "paused", "terminated", "timed_out", "failed"] as const;
 export type SandboxStatus = (typeof SANDBOX_STATUSES)[number];
@@ -40,6 +40,8 @@ export interface SandboxRecord {
   startedAt: string;
   timeoutAt: string;
   endedAt: string | null;
+  /** The node that owns it (AGENTBOX_NODE_ID): the one that runs it, re-adopts it or ends it. */
+  nodeId: string;
 }
 
 /**
@@ -55,13 +57,15 @@ export interface SandboxStore {
     offset: number,
     filter?: ListFilter,
   ): Promise<{ sandboxes: SandboxRecord[]; total: number }>;
+  /** The running sandboxes this node owns (what it re-adopts or ends when it starts). */
   listRunning(): Promise<SandboxRecord[]>;
+  /** Running sandboxes of every node (of one tenant, if given). */
   countRunning(tenantId?: string): Promise<number>;
   setTimeout(id: string, timeoutAt: string): Promise<void>;
   end(id: string, status: EndedStatus, endedAt: string): Promise<void>;
 }
 
-interface Row {
+export interface SandboxRow {
   id: string;
   tenant_id: string;
   template: string;
@@ -74,9 +78,10 @@ interface Row {
   started_at: string;
   timeout_at: string;
   ended_at: string | null;
+  node_id: string;
 }
 
-const toRecord = (r: Row): SandboxRecord => ({
+export const toSandboxRecord = (r: SandboxRow): SandboxRecord => ({
   id: r.id,
   tenantId: r.tenant_id,
   template: r.template,
@@ -89,7 +94,38 @@ const toRecord = (r: Row): SandboxRecord => ({
   startedAt: r.started_at,
   timeoutAt: r.timeout_at,
   endedAt: r.ended_at,
+  nodeId: r.node_id,
 });
+
+/** The sandboxes table is made by the core migrations (src/store/db.ts); these are its later columns. */
+export const SANDBOX_MIGRATIONS: Migration[] = [
+  {
+    area: "sandboxes",
+    version: 1,
+    // The owner node. Rows from before it belong to the one node that had the file (the store
+    // writes its own id into them when it opens).
+    up: (db) => db.exec("ALTER TABLE sandboxes ADD COLUMN node_id TEXT"),
+  },
+];
+
+/** The columns an insert writes, in order (shared with the PostgreSQL store). */
+export const sandboxValues = (r: SandboxRecord) => [
+  r.id,
+  r.tenantId,
+  r.template,
+  r.status,
+  JSON.stringify(r.metadata),
+  JSON.stringify(r.envVars),
+  r.cpuCount,
+  r.memoryMb,
+  r.hostUid,
+  r.startedAt,
+  r.timeoutAt,
+  r.endedAt,
+  r.nodeId,
+];
+export const SANDBOX_COLUMNS =
+  "id, tenant_id, template, status, metadata, env_vars, cpu_count, memory_mb, host_uid, started_at, timeout_at, ended_at, node_id";
 
 /**
  * A metadata value as the string a query compares it with: strings as they are, numbers and
@@ -99,23 +135,34 @@ const metadataText = (n: number) =>
   `CASE json_type(metadata, @p${n}) WHEN 'text' THEN json_extract(metadata, @p${n}) WHEN 'integer' THEN CAST(json_extract(metadata, @p${n}) AS TEXT)
    WHEN 'real' THEN CAST(json_extract(metadata, @p${n}) AS TEXT) WHEN 'true' THEN 'true' WHEN 'false' THEN 'false' END = @v${n}`;
 
+/** One SQLite file belongs to one node: at open, the store takes over the file's live sandboxes written
+ * under another node id (a host renamed, e.g. a container restarted, still re-adopts its sandboxes)
+ * and the rows from before the column. */
 export class SqliteSandboxStore implements SandboxStore {
   private readonly stmts;
   /** Filtered list queries, by shape (status or not, number of metadata keys): a handful at most. */
   private readonly filtered = new Map<string, { page: ReturnType<Db["prepare"]>; count: ReturnType<Db["prepare"]> }>();
 
-  constructor(private readonly db: Db) {
+  constructor(
+    private readonly db: Db,
+    private readonly nodeId: string,
+  ) {
+    migrate(db, SANDBOX_MIGRATIONS);
+    db.prepare("UPDATE sandboxes SET node_id = @node WHERE node_id IS NULL OR (status IN ('running', 'paused') AND node_id <> @node)").run({
+      node: nodeId,
+    });
     this.stmts = {
       insert: db.prepare(
-        `INSERT INTO sandboxes (id, tenant_id, template, status, metadata, env_vars, cpu_count, memory_mb, host_uid, started_at, timeout_at, ended_at)
-         VALUES (@id, @tenant_id, @template, @status, @metadata, @env_vars, @cpu_count, @memory_mb, @host_uid, @started_at, @timeout_at, @ended_at)`,
+        `INSERT INTO sandboxes (${SANDBOX_COLUMNS}) VALUES (${SANDBOX_COLUMNS.split(",")
+          .map(() => "?")
+          .join(", ")})`,
       ),
-      get: db.prepare<[string], Row>("SELECT * FROM sandboxes WHERE id = ?"),
-      page: db.prepare<[string, number, number], Row>(
+      get: db.prepare<[string], SandboxRow>("SELECT * FROM sandboxes WHERE id = ?"),
+      page: db.prepare<[string, number, number], SandboxRow>(
         "SELECT * FROM sandboxes WHERE tenant_id = ? ORDER BY started_at DESC, id LIMIT ? OFFSET ?",
       ),
       count: db.prepare<[string], { n: number }>("SELECT COUNT(*) AS n FROM sandboxes WHERE tenant_id = ?"),
-      running: db.prepare<[], Row>("SELECT * FROM sandboxes WHERE status = 'running'"),
+      running: db.prepare<[string], SandboxRow>("SELECT * FROM sandboxes WHERE status = 'running' AND node_id = ?"),
       countRunning: db.prepare<[], { n: number }>("SELECT COUNT(*) AS n FROM sandboxes WHERE status = 'running'"),
       countRunningTenant: db.prepare<[string], { n: number }>(
         "SELECT COUNT(*) AS n FROM sandboxes WHERE status = 'running' AND tenant_id = ?",
@@ -126,25 +173,12 @@ export class SqliteSandboxStore implements SandboxStore {
   }
 
   async insert(r: SandboxRecord): Promise<void> {
-    this.stmts.insert.run({
-      id: r.id,
-      tenant_id: r.tenantId,
-      template: r.template,
-      status: r.status,
-      metadata: JSON.stringify(r.metadata),
-      env_vars: JSON.stringify(r.envVars),
-      cpu_count: r.cpuCount,
-      memory_mb: r.memoryMb,
-      host_uid: r.hostUid,
-      started_at: r.startedAt,
-      timeout_at: r.timeoutAt,
-      ended_at: r.endedAt,
-    });
+    this.stmts.insert.run(...sandboxValues(r));
   }
 
   async get(id: string): Promise<SandboxRecord | undefined> {
     const row = this.stmts.get.get(id);
-    return row ? toRecord(row) : undefined;
+    return row ? toSandboxRecord(row) : undefined;
   }
 
   async listByTenant(tenantId: string, limit: number, offset: number, filter: ListFilter = {}) {
@@ -158,12 +192,12 @@ export class SqliteSandboxStore implements SandboxStore {
         params[`v${i}`] = value;
       });
       return {
-        sandboxes: (q.page.all({ ...params, limit, offset }) as Row[]).map(toRecord),
+        sandboxes: (q.page.all({ ...params, limit, offset }) as SandboxRow[]).map(toSandboxRecord),
         total: (q.count.get(params) as { n: number } | undefined)?.n ?? 0,
       };
     }
     return {
-      sandboxes: this.stmts.page.all(tenantId, limit, offset).map(toRecord),
+      sandboxes: this.stmts.page.all(tenantId, limit, offset).map(toSandboxRecord),
       total: this.stmts.count.get(tenantId)?.n ?? 0,
     };
   }
@@ -187,7 +221,7 @@ export class SqliteSandboxStore implements SandboxStore {
   }
 
   async listRunning(): Promise<SandboxRecord[]> {
-    return this.stmts.running.all().map(toRecord);
+    return this.stmts.running.all(this.nodeId).map(toSandboxRecord);
   }
 
   async countRunning(tenantId?: string): Promise<number> {

@@ -45,7 +45,7 @@ export interface SnapshotStore {
   onTimeout(sandboxId: string): Promise<string | undefined>;
 }
 
-interface Row {
+export interface SnapshotRow {
   id: string;
   tenant_id: string;
   sandbox_id: string;
@@ -57,7 +57,7 @@ interface Row {
   settings: string;
 }
 
-const toRecord = (r: Row): SnapshotRecord => ({
+export const toSnapshotRecord = (r: SnapshotRow): SnapshotRecord => ({
   id: r.id,
   tenantId: r.tenant_id,
   sandboxId: r.sandbox_id,
@@ -104,8 +104,8 @@ export class SqliteSnapshotStore implements SnapshotStore {
         `INSERT INTO snapshots (id, tenant_id, sandbox_id, kind, created_at, size_bytes, files, sha256, settings)
          VALUES (@id, @tenant_id, @sandbox_id, @kind, @created_at, @size_bytes, @files, @sha256, @settings)`,
       ),
-      get: db.prepare<[string], Row>("SELECT * FROM snapshots WHERE id = ?"),
-      page: db.prepare<[string, number, number], Row>(
+      get: db.prepare<[string], SnapshotRow>("SELECT * FROM snapshots WHERE id = ?"),
+      page: db.prepare<[string, number, number], SnapshotRow>(
         "SELECT * FROM snapshots WHERE tenant_id = ? ORDER BY created_at DESC, id LIMIT ? OFFSET ?",
       ),
       count: db.prepare<[string], { n: number }>("SELECT COUNT(*) AS n FROM snapshots WHERE tenant_id = ?"),
@@ -113,7 +113,7 @@ export class SqliteSnapshotStore implements SnapshotStore {
       bytesPerTenant: db.prepare<[], { tenant_id: string; n: number }>(
         "SELECT tenant_id, SUM(size_bytes) AS n FROM snapshots GROUP BY tenant_id",
       ),
-      hibernated: db.prepare<[string], Row>(
+      hibernated: db.prepare<[string], SnapshotRow>(
         "SELECT * FROM snapshots WHERE sandbox_id = ? AND kind = 'hibernate' ORDER BY created_at DESC LIMIT 1",
       ),
       delete: db.prepare("DELETE FROM snapshots WHERE id = ?"),
@@ -139,12 +139,12 @@ export class SqliteSnapshotStore implements SnapshotStore {
 
   async get(id: string): Promise<SnapshotRecord | undefined> {
     const row = this.stmts.get.get(id);
-    return row ? toRecord(row) : undefined;
+    return row ? toSnapshotRecord(row) : undefined;
   }
 
   async listByTenant(tenantId: string, limit: number, offset: number) {
     return {
-      snapshots: this.stmts.page.all(tenantId, limit, offset).map(toRecord),
+      snapshots: this.stmts.page.all(tenantId, limit, offset).map(toSnapshotRecord),
       total: this.stmts.count.get(tenantId)?.n ?? 0,
     };
   }
@@ -163,7 +163,7 @@ export class SqliteSnapshotStore implements SnapshotStore {
 
   async hibernated(sandboxId: string): Promise<SnapshotRecord | undefined> {
     const row = this.stmts.hibernated.get(sandboxId);
-    return row ? toRecord(row) : undefined;
+    return row ? toSnapshotRecord(row) : undefined;
   }
 
   async delete(id: string): Promise<boolean> {

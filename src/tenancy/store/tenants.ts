@@ -90,7 +90,7 @@ export function effectiveQuotas(quotas: TenantQuotas, defaults: EffectiveQuotas)
   };
 }
 
-interface Row {
+export interface TenantRow {
   id: string;
   max_sandboxes: number | null;
   max_concurrent_runs: number | null;
@@ -105,7 +105,7 @@ interface Row {
   updated_at: string;
 }
 
-const toRecord = (r: Row): TenantRecord => ({
+export const toTenantRecord = (r: TenantRow): TenantRecord => ({
   id: r.id,
   quotas: {
     maxSandboxes: r.max_sandboxes,
@@ -130,8 +130,8 @@ export class SqliteTenantStore implements TenantStore {
   constructor(db: Db) {
     migrate(db, TENANT_MIGRATIONS);
     this.stmts = {
-      get: db.prepare<[string], Row>("SELECT * FROM tenants WHERE id = ?"),
-      list: db.prepare<[], Row>("SELECT * FROM tenants ORDER BY id"),
+      get: db.prepare<[string], TenantRow>("SELECT * FROM tenants WHERE id = ?"),
+      list: db.prepare<[], TenantRow>("SELECT * FROM tenants ORDER BY id"),
       upsert: db.prepare(
         `INSERT INTO tenants (id, max_sandboxes, max_concurrent_runs, memory_mb, max_processes, storage_mb,
            max_vector_indexes, max_vectors, vector_storage_mb, created_at, updated_at)
@@ -147,7 +147,7 @@ export class SqliteTenantStore implements TenantStore {
       const old = this.stmts.get.get(id);
       const record: TenantRecord = {
         id,
-        quotas: { ...(old ? toRecord(old).quotas : NO_QUOTAS), ...quotas },
+        quotas: { ...(old ? toTenantRecord(old).quotas : NO_QUOTAS), ...quotas },
         suspendedAt: old?.suspended_at ?? null,
         createdAt: old?.created_at ?? at,
         updatedAt: at,
@@ -179,7 +179,7 @@ export class SqliteTenantStore implements TenantStore {
 
   async get(id: string): Promise<TenantRecord | undefined> {
     const row = this.stmts.get.get(id);
-    return row && toRecord(row);
+    return row && toTenantRecord(row);
   }
 
   async put(id: string, quotas: Partial<TenantQuotas>, at: string): Promise<TenantRecord> {
@@ -187,7 +187,7 @@ export class SqliteTenantStore implements TenantStore {
   }
 
   async list(): Promise<TenantRecord[]> {
-    return this.stmts.list.all().map(toRecord);
+    return this.stmts.list.all().map(toTenantRecord);
   }
 
   async setSuspended(id: string, suspended: boolean, at: string): Promise<TenantRecord> {

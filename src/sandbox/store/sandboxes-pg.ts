@@ -1,0 +1,112 @@
+// Sandbox records in PostgreSQL (the twin of sandboxes.ts), shared by every node: each record names
+// its owner node, and a node re-adopts or ends only its own running sandboxes when it starts.
+import { migratePg, type PgMigration, type PgPool } from "../../store/pg.js";
+import {
+  type EndedStatus,
+  type ListFilter,
+  SANDBOX_COLUMNS,
+  type SandboxRecord,
+  type SandboxRow,
+  type SandboxStore,
+  sandboxValues,
+  toSandboxRecord,
+} from "./sandboxes.js";
+
+export const PG_SANDBOX_MIGRATIONS: PgMigration[] = [
+  {
+    area: "sandboxes",
+    version: 1,
+    sql: `CREATE TABLE sandboxes (
+       id TEXT COLLATE "C" PRIMARY KEY,
+       tenant_id TEXT COLLATE "C" NOT NULL,
+       template TEXT COLLATE "C" NOT NULL,
+       status TEXT COLLATE "C" NOT NULL,
+       metadata TEXT COLLATE "C" NOT NULL,
+       env_vars TEXT COLLATE "C" NOT NULL,
+       cpu_count DOUBLE PRECISION NOT NULL,
+       memory_mb INTEGER NOT NULL,
+       host_uid INTEGER NOT NULL,
+       started_at TEXT COLLATE "C" NOT NULL,
+       timeout_at TEXT COLLATE "C" NOT NULL,
+       ended_at TEXT COLLATE "C",
+       node_id TEXT COLLATE "C" NOT NULL
+     );
+     CREATE INDEX sandboxes_tenant ON sandboxes (tenant_id, started_at);
+     CREATE INDEX sandboxes_running ON sandboxes (node_id) WHERE status = 'running';`,
+  },
+];
+
+const INSERT = `INSERT INTO sandboxes (${SANDBOX_COLUMNS}) VALUES (${SANDBOX_COLUMNS.split(",")
+  .map((_, i) => `$${i + 1}`)
+  .join(", ")})`;
+
+export class PgSandboxStore implements SandboxStore {
+  private constructor(
+    private readonly pool: PgPool,
+    private readonly nodeId: string,
+  ) {}
+
+  /** The store of node `nodeId`, its table migrated. */
+  static async open(pool: PgPool, nodeId: string): Promise<PgSandboxStore> {
+    await migratePg(pool, PG_SANDBOX_MIGRATIONS);
+    return new PgSandboxStore(pool, nodeId);
+  }
+
+  async insert(r: SandboxRecord): Promise<void> {
+    await this.pool.query(INSERT, sandboxValues(r));
+  }
+
+  async get(id: string): Promise<SandboxRecord | undefined> {
+    const { rows } = await this.pool.query<SandboxRow>("SELECT * FROM sandboxes WHERE id = $1", [id]);
+    return rows[0] && toSandboxRecord(rows[0]);
+  }
+
+  async listByTenant(tenantId: string, limit: number, offset: number, filter: ListFilter = {}) {
+    const params: unknown[] = [tenantId];
+    const where = ["tenant_id = $1"];
+    if (filter.status !== undefined) {
+      params.push(filter.status);
+      where.push(`status = $${params.length}`);
+    }
+    for (const [key, value] of filter.metadata ?? []) {
+      params.push(key, value);
+      const k = `$${params.length - 1}`;
+      // Strings as they are, numbers and booleans as JSON writes them; objects, arrays and null never match.
+      where.push(
+        `(CASE WHEN jsonb_typeof(metadata::jsonb -> ${k}::text) IN ('string', 'number', 'boolean') THEN metadata::jsonb ->> ${k}::text END) = $${params.length}`,
+      );
+    }
+    const cond = where.join(" AND ");
+    const [page, count] = await Promise.all([
+      this.pool.query<SandboxRow>(
+        `SELECT * FROM sandboxes WHERE ${cond} ORDER BY started_at DESC, id LIMIT $${params.length + 1} OFFSET $${params.length + 2}`,
+        [...params, limit, offset],
+      ),
+      this.pool.query<{ n: number }>(`SELECT COUNT(*) AS n FROM sandboxes WHERE ${cond}`, params),
+    ]);
+    return { sandboxes: page.rows.map(toSandboxRecord), total: count.rows[0]?.n ?? 0 };
+  }
+
+  async listRunning(): Promise<SandboxRecord[]> {
+    const { rows } = await this.pool.query<SandboxRow>("SELECT * FROM sandboxes WHERE status = 'running' AND node_id = $1", [this.nodeId]);
+    return rows.map(toSandboxRecord);
+  }
+
+  async countRunning(tenantId?: string): Promise<number> {
+    const { rows } =
+      tenantId === undefined
+        ? await this.pool.query<{ n: number }>("SELECT COUNT(*) AS n FROM sandboxes WHERE status = 'running'")
+        : await this.pool.query<{ n: number }>("SELECT COUNT(*) AS n FROM sandboxes WHERE status = 'running' AND tenant_id = $1", [
+            tenantId,
+          ]);
+    return rows[0]?.n ?? 0;
+  }
+
+  async setTimeout(id: string, timeoutAt: string): Promise<void> {
+    await this.pool.query("UPDATE sandboxes SET timeout_at = $1 WHERE id = $2 AND status = 'running'", [timeoutAt, id]);
+  }
+
+  async end(id: string, status: EndedStatus, endedAt: string): Promise<void> {
+    await this.pool.query("UPDATE sandboxes SET status = $1, ended_at = $2 WHERE id = $3 AND status = 'running'", [status, endedAt, id]);
+  }
+}

@@ -4,7 +4,7 @@
 // pattern, so they keep holding when files move into one folder per area (src/<area>/...).
 
 /** An area's own files: its routes, schemas, services, store and settings. */
-const AREA = "^src/(sandbox|network|events|files|deployments|inference|vectors|models|e2b|tenancy|templates)/";
+const AREA = "^src/(sandbox|network|events|files|deployments|inference|vectors|models|e2b|tenancy|templates|cluster)/";
 /** Areas' files that still live under shared folders until they move into their area's folder. */
 const AREA_IN_SHARED_FOLDERS = "^src/(store/(?!db\\.ts$)|api/(routes|schemas)/)";
 /**

@@ -22,6 +22,8 @@ import { checkHost } from "./sandbox/preflight.js";
 import { openSandboxes, openSandboxService } from "./sandbox/setup.js";
 import { sandboxSettings } from "./sandbox/settings.js";
 import { openDb } from "./store/db.js";
+import { clusterSettings } from "./cluster/settings.js";
+import { openCluster } from "./cluster/setup.js";
 import { eventSettings } from "./events/settings.js";
 import { openEvents } from "./events/setup.js";
 import { openTenancy } from "./tenancy/setup.js";
@@ -44,6 +46,7 @@ async function main(): Promise<void> {
     vectors: vectorSettings(),
     deployments: loadDeploymentsConfig(),
     templates: templateSettings(config.dataDir),
+    cluster: clusterSettings(),
   };
   const providers = loadProviders(inference.providersFile);
   // Pulled models and AGENTBOX_MODEL: after the providers file, which wins a name clash.
@@ -51,7 +54,7 @@ async function main(): Promise<void> {
   const logger = pino({ level: config.logLevel });
   checkHost();
   fs.mkdirSync(config.dataDir, { recursive: true });
-  const db = openDb(config.dataDir);
+  const db = openDb(config.dataDir, config.databaseFile);
   const tenancy = await openTenancy(config, db, logger);
   const { tenants } = tenancy;
   // Stored files and snapshots share each tenant's storage quota.
@@ -86,11 +89,23 @@ async function main(): Promise<void> {
   const deploymentsArea = await openDeployments(config, db, providers, logger, inference.model, settings.deployments);
   const files = await openFiles(filesConfig, db, storage, (tenantId, id) => sandboxes.box(tenantId, id), logger);
   deploymentsArea.useFiles(files);
+  const openRequests = new OpenRequests();
+  // Only with AGENTBOX_REDIS_URL: this service joins a cluster of nodes (src/cluster/).
+  const cluster = await openCluster(settings.cluster, {
+    host: config.host,
+    port: config.port,
+    sandboxes,
+    keys: tenancy.keys,
+    tenants,
+    openRequests,
+    logger,
+  });
   const app = await buildApp(
     {
       config,
       keys: tenancy.keys,
-      openRequests: new OpenRequests(),
+      openRequests,
+      cluster,
       admin: tenancy.admin,
       tenants,
       sandboxes,
@@ -138,6 +153,7 @@ async function main(): Promise<void> {
     // sandboxes' teardown, so that it finishes within the last-resort timer above.
     const vectorsClosed = vectorsArea.close();
     files.close();
+    await cluster?.close();
     await deploymentsArea.close();
     await sandboxes.close();
     await eventsArea.close();

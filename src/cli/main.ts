@@ -141,7 +141,8 @@ async function main(argv: string[]): Promise<number> {
 
   // Local commands: straight on the database of this machine's service.
   if (command === "keys bootstrap" || command === "admin rotate-key") {
-    const db = openDb(loadConfig().dataDir);
+    const config = loadConfig();
+    const db = openDb(config.dataDir, config.databaseFile);
     try {
       if (command === "admin rotate-key") {
         const key = await new AdminKeys(new SqliteAdminKeyStore(db)).rotate();

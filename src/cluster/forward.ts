@@ -1,0 +1,88 @@
+// Forwarding a request to the node that owns its sandbox: the request's body and the answer are
+// streamed both ways through a keep-alive connection pool (memory bounded by the streams'
+// backpressure, never buffered whole), so runs, file transfers and event streams all pass as they are.
+import http from "node:http";
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { ApiError } from "../errors.js";
+
+/** Hop-by-hop headers (RFC 9110 7.6.1): they describe one connection, not the request. */
+const HOP = new Set(["connection", "keep-alive", "proxy-connection", "te", "trailer", "upgrade", "host"]);
+
+export class Forwarder {
+  private readonly agent = new http.Agent({ keepAlive: true, keepAliveMsecs: 10_000, scheduling: "lifo" });
+  /** Requests in flight per owner node: a node found lost has its own failed at once instead of hanging. */
+  private readonly inFlight = new Map<string, Set<http.ClientRequest>>();
+
+  /**
+   * Sends the request to `target` (the owner's base URL) with `extra` headers added and pipes the
+   * answer back. Before the owner answered, a failure is a 503 `node_unavailable`; after, the
+   * client's connection is cut (its answer cannot be completed).
+   */
+  forward(
+    req: IncomingMessage,
+    res: ServerResponse,
+    owner: { id: string; url: string },
+    extra: Record<string, string>,
+    onFail: () => void,
+  ): void {
+    const url = new URL(owner.url);
+    const headers: Record<string, string | string[]> = {};
+    for (const [name, value] of Object.entries(req.headers)) if (value !== undefined && !HOP.has(name)) headers[name] = value;
+    Object.assign(headers, extra);
+    headers.host = url.host;
+    const out = http.request({
+      host: url.hostname,
+      port: url.port || 80,
+      method: req.method,
+      path: req.url,
+      headers,
+      agent: this.agent,
+    });
+    let answered = false;
+    let open = this.inFlight.get(owner.id);
+    if (!open) {
+      open = new Set();
+      this.inFlight.set(owner.id, open);
+    }
+    const held = open;
+    held.add(out);
+    out.on("close", () => held.delete(out));
+    out.on("response", (answer) => {
+      answered = true;
+      const back: Record<string, string | string[]> = {};
+      for (const [name, value] of Object.entries(answer.headers)) if (value !== undefined && !HOP.has(name)) back[name] = value;
+      res.writeHead(answer.statusCode ?? 502, back);
+      // An event stream is written as it comes: no buffering between the owner and the client.
+      res.flushHeaders();
+      answer.pipe(res);
+      answer.on("error", () => res.destroy());
+    });
+    out.on("error", () => {
+      onFail();
+      if (answered || res.headersSent) {
+        res.destroy();
+        return;
+      }
+      const err = new ApiError("node_unavailable", "The node that runs this sandbox did not answer; retry shortly", 1);
+      res.writeHead(err.status, { "content-type": "application/json; charset=utf-8", "retry-after": "1" });
+      res.end(JSON.stringify({ error: { code: err.code, message: err.message } }));
+    });
+    // The client went away: so does the forwarded request (and the owner sees its stream close).
+    res.on("close", () => {
+      if (!res.writableFinished) out.destroy();
+    });
+    req.pipe(out);
+  }
+
+  /** Fails every request in flight to a node (it was found lost): 503 `node_unavailable`, or a cut stream. */
+  abort(nodeId: string): void {
+    const open = this.inFlight.get(nodeId);
+    if (!open) return;
+    this.inFlight.delete(nodeId);
+    for (const out of open) out.destroy(new Error(`node ${nodeId} was lost`));
+  }
+
+  close(): void {
+    this.agent.destroy();
+  }
+}

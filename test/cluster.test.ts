@@ -1,0 +1,269 @@
+// A cluster on this machine: a private Redis and three nodes (one API-only node, two executors)
+// that share one SQLite database file (so one set of keys), each with its own data dir and
+// workspaces. Membership and the admin view, creates placed on executors, runs, files and
+// streamed transfers forwarded to the owner, a key revoked through one node refused by another,
+// one rate limit across nodes, and a killed or frozen executor's sandboxes ended as `node_lost` once.
+import assert from "node:assert/strict";
+import crypto from "node:crypto";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { after, before, test } from "node:test";
+import { Redis } from "ioredis";
+import { createSandbox, pythonStdout, sandboxEvents } from "./helpers/api.js";
+import { startRedis, type TestRedis } from "./helpers/redis.js";
+import { client, startServer, type TestServer } from "./helpers/server.js";
+
+const LEASE_MS = 2000;
+const key = `test_${crypto.randomBytes(12).toString("hex")}`;
+const adminKey = `testadmin_${crypto.randomBytes(16).toString("hex")}`;
+const secret = crypto.randomBytes(24).toString("hex");
+let redis: TestRedis;
+let redisClient: Redis;
+let dbDir: string;
+const nodes: Record<string, TestServer> = {};
+
+async function startNode(id: string, roles: string): Promise<TestServer> {
+  return startServer({
+    key,
+    env: {
+      AGENTBOX_ADMIN_KEY: adminKey,
+      AGENTBOX_DATABASE_FILE: path.join(dbDir, "agentbox.db"),
+      AGENTBOX_REDIS_URL: redis.url,
+      AGENTBOX_CLUSTER_SECRET: secret,
+      AGENTBOX_NODE_ID: id,
+      AGENTBOX_NODE_ROLES: roles,
+      AGENTBOX_NODE_LEASE_MS: String(LEASE_MS),
+      AGENTBOX_WARM_POOL: roles === "api" ? "0" : "1",
+    },
+  });
+}
+
+const admin = (node: TestServer) => client({ url: node.url, key: adminKey });
+const call = (node: TestServer) => client({ url: node.url, key });
+
+interface NodeBody {
+  id: string;
+  state: string;
+  roles: string;
+  epoch: number;
+  live_sandboxes: number;
+  free_memory_mb: number;
+}
+
+async function nodeList(via: TestServer): Promise<NodeBody[]> {
+  const res = await admin(via)<{ nodes: NodeBody[] }>("GET", "/v1/admin/nodes");
+  assert.equal(res.status, 200, JSON.stringify(res.body));
+  return res.body.nodes;
+}
+
+/** The node that owns a sandbox, from the routing map in Redis. */
+async function ownerOf(id: string): Promise<string> {
+  const route = await redisClient.get(`abx:route:${id}`);
+  assert.ok(route, `no route for ${id}`);
+  return route.split(" ")[0] as string;
+}
+
+async function until<T>(what: string, timeoutMs: number, probe: () => Promise<T | undefined>): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await probe();
+    if (v !== undefined) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+before(async () => {
+  redis = await startRedis();
+  redisClient = new Redis(redis.url);
+  dbDir = fs.mkdtempSync(path.join(os.tmpdir(), "agentbox-cluster-db-"));
+  // One after the other: the first one creates the shared database's tables.
+  nodes.a = await startNode("node-a", "api");
+  nodes.b = await startNode("node-b", "executor");
+  nodes.c = await startNode("node-c", "executor");
+});
+
+after(async () => {
+  for (const node of Object.values(nodes)) {
+    // A frozen node cannot stop: let it run again first.
+    node.process.kill("SIGCONT");
+    await node.dispose();
+  }
+  redisClient?.disconnect();
+  await redis?.stop();
+  fs.rmSync(dbDir, { recursive: true, force: true });
+});
+
+test("every node is listed with its roles, lease epoch and load, by any node", async () => {
+  const list = await nodeList(nodes.c as TestServer);
+  assert.deepEqual(
+    list.map((n) => [n.id, n.state, n.roles]),
+    [
+      ["node-a", "up", "api"],
+      ["node-b", "up", "executor"],
+      ["node-c", "up", "executor"],
+    ],
+  );
+  for (const n of list) {
+    assert.ok(n.epoch >= 1);
+    assert.ok(n.free_memory_mb > 0);
+    assert.equal(n.live_sandboxes, 0);
+  }
+  // Tenant keys are not admin keys.
+  assert.equal((await call(nodes.a as TestServer)("GET", "/v1/admin/nodes")).status, 401);
+});
+
+test("a create through the API node lands on an executor; runs and files through any node reach it", async () => {
+  const a = nodes.a as TestServer;
+  const id = await createSandbox(call(a));
+  const owner = await ownerOf(id);
+  assert.ok(owner === "node-b" || owner === "node-c", owner);
+  const other = owner === "node-b" ? (nodes.c as TestServer) : (nodes.b as TestServer);
+
+  assert.equal(await pythonStdout(call(a), id, "print(6 * 7)"), "42\n");
+  assert.equal(await pythonStdout(call(other), id, "import socket; print(socket.gethostname() != '')"), "True\n");
+  const write = await call(a)("POST", `/v1/agents/sandboxes/${id}/files/write`, { path: "/home/user/x.txt", content: "hello" });
+  assert.equal(write.status, 200, JSON.stringify(write.body));
+  const read = await call(other)<{ content: string }>("POST", `/v1/agents/sandboxes/${id}/files/read`, { path: "/home/user/x.txt" });
+  assert.equal(read.status, 200, JSON.stringify(read.body));
+  assert.equal(read.body.content, "hello");
+  const got = await call(a)<{ sandbox_id: string; status: string }>("GET", `/v1/agents/sandboxes/${id}`);
+  assert.equal(got.body.status, "running");
+
+  // A streamed upload and download of 8 MiB through the API node, byte for byte.
+  const bytes = crypto.randomBytes(8 * 2 ** 20);
+  const form = new FormData();
+  form.append("file", new Blob([bytes]), "blob.bin");
+  const up = await fetch(`${a.url}/v1/agents/sandboxes/${id}/files/upload?path=/home/user/blob.bin`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${key}` },
+    body: form,
+  });
+  assert.equal(up.status, 200, await up.clone().text());
+  const down = await fetch(`${a.url}/v1/agents/sandboxes/${id}/download?path=/home/user/blob.bin`, {
+    headers: { authorization: `Bearer ${key}` },
+  });
+  assert.equal(down.status, 200);
+  assert.ok(Buffer.from(await down.arrayBuffer()).equals(bytes));
+
+  // A request that claims to come from a node without the secret is refused.
+  const forged = await fetch(`${a.url}/v1/agents/sandboxes/${id}`, {
+    headers: {
+      authorization: `Bearer ${key}`,
+      "x-agentbox-node": "node-b",
+      "x-agentbox-node-time": String(Date.now()),
+      "x-agentbox-node-sig": "x",
+    },
+  });
+  assert.equal(forged.status, 401);
+
+  const killed = await call(a)("DELETE", `/v1/agents/sandboxes/${id}`);
+  assert.equal(killed.status, 200, JSON.stringify(killed.body));
+  assert.equal((await call(other)<{ status: string }>("GET", `/v1/agents/sandboxes/${id}`)).body.status, "terminated");
+});
+
+test("a key revoked through one node is refused by another within a second", async () => {
+  const a = nodes.a as TestServer;
+  const b = nodes.b as TestServer;
+  const made = await admin(a)<{ id: string; key: string }>("POST", "/v1/admin/keys", { name: "revoked-across-nodes" });
+  assert.equal(made.status, 201, JSON.stringify(made.body));
+  const onB = client({ url: b.url, key: made.body.key });
+  // Known (and so cached) on B first.
+  assert.equal((await onB("GET", "/v1/agents/sandboxes")).status, 200);
+  assert.equal((await onB("GET", "/v1/agents/sandboxes")).status, 200);
+  const revoked = await admin(a)("DELETE", `/v1/admin/keys/${made.body.id}`);
+  assert.equal(revoked.status, 200, JSON.stringify(revoked.body));
+  const start = Date.now();
+  const elapsed = await until("the revocation on node B", 5000, async () =>
+    (await onB("GET", "/v1/agents/sandboxes")).status === 401 ? Date.now() - start : undefined,
+  );
+  assert.ok(elapsed < 1000, `refused by node B ${elapsed} ms after the revocation`);
+});
+
+test("a key's rate limit holds across nodes", async () => {
+  const a = nodes.a as TestServer;
+  const made = await admin(a)<{ key: string }>("POST", "/v1/admin/keys", { name: "limited", rate_limit_per_minute: 10 });
+  assert.equal(made.status, 201, JSON.stringify(made.body));
+  let ok = 0;
+  let limited = 0;
+  for (let i = 0; i < 8; i++) {
+    for (const node of [nodes.b as TestServer, nodes.c as TestServer]) {
+      const res = await client({ url: node.url, key: made.body.key })("GET", "/v1/agents/sandboxes");
+      if (res.status === 200) ok++;
+      else if (res.status === 429) limited++;
+      else assert.fail(`unexpected ${res.status}`);
+    }
+  }
+  assert.equal(ok, 10);
+  assert.equal(limited, 6);
+});
+
+test("a killed executor's sandboxes end with node_lost once, in time; the other node's keep running", async () => {
+  const a = nodes.a as TestServer;
+  const first = await createSandbox(call(a));
+  // The next create sees the first one in the load (a heartbeat later) and goes to the other executor.
+  await new Promise((r) => setTimeout(r, LEASE_MS));
+  const second = await createSandbox(call(a));
+  const owners = [await ownerOf(first), await ownerOf(second)];
+  assert.deepEqual([...owners].sort(), ["node-b", "node-c"], "placed by load: one on each executor");
+  const [lost, kept] = owners[0] === "node-b" ? [first, second] : [second, first];
+  const victim = nodes.b as TestServer;
+
+  await victim.crash();
+  const killedAt = Date.now();
+  const endedIn = await until("the lost sandbox's end", 20_000, async () => {
+    const res = await call(a)<{ status: string }>("GET", `/v1/agents/sandboxes/${lost}`);
+    return res.status === 200 && res.body.status === "failed" ? Date.now() - killedAt : undefined;
+  });
+  // The lease plus 2 s, and slack for a busy machine.
+  assert.ok(endedIn < LEASE_MS + 2000 + 3000, `ended ${endedIn} ms after the kill`);
+  const events = await sandboxEvents(call(a), lost);
+  const ends = events.body.filter((e) => e.type === "ended");
+  assert.equal(ends.length, 1, JSON.stringify(events.body));
+  assert.equal(ends[0]?.reason, "node_lost");
+  // Requests for it get its end, not a hang.
+  const run = await call(a)("POST", `/v1/agents/sandboxes/${lost}/code/run`, { language: "python", code: "print(1)" });
+  assert.ok(run.status >= 400, JSON.stringify(run.body));
+
+  assert.equal((await nodeList(a)).find((n) => n.id === "node-b")?.state, "lost");
+  assert.equal(await pythonStdout(call(a), kept, "print('still here')"), "still here\n");
+  // Creates go to the executor that is left.
+  const third = await createSandbox(call(a));
+  assert.equal(await ownerOf(third), "node-c");
+  // Nothing ends twice: a few more sweeps later there is still one end.
+  await new Promise((r) => setTimeout(r, LEASE_MS));
+  assert.equal((await sandboxEvents(call(a), lost)).body.filter((e) => e.type === "ended").length, 1);
+});
+
+test("a frozen executor that comes back stops its orphaned sandboxes and joins under a new epoch", async () => {
+  const a = nodes.a as TestServer;
+  const c = nodes.c as TestServer;
+  const id = await createSandbox(call(a));
+  assert.equal(await ownerOf(id), "node-c");
+  const epochBefore = (await nodeList(a)).find((n) => n.id === "node-c")?.epoch ?? 0;
+  // Marks the sandbox's files so that the test can tell whether the old process still serves it.
+  assert.equal(await pythonStdout(call(a), id, "open('/home/user/mark', 'w').write('x'); print('ok')"), "ok\n");
+
+  c.process.kill("SIGSTOP");
+  try {
+    await until("the frozen node's sandbox ended", 20_000, async () => {
+      const res = await call(a)<{ status: string }>("GET", `/v1/agents/sandboxes/${id}`);
+      return res.status === 200 && res.body.status === "failed" ? true : undefined;
+    });
+  } finally {
+    c.process.kill("SIGCONT");
+  }
+  const back = await until("node C's new epoch", 20_000, async () => {
+    const n = (await nodeList(a)).find((x) => x.id === "node-c");
+    return n && n.state === "up" && n.epoch > epochBefore ? n : undefined;
+  });
+  assert.ok(back.epoch > epochBefore);
+  // It serves the sandbox no more, directly or through another node, and no second end was recorded.
+  const direct = await call(c)("POST", `/v1/agents/sandboxes/${id}/code/run`, { language: "python", code: "print(1)" });
+  assert.ok(direct.status >= 400, JSON.stringify(direct.body));
+  const ends = (await sandboxEvents(call(a), id)).body.filter((e) => e.type === "ended");
+  assert.equal(ends.length, 1);
+  assert.equal(ends[0]?.reason, "node_lost");
+  assert.equal(back.live_sandboxes, 0);
+});

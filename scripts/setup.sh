@@ -23,6 +23,8 @@ command -v mount >/dev/null || need+=(mount)
 [ -x /usr/bin/umoci ] || need+=(umoci)
 [ -x /usr/bin/buildah ] || need+=(buildah)
 [ -x /usr/bin/docker-registry ] || need+=(docker-registry)
+# The cluster's coordination (src/cluster/): its tests start a private Redis 7 on a free port.
+[ -x /usr/bin/redis-server ] || need+=(redis-server)
 installed=$(dpkg-query -W -f='${db:Status-Abbrev} ${Package}\n' "${DATA_PACKAGES[@]}" 2>/dev/null | awk '$1 == "ii" { print $2 }' || true)
 for pkg in "${DATA_PACKAGES[@]}"; do
   grep -qx "$pkg" <<<"$installed" || need+=("$pkg")

@@ -123,6 +123,7 @@ async function main(): Promise<void> {
   );
   // A deep accept queue (the kernel caps it at net.core.somaxconn): Node's default of 511 drops the
   // SYNs of a thousand clients connecting at once, and each dropped one waits 1, 3, 7 s to retry.
+  await cluster?.join();
   await app.listen({ host: config.host, port: config.port, backlog: 4096 });
   vectorsArea.warm();
   // In its worker thread, after the service listens: the first embedding need not wait for it.

@@ -12,9 +12,11 @@ import { after, before, test } from "node:test";
 import { Redis } from "ioredis";
 import { createSandbox, pythonStdout, sandboxEvents } from "./helpers/api.js";
 import { startRedis, type TestRedis } from "./helpers/redis.js";
+import { sse } from "./helpers/sse.js";
 import { client, startServer, type TestServer } from "./helpers/server.js";
 
-const LEASE_MS = 2000;
+// Short for the test, long enough for a busy machine's pauses (a node that cannot renew it in time is lost).
+const LEASE_MS = 3000;
 const key = `test_${crypto.randomBytes(12).toString("hex")}`;
 const adminKey = `testadmin_${crypto.randomBytes(16).toString("hex")}`;
 const secret = crypto.randomBytes(24).toString("hex");
@@ -147,6 +149,18 @@ test("a create through the API node lands on an executor; runs and files through
   assert.equal(down.status, 200);
   assert.ok(Buffer.from(await down.arrayBuffer()).equals(bytes));
 
+  // A streamed run through the API node: its events arrive as the program writes them.
+  const stream = await sse({ url: a.url, key }, "POST", `/v1/agents/sandboxes/${id}/code/run`, {
+    language: "python",
+    stream: true,
+    code: "import time\nprint('first', flush=True)\ntime.sleep(2)\nprint('second', flush=True)",
+  });
+  assert.equal(stream.status, 200);
+  const first = stream.events.find((e) => e.event === "stdout" && JSON.stringify(e.data).includes("first"));
+  const end = stream.events.find((e) => e.event === "end");
+  assert.ok(first && end, JSON.stringify(stream.events));
+  assert.ok(end.at - first.at > 1000, "streamed as it ran, not buffered");
+
   // A request that claims to come from a node without the secret is refused.
   const forged = await fetch(`${a.url}/v1/agents/sandboxes/${id}`, {
     headers: {
@@ -163,7 +177,7 @@ test("a create through the API node lands on an executor; runs and files through
   assert.equal((await call(other)<{ status: string }>("GET", `/v1/agents/sandboxes/${id}`)).body.status, "terminated");
 });
 
-test("a key revoked through one node is refused by another within a second", async () => {
+test("a key revoked through one node is refused by another within a second, and its streams end", async (t) => {
   const a = nodes.a as TestServer;
   const b = nodes.b as TestServer;
   const made = await admin(a)<{ id: string; key: string }>("POST", "/v1/admin/keys", { name: "revoked-across-nodes" });
@@ -172,13 +186,39 @@ test("a key revoked through one node is refused by another within a second", asy
   // Known (and so cached) on B first.
   assert.equal((await onB("GET", "/v1/agents/sandboxes")).status, 200);
   assert.equal((await onB("GET", "/v1/agents/sandboxes")).status, 200);
+  // A stream of that key, forwarded through the API node to the sandbox's executor, open while it is revoked.
+  const sandbox = await createSandbox(client({ url: a.url, key: made.body.key }));
+  let started: () => void = () => {};
+  const running = new Promise<void>((resolve) => {
+    started = resolve;
+  });
+  const stream = sse(
+    { url: a.url, key: made.body.key },
+    "POST",
+    `/v1/agents/sandboxes/${sandbox}/code/run`,
+    { language: "python", stream: true, code: "import time\nprint('started', flush=True)\ntime.sleep(60)" },
+    {
+      stopWhen: (e) => {
+        if (e.event === "stdout") started();
+        return false;
+      },
+    },
+  );
+  await running;
   const revoked = await admin(a)("DELETE", `/v1/admin/keys/${made.body.id}`);
   assert.equal(revoked.status, 200, JSON.stringify(revoked.body));
   const start = Date.now();
   const elapsed = await until("the revocation on node B", 5000, async () =>
     (await onB("GET", "/v1/agents/sandboxes")).status === 401 ? Date.now() - start : undefined,
   );
+  t.diagnostic(`refused by node B ${elapsed} ms after the revocation`);
   assert.ok(elapsed < 1000, `refused by node B ${elapsed} ms after the revocation`);
+  // The open stream ended too (well before the program's 60 s), with the reason.
+  const ended = await stream;
+  const last = ended.events.at(-1);
+  assert.equal(last?.event, "end", JSON.stringify(ended.events));
+  assert.equal((last?.data as { error?: { code: string } } | undefined)?.error?.code, "unauthorized");
+  await admin(a)("DELETE", `/v1/admin/sandboxes/${sandbox}`);
 });
 
 test("a key's rate limit holds across nodes", async () => {
@@ -199,7 +239,7 @@ test("a key's rate limit holds across nodes", async () => {
   assert.equal(limited, 6);
 });
 
-test("a killed executor's sandboxes end with node_lost once, in time; the other node's keep running", async () => {
+test("a killed executor's sandboxes end with node_lost once, in time; the other node's keep running", async (t) => {
   const a = nodes.a as TestServer;
   const first = await createSandbox(call(a));
   // The next create sees the first one in the load (a heartbeat later) and goes to the other executor.
@@ -216,6 +256,7 @@ test("a killed executor's sandboxes end with node_lost once, in time; the other 
     const res = await call(a)<{ status: string }>("GET", `/v1/agents/sandboxes/${lost}`);
     return res.status === 200 && res.body.status === "failed" ? Date.now() - killedAt : undefined;
   });
+  t.diagnostic(`the lost sandbox ended ${endedIn} ms after the kill (lease ${LEASE_MS} ms)`);
   // The lease plus 2 s, and slack for a busy machine.
   assert.ok(endedIn < LEASE_MS + 2000 + 3000, `ended ${endedIn} ms after the kill`);
   const events = await sandboxEvents(call(a), lost);
@@ -266,4 +307,20 @@ test("a frozen executor that comes back stops its orphaned sandboxes and joins u
   assert.equal(ends.length, 1);
   assert.equal(ends[0]?.reason, "node_lost");
   assert.equal(back.live_sandboxes, 0);
+});
+
+test("a drained node takes no new sandboxes", async () => {
+  const a = nodes.a as TestServer;
+  const drained = await admin(a)<NodeBody>("POST", "/v1/admin/nodes/node-c/drain");
+  assert.equal(drained.status, 200, JSON.stringify(drained.body));
+  assert.equal(drained.body.state, "draining");
+  assert.equal((await admin(a)("POST", "/v1/admin/nodes/no-such-node/drain")).status, 404);
+  // node-b is lost and node-c draining: no executor takes creates (once the API node's view has it).
+  const refused = await until("a create refused", 10_000, async () => {
+    const res = await call(a)("POST", "/v1/agents/sandboxes", {});
+    if (res.status === 201) await admin(a)("DELETE", `/v1/admin/sandboxes/${(res.body as { sandbox_id: string }).sandbox_id}`);
+    return res.status === 503 ? res : undefined;
+  });
+  assert.equal((refused.body as { error: { code: string } }).error.code, "at_capacity");
+  assert.ok(refused.headers.get("retry-after"));
 });

@@ -38,7 +38,7 @@ export const clusterSettingsSchema = defineSettings({
   leaseMs: setting.integer("AGENTBOX_NODE_LEASE_MS", {
     default: 5000,
     minimum: 500,
-    doc: "A node that has not renewed its lease for this long is lost: its sandboxes end with reason `node_lost` within this plus 2 s. Renewed every third of it.",
+    doc: "A node that has not renewed its lease for this long is lost: its sandboxes end with reason `node_lost` within this plus 2 s. Renewed every third of it (at most every second), when lost nodes are also looked for.",
   }),
   placementSample: setting.integer("AGENTBOX_PLACEMENT_SAMPLE", {
     default: 3,

@@ -37,6 +37,11 @@ export interface ClusterArea {
   nodeId: string;
   /** Installs the forwarding hook (after authentication, before the rate limits and routes). */
   install(app: FastifyInstance): void;
+  /**
+   * Joins (a new lease epoch, the routes of what it runs) and starts the heartbeat: last before
+   * the service listens, so that no start-up work stalls the first renewals.
+   */
+  join(): Promise<void>;
   /** Registers GET /v1/admin/nodes and POST /v1/admin/nodes/{id}/drain. */
   routes(app: FastifyInstance): Promise<void>;
   close(): Promise<void>;
@@ -65,7 +70,6 @@ export async function openCluster(settings: ClusterSettings, deps: ClusterDeps):
     leaseMs: settings.leaseMs,
   });
   const load = () => machineLoad(sandboxes.liveCount());
-  await membership.join(load());
   const self = {
     id: settings.nodeId,
     get epoch() {
@@ -85,8 +89,6 @@ export async function openCluster(settings: ClusterSettings, deps: ClusterDeps):
     if (event.type === "created") routing.claim(event.sandboxId);
     else if (event.type === "ended") routing.release(event.sandboxId);
   });
-  for (const { id } of sandboxes.liveSandboxes()) routing.claim(id);
-  await routing.flush();
 
   const broadcast = new Broadcast(redis, sub, settings.nodeId, onError);
   await broadcast.listen({
@@ -119,34 +121,55 @@ export async function openCluster(settings: ClusterSettings, deps: ClusterDeps):
   };
 
   const forwarder = new Forwarder();
-  let ticking = false;
-  const tick = async () => {
-    if (ticking) return;
-    ticking = true;
+  // The heartbeat and the sweep for lost nodes each run one at a time, apart: ending a lost node's
+  // many sandboxes never delays this node's own renewals.
+  let beating = false;
+  let sweeping = false;
+  const sweep = async () => {
+    if (sweeping) return;
+    sweeping = true;
     try {
-      const beat = await membership.heartbeat(load());
-      if (beat === "fenced") await fenced();
-      // Redis lost what it had (a restart without persistence): the routes are written again.
-      else if (beat === "retaken") for (const id of routing.disown()) routing.claim(id);
       const nodes = await membership.refresh();
       for (const n of nodes) if (n.state === "lost") forwarder.abort(n.id);
       await loss.sweep(nodes);
     } catch (err) {
       onError(err);
     } finally {
-      ticking = false;
+      sweeping = false;
     }
   };
-  const timer = setInterval(() => void tick(), Math.max(100, Math.floor(settings.leaseMs / 3)));
-  timer.unref();
-  await membership.refresh();
-  log.info({ node: settings.nodeId, epoch: membership.epoch, roles: settings.roles }, "cluster: joined");
+  const tick = async () => {
+    if (beating) return;
+    beating = true;
+    try {
+      const beat = await membership.heartbeat(load());
+      if (beat === "fenced") await fenced();
+      // Redis lost what it had (a restart without persistence): the routes are written again.
+      else if (beat === "retaken") for (const id of routing.disown()) routing.claim(id);
+    } catch (err) {
+      onError(err);
+    } finally {
+      beating = false;
+    }
+    void sweep();
+  };
+  let timer: NodeJS.Timeout | undefined;
 
   return {
     redis,
     nodeId: settings.nodeId,
     install: (app) =>
       installClusterHook(app, { membership, routing, forwarder, secret: settings.secret ?? "", placementSample: settings.placementSample }),
+    async join() {
+      await membership.join(load());
+      for (const { id } of sandboxes.liveSandboxes()) routing.claim(id);
+      await routing.flush();
+      await membership.refresh();
+      // At least every second: a lost node is found within a second of its lease expiring (lease + 2 s in all).
+      timer = setInterval(() => void tick(), Math.max(100, Math.min(1000, Math.floor(settings.leaseMs / 3))));
+      timer.unref();
+      log.info({ node: settings.nodeId, epoch: membership.epoch, roles: settings.roles }, "cluster: joined");
+    },
     routes: async (app) => {
       await app.register(clusterAdminRoutes, { prefix: "/v1/admin", membership });
     },

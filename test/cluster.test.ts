@@ -5,41 +5,20 @@
 // one rate limit across nodes, and a killed or frozen executor's sandboxes ended as `node_lost` once.
 import assert from "node:assert/strict";
 import crypto from "node:crypto";
-import fs from "node:fs";
-import os from "node:os";
-import path from "node:path";
 import { after, before, test } from "node:test";
 import { Redis } from "ioredis";
 import { createSandbox, pythonStdout, sandboxEvents } from "./helpers/api.js";
-import { startRedis, type TestRedis } from "./helpers/redis.js";
+import { startCluster, type TestCluster } from "./helpers/cluster.js";
 import { sse } from "./helpers/sse.js";
-import { client, startServer, type TestServer } from "./helpers/server.js";
+import { client, type TestServer } from "./helpers/server.js";
 
 // Short for the test, long enough for a busy machine's pauses (a node that cannot renew it in time is lost).
 const LEASE_MS = 3000;
-const key = `test_${crypto.randomBytes(12).toString("hex")}`;
-const adminKey = `testadmin_${crypto.randomBytes(16).toString("hex")}`;
-const secret = crypto.randomBytes(24).toString("hex");
-let redis: TestRedis;
+let cluster: TestCluster;
+let key: string;
+let adminKey: string;
 let redisClient: Redis;
-let dbDir: string;
 const nodes: Record<string, TestServer> = {};
-
-async function startNode(id: string, roles: string): Promise<TestServer> {
-  return startServer({
-    key,
-    env: {
-      AGENTBOX_ADMIN_KEY: adminKey,
-      AGENTBOX_DATABASE_FILE: path.join(dbDir, "agentbox.db"),
-      AGENTBOX_REDIS_URL: redis.url,
-      AGENTBOX_CLUSTER_SECRET: secret,
-      AGENTBOX_NODE_ID: id,
-      AGENTBOX_NODE_ROLES: roles,
-      AGENTBOX_NODE_LEASE_MS: String(LEASE_MS),
-      AGENTBOX_WARM_POOL: roles === "api" ? "0" : "1",
-    },
-  });
-}
 
 const admin = (node: TestServer) => client({ url: node.url, key: adminKey });
 const call = (node: TestServer) => client({ url: node.url, key });
@@ -77,24 +56,17 @@ async function until<T>(what: string, timeoutMs: number, probe: () => Promise<T 
 }
 
 before(async () => {
-  redis = await startRedis();
-  redisClient = new Redis(redis.url);
-  dbDir = fs.mkdtempSync(path.join(os.tmpdir(), "agentbox-cluster-db-"));
-  // One after the other: the first one creates the shared database's tables.
-  nodes.a = await startNode("node-a", "api");
-  nodes.b = await startNode("node-b", "executor");
-  nodes.c = await startNode("node-c", "executor");
+  cluster = await startCluster({ leaseMs: LEASE_MS });
+  ({ key, adminKey } = cluster);
+  redisClient = new Redis(cluster.redis.url);
+  nodes.a = await cluster.node("node-a", "api");
+  nodes.b = await cluster.node("node-b", "executor");
+  nodes.c = await cluster.node("node-c", "executor");
 });
 
 after(async () => {
-  for (const node of Object.values(nodes)) {
-    // A frozen node cannot stop: let it run again first.
-    node.process.kill("SIGCONT");
-    await node.dispose();
-  }
   redisClient?.disconnect();
-  await redis?.stop();
-  fs.rmSync(dbDir, { recursive: true, force: true });
+  await cluster?.dispose();
 });
 
 test("every node is listed with its roles, lease epoch and load, by any node", async () => {

@@ -9,7 +9,8 @@ import { ApiError } from "../errors.js";
 const HOP = new Set(["connection", "keep-alive", "proxy-connection", "te", "trailer", "upgrade", "host"]);
 
 export class Forwarder {
-  private readonly agent = new http.Agent({ keepAlive: true, keepAliveMsecs: 10_000, scheduling: "lifo" });
+  // Nagle off: a request's head and body go out as written, never held for the previous one's ACK.
+  private readonly agent = new http.Agent({ keepAlive: true, keepAliveMsecs: 10_000, scheduling: "lifo", noDelay: true });
   /** Requests in flight per owner node: a node found lost has its own failed at once instead of hanging. */
   private readonly inFlight = new Map<string, Set<http.ClientRequest>>();
 
@@ -52,8 +53,9 @@ export class Forwarder {
       const back: Record<string, string | string[]> = {};
       for (const [name, value] of Object.entries(answer.headers)) if (value !== undefined && !HOP.has(name)) back[name] = value;
       res.writeHead(answer.statusCode ?? 502, back);
-      // An event stream is written as it comes: no buffering between the owner and the client.
-      res.flushHeaders();
+      // An event stream's head goes out at once (its first event may be a while); other answers
+      // send their head with the first bytes of the body.
+      if (String(answer.headers["content-type"]).startsWith("text/event-stream")) res.flushHeaders();
       answer.pipe(res);
       answer.on("error", () => res.destroy());
     });

@@ -193,6 +193,22 @@ test("a key revoked through one node is refused by another within a second, and 
   await admin(a)("DELETE", `/v1/admin/sandboxes/${sandbox}`);
 });
 
+test("a tenant suspended or given a quota through one node is so on the others at once", async () => {
+  const a = nodes.a as TestServer;
+  const c = nodes.c as TestServer;
+  const made = await admin(a)<{ key: string }>("POST", "/v1/admin/keys", { name: "suspended-across-nodes", tenant_id: "t-cluster" });
+  assert.equal(made.status, 201, JSON.stringify(made.body));
+  const onC = client({ url: c.url, key: made.body.key });
+  assert.equal((await onC("GET", "/v1/agents/sandboxes")).status, 200);
+  assert.equal((await admin(a)("POST", "/v1/admin/tenants/t-cluster/suspend")).status, 200);
+  await until("the suspension on node C", 1000, async () => ((await onC("GET", "/v1/agents/sandboxes")).status === 403 ? true : undefined));
+  assert.equal((await admin(a)("POST", "/v1/admin/tenants/t-cluster/resume")).status, 200);
+  await until("the resumption on node C", 1000, async () => ((await onC("GET", "/v1/agents/sandboxes")).status === 200 ? true : undefined));
+  // A quota set through node A holds on the executor that would run the sandbox.
+  assert.equal((await admin(a)("PUT", "/v1/admin/tenants/t-cluster", { max_sandboxes: 0 })).status, 200);
+  await until("the quota on node C", 1000, async () => ((await onC("POST", "/v1/agents/sandboxes", {})).status === 429 ? true : undefined));
+});
+
 test("a key's rate limit holds across nodes", async () => {
   const a = nodes.a as TestServer;
   const made = await admin(a)<{ key: string }>("POST", "/v1/admin/keys", { name: "limited", rate_limit_per_minute: 10 });

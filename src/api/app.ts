@@ -195,7 +195,16 @@ export async function buildApp(services: Services, logger: Logger): Promise<Fast
       });
     }
   }
-  if (services.network) installPortUpgrades(app.server, services.network, keys, services.openRequests, config.mountRootAliases, e2bHosts);
+  if (services.network)
+    installPortUpgrades(
+      app.server,
+      services.network,
+      keys,
+      services.openRequests,
+      config.mountRootAliases,
+      e2bHosts,
+      services.cluster?.upgrade,
+    );
   await app.register(adminRoutes, {
     prefix: "/v1/admin",
     keys: services.keys,

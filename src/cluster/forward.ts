@@ -3,6 +3,8 @@
 // backpressure, never buffered whole), so runs, file transfers and event streams all pass as they are.
 import http from "node:http";
 import type { IncomingMessage, ServerResponse } from "node:http";
+import net from "node:net";
+import type { Duplex } from "node:stream";
 import { ApiError } from "../errors.js";
 
 /** Hop-by-hop headers (RFC 9110 7.6.1): they describe one connection, not the request. */
@@ -12,7 +14,18 @@ export class Forwarder {
   // Nagle off: a request's head and body go out as written, never held for the previous one's ACK.
   private readonly agent = new http.Agent({ keepAlive: true, keepAliveMsecs: 10_000, scheduling: "lifo", noDelay: true });
   /** Requests in flight per owner node: a node found lost has its own failed at once instead of hanging. */
-  private readonly inFlight = new Map<string, Set<http.ClientRequest>>();
+  private readonly inFlight = new Map<string, Set<{ destroy(err?: Error): unknown }>>();
+
+  private hold(nodeId: string, out: http.ClientRequest | net.Socket): void {
+    let open = this.inFlight.get(nodeId);
+    if (!open) {
+      open = new Set();
+      this.inFlight.set(nodeId, open);
+    }
+    const held = open;
+    held.add(out);
+    out.on("close", () => held.delete(out));
+  }
 
   /**
    * Sends the request to `target` (the owner's base URL) with `extra` headers added and pipes the
@@ -40,14 +53,7 @@ export class Forwarder {
       agent: this.agent,
     });
     let answered = false;
-    let open = this.inFlight.get(owner.id);
-    if (!open) {
-      open = new Set();
-      this.inFlight.set(owner.id, open);
-    }
-    const held = open;
-    held.add(out);
-    out.on("close", () => held.delete(out));
+    this.hold(owner.id, out);
     out.on("response", (answer) => {
       answered = true;
       const back: Record<string, string | string[]> = {};
@@ -74,6 +80,31 @@ export class Forwarder {
       if (!res.writableFinished) out.destroy();
     });
     req.pipe(out);
+  }
+
+  /**
+   * Relays an Upgrade request (a WebSocket to a sandbox's port) to the owner as it came, with
+   * `extra` headers, and then the bytes both ways; the owner answers the handshake itself.
+   */
+  tunnel(req: IncomingMessage, socket: Duplex, head: Buffer, owner: { id: string; url: string }, extra: Record<string, string>): void {
+    const url = new URL(owner.url);
+    const out = net.connect({ host: url.hostname, port: Number(url.port || 80), noDelay: true });
+    this.hold(owner.id, out);
+    const lines = [`${req.method} ${req.url} HTTP/1.1`, `host: ${url.host}`];
+    for (let i = 0; i < req.rawHeaders.length; i += 2) {
+      const name = (req.rawHeaders[i] as string).toLowerCase();
+      if (name === "host" || name in extra) continue;
+      lines.push(`${req.rawHeaders[i]}: ${req.rawHeaders[i + 1]}`);
+    }
+    for (const [name, value] of Object.entries(extra)) lines.push(`${name}: ${value}`);
+    out.write(`${lines.join("\r\n")}\r\n\r\n`);
+    if (head.length) out.write(head);
+    out.on("error", () => socket.destroy());
+    socket.on("error", () => out.destroy());
+    socket.on("close", () => out.destroy());
+    out.on("close", () => socket.destroy());
+    socket.pipe(out);
+    out.pipe(socket);
   }
 
   /** Fails every request in flight to a node (it was found lost): 503 `node_unavailable`, or a cut stream. */

@@ -3,6 +3,8 @@
 // by load. It runs right after authentication, before rate limits and body parsing, so a forwarded
 // request is counted, parsed and answered once, by its owner. A sandbox this node runs is served
 // here without asking Redis.
+import type { IncomingMessage } from "node:http";
+import type { Duplex } from "node:stream";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { ApiError } from "../errors.js";
 import { sign, verify } from "./channel-auth.js";
@@ -96,4 +98,32 @@ export function installClusterHook(app: FastifyInstance, deps: HookDeps): void {
   app.addHook("onSend", async () => {
     if (routing.busy) await routing.flush();
   });
+}
+
+/**
+ * Takes an Upgrade request (a WebSocket to a sandbox's port) for a sandbox another node runs and
+ * relays it there; false when it is this node's to answer (its own sandbox, a forwarded one, none).
+ */
+export function clusterUpgrade(deps: HookDeps): (req: IncomingMessage, socket: Duplex, head: Buffer) => Promise<boolean> {
+  const { membership, routing, forwarder, secret } = deps;
+  return async (req, socket, head) => {
+    const url = req.url ?? "";
+    const m = SANDBOX.exec(url.split("?", 1)[0] as string);
+    if (!m || verify(secret, req.headers, req.method ?? "GET", url) !== "none") return false;
+    let id: string;
+    try {
+      id = decodeURIComponent(m[1] as string);
+    } catch {
+      return false;
+    }
+    if (routing.local.has(id)) return false;
+    const route = await routing.lookup(id);
+    if (!route) return false;
+    const self = { id: membership.self.id, epoch: membership.epoch };
+    if (routeTarget(route, self, (node) => membership.node(node)?.leaseEpoch) !== "forward") return false;
+    const owner = membership.node(route.node);
+    if (!owner) return false;
+    forwarder.tunnel(req, socket, head, owner, sign(secret, self.id, req.method ?? "GET", url));
+    return true;
+  };
 }

@@ -1,7 +1,9 @@
 // Wiring of the cluster at start-up, only when AGENTBOX_REDIS_URL is set: the Redis connections,
 // this node's join and heartbeat (which also finds lost nodes), the sandbox→node routes kept from
 // the sandboxes' own events, and the messages that keep every node's key and tenant caches current.
+import type { IncomingMessage } from "node:http";
 import os from "node:os";
+import type { Duplex } from "node:stream";
 import type { FastifyInstance } from "fastify";
 import { Redis } from "ioredis";
 import type { Logger } from "pino";
@@ -14,7 +16,7 @@ import type { TenantDirectory } from "../tenancy/tenant-directory.js";
 import { clusterAdminRoutes } from "./admin-routes.js";
 import { Broadcast } from "./broadcast.js";
 import { Forwarder } from "./forward.js";
-import { installClusterHook } from "./hook.js";
+import { clusterUpgrade, type HookDeps, installClusterHook } from "./hook.js";
 import { machineLoad, Membership } from "./membership.js";
 import { NodeLoss } from "./node-loss.js";
 import { RoutingMap } from "./routing.js";
@@ -37,6 +39,8 @@ export interface ClusterArea {
   nodeId: string;
   /** Installs the forwarding hook (after authentication, before the rate limits and routes). */
   install(app: FastifyInstance): void;
+  /** Relays an Upgrade request for another node's sandbox there; false when it is this node's. */
+  upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<boolean>;
   /**
    * Joins (a new lease epoch, the routes of what it runs) and starts the heartbeat: last before
    * the service listens, so that no start-up work stalls the first renewals.
@@ -155,11 +159,12 @@ export async function openCluster(settings: ClusterSettings, deps: ClusterDeps):
   };
   let timer: NodeJS.Timeout | undefined;
 
+  const hookDeps: HookDeps = { membership, routing, forwarder, secret: settings.secret ?? "", placementSample: settings.placementSample };
   return {
     redis,
     nodeId: settings.nodeId,
-    install: (app) =>
-      installClusterHook(app, { membership, routing, forwarder, secret: settings.secret ?? "", placementSample: settings.placementSample }),
+    install: (app) => installClusterHook(app, hookDeps),
+    upgrade: clusterUpgrade(hookDeps),
     async join() {
       await membership.join(load());
       for (const { id } of sandboxes.liveSandboxes()) routing.claim(id);

@@ -153,19 +153,19 @@ test("a create through the API node lands on an executor; runs and files through
   assert.equal(listening.body.exit_code, 0);
   const ws = net.connect(a.port, "127.0.0.1");
   await new Promise((r) => ws.once("connect", r));
-  let got = "";
+  let echoed = "";
   ws.on("data", (d) => {
-    got += d.toString("latin1");
+    echoed += d.toString("latin1");
   });
   ws.write(
     `GET /v1/agents/sandboxes/${id}/ports/8765/ws HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\n` +
       "Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n",
   );
-  await until("the upgrade's answer", 10_000, async () => (got.includes("\r\n\r\n") ? true : undefined));
-  assert.match(got, /^HTTP\/1\.1 101 /);
-  got = "";
+  await until("the upgrade's answer", 10_000, async () => (echoed.includes("\r\n\r\n") ? true : undefined));
+  assert.match(echoed, /^HTTP\/1\.1 101 /);
+  echoed = "";
   ws.write("ping-123");
-  await until("the echo", 10_000, async () => (got.includes("ping-123") ? true : undefined));
+  await until("the echo", 10_000, async () => (echoed.includes("ping-123") ? true : undefined));
   ws.destroy();
 
   // A request that claims to come from a node without the secret is refused.

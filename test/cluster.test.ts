@@ -135,12 +135,27 @@ test("a create through the API node lands on an executor; runs and files through
   assert.ok(end.at - first.at > 1000, "streamed as it ran, not buffered");
 
   // A WebSocket (an Upgrade to a port of the sandbox) through the API node: relayed to the owner, both ways.
-  const echo =
-    "import socket\nsrv = socket.socket(); srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n" +
-    "srv.bind(('127.0.0.1', 8765)); srv.listen(4)\nc, _ = srv.accept(); head = b''\n" +
-    "while b'\\r\\n\\r\\n' not in head: head += c.recv(4096)\n" +
-    "c.sendall(b'HTTP/1.1 101 Switching Protocols\\r\\nUpgrade: websocket\\r\\nConnection: Upgrade\\r\\n\\r\\n')\n" +
-    "while True:\n    d = c.recv(4096)\n    if not d: break\n    c.sendall(d)\n";
+  // Serves connections one after another: the readiness probe below connects and leaves at once.
+  const echo = [
+    "import socket",
+    "srv = socket.socket(); srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)",
+    "srv.bind(('127.0.0.1', 8765)); srv.listen(4)",
+    "while True:",
+    "    c, _ = srv.accept(); head = b''",
+    "    while b'\\r\\n\\r\\n' not in head:",
+    "        part = c.recv(4096)",
+    "        if not part: break",
+    "        head += part",
+    "    if b'\\r\\n\\r\\n' not in head:",
+    "        c.close(); continue",
+    "    c.sendall(b'HTTP/1.1 101 Switching Protocols\\r\\nUpgrade: websocket\\r\\nConnection: Upgrade\\r\\n\\r\\n')",
+    "    while True:",
+    "        d = c.recv(4096)",
+    "        if not d: break",
+    "        c.sendall(d)",
+    "    c.close()",
+    "",
+  ].join("\n");
   const wrote = await call(a)("POST", `/v1/agents/sandboxes/${id}/files/write`, { path: "/home/user/echo.py", content: echo });
   assert.equal(wrote.status, 200, JSON.stringify(wrote.body));
   const bg = await call(a)("POST", `/v1/agents/sandboxes/${id}/commands/run`, { command: "python3 /home/user/echo.py", background: true });

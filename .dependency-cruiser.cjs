@@ -5,7 +5,7 @@
 
 /** An area's own files: its routes, schemas, services, store and settings (every folder of src/ but the kernel's, src/api/ and src/cli/). */
 const AREA =
-  "^src/(sandbox|network|events|files|deployments|inference|vectors|models|e2b|tenancy|templates|stats|dashboard)/";
+  "^src/(sandbox|network|events|files|deployments|inference|vectors|models|e2b|tenancy|templates|stats|dashboard|cluster)/";
 
 /** The kernel floor: errors, settings, shared utilities, workers, the databases (SQLite, PostgreSQL) and their migrations. */
 const KERNEL = "^src/(errors\\.ts|config\\.ts|fd-limit\\.ts|workers\\.ts|settings/|common/|store/(db|pg|persistence)\\.ts)";

@@ -5,6 +5,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { clusterSettingsSchema } from "../src/cluster/settings.js";
 import { serverSettingsSchema } from "../src/config.js";
 import { deploymentsSettingsSchema } from "../src/deployments/settings.js";
 import { e2bSettingsSchema } from "../src/e2b/settings.js";
@@ -33,6 +34,7 @@ const SCHEMAS = [
   eventSettingsSchema,
   deploymentsSettingsSchema,
   templateSettingsSchema,
+  clusterSettingsSchema,
 ];
 
 /** The column headers of each table (the last column says what the setting does, or what a client sees past it). */
@@ -52,6 +54,7 @@ const TABLES: Record<string, [string, string, string]> = {
   events: ["Variable", "Default", "Meaning"],
   deployments: ["Variable", "Default", "Meaning"],
   templates: ["Variable", "Default", "Meaning"],
+  cluster: ["Variable", "Default", "Meaning"],
 };
 
 export function allSettings(): SettingMeta[] {

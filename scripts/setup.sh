@@ -27,6 +27,8 @@ command -v mount >/dev/null || need+=(mount)
 # private server from its programs (test/helpers/postgres.ts); the package's own service is not used.
 [ -x /usr/lib/postgresql/15/bin/postgres ] || need+=(postgresql-15)
 [ -x /usr/lib/postgresql/15/bin/psql ] || need+=(postgresql-client-15)
+# The cluster's coordination (src/cluster/): its tests start a private Redis 7 on a free port.
+[ -x /usr/bin/redis-server ] || need+=(redis-server)
 installed=$(dpkg-query -W -f='${db:Status-Abbrev} ${Package}\n' "${DATA_PACKAGES[@]}" 2>/dev/null | awk '$1 == "ii" { print $2 }' || true)
 for pkg in "${DATA_PACKAGES[@]}"; do
   grep -qx "$pkg" <<<"$installed" || need+=("$pkg")

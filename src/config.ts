@@ -10,6 +10,8 @@ export interface Config {
   host: string;
   port: number;
   dataDir: string;
+  /** The SQLite database file (default: agentbox.db in the data dir). */
+  databaseFile: string;
   /** Where sandbox workspaces are mounted; must be traversable by unprivileged uids. */
   workspaceDir: string;
   bootstrapApiKey: string | undefined;
@@ -64,6 +66,11 @@ export const serverSettingsSchema = defineSettings({
     table: "service",
     default: "./data",
     doc: "Database (keys, sandbox records, usage). Keep it on persistent disk; a restart on the same directory re-adopts its sandboxes.",
+  }),
+  databaseFile: server.string("AGENTBOX_DATABASE_FILE", {
+    table: "service",
+    defaultDoc: "`<AGENTBOX_DATA_DIR>/agentbox.db`",
+    doc: "The SQLite database (keys, tenants, sandbox records, events). Several services on one host may share one file (WAL) while each keeps its own data dir, e.g. the nodes of a cluster tried on one machine.",
   }),
   workspaceDir: server.string("AGENTBOX_WORKSPACE_DIR", {
     table: "service",
@@ -222,6 +229,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, machine?: Machi
   return {
     ...s,
     dataDir,
+    databaseFile: path.resolve(s.databaseFile ?? path.join(dataDir, "agentbox.db")),
     workspaceDir: path.resolve(
       s.workspaceDir ?? path.join("/run/agentbox", crypto.createHash("sha256").update(dataDir).digest("hex").slice(0, 16)),
     ),

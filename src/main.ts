@@ -24,6 +24,8 @@ import { sandboxSettings } from "./sandbox/settings.js";
 import { openDb } from "./store/db.js";
 import { closePersistence, openPersistence } from "./store/persistence.js";
 import { openUsageStore } from "./inference/setup.js";
+import { clusterSettings } from "./cluster/settings.js";
+import { openCluster } from "./cluster/setup.js";
 import { eventSettings } from "./events/settings.js";
 import { openEvents } from "./events/setup.js";
 import { openTenancy } from "./tenancy/setup.js";
@@ -46,6 +48,7 @@ async function main(): Promise<void> {
     vectors: vectorSettings(),
     deployments: loadDeploymentsConfig(),
     templates: templateSettings(config.dataDir),
+    cluster: clusterSettings(),
   };
   const providers = loadProviders(inference.providersFile);
   // Pulled models and AGENTBOX_MODEL: after the providers file, which wins a name clash.
@@ -55,7 +58,7 @@ async function main(): Promise<void> {
   fs.mkdirSync(config.dataDir, { recursive: true });
   // The SQLite file is always there: templates and vector indexes keep their records in the data
   // directory; with AGENTBOX_DATABASE_URL every other area's records live in PostgreSQL.
-  const db = openDb(config.dataDir);
+  const db = openDb(config.dataDir, config.databaseFile);
   const persistence = openPersistence(config, db);
   const tenancy = await openTenancy(config, persistence, logger);
   const { tenants } = tenancy;
@@ -92,11 +95,24 @@ async function main(): Promise<void> {
   const deploymentsArea = await openDeployments(config, persistence, providers, logger, inference.model, settings.deployments);
   const files = await openFiles(filesConfig, persistence, storage, (tenantId, id) => sandboxes.box(tenantId, id), logger);
   deploymentsArea.useFiles(files);
+  const openRequests = new OpenRequests();
+  // Only with AGENTBOX_REDIS_URL: this service joins a cluster of nodes (src/cluster/).
+  const cluster = await openCluster(settings.cluster, {
+    host: config.host,
+    port: config.port,
+    nodeId: config.nodeId,
+    sandboxes,
+    keys: tenancy.keys,
+    tenants,
+    openRequests,
+    logger,
+  });
   const app = await buildApp(
     {
       config,
       keys: tenancy.keys,
-      openRequests: new OpenRequests(),
+      openRequests,
+      cluster,
       admin: tenancy.admin,
       tenants,
       sandboxes,
@@ -114,6 +130,7 @@ async function main(): Promise<void> {
   );
   // A deep accept queue (the kernel caps it at net.core.somaxconn): Node's default of 511 drops the
   // SYNs of a thousand clients connecting at once, and each dropped one waits 1, 3, 7 s to retry.
+  await cluster?.join();
   await app.listen({ host: config.host, port: config.port, backlog: 4096 });
   vectorsArea.warm();
   // In its worker thread, after the service listens: the first embedding need not wait for it.
@@ -144,6 +161,7 @@ async function main(): Promise<void> {
     // sandboxes' teardown, so that it finishes within the last-resort timer above.
     const vectorsClosed = vectorsArea.close();
     files.close();
+    await cluster?.close();
     await deploymentsArea.close();
     await sandboxes.close();
     await eventsArea.close();

@@ -161,7 +161,10 @@ export async function buildApp(services: Services, logger: Logger): Promise<Fast
   const keys = withSuspensions(services.keys, services.tenants);
   installAuth(app, keys, services.admin, services.openRequests, [E2B_KEY_HEADERS]);
   installErrorHandler(app);
-  await installRateLimits(app, services);
+  // In a cluster: requests for other nodes' sandboxes are forwarded before they are counted or parsed,
+  // and the per-minute counters are shared by every node through Redis.
+  services.cluster?.install(app);
+  await installRateLimits(app, services, services.cluster ? { redis: services.cluster.redis } : {});
 
   app.get("/health", { schema: { hide: true } }, async () => ({ status: "ok", live_sandboxes: services.sandboxes.liveCount() }));
   app.get("/openapi.json", { schema: { hide: true } }, async () => app.swagger());
@@ -194,7 +197,16 @@ export async function buildApp(services: Services, logger: Logger): Promise<Fast
       });
     }
   }
-  if (services.network) installPortUpgrades(app.server, services.network, keys, services.openRequests, config.mountRootAliases, e2bHosts);
+  if (services.network)
+    installPortUpgrades(
+      app.server,
+      services.network,
+      keys,
+      services.openRequests,
+      config.mountRootAliases,
+      e2bHosts,
+      services.cluster?.upgrade,
+    );
   await app.register(adminRoutes, {
     prefix: "/v1/admin",
     keys: services.keys,
@@ -204,6 +216,7 @@ export async function buildApp(services: Services, logger: Logger): Promise<Fast
     sandboxes: services.sandboxes,
   });
   await app.register(adminSandboxRoutes, { prefix: "/v1/admin", sandboxes: services.sandboxes });
+  if (services.cluster) await services.cluster.routes(app);
   if (services.metrics)
     await app.register(statsRoutes, { metrics: services.metrics, liveByTenant: () => services.sandboxes.liveByTenantCounts() });
   await app.register(dashboardRoutes);

@@ -1,4 +1,6 @@
 // What route handlers depend on, bundled once at start-up.
+import type { Database } from "better-sqlite3";
+import type { ClusterArea } from "../cluster/setup.js";
 import type { DeploymentRouteDeps } from "../deployments/routes.js";
 import type { E2bSettings } from "../e2b/settings.js";
 import type { EventsArea } from "../events/setup.js";
@@ -43,6 +45,8 @@ export interface Services {
   files?: FileService;
   /** Sandbox lifecycle events and webhooks (/sandboxes/{id}/events, /webhooks); absent, no such routes. */
   events?: EventsArea;
+  /** This node's part in a cluster (AGENTBOX_REDIS_URL); absent: one node, and no cluster code runs. */
+  cluster?: ClusterArea;
   /** Tenants' own templates (/templates/build, get, delete, builds); absent, only the built-ins. */
   templates?: TemplateService;
 }

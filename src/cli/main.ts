@@ -149,7 +149,7 @@ async function main(argv: string[]): Promise<number> {
         import("../tenancy/setup.js"),
       ]);
     const config = loadConfig();
-    const db = openDb(config.dataDir);
+    const db = openDb(config.dataDir, config.databaseFile);
     const persistence = openPersistence(config, db);
     try {
       const stores = await openKeyStores(persistence);

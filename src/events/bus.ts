@@ -3,8 +3,9 @@
 // store and the webhook dispatcher listen to it.
 
 /** Why a sandbox ended. */
-export type EndReason = "killed" | "timed_out" | "oom" | "error" | "host_restart";
-export const END_REASONS: readonly EndReason[] = ["killed", "timed_out", "oom", "error", "host_restart"];
+/** `node_lost`: the node that ran it missed its lease in a cluster (src/cluster/node-loss.ts). */
+export type EndReason = "killed" | "timed_out" | "oom" | "error" | "host_restart" | "node_lost";
+export const END_REASONS: readonly EndReason[] = ["killed", "timed_out", "oom", "error", "host_restart", "node_lost"];
 
 /** Who asked for a `killed` end. */
 export type EndedBy = "api" | "operator";

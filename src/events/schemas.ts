@@ -14,7 +14,7 @@ export const SandboxEvent = Type.Object(
     type: EventTypeName,
     at: Type.String({ format: "date-time" }),
     reason: Type.Union([Type.String(), Type.Null()], {
-      description: "For `ended`: killed, timed_out, oom, error or host_restart; null for other events",
+      description: "For `ended`: killed, timed_out, oom, error, host_restart or node_lost (its node left a cluster); null for other events",
     }),
     detail: Type.Record(Type.String(), Type.Unknown(), { description: "Context, e.g. `by` (api or operator) of a kill" }),
   },

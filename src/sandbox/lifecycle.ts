@@ -251,6 +251,17 @@ export class Lifecycle {
     this.host.track(this.host.release(live.box, true).finally(() => this.pool.fill()));
   }
 
+  /**
+   * Stops a live sandbox here without recording its end: in a cluster, another node already
+   * recorded it (this node lost its lease and its sandboxes were ended as `node_lost`).
+   */
+  async abandon(id: string): Promise<void> {
+    const live = this.registry.leave(id);
+    if (!live) return;
+    await live.box.stop().catch((err) => this.log.error({ err, sandbox_id: id }, "sandbox stop failed"));
+    this.host.track(this.host.release(live.box, true).finally(() => this.pool.fill()));
+  }
+
   /** Marks a record ended (in memory and in the store) and announces its `ended` event. */
   async recordEnd(record: SandboxRecord, cause: EndCause, at = new Date().toISOString()): Promise<void> {
     record.status = endStatus(cause.reason);

@@ -205,6 +205,22 @@ export class SandboxManager {
     return this.registry.size;
   }
 
+  /** The live (running or paused) sandboxes of this service, with their tenants. */
+  liveSandboxes(): { id: string; tenantId: string }[] {
+    return [...this.registry.all()].map(({ record }) => ({ id: record.id, tenantId: record.tenantId }));
+  }
+
+  /**
+   * Records the end of a sandbox that another node ran and lost (cluster mode): its record says
+   * ended with `cause` and its `ended` event is announced here. False if it had already ended.
+   */
+  async endElsewhere(id: string, cause: EndCause): Promise<boolean> {
+    const record = await this.store.get(id);
+    if (!record || (record.status !== "running" && record.status !== "paused")) return false;
+    await this.lifecycle.recordEnd(record, cause);
+    return true;
+  }
+
   /** Live sandboxes per tenant (tenants with none are absent). */
   liveByTenantCounts(): ReadonlyMap<string, number> {
     return this.registry.byTenant();

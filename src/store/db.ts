@@ -106,9 +106,10 @@ export function openSqlite(file: string): Db {
   return db;
 }
 
-export function openDb(dataDir: string): Db {
+/** The database of the data dir (`<dataDir>/agentbox.db`), or the file AGENTBOX_DATABASE_FILE names. */
+export function openDb(dataDir: string, file = path.join(dataDir, "agentbox.db")): Db {
   fs.mkdirSync(dataDir, { recursive: true, mode: 0o700 });
-  const db = openSqlite(path.join(dataDir, "agentbox.db"));
+  const db = openSqlite(file);
   migrate(db, CORE_MIGRATIONS);
   return db;
 }

@@ -2,7 +2,7 @@
 // never stored), an in-memory map of the keys already verified (every request is authenticated, so
 // a known key costs no database read), and last-use times kept in memory and written once a minute.
 // AdminKeys does the same for the operator's admin key. Keys are revoked only through this class
-// (the admin API), which forgets them at once.
+// (the admin API), which forgets them at once (in a cluster, every node's directory forgets them).
 import crypto from "node:crypto";
 import { type AdminKeyStore, type ApiKeyRecord, hashKey, type KeyStore, type NewKey } from "./store/keys.js";
 
@@ -35,6 +35,8 @@ export class KeyDirectory implements ApiKeys {
   private readonly lastUsed = new Map<string, number>();
   private readonly dirty = new Set<string>();
   private readonly timer: NodeJS.Timeout;
+  /** Told of every revocation made here (a cluster tells the other nodes: src/cluster/broadcast.ts). */
+  private readonly revoked: ((idOrPrefix: string) => void)[] = [];
 
   constructor(
     private readonly store: KeyStore,
@@ -117,8 +119,21 @@ export class KeyDirectory implements ApiKeys {
   async revoke(idOrPrefix: string): Promise<boolean> {
     const done = await this.store.revoke(idOrPrefix, new Date().toISOString());
     // Revocations are rare: the verified keys are simply looked up again.
-    if (done) this.known.clear();
+    if (done) {
+      this.known.clear();
+      for (const listener of this.revoked) listener(idOrPrefix);
+    }
     return done;
+  }
+
+  /** Calls `listener` after each revocation made through this directory. */
+  onRevoked(listener: (idOrPrefix: string) => void): void {
+    this.revoked.push(listener);
+  }
+
+  /** Forgets the verified keys (another node revoked one in the shared store): each is looked up again. */
+  forget(): void {
+    this.known.clear();
   }
 
   /** Writes the pending last-used times now (they are otherwise written once a minute). */

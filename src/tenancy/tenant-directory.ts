@@ -1,9 +1,13 @@
 // The tenants' quotas as the service reads them: every sandbox create and every run asks, so the
 // configured tenants are read from the TenantStore once at start and kept in memory; a change is
-// written through the store first, then kept. Only this process changes them (the admin API).
+// written through the store first, then kept. Changes come through the admin API of this process,
+// or in a cluster of another node, which tells this one to read the tenant again (reload).
 import { NO_QUOTAS, type TenantQuotas, type TenantRecord, type TenantStore } from "./store/tenants.js";
 
 export class TenantDirectory {
+  /** Told of every change made here (a cluster tells the other nodes: src/cluster/broadcast.ts). */
+  private readonly changed: ((id: string) => void)[] = [];
+
   private constructor(
     private readonly store: TenantStore,
     private readonly cache: Map<string, TenantRecord>,
@@ -25,6 +29,7 @@ export class TenantDirectory {
   async put(id: string, quotas: Partial<TenantQuotas>): Promise<TenantRecord> {
     const record = await this.store.put(id, quotas, new Date().toISOString());
     this.cache.set(id, record);
+    this.announce(id);
     return record;
   }
 
@@ -32,7 +37,25 @@ export class TenantDirectory {
   async setSuspended(id: string, suspended: boolean): Promise<TenantRecord> {
     const record = await this.store.setSuspended(id, suspended, new Date().toISOString());
     this.cache.set(id, record);
+    this.announce(id);
     return record;
+  }
+
+  private announce(id: string): void {
+    for (const listener of this.changed) listener(id);
+  }
+
+  /** Calls `listener` with the tenant's id after each change of its quotas or suspension made here. */
+  onChanged(listener: (id: string) => void): void {
+    this.changed.push(listener);
+  }
+
+  /** Reads the tenant's record again (another node changed it in the shared store); the record now. */
+  async reload(id: string): Promise<TenantRecord> {
+    const record = await this.store.get(id);
+    if (record) this.cache.set(id, record);
+    else this.cache.delete(id);
+    return this.get(id);
   }
 
   /** Read on every request: from memory. */

@@ -1162,7 +1162,7 @@ export interface paths {
                             type: "created" | "paused" | "resumed" | "snapshotted" | "timeout_extended" | "ended";
                             /** Format: date-time */
                             at: string;
-                            /** @description For `ended`: killed, timed_out, oom, error or host_restart; null for other events */
+                            /** @description For `ended`: killed, timed_out, oom, error, host_restart or node_lost (its node left a cluster); null for other events */
                             reason: string | null;
                             /** @description Context, e.g. `by` (api or operator) of a kill */
                             detail: {

@@ -237,10 +237,13 @@ export function installPortUpgrades(
   rootAliases: boolean,
   /** Maps a host-named port URL (E2B's {port}-{id}.{domain}) onto its path form, as the HTTP routes see it. */
   rewrite?: (req: http.IncomingMessage) => string,
+  /** Takes an upgrade elsewhere when it says so (in a cluster: relayed to the node that runs the sandbox). */
+  divert?: (req: http.IncomingMessage, socket: Duplex, head: Buffer) => Promise<boolean>,
 ): void {
   server.on("upgrade", (req: http.IncomingMessage, socket: Duplex, head: Buffer) => {
     socket.on("error", () => socket.destroy());
     void (async () => {
+      if (divert && (await divert(req, socket, head))) return;
       const url = rewrite ? rewrite(req) : (req.url ?? "");
       const target = parseTarget(url);
       if (!target || (!rootAliases && !url.startsWith("/v1/agents/"))) throw new ApiError("not_found", "No WebSocket endpoint here");

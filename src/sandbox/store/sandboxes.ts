@@ -13,7 +13,7 @@ export type EndedStatus = Exclude<SandboxStatus, "running" | "paused">;
  */
 export function endStatus(reason: EndReason): EndedStatus {
   if (reason === "timed_out") return "timed_out";
-  if (reason === "oom" || reason === "error") return "failed";
+  if (reason === "oom" || reason === "error" || reason === "node_lost") return "failed";
   return "terminated";
 }
 

@@ -1,0 +1,35 @@
+// Benchmark of forwarding in a cluster: a sandbox on an executor node, its `code/run` (plain and
+// streamed: whole answer and first byte) called directly on the executor and through an API-only
+// node that forwards it, in alternating batches. The issue's bound: ≤ 0.5 ms added at p50.
+import http from "node:http";
+import { startCluster } from "../test/helpers/cluster.js";
+import { client } from "../test/helpers/server.js";
+import { added, directVersusVia, type PostTarget, printTable } from "./lib.js";
+
+const RUNS = Number(process.env.BENCH_RUNS ?? 300);
+
+const cluster = await startCluster({ leaseMs: 5000 });
+try {
+  const api = await cluster.node("bench-api", "api");
+  const executor = await cluster.node("bench-executor", "executor");
+  const created = await client({ url: api.url, key: cluster.key })<{ sandbox_id: string }>("POST", "/v1/agents/sandboxes", {});
+  if (created.status !== 201) throw new Error(`create: ${created.status} ${JSON.stringify(created.body)}`);
+  const path = `/v1/agents/sandboxes/${created.body.sandbox_id}/code/run`;
+  const headers = { authorization: `Bearer ${cluster.key}`, "content-type": "application/json" };
+  const target = (port: number): PostTarget => ({ port, path, headers, agent: new http.Agent({ keepAlive: true, maxSockets: 1 }) });
+  const plain = Buffer.from(JSON.stringify({ language: "python", code: "1 + 1" }));
+  const streamed = Buffer.from(JSON.stringify({ language: "python", code: "print(1)", stream: true }));
+  const s = await directVersusVia(target(executor.port), target(api.port), plain, streamed, { n: RUNS, batch: 50, warmup: 30 });
+  printTable("code/run: on the executor vs forwarded by an API node", [
+    { name: "direct, whole answer", samples: s.directPlain },
+    { name: "forwarded, whole answer", samples: s.viaPlain },
+    { name: "direct, streamed first byte", samples: s.directTtfb },
+    { name: "forwarded, streamed first byte", samples: s.viaTtfb },
+  ]);
+  process.stdout.write(
+    `added by forwarding: p50 ${added(s.directPlain, s.viaPlain, 50).toFixed(3)} ms, p95 ${added(s.directPlain, s.viaPlain, 95).toFixed(3)} ms, ` +
+      `p99 ${added(s.directPlain, s.viaPlain, 99).toFixed(3)} ms (streamed first byte p50 ${added(s.directTtfb, s.viaTtfb, 50).toFixed(3)} ms)\n`,
+  );
+} finally {
+  await cluster.dispose();
+}

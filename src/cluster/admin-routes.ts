@@ -1,0 +1,57 @@
+// The operator's view of the cluster under /v1/admin (admin key only, src/api/auth.ts): every
+// node with its state and load, and draining one (it takes no new sandboxes).
+import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
+import { errors } from "../api/schemas/common.js";
+import { ApiError } from "../errors.js";
+import type { Membership, NodeView } from "./membership.js";
+import { NodeIdParams, NodeList, ClusterNode } from "./schemas.js";
+
+export const nodeJson = (n: NodeView) => ({
+  id: n.id,
+  url: n.url,
+  roles: n.roles,
+  state: n.state,
+  epoch: n.epoch,
+  live_sandboxes: n.liveSandboxes,
+  free_memory_mb: n.freeMemoryMb,
+  total_memory_mb: n.totalMemoryMb,
+  cpu_load: n.cpuLoad,
+  heartbeat_at: n.heartbeatAt,
+  started_at: n.startedAt,
+});
+
+export const clusterAdminRoutes: FastifyPluginAsyncTypebox<{ membership: Membership }> = async (app, { membership }) => {
+  const tags = ["admin"];
+  app.get(
+    "/nodes",
+    {
+      schema: {
+        tags,
+        summary: "List the cluster's nodes",
+        description: "Every node that joined the cluster, read from Redis now: its state (`up`, `draining`, `lost`), lease epoch and load.",
+        response: { 200: NodeList, ...errors(401) },
+      },
+    },
+    async () => ({ nodes: (await membership.refresh()).map(nodeJson) }),
+  );
+  app.post(
+    "/nodes/:id/drain",
+    {
+      schema: {
+        tags,
+        summary: "Drain a node",
+        description:
+          "The node takes no new sandboxes from now on (creates go to the other executors); its live sandboxes run on until they end.",
+        params: NodeIdParams,
+        response: { 200: ClusterNode, ...errors(401, 404) },
+      },
+    },
+    async (request) => {
+      const { id } = request.params;
+      if (!(await membership.drain(id))) throw new ApiError("not_found", `Node '${id}' is not a node of this cluster`);
+      const node = (await membership.refresh()).find((n) => n.id === id);
+      if (!node) throw new ApiError("not_found", `Node '${id}' is not a node of this cluster`);
+      return nodeJson(node);
+    },
+  );
+};

@@ -1,0 +1,121 @@
+// Forwarding a request to the node that owns its sandbox: the request's body and the answer are
+// streamed both ways through a keep-alive connection pool (memory bounded by the streams'
+// backpressure, never buffered whole), so runs, file transfers and event streams all pass as they are.
+import http from "node:http";
+import type { IncomingMessage, ServerResponse } from "node:http";
+import net from "node:net";
+import type { Duplex } from "node:stream";
+import { ApiError } from "../errors.js";
+
+/** Hop-by-hop headers (RFC 9110 7.6.1): they describe one connection, not the request. */
+const HOP = new Set(["connection", "keep-alive", "proxy-connection", "te", "trailer", "upgrade", "host"]);
+
+export class Forwarder {
+  // Nagle off: a request's head and body go out as written, never held for the previous one's ACK.
+  private readonly agent = new http.Agent({ keepAlive: true, keepAliveMsecs: 10_000, scheduling: "lifo", noDelay: true });
+  /** Requests in flight per owner node: a node found lost has its own failed at once instead of hanging. */
+  private readonly inFlight = new Map<string, Set<{ destroy(err?: Error): unknown }>>();
+
+  private hold(nodeId: string, out: http.ClientRequest | net.Socket): void {
+    let open = this.inFlight.get(nodeId);
+    if (!open) {
+      open = new Set();
+      this.inFlight.set(nodeId, open);
+    }
+    const held = open;
+    held.add(out);
+    out.on("close", () => held.delete(out));
+  }
+
+  /**
+   * Sends the request to `target` (the owner's base URL) with `extra` headers added and pipes the
+   * answer back. Before the owner answered, a failure is a 503 `node_unavailable`; after, the
+   * client's connection is cut (its answer cannot be completed).
+   */
+  forward(
+    req: IncomingMessage,
+    res: ServerResponse,
+    owner: { id: string; url: string },
+    extra: Record<string, string>,
+    onFail: () => void,
+  ): void {
+    const url = new URL(owner.url);
+    const headers: Record<string, string | string[]> = {};
+    for (const [name, value] of Object.entries(req.headers)) if (value !== undefined && !HOP.has(name)) headers[name] = value;
+    Object.assign(headers, extra);
+    headers.host = url.host;
+    const out = http.request({
+      host: url.hostname,
+      port: url.port || 80,
+      method: req.method,
+      path: req.url,
+      headers,
+      agent: this.agent,
+    });
+    let answered = false;
+    this.hold(owner.id, out);
+    out.on("response", (answer) => {
+      answered = true;
+      const back: Record<string, string | string[]> = {};
+      for (const [name, value] of Object.entries(answer.headers)) if (value !== undefined && !HOP.has(name)) back[name] = value;
+      res.writeHead(answer.statusCode ?? 502, back);
+      // An event stream's head goes out at once (its first event may be a while); other answers
+      // send their head with the first bytes of the body.
+      if (String(answer.headers["content-type"]).startsWith("text/event-stream")) res.flushHeaders();
+      answer.pipe(res);
+      answer.on("error", () => res.destroy());
+    });
+    out.on("error", () => {
+      onFail();
+      if (answered || res.headersSent) {
+        res.destroy();
+        return;
+      }
+      const err = new ApiError("node_unavailable", "The node that runs this sandbox did not answer; retry shortly", 1);
+      res.writeHead(err.status, { "content-type": "application/json; charset=utf-8", "retry-after": "1" });
+      res.end(JSON.stringify({ error: { code: err.code, message: err.message } }));
+    });
+    // The client went away: so does the forwarded request (and the owner sees its stream close).
+    res.on("close", () => {
+      if (!res.writableFinished) out.destroy();
+    });
+    req.pipe(out);
+  }
+
+  /**
+   * Relays an Upgrade request (a WebSocket to a sandbox's port) to the owner as it came, with
+   * `extra` headers, and then the bytes both ways; the owner answers the handshake itself.
+   */
+  tunnel(req: IncomingMessage, socket: Duplex, head: Buffer, owner: { id: string; url: string }, extra: Record<string, string>): void {
+    const url = new URL(owner.url);
+    const out = net.connect({ host: url.hostname, port: Number(url.port || 80), noDelay: true });
+    this.hold(owner.id, out);
+    const lines = [`${req.method} ${req.url} HTTP/1.1`, `host: ${url.host}`];
+    for (let i = 0; i < req.rawHeaders.length; i += 2) {
+      const name = (req.rawHeaders[i] as string).toLowerCase();
+      if (name === "host" || name in extra) continue;
+      lines.push(`${req.rawHeaders[i]}: ${req.rawHeaders[i + 1]}`);
+    }
+    for (const [name, value] of Object.entries(extra)) lines.push(`${name}: ${value}`);
+    out.write(`${lines.join("\r\n")}\r\n\r\n`);
+    if (head.length) out.write(head);
+    out.on("error", () => socket.destroy());
+    socket.on("error", () => out.destroy());
+    socket.on("close", () => out.destroy());
+    out.on("close", () => socket.destroy());
+    socket.pipe(out);
+    out.pipe(socket);
+  }
+
+  /** Fails every request in flight to a node (it was found lost): 503 `node_unavailable`, or a cut stream. */
+  abort(nodeId: string): void {
+    const open = this.inFlight.get(nodeId);
+    if (!open) return;
+    this.inFlight.delete(nodeId);
+    for (const out of open) out.destroy(new Error(`node ${nodeId} was lost`));
+  }
+
+  close(): void {
+    this.agent.destroy();
+  }
+}

@@ -1,0 +1,129 @@
+// Where requests meet the cluster (installed only when AGENTBOX_REDIS_URL is set): a request for a
+// sandbox that another node owns is forwarded to it, and a create is placed on an executor chosen
+// by load. It runs right after authentication, before rate limits and body parsing, so a forwarded
+// request is counted, parsed and answered once, by its owner. A sandbox this node runs is served
+// here without asking Redis.
+import type { IncomingMessage } from "node:http";
+import type { Duplex } from "node:stream";
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import { ApiError } from "../errors.js";
+import { sign, verify } from "./channel-auth.js";
+import type { Forwarder } from "./forward.js";
+import { routeTarget } from "./lease.js";
+import type { Membership } from "./membership.js";
+import { choose } from "./placement.js";
+import type { RoutingMap } from "./routing.js";
+
+/** A route of one sandbox, `/v1/agents/sandboxes/{id}...` (or the root alias): its id is group 1. */
+const SANDBOX = /^(?:\/v1\/agents)?\/sandboxes\/([^/?#]+)/;
+/** The create (and list) route. */
+const CREATE = /^(?:\/v1\/agents)?\/sandboxes\/?(?:\?|$)/;
+
+export interface HookDeps {
+  membership: Membership;
+  routing: RoutingMap;
+  forwarder: Forwarder;
+  secret: string;
+  placementSample: number;
+}
+
+export function installClusterHook(app: FastifyInstance, deps: HookDeps): void {
+  const { membership, routing, forwarder, secret } = deps;
+  const selfId = membership.self.id;
+
+  const forward = (request: FastifyRequest, reply: FastifyReply, owner: { id: string; url: string }, sandboxId?: string) => {
+    reply.hijack();
+    forwarder.forward(request.raw, reply.raw, owner, sign(secret, selfId, request.method, request.url), () => {
+      if (sandboxId) routing.forget(sandboxId);
+    });
+    return reply;
+  };
+
+  const leaseHeld = () => {
+    if (!membership.leaseHeld()) throw new ApiError("node_unavailable", "This node cannot renew its cluster lease now; retry shortly", 1);
+  };
+
+  /** The executor a create goes to: this node when it is chosen, another, or none (503). */
+  const place = () => {
+    const candidates = membership.nodes().filter((n) => n.state === "up" && n.roles !== "api");
+    const chosen = choose(candidates, deps.placementSample);
+    if (!chosen) throw new ApiError("at_capacity", "No executor node of the cluster takes new sandboxes now; retry shortly", 5);
+    return membership.node(chosen.id);
+  };
+
+  app.addHook("onRequest", async (request, reply) => {
+    const url = request.url;
+    if (!url.startsWith("/v1/agents/sandboxes") && !url.startsWith("/sandboxes")) return;
+    const channel = verify(secret, request.headers, request.method, url);
+    if (channel === "invalid") throw new ApiError("unauthorized", "A forwarded request's node signature is invalid or too old");
+    const path = url.split("?", 1)[0] as string;
+    const m = SANDBOX.exec(path);
+    if (!m) {
+      if (request.method !== "POST" || !CREATE.test(url)) return;
+      // Forwarded here by the node that placed it: created here.
+      if (channel === "valid") return leaseHeld();
+      const target = place();
+      if (!target || target.id === selfId) return leaseHeld();
+      return forward(request, reply, target);
+    }
+    let id: string;
+    try {
+      id = decodeURIComponent(m[1] as string);
+    } catch {
+      return; // the router answers a malformed path
+    }
+    if (routing.local.has(id)) return leaseHeld();
+    // A forwarded request is never forwarded again: the owner answers, from its records if need be.
+    if (channel === "valid") return;
+    const route = await routing.lookup(id);
+    if (!route) return;
+    const self = { id: selfId, epoch: membership.epoch };
+    let where = routeTarget(route, self, (node) => membership.node(node)?.leaseEpoch);
+    // The view is a heartbeat old: a node that joined since is read now (at most a few times a second).
+    if (where === "stale" && route.node !== selfId) {
+      await membership.refreshSoon();
+      where = routeTarget(route, self, (node) => membership.node(node)?.leaseEpoch);
+    }
+    const owner = membership.node(route.node);
+    if (where === "forward" && owner) return forward(request, reply, owner, id);
+    if (where === "stale" && route.node !== selfId)
+      throw new ApiError(
+        "node_unavailable",
+        `The node that ran sandbox '${id}' was lost; the sandbox is being ended (reason node_lost)`,
+        1,
+      );
+  });
+
+  // A create answers once its route is in Redis: the client's next request may reach any node.
+  app.addHook("onSend", async () => {
+    if (routing.busy) await routing.flush();
+  });
+}
+
+/**
+ * Takes an Upgrade request (a WebSocket to a sandbox's port) for a sandbox another node runs and
+ * relays it there; false when it is this node's to answer (its own sandbox, a forwarded one, none).
+ */
+export function clusterUpgrade(deps: HookDeps): (req: IncomingMessage, socket: Duplex, head: Buffer) => Promise<boolean> {
+  const { membership, routing, forwarder, secret } = deps;
+  return async (req, socket, head) => {
+    const url = req.url ?? "";
+    const m = SANDBOX.exec(url.split("?", 1)[0] as string);
+    if (!m || verify(secret, req.headers, req.method ?? "GET", url) !== "none") return false;
+    let id: string;
+    try {
+      id = decodeURIComponent(m[1] as string);
+    } catch {
+      return false;
+    }
+    if (routing.local.has(id)) return false;
+    const route = await routing.lookup(id);
+    if (!route) return false;
+    const self = { id: membership.self.id, epoch: membership.epoch };
+    if (routeTarget(route, self, (node) => membership.node(node)?.leaseEpoch) !== "forward") return false;
+    const owner = membership.node(route.node);
+    if (!owner) return false;
+    forwarder.tunnel(req, socket, head, owner, sign(secret, self.id, req.method ?? "GET", url));
+    return true;
+  };
+}

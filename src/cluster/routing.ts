@@ -1,0 +1,77 @@
+// The sandbox→node map in Redis: each node writes the route (`node epoch`) of every sandbox it
+// starts and removes it when the sandbox ends, and keeps the set of what it owns under its epoch
+// (what the others end when that epoch is lost). Routes of other nodes' sandboxes are cached here
+// for a moment: a sandbox never moves while it lives, and a stale route only costs a failed forward.
+import type { Redis } from "ioredis";
+import * as K from "./keys.js";
+import { formatRoute, parseRoute, type Route } from "./lease.js";
+
+/** How long a looked-up route is reused without asking Redis again. */
+const CACHE_MS = 2000;
+const CACHE_MAX = 100_000;
+
+export class RoutingMap {
+  /** Sandboxes this node runs under its current epoch: answered here without asking Redis. */
+  readonly local = new Set<string>();
+  private readonly pending = new Set<Promise<unknown>>();
+  private readonly cache = new Map<string, { route: Route | undefined; at: number }>();
+
+  constructor(
+    private readonly redis: Redis,
+    private readonly self: { id: string; epoch: number },
+    private readonly onError: (err: unknown) => void,
+  ) {}
+
+  private track(p: Promise<unknown>): void {
+    const done = p.catch(this.onError).finally(() => this.pending.delete(done));
+    this.pending.add(done);
+  }
+
+  /** This node runs the sandbox now (created, forked, resumed, re-adopted). */
+  claim(id: string): void {
+    this.local.add(id);
+    const route = formatRoute({ node: this.self.id, epoch: this.self.epoch });
+    this.track(this.redis.multi().set(K.route(id), route).sadd(K.owned(this.self.id, this.self.epoch), id).exec());
+  }
+
+  /** The sandbox ended (here, or as a lost node's sandbox ended by this node). */
+  release(id: string): void {
+    this.cache.delete(id);
+    const multi = this.redis.multi().del(K.route(id));
+    if (this.local.delete(id)) multi.srem(K.owned(this.self.id, this.self.epoch), id);
+    this.track(multi.exec());
+  }
+
+  /** Routes are being written. */
+  get busy(): boolean {
+    return this.pending.size > 0;
+  }
+
+  /** This node was fenced: what it ran is no longer its own (another node ended it as lost). */
+  disown(): string[] {
+    const ids = [...this.local];
+    this.local.clear();
+    this.cache.clear();
+    return ids;
+  }
+
+  /** Resolves once every route written so far is in Redis (a create answers after its route exists). */
+  async flush(): Promise<void> {
+    while (this.pending.size > 0) await Promise.all([...this.pending]);
+  }
+
+  /** The route of a sandbox not run here: cached, or from Redis. */
+  async lookup(id: string, now = Date.now()): Promise<Route | undefined> {
+    const hit = this.cache.get(id);
+    if (hit && now - hit.at < CACHE_MS) return hit.route;
+    const route = parseRoute(await this.redis.get(K.route(id)));
+    if (this.cache.size >= CACHE_MAX) this.cache.clear();
+    this.cache.set(id, { route, at: now });
+    return route;
+  }
+
+  /** Drops a cached route (its node did not answer). */
+  forget(id: string): void {
+    this.cache.delete(id);
+  }
+}

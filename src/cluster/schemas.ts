@@ -1,0 +1,25 @@
+// The cluster's admin API shapes: the nodes and their load (GET /v1/admin/nodes), a drain.
+import { Type } from "@sinclair/typebox";
+
+export const ClusterNode = Type.Object(
+  {
+    id: Type.String({ description: "The node's AGENTBOX_NODE_ID" }),
+    url: Type.String({ description: "Where the other nodes reach it (AGENTBOX_NODE_URL)" }),
+    roles: Type.Union([Type.Literal("both"), Type.Literal("api"), Type.Literal("executor")]),
+    state: Type.Union([Type.Literal("up"), Type.Literal("draining"), Type.Literal("lost")], {
+      description: "`up`; `draining`: takes no new sandboxes; `lost`: its lease expired (its sandboxes ended with reason node_lost)",
+    }),
+    epoch: Type.Integer({ description: "Its lease epoch: raised at each join; a sandbox belongs to a node and an epoch" }),
+    live_sandboxes: Type.Integer(),
+    free_memory_mb: Type.Integer({ description: "Available memory of its host, MiB" }),
+    total_memory_mb: Type.Integer(),
+    cpu_load: Type.Number({ description: "One-minute load average per core" }),
+    heartbeat_at: Type.Union([Type.String(), Type.Null()], { description: "Its last heartbeat" }),
+    started_at: Type.Union([Type.String(), Type.Null()]),
+  },
+  { description: "A node of the cluster and its load" },
+);
+
+export const NodeList = Type.Object({ nodes: Type.Array(ClusterNode) });
+
+export const NodeIdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 200 }) });

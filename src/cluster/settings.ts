@@ -1,0 +1,50 @@
+// The cluster's settings: where Redis is (unset: one node, and no cluster code runs at all), this
+// node's name, address and roles, the secret of the internal channel and the lease time.
+import { defineSettings, readSettings, type Settings, settingsOf } from "../settings/kernel.js";
+
+const setting = settingsOf("cluster");
+
+export const NODE_ROLES = ["both", "api", "executor"] as const;
+export type NodeRoles = (typeof NODE_ROLES)[number];
+
+export const clusterSettingsSchema = defineSettings({
+  redisUrl: setting.custom<string | undefined>("AGENTBOX_REDIS_URL", {
+    default: undefined,
+    defaultDoc: "unset: one node",
+    doc: "Redis 7 (`redis://[:password@]host:port[/db]` or `rediss://`): the nodes' membership, the sandbox→node map, cluster-wide rate limits and the messages every node must get. Set: this service is a node of a cluster (see [cluster.md](cluster.md)).",
+    parse: (raw) => {
+      const url = new URL(raw);
+      if (url.protocol !== "redis:" && url.protocol !== "rediss:") throw new Error(`must be a redis:// or rediss:// URL, got '${raw}'`);
+      return raw;
+    },
+  }),
+  nodeUrl: setting.url("AGENTBOX_NODE_URL", {
+    defaultDoc: "`http://<AGENTBOX_HOST>:<AGENTBOX_PORT>` (the host name when listening on all addresses)",
+    doc: "Where the other nodes reach this one (requests for its sandboxes are forwarded there).",
+  }),
+  roles: setting.enum("AGENTBOX_NODE_ROLES", NODE_ROLES, {
+    default: "both",
+    doc: "`api`: answers requests, forwards the sandboxes' to their nodes and places creates on executors; `executor`: runs sandboxes; `both`.",
+  }),
+  secret: setting.string("AGENTBOX_CLUSTER_SECRET", {
+    doc: "Authenticates the internal channel between nodes (every forwarded request carries an HMAC of it); the same on every node. Required with `AGENTBOX_REDIS_URL`.",
+  }),
+  leaseMs: setting.integer("AGENTBOX_NODE_LEASE_MS", {
+    default: 5000,
+    minimum: 500,
+    doc: "A node that has not renewed its lease for this long is lost: its sandboxes end with reason `node_lost` within this plus 2 s. Renewed every third of it (at most every second), when lost nodes are also looked for.",
+  }),
+  placementSample: setting.integer("AGENTBOX_PLACEMENT_SAMPLE", {
+    default: 3,
+    minimum: 1,
+    doc: "Executors sampled at random for each create; the one with the most free memory per live sandbox gets it.",
+  }),
+});
+
+export type ClusterSettings = Settings<typeof clusterSettingsSchema>;
+
+export function clusterSettings(env: NodeJS.ProcessEnv = process.env): ClusterSettings {
+  const s = readSettings(clusterSettingsSchema, env);
+  if (s.redisUrl !== undefined && !s.secret) throw new Error("AGENTBOX_CLUSTER_SECRET must be set with AGENTBOX_REDIS_URL");
+  return s;
+}

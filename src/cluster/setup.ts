@@ -1,0 +1,194 @@
+// Wiring of the cluster at start-up, only when AGENTBOX_REDIS_URL is set: the Redis connections,
+// this node's join and heartbeat (which also finds lost nodes), the sandbox→node routes kept from
+// the sandboxes' own events, and the messages that keep every node's key and tenant caches current.
+import type { IncomingMessage } from "node:http";
+import os from "node:os";
+import type { Duplex } from "node:stream";
+import type { FastifyInstance } from "fastify";
+import { Redis } from "ioredis";
+import type { Logger } from "pino";
+import type { OpenRequests } from "../api/open-requests.js";
+import { ApiError } from "../errors.js";
+import type { SandboxManager } from "../sandbox/manager.js";
+import type { KeyDirectory } from "../tenancy/key-directory.js";
+import { TENANT_SUSPENDED } from "../tenancy/suspensions.js";
+import type { TenantDirectory } from "../tenancy/tenant-directory.js";
+import { clusterAdminRoutes } from "./admin-routes.js";
+import { Broadcast } from "./broadcast.js";
+import { Forwarder } from "./forward.js";
+import { clusterUpgrade, type HookDeps, installClusterHook } from "./hook.js";
+import { machineLoad, Membership } from "./membership.js";
+import { NodeLoss } from "./node-loss.js";
+import { RoutingMap } from "./routing.js";
+import type { ClusterSettings } from "./settings.js";
+
+export interface ClusterDeps {
+  /** Where this service listens (the default of AGENTBOX_NODE_URL). */
+  host: string;
+  port: number;
+  /** AGENTBOX_NODE_ID (src/config.ts). */
+  nodeId: string;
+  sandboxes: SandboxManager;
+  keys: KeyDirectory;
+  tenants: TenantDirectory;
+  openRequests: OpenRequests;
+  logger: Logger;
+}
+
+export interface ClusterArea {
+  /** The command connection, shared with the cluster-wide rate limit (src/api/rate-limit.ts). */
+  redis: Redis;
+  nodeId: string;
+  /** Installs the forwarding hook (after authentication, before the rate limits and routes). */
+  install(app: FastifyInstance): void;
+  /** Relays an Upgrade request for another node's sandbox there; false when it is this node's. */
+  upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<boolean>;
+  /**
+   * Joins (a new lease epoch, the routes of what it runs) and starts the heartbeat: last before
+   * the service listens, so that no start-up work stalls the first renewals.
+   */
+  join(): Promise<void>;
+  /** Registers GET /v1/admin/nodes and POST /v1/admin/nodes/{id}/drain. */
+  routes(app: FastifyInstance): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** The URL the other nodes reach this one at when AGENTBOX_NODE_URL is unset. */
+export function defaultNodeUrl(host: string, port: number): string {
+  const name = host === "0.0.0.0" || host === "::" ? os.hostname() : host.includes(":") ? `[${host}]` : host;
+  return `http://${name}:${port}`;
+}
+
+export async function openCluster(settings: ClusterSettings, deps: ClusterDeps): Promise<ClusterArea | undefined> {
+  if (settings.redisUrl === undefined) return undefined;
+  const log = deps.logger.child({ area: "cluster" });
+  // AGENTBOX_NODE_ID is server-wide: the sandbox records' owner (src/config.ts) and the cluster's name for this node.
+  const nodeId = deps.nodeId;
+  const onError = (err: unknown) => log.warn({ err }, "cluster: Redis operation failed");
+  // Commands fail fast while Redis is away (the heartbeat retries); the subscriber reconnects and re-subscribes.
+  const redis = new Redis(settings.redisUrl, { maxRetriesPerRequest: 1, enableOfflineQueue: true });
+  const sub = new Redis(settings.redisUrl);
+  redis.on("error", onError);
+  sub.on("error", onError);
+  const { sandboxes } = deps;
+  const membership = new Membership(redis, {
+    id: nodeId,
+    url: settings.nodeUrl ?? defaultNodeUrl(deps.host, deps.port),
+    roles: settings.roles,
+    leaseMs: settings.leaseMs,
+  });
+  const load = () => machineLoad(sandboxes.liveCount());
+  const self = {
+    id: nodeId,
+    get epoch() {
+      return membership.epoch;
+    },
+  };
+  const routing = new RoutingMap(redis, self, onError);
+  const loss = new NodeLoss(
+    redis,
+    nodeId,
+    (id, cause) => sandboxes.endElsewhere(id, cause),
+    (msg, fields) => log.warn(fields, msg),
+  );
+
+  // Routes follow the sandboxes' own lifecycle: whatever starts one here (create, fork, resume, the E2B API).
+  const stopListening = sandboxes.events.on((event) => {
+    if (event.type === "created") routing.claim(event.sandboxId);
+    else if (event.type === "ended") routing.release(event.sandboxId);
+  });
+
+  const broadcast = new Broadcast(redis, sub, nodeId, onError);
+  await broadcast.listen({
+    keyRevoked(idOrPrefix) {
+      deps.keys.forget();
+      deps.openRequests.endKey(idOrPrefix);
+    },
+    async tenantChanged(tenantId) {
+      const record = await deps.tenants.reload(tenantId);
+      if (record.suspendedAt !== null) {
+        deps.openRequests.endTenant(tenantId, new ApiError("tenant_suspended", `${TENANT_SUSPENDED}; this stream has ended`));
+        for (const s of sandboxes.liveSandboxes())
+          if (s.tenantId === tenantId) await sandboxes.lifecycle.pause(tenantId, s.id).catch(onError);
+      }
+      await sandboxes.applyTenantQuotas(tenantId).catch(onError);
+    },
+  });
+  deps.keys.onRevoked((key) => broadcast.send({ type: "key_revoked", key }));
+  deps.tenants.onChanged((tenant) => broadcast.send({ type: "tenant_changed", tenant }));
+
+  /** This node lost its lease: what it runs was (or is now) ended as lost elsewhere; it stops them and joins anew. */
+  const fenced = async () => {
+    const epoch = membership.epoch;
+    const ids = routing.disown();
+    log.warn({ epoch, sandboxes: ids.length }, "cluster: this node lost its lease; stopping its sandboxes and joining again");
+    for (const id of ids) await sandboxes.lifecycle.abandon(id);
+    // If no other node ended them yet, this one does (the same lock: exactly once).
+    await loss.handle(nodeId, epoch);
+    await membership.join(load());
+  };
+
+  const forwarder = new Forwarder();
+  // The heartbeat and the sweep for lost nodes each run one at a time, apart: ending a lost node's
+  // many sandboxes never delays this node's own renewals.
+  let beating = false;
+  let sweeping = false;
+  const sweep = async () => {
+    if (sweeping) return;
+    sweeping = true;
+    try {
+      const nodes = await membership.refresh();
+      for (const n of nodes) if (n.state === "lost") forwarder.abort(n.id);
+      await loss.sweep(nodes);
+    } catch (err) {
+      onError(err);
+    } finally {
+      sweeping = false;
+    }
+  };
+  const tick = async () => {
+    if (beating) return;
+    beating = true;
+    try {
+      const beat = await membership.heartbeat(load());
+      if (beat === "fenced") await fenced();
+      // Redis lost what it had (a restart without persistence): the routes are written again.
+      else if (beat === "retaken") for (const id of routing.disown()) routing.claim(id);
+    } catch (err) {
+      onError(err);
+    } finally {
+      beating = false;
+    }
+    void sweep();
+  };
+  let timer: NodeJS.Timeout | undefined;
+
+  const hookDeps: HookDeps = { membership, routing, forwarder, secret: settings.secret ?? "", placementSample: settings.placementSample };
+  return {
+    redis,
+    nodeId: nodeId,
+    install: (app) => installClusterHook(app, hookDeps),
+    upgrade: clusterUpgrade(hookDeps),
+    async join() {
+      await membership.join(load());
+      for (const { id } of sandboxes.liveSandboxes()) routing.claim(id);
+      await routing.flush();
+      await membership.refresh();
+      // At least every second: a lost node is found within a second of its lease expiring (lease + 2 s in all).
+      timer = setInterval(() => void tick(), Math.max(100, Math.min(1000, Math.floor(settings.leaseMs / 3))));
+      timer.unref();
+      log.info({ node: nodeId, epoch: membership.epoch, roles: settings.roles }, "cluster: joined");
+    },
+    routes: async (app) => {
+      await app.register(clusterAdminRoutes, { prefix: "/v1/admin", membership });
+    },
+    async close() {
+      clearInterval(timer);
+      stopListening();
+      forwarder.close();
+      await routing.flush().catch(() => {});
+      sub.disconnect();
+      redis.disconnect();
+    },
+  };
+}

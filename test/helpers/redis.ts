@@ -1,0 +1,68 @@
+// Starts a private redis-server (Redis 7, from the distribution) on a free loopback port in a
+// temporary directory, without persistence, for the cluster tests; stop() ends it and removes the directory.
+import { type ChildProcess, spawn } from "node:child_process";
+import fs from "node:fs";
+import net from "node:net";
+import os from "node:os";
+import path from "node:path";
+import { freePort } from "./server.js";
+
+export interface TestRedis {
+  url: string;
+  port: number;
+  process: ChildProcess;
+  stop(): Promise<void>;
+}
+
+/** Answers PONG to a PING on a fresh connection. */
+function ping(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = net.connect(port, "127.0.0.1");
+    socket.setTimeout(1000);
+    socket.once("connect", () => socket.write("PING\r\n"));
+    socket.once("data", (d) => {
+      socket.destroy();
+      resolve(d.toString().startsWith("+PONG"));
+    });
+    socket.once("error", () => resolve(false));
+    socket.once("timeout", () => {
+      socket.destroy();
+      resolve(false);
+    });
+  });
+}
+
+export async function startRedis(): Promise<TestRedis> {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "agentbox-redis-"));
+  const port = await freePort();
+  const args = ["--port", String(port), "--bind", "127.0.0.1", "--dir", dir, "--save", "", "--appendonly", "no", "--daemonize", "no"];
+  const child = spawn("redis-server", args, { stdio: ["ignore", "pipe", "pipe"] });
+  let output = "";
+  child.stdout?.on("data", (d) => {
+    output += d;
+  });
+  child.stderr?.on("data", (d) => {
+    output += d;
+  });
+  const deadline = Date.now() + 15_000;
+  while (!(await ping(port))) {
+    if (child.exitCode !== null) throw new Error(`redis-server exited (${child.exitCode}):\n${output}`);
+    if (Date.now() > deadline) {
+      child.kill("SIGKILL");
+      throw new Error(`redis-server did not answer:\n${output}`);
+    }
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return {
+    url: `redis://127.0.0.1:${port}`,
+    port,
+    process: child,
+    async stop() {
+      if (child.exitCode === null && child.signalCode === null) {
+        child.kill("SIGTERM");
+        await new Promise((r) => child.once("exit", r));
+      }
+      fs.rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}

@@ -1,0 +1,83 @@
+// The cluster's pure rules: placement by load, the lease and fencing rules, routes as stored in
+// Redis, and the internal channel's signatures.
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { sign, verify } from "../../src/cluster/channel-auth.js";
+import { formatRoute, isLost, mayServe, parseRoute, routeTarget } from "../../src/cluster/lease.js";
+import { choose } from "../../src/cluster/placement.js";
+
+const node = (id: string, freeMemoryMb: number, liveSandboxes: number) => ({ id, freeMemoryMb, liveSandboxes });
+
+test("placement: the best of the sampled nodes by free memory per live sandbox", () => {
+  const nodes = [node("a", 8000, 3), node("b", 8000, 0), node("c", 2000, 0)];
+  // Sampling all: b has 8000 MiB for its first sandbox.
+  assert.equal(choose(nodes, 3)?.id, "b");
+  // Same memory and sandboxes: the id breaks the tie (a stable choice).
+  assert.equal(choose([node("y", 1000, 1), node("x", 1000, 1)], 2)?.id, "x");
+  // Equal score: fewer live sandboxes win.
+  assert.equal(choose([node("p", 2000, 1), node("q", 1000, 0)], 2)?.id, "q");
+  // Sampling one: whichever the random source draws.
+  assert.equal(choose(nodes, 1, () => 0)?.id, "a");
+  assert.equal(choose(nodes, 1, () => 0.99)?.id, "c");
+  // A sample larger than the nodes takes them all; no nodes, no choice.
+  assert.equal(choose(nodes, 10, () => 0.5)?.id, "b");
+  assert.equal(choose([], 3), undefined);
+});
+
+test("placement: sampling two of many spreads creates and avoids the loaded node", () => {
+  const nodes = [node("full", 100, 50), ...Array.from({ length: 9 }, (_, i) => node(`n${i}`, 8000, i))];
+  let seed = 1;
+  const random = () => {
+    seed = (seed * 48271) % 2147483647;
+    return seed / 2147483647;
+  };
+  const picks = new Map<string, number>();
+  for (let i = 0; i < 1000; i++) {
+    const id = choose(nodes, 2, random)?.id as string;
+    picks.set(id, (picks.get(id) ?? 0) + 1);
+  }
+  assert.equal(picks.get("full"), undefined, "the loaded node loses every pair it is drawn in");
+  assert.ok((picks.get("n0") ?? 0) > (picks.get("n8") ?? 0));
+});
+
+test("lease: an epoch is lost when its lease expired or a later join replaced it", () => {
+  assert.equal(isLost({ epoch: 3, leaseEpoch: 3 }), false);
+  assert.equal(isLost({ epoch: 3, leaseEpoch: null }), true);
+  assert.equal(isLost({ epoch: 3, leaseEpoch: 4 }), true);
+});
+
+test("lease: a node serves its sandboxes only within a lease of its last renewal", () => {
+  assert.equal(mayServe(10_000, 10_000, 3000), true);
+  assert.equal(mayServe(10_000, 12_999, 3000), true);
+  assert.equal(mayServe(10_000, 13_000, 3000), false);
+});
+
+test("routes: stored as `node epoch`, read back, and where a request goes", () => {
+  assert.equal(formatRoute({ node: "node-a", epoch: 7 }), "node-a 7");
+  assert.deepEqual(parseRoute("node a 7"), { node: "node a", epoch: 7 });
+  assert.equal(parseRoute(null), undefined);
+  assert.equal(parseRoute("x"), undefined);
+  assert.equal(parseRoute("x y"), undefined);
+  const self = { id: "a", epoch: 2 };
+  const leases: Record<string, number | null> = { b: 5, c: null };
+  const lease = (n: string) => leases[n];
+  assert.equal(routeTarget({ node: "a", epoch: 2 }, self, lease), "local");
+  // An earlier epoch of this node: fenced, never served.
+  assert.equal(routeTarget({ node: "a", epoch: 1 }, self, lease), "stale");
+  assert.equal(routeTarget({ node: "b", epoch: 5 }, self, lease), "forward");
+  assert.equal(routeTarget({ node: "b", epoch: 4 }, self, lease), "stale");
+  assert.equal(routeTarget({ node: "c", epoch: 1 }, self, lease), "stale");
+  assert.equal(routeTarget({ node: "d", epoch: 1 }, self, lease), "stale");
+});
+
+test("channel: a signed request verifies for its method and path, within the time window, with the secret", () => {
+  const now = 1_700_000_000_000;
+  const headers = sign("s3cret", "node-a", "POST", "/v1/agents/sandboxes/x/code/run", now);
+  assert.equal(verify("s3cret", headers, "POST", "/v1/agents/sandboxes/x/code/run", now + 1000), "valid");
+  assert.equal(verify("other", headers, "POST", "/v1/agents/sandboxes/x/code/run", now), "invalid");
+  assert.equal(verify("s3cret", headers, "GET", "/v1/agents/sandboxes/x/code/run", now), "invalid");
+  assert.equal(verify("s3cret", headers, "POST", "/v1/agents/sandboxes/y/code/run", now), "invalid");
+  assert.equal(verify("s3cret", headers, "POST", "/v1/agents/sandboxes/x/code/run", now + 120_000), "invalid");
+  assert.equal(verify("s3cret", {}, "POST", "/", now), "none");
+  assert.equal(verify("s3cret", { "x-agentbox-node": "a" }, "POST", "/", now), "invalid");
+});

@@ -1,5 +1,4 @@
 // What route handlers depend on, bundled once at start-up.
-import type { Database } from "better-sqlite3";
 import type { ClusterArea } from "../cluster/setup.js";
 import type { DeploymentRouteDeps } from "../deployments/routes.js";
 import type { E2bSettings } from "../e2b/settings.js";

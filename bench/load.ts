@@ -12,7 +12,8 @@
 // idle, measured before the load; 0 skips them), LOAD_SETTLE_MS (20000: idle time after start and
 // after the burst, so that the load meets a settled service), LOAD_MAX_BACKOFF_MS (longest wait after a 429/503:
 // 250, or 1000 with 1,000 clients), LOAD_LOG_FILE (when set, the started service's log is written
-// there at the end: its warnings say where slow requests waited).
+// there at the end: its warnings say where slow requests waited), LOAD_LOG_LEVEL (warn; info logs
+// every request with the service's own response time).
 //
 // Beside the table it prints this machine's own speed (a fresh sandboxed python, started in the
 // same run, as bench/code-run.ts's baseline), to read the figures against another machine's.
@@ -465,7 +466,7 @@ async function main(): Promise<void> {
         // Clients here all come from one address; in production they come from many.
         AGENTBOX_MAX_CONNECTIONS_PER_ADDRESS: String(clients * 2 + 64),
         AGENTBOX_MAX_CONNECTIONS: String(clients * 2 + 128),
-        AGENTBOX_LOG_LEVEL: "warn",
+        AGENTBOX_LOG_LEVEL: process.env.LOAD_LOG_LEVEL ?? "warn",
         // The helper's default is a small pool for tests; a service runs with its configured default.
         AGENTBOX_WARM_POOL: process.env.AGENTBOX_WARM_POOL ?? "",
         AGENTBOX_CREATE_WAIT_MS: process.env.AGENTBOX_CREATE_WAIT_MS ?? "",

@@ -16,12 +16,14 @@ import { SqliteSandboxStore } from "../../src/sandbox/store/sandboxes.js";
 import { SqliteSnapshotStore } from "../../src/sandbox/store/snapshots.js";
 import { SqliteTemplateStore } from "../../src/templates/store.js";
 import { SqliteTenantStore } from "../../src/tenancy/store/tenants.js";
+import { type VectorCatalog, VectorDb } from "../../src/vectors/store.js";
 import { describeEventStoreContract, describeWebhookStoreContract } from "../contract/events.js";
 import { describeAdminKeyStoreContract, describeKeyStoreContract } from "../contract/keys.js";
 import { describeFileStoreContract, describeSandboxStoreContract, describeSnapshotStoreContract } from "../contract/records.js";
 import { describeDeploymentStoreContract, describeNetworkStoreContract, describeUsageStoreContract } from "../contract/small-stores.js";
 import { describeTemplateStoreContract } from "../contract/templates.js";
 import { describeTenantStoreContract } from "../contract/tenants.js";
+import { describeVectorCatalogContract } from "../contract/vectors.js";
 
 const opened: { db: Db; dir: string }[] = [];
 
@@ -32,11 +34,25 @@ function freshDb(): Db {
   return db;
 }
 
-after(() => {
+/** Vector catalogs opened by the tests (each on a file of its own, some closed and reopened). */
+const catalogs: VectorCatalog[] = [];
+
+/** A new vectors database in a temporary directory, or, given its file, the one closed before reopened. */
+function vectorCatalog(file?: string): VectorCatalog {
+  const dir = file === undefined ? fs.mkdtempSync(path.join(os.tmpdir(), "agentbox-contract-")) : path.dirname(file);
+  const catalog = new VectorDb(dir);
+  catalogs.push(catalog);
+  return catalog;
+}
+
+after(async () => {
   for (const { db, dir } of opened) {
     db.close();
     fs.rmSync(dir, { recursive: true, force: true });
   }
+  // Closing twice is harmless: the tests close some themselves.
+  await Promise.all(catalogs.map((c) => c.close()));
+  for (const c of catalogs) fs.rmSync(path.dirname(c.file), { recursive: true, force: true });
 });
 
 describeKeyStoreContract("sqlite", async () => new SqliteKeyStore(freshDb()));
@@ -64,3 +80,5 @@ describeSandboxStoreContract("sqlite", async () => new SqliteSandboxStore(freshD
 describeSnapshotStoreContract("sqlite", async () => new SqliteSnapshotStore(freshDb()));
 describeFileStoreContract("sqlite", async () => new SqliteFileStore(freshDb()));
 describeTemplateStoreContract("sqlite", async () => new SqliteTemplateStore(freshDb()));
+
+describeVectorCatalogContract("sqlite", async (file) => vectorCatalog(file));

@@ -13,7 +13,8 @@
 // after the burst, so that the load meets a settled service), LOAD_MAX_BACKOFF_MS (longest wait after a 429/503:
 // 250, or 1000 with 1,000 clients), LOAD_LOG_FILE (when set, the started service's log is written
 // there at the end: its warnings say where slow requests waited), LOAD_LOG_LEVEL (warn; info logs
-// every request with the service's own response time).
+// every request with the service's own response time), LOAD_TRACE_SLOW_MS (print the phases of
+// every request slower than this, with its request id, to match with the service's log).
 //
 // Beside the table it prints this machine's own speed (a fresh sandboxed python, started in the
 // same run, as bench/code-run.ts's baseline), to read the figures against another machine's.
@@ -141,6 +142,34 @@ export async function runLoad(opts: LoadOptions): Promise<LoadReport> {
   const deadline = Date.now() + opts.durationMs;
   const running = () => Date.now() < deadline && !opts.signal?.aborted;
 
+  // LOAD_TRACE_SLOW_MS: print the phases of every request slower than this (socket assigned,
+  // connected, written, first byte of the answer, end), with the service's request id, to find
+  // where a slow answer waited: in this process, on the wire, or in the service.
+  const traceSlowMs = Number(process.env.LOAD_TRACE_SLOW_MS ?? 0);
+  function trace(req: http.ClientRequest, method: string, route: string): void {
+    const t0 = performance.now();
+    const at: Record<string, number> = {};
+    const mark = (name: string) => {
+      at[name] = Math.round(performance.now() - t0);
+    };
+    req.on("socket", (socket) => {
+      mark("socket");
+      if (req.reusedSocket) at.reused = 1;
+      else socket.once("connect", () => mark("connect"));
+    });
+    req.on("finish", () => mark("written"));
+    req.on("response", (res) => {
+      mark("response");
+      res.on("end", () => {
+        mark("end");
+        if ((at.end ?? 0) >= traceSlowMs) {
+          const id = res.headers["x-request-id"] ?? "-";
+          process.stdout.write(`slow: ${method} ${route} ${res.statusCode} id ${id} ${JSON.stringify(at)}\n`);
+        }
+      });
+    });
+  }
+
   function send(
     method: string,
     route: string,
@@ -166,6 +195,7 @@ export async function runLoad(opts: LoadOptions): Promise<LoadReport> {
           });
         },
       );
+      if (traceSlowMs > 0) trace(req, method, route);
       req.on("timeout", () => req.destroy(new Error(`no answer in ${requestTimeoutMs} ms`)));
       req.on("error", reject);
       req.end(data);

@@ -14,7 +14,8 @@
 // 250, or 1000 with 1,000 clients), LOAD_LOG_FILE (when set, the started service's log is written
 // there at the end: its warnings say where slow requests waited), LOAD_LOG_LEVEL (warn; info logs
 // every request with the service's own response time), LOAD_TRACE_SLOW_MS (print the phases of
-// every request slower than this, with its request id, to match with the service's log).
+// every request slower than this, with its request id, to match with the service's log); any
+// AGENTBOX_* variable is passed on to the started service.
 //
 // Beside the table it prints this machine's own speed (a fresh sandboxed python, started in the
 // same run, as bench/code-run.ts's baseline), to read the figures against another machine's.
@@ -148,7 +149,8 @@ export async function runLoad(opts: LoadOptions): Promise<LoadReport> {
   const traceSlowMs = Number(process.env.LOAD_TRACE_SLOW_MS ?? 0);
   function trace(req: http.ClientRequest, method: string, route: string): void {
     const t0 = performance.now();
-    const at: Record<string, number> = {};
+    // Wall-clock start, to line the phases up with the service's log times.
+    const at: Record<string, number> = { start: Date.now() };
     const mark = (name: string) => {
       at[name] = Math.round(performance.now() - t0);
     };
@@ -499,6 +501,8 @@ async function main(): Promise<void> {
         AGENTBOX_LOG_LEVEL: process.env.LOAD_LOG_LEVEL ?? "warn",
         // The helper's default is a small pool for tests; a service runs with its configured default.
         AGENTBOX_WARM_POOL: process.env.AGENTBOX_WARM_POOL ?? "",
+        // Any other setting given to the benchmark goes to the service (A/B runs of one setting).
+        ...Object.fromEntries(Object.entries(process.env).filter(([k]) => k.startsWith("AGENTBOX_") && k !== "AGENTBOX_WARM_POOL")),
         AGENTBOX_CREATE_WAIT_MS: process.env.AGENTBOX_CREATE_WAIT_MS ?? "",
       },
     });

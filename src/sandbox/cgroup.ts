@@ -15,7 +15,8 @@ import fs from "node:fs";
 import path from "node:path";
 import type { Limits } from "./settings.js";
 
-const ROOT = "/sys/fs/cgroup";
+export const CGROUP_ROOT = "/sys/fs/cgroup";
+const ROOT = CGROUP_ROOT;
 const V1_CONTROLLERS = ["memory", "pids", "cpu", "cpuacct"] as const;
 /**
  * The v1 freezer hierarchy, joined too where the host mounts it (after the four above, so their
@@ -67,7 +68,8 @@ export interface SandboxCgroup {
   freeze(frozen: boolean): Promise<void>;
 }
 
-function ownCgroup(controller: string): string {
+/** This process's cgroup path in the hierarchy of `controller` ("" on v2). */
+export function ownCgroup(controller: string): string {
   for (const line of fs.readFileSync("/proc/self/cgroup", "utf8").split("\n")) {
     const [, ctrls, p] = line.split(":");
     if (ctrls !== undefined && p !== undefined && ctrls.split(",").includes(controller)) return p;
@@ -79,7 +81,7 @@ async function readNumber(file: string): Promise<number> {
   return Number((await safeRead(file)).trim()) || 0;
 }
 
-function isV2(): boolean {
+export function isV2(): boolean {
   try {
     return fs.readFileSync(path.join(ROOT, "cgroup.controllers"), "utf8").includes("memory");
   } catch {

@@ -11,6 +11,7 @@ import { Box } from "./box.js";
 import { CgroupManager, type TenantLimits } from "./cgroup.js";
 import type { CustomTemplate, HostDoor, Live, TemplateCatalog } from "./doors.js";
 import { buildSeccompFilter } from "./seccomp.js";
+import { ServiceCpuGroup } from "./service-cgroup.js";
 import { Spawner } from "./spawner.js";
 import { WorkspaceManager } from "./workspace.js";
 
@@ -48,6 +49,7 @@ export type HostConfig = Pick<
   | "sandboxesMemoryMb"
   | "maxParallelStarts"
   | "sandboxesCpuWeight"
+  | "serviceCpuWeight"
   | "maxParallelTeardowns"
   | "memoryReserveMb"
   | "limits"
@@ -58,6 +60,8 @@ export class Host implements HostDoor {
   private readonly workspaces: WorkspaceManager;
   /** Does every fork sandboxes need (launchers, mount, umount) in a small process of its own. */
   private readonly spawner: Spawner;
+  /** This process's own CPU group, when the host let it join one. */
+  private readonly serviceGroup: ServiceCpuGroup | undefined;
   private readonly seccomp = buildSeccompFilter();
   private readonly teardownLimiter: Limiter;
   /** Host uids in use (a hibernated sandbox keeps its own until it ends). */
@@ -75,14 +79,17 @@ export class Host implements HostDoor {
     /** A sandbox's processes were killed by the OOM killer: it ends (reason oom). */
     private readonly onOom: (id: string) => void,
   ) {
-    this.spawner = new Spawner(config.dataDir, (err, what) => this.log.error({ err }, what));
-    this.workspaces = new WorkspaceManager(config.workspaceDir, (file, args) => this.spawner.exec(file, args));
+    // The sandboxes' groups first (their place is this process's cgroup before it moves), then the
+    // service's own CPU group, then the spawner (which starts inside it).
     this.cgroups = new CgroupManager(
       serviceKey(config.workspaceDir),
       config.sandboxesMemoryMb,
       Math.max(1, config.maxParallelStarts),
       config.sandboxesCpuWeight,
     );
+    this.serviceGroup = joinServiceGroup(serviceKey(config.workspaceDir), config.serviceCpuWeight, log);
+    this.spawner = new Spawner(config.dataDir, (err, what) => this.log.error({ err }, what));
+    this.workspaces = new WorkspaceManager(config.workspaceDir, (file, args) => this.spawner.exec(file, args));
     this.firstUid = uidBlockStart(config.workspaceDir);
     this.nextUid = this.firstUid;
     this.teardownLimiter = new Limiter(Math.max(1, config.maxParallelTeardowns));
@@ -217,5 +224,17 @@ export class Host implements HostDoor {
   async close(): Promise<void> {
     await this.cgroups.removeEmpty().catch(() => {});
     await this.spawner.close();
+    this.serviceGroup?.leave();
+  }
+}
+
+/** Joins the service's own CPU group (weight 0: stays where it was started); a host that refuses is logged, not fatal. */
+function joinServiceGroup(service: string, weight: number, log: Logger): ServiceCpuGroup | undefined {
+  if (weight <= 0) return undefined;
+  try {
+    return ServiceCpuGroup.join(service, weight);
+  } catch (err) {
+    log.warn({ err }, "the service's own CPU group could not be made: it runs where it was started");
+    return undefined;
   }
 }

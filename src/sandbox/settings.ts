@@ -68,6 +68,7 @@ export interface SandboxSettings {
   sandboxesMemoryMb: number;
   /** CPU weight of all sandboxes together against the host's own processes, in busy host processes. */
   sandboxesCpuWeight: number;
+  serviceCpuWeight: number;
   /** Host memory kept free: below it creates are 503 and the pool stops growing, MiB. */
   memoryReserveMb: number;
   /** Background processes running at once per sandbox (exited ones are kept for inspection up to the same number). */
@@ -206,6 +207,14 @@ export const sandboxSettingsSchema = defineSettings({
     default: (m) => m.cores * 2,
     defaultDoc: "`2 × cores` [4]",
     doc: "CPU weight of all sandboxes together against the host's own processes, counted in busy host processes (cgroup v1 `cpu.shares` of the shared `agentbox` group: 1024 per unit; v2 `cpu.weight`: 100 per unit). On v1 each busy host process otherwise weighs as much as every sandbox together: a few busy host processes made a sandbox's first javascript run take 1.4 s instead of 0.1 s. At 2 per core the service's own main thread still gets about a third of a core when sandboxes use everything.",
+  }),
+  // Beside the sandboxes' group, the service's own process weighs as much as all of them: it is
+  // what reads requests and refuses what cannot be served, and it takes only what it needs.
+  serviceCpuWeight: sandbox.number("AGENTBOX_SERVICE_CPU_WEIGHT", {
+    table: "node",
+    default: (m) => m.cores * 2,
+    defaultDoc: "`2 × cores` [4]",
+    doc: "CPU weight of the service's own process (HTTP, admission, its worker threads and the sandbox spawner), in busy host processes, in a cgroup of its own beside the sandboxes' (`agentbox-services/<service>`, cpu controller only). Outside a group it weighed one busy process against the sandboxes' 2 per core: on a saturated host the service got a sixth of the CPU and accepted requests waited seconds unread (one-key load on a loaded 2-core host: accepted creates' p99 19.7 s, 2.4 s with the group). It uses only what it needs (~0.3–0.6 core at 800 answers/s on 2 cores). 0: the service stays in the cgroup it was started in.",
   }),
   memoryReserveMb: sandbox.number("AGENTBOX_MEMORY_RESERVE_MB", {
     table: "node",

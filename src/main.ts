@@ -72,7 +72,10 @@ async function main(): Promise<void> {
   const templates = await openTemplates(config, db, sandboxes, logger, settings.templates);
   await sandboxes.init();
   const network = await openNetwork(config, persistence, sandboxes, logger, settings.network);
-  const metrics = new Metrics(() => sandboxes.liveCount());
+  const metrics = new Metrics(() => sandboxes.liveCount(), {
+    id: config.nodeId,
+    roles: settings.cluster.redisUrl === undefined ? "both" : settings.cluster.roles,
+  });
   const sandbox = openSandboxService(config, sandboxes, tenants, metrics, network);
   const usage = await openUsageStore(persistence);
   const embeddings = new EmbeddingService(usage, providers, {

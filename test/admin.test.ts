@@ -37,6 +37,8 @@ describe("who may call the admin API", () => {
     ["GET", "/v1/admin/tenants"],
     ["GET", "/v1/admin/tenants/default"],
     ["PUT", "/v1/admin/tenants/default", { max_sandboxes: 1 }],
+    ["GET", "/v1/admin/nodes"],
+    ["POST", "/v1/admin/nodes/x/drain"],
   ];
 
   test("no key, a wrong key, the bootstrap tenant key and a created tenant key are all 401", async () => {
@@ -302,5 +304,22 @@ describe("a generated admin key", () => {
     } finally {
       await first.dispose();
     }
+  });
+});
+
+describe("nodes of a service running alone", () => {
+  test("GET /v1/admin/nodes lists this service, up, with its load; a drain is 400 invalid_state", async () => {
+    const res = await admin<{ nodes: Record<string, unknown>[] }>("GET", "/v1/admin/nodes");
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    assert.equal(res.body.nodes.length, 1);
+    const node = res.body.nodes[0] as Record<string, unknown>;
+    assert.equal(node.roles, "both");
+    assert.equal(node.state, "up");
+    assert.equal(node.epoch, 0);
+    assert.equal(node.url, server.url);
+    assert.ok((node.free_memory_mb as number) > 0 && (node.total_memory_mb as number) >= (node.free_memory_mb as number));
+    assert.equal(typeof node.cpu_load, "number");
+    const drain = await admin("POST", `/v1/admin/nodes/${encodeURIComponent(node.id as string)}/drain`);
+    assertError(drain, 400, "invalid_state");
   });
 });

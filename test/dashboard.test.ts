@@ -420,6 +420,14 @@ describe("dashboard", () => {
     const tenantRow = page.locator("table.tenants-activity tr").filter({ hasText: "dash-tenant" });
     await tenantRow.waitFor();
     assert.equal(await tenantRow.locator("td").nth(1).textContent(), "1");
+    // And a row per node: this service alone, up, with its live sandbox counted; no drain for a lone node.
+    await page.getByRole("heading", { name: "Nodes" }).waitFor();
+    const nodes = (await client({ url: server.url, key: server.adminKey })<{ nodes: { id: string }[] }>("GET", "/v1/admin/nodes")).body
+      .nodes;
+    assert.equal(nodes.length, 1);
+    const nodeRow = page.getByRole("row").filter({ hasText: nodes[0]?.id as string });
+    await nodeRow.getByText("up", { exact: true }).waitFor();
+    assert.equal(await page.getByRole("button", { name: /^Drain / }).count(), 0);
     assert.equal((await call("DELETE", `/v1/agents/sandboxes/${made.body.sandbox_id}`)).status, 200);
     await page.getByRole("link", { name: "Keys" }).click();
     const row = page.getByRole("row").filter({ hasText: "dashboard-made" });

@@ -406,6 +406,8 @@ describe("observability", () => {
     assert.match(text, /^agentbox_executions_total\{language="python",outcome="ok"\} \d+$/m);
     assert.match(text, /^agentbox_executions_total\{language="bash",outcome="(kernel_lost|error)"\} \d+$/m);
     assert.match(text, /^agentbox_live_sandboxes [1-9]\d*$/m);
+    // Which node answered the scrape (a lone service: both roles).
+    assert.match(text, /^agentbox_node_info\{node_id="[^"]+",roles="both"\} 1$/m);
     assert.match(text, /^agentbox_rate_limited_total\{reason="requests_per_minute"\} \d+$/m);
     assert.match(text, /^agentbox_at_capacity_total\{route="[^"]+"\} \d+$/m);
     assert.equal((await call("DELETE", `/v1/agents/sandboxes/${id}`)).status, 200);

@@ -21,6 +21,8 @@ import { installErrorHandler, routerError } from "./error-handler.js";
 import { installJsonParser } from "./json-body.js";
 import { installRateLimits } from "./rate-limit.js";
 import { adminRoutes } from "../tenancy/routes.js";
+import { clusterAdminRoutes } from "../cluster/admin-routes.js";
+import { defaultNodeUrl, SingleNode } from "../cluster/single-node.js";
 import { adminSandboxRoutes } from "../sandbox/routes/admin.js";
 import { backgroundRoutes } from "../sandbox/routes/background.js";
 import { codeRoutes } from "../sandbox/routes/code.js";
@@ -216,7 +218,13 @@ export async function buildApp(services: Services, logger: Logger): Promise<Fast
     sandboxes: services.sandboxes,
   });
   await app.register(adminSandboxRoutes, { prefix: "/v1/admin", sandboxes: services.sandboxes });
+  // The node list: the cluster's, or this lone node (the same routes, so the API and the dashboard read one shape).
   if (services.cluster) await services.cluster.routes(app);
+  else
+    await app.register(clusterAdminRoutes, {
+      prefix: "/v1/admin",
+      membership: new SingleNode(config.nodeId, defaultNodeUrl(config.host, config.port), () => services.sandboxes.liveCount()),
+    });
   if (services.metrics)
     await app.register(statsRoutes, { metrics: services.metrics, liveByTenant: () => services.sandboxes.liveByTenantCounts() });
   await app.register(dashboardRoutes);

@@ -68,8 +68,17 @@ export class Metrics {
   });
   readonly liveSandboxes: Gauge;
 
-  constructor(liveCount: () => number) {
+  /** `node`: this node's AGENTBOX_NODE_ID and roles, for agentbox_node_info (a lone service: roles "both"). */
+  constructor(liveCount: () => number, node?: { id: string; roles: string }) {
     collectDefaultMetrics({ register: this.registry, prefix: "agentbox_" });
+    // Which node a scrape came from, to join a cluster's per-node series on (each node serves its own /metrics).
+    if (node)
+      new Gauge({
+        name: "agentbox_node_info",
+        help: "1, labelled with this node's id and roles",
+        labelNames: ["node_id", "roles"],
+        registers: [this.registry],
+      }).set({ node_id: node.id, roles: node.roles }, 1);
     this.liveSandboxes = new Gauge({
       name: "agentbox_live_sandboxes",
       help: "Sandboxes running now",

@@ -3,7 +3,7 @@
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { errors } from "../api/schemas/common.js";
 import { ApiError } from "../errors.js";
-import type { Membership, NodeView } from "./membership.js";
+import type { NodeView } from "./membership.js";
 import { NodeIdParams, NodeList, ClusterNode } from "./schemas.js";
 
 export const nodeJson = (n: NodeView) => ({
@@ -20,7 +20,14 @@ export const nodeJson = (n: NodeView) => ({
   started_at: n.startedAt,
 });
 
-export const clusterAdminRoutes: FastifyPluginAsyncTypebox<{ membership: Membership }> = async (app, { membership }) => {
+/** Where the node list comes from: the cluster's membership in Redis, or the lone node itself (./single-node.ts). */
+export interface NodeDirectory {
+  refresh(): Promise<NodeView[]>;
+  /** False when `id` is no node of the cluster. */
+  drain(id: string): Promise<boolean>;
+}
+
+export const clusterAdminRoutes: FastifyPluginAsyncTypebox<{ membership: NodeDirectory }> = async (app, { membership }) => {
   const tags = ["admin"];
   app.get(
     "/nodes",
@@ -28,7 +35,8 @@ export const clusterAdminRoutes: FastifyPluginAsyncTypebox<{ membership: Members
       schema: {
         tags,
         summary: "List the cluster's nodes",
-        description: "Every node that joined the cluster, read from Redis now: its state (`up`, `draining`, `lost`), lease epoch and load.",
+        description:
+          "Every node that joined the cluster, read from Redis now: its state (`up`, `draining`, `lost`), lease epoch and load. A service running alone lists itself (epoch 0).",
         response: { 200: NodeList, ...errors(401) },
       },
     },
@@ -41,9 +49,9 @@ export const clusterAdminRoutes: FastifyPluginAsyncTypebox<{ membership: Members
         tags,
         summary: "Drain a node",
         description:
-          "The node takes no new sandboxes from now on (creates go to the other executors); its live sandboxes run on until they end.",
+          "The node takes no new sandboxes from now on (creates go to the other executors); its live sandboxes run on until they end. A service running alone answers 400 `invalid_state`.",
         params: NodeIdParams,
-        response: { 200: ClusterNode, ...errors(401, 404) },
+        response: { 200: ClusterNode, ...errors(400, 401, 404) },
       },
     },
     async (request) => {

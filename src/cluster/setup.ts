@@ -2,7 +2,6 @@
 // this node's join and heartbeat (which also finds lost nodes), the sandbox→node routes kept from
 // the sandboxes' own events, and the messages that keep every node's key and tenant caches current.
 import type { IncomingMessage } from "node:http";
-import os from "node:os";
 import type { Duplex } from "node:stream";
 import type { FastifyInstance } from "fastify";
 import { Redis } from "ioredis";
@@ -18,6 +17,7 @@ import { Broadcast } from "./broadcast.js";
 import { Forwarder } from "./forward.js";
 import { clusterUpgrade, type HookDeps, installClusterHook } from "./hook.js";
 import { machineLoad, Membership } from "./membership.js";
+import { defaultNodeUrl } from "./single-node.js";
 import { NodeLoss } from "./node-loss.js";
 import { RoutingMap } from "./routing.js";
 import type { ClusterSettings } from "./settings.js";
@@ -51,12 +51,6 @@ export interface ClusterArea {
   /** Registers GET /v1/admin/nodes and POST /v1/admin/nodes/{id}/drain. */
   routes(app: FastifyInstance): Promise<void>;
   close(): Promise<void>;
-}
-
-/** The URL the other nodes reach this one at when AGENTBOX_NODE_URL is unset. */
-export function defaultNodeUrl(host: string, port: number): string {
-  const name = host === "0.0.0.0" || host === "::" ? os.hostname() : host.includes(":") ? `[${host}]` : host;
-  return `http://${name}:${port}`;
 }
 
 export async function openCluster(settings: ClusterSettings, deps: ClusterDeps): Promise<ClusterArea | undefined> {

@@ -19,6 +19,7 @@ export type SandboxEvents = Get<"/v1/agents/sandboxes/{sandbox_id}/events">;
 export type KeyList = Get<"/v1/admin/keys">;
 export type TenantList = Get<"/v1/admin/tenants">;
 export type Stats = Get<"/v1/agents/stats">;
+export type NodeList = Get<"/v1/admin/nodes">;
 export type StoredFileList = Get<"/v1/files">;
 export type ModelList = Get<"/v1/inference/models">;
 export type UsageList = Get<"/v1/inference/usage">;

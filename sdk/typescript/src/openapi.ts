@@ -5575,6 +5575,162 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/admin/nodes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the cluster's nodes
+         * @description Every node that joined the cluster, read from Redis now: its state (`up`, `draining`, `lost`), lease epoch and load. A service running alone lists itself (epoch 0).
+         */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            nodes: {
+                                /** @description The node's AGENTBOX_NODE_ID */
+                                id: string;
+                                /** @description Where the other nodes reach it (AGENTBOX_NODE_URL) */
+                                url: string;
+                                roles: "both" | "api" | "executor";
+                                /** @description `up`; `draining`: takes no new sandboxes; `lost`: its lease expired (its sandboxes ended with reason node_lost) */
+                                state: "up" | "draining" | "lost";
+                                /** @description Its lease epoch: raised at each join; a sandbox belongs to a node and an epoch */
+                                epoch: number;
+                                live_sandboxes: number;
+                                /** @description Available memory of its host, MiB */
+                                free_memory_mb: number;
+                                total_memory_mb: number;
+                                /** @description One-minute load average per core */
+                                cpu_load: number;
+                                /** @description Its last heartbeat */
+                                heartbeat_at: string | null;
+                                started_at: string | null;
+                            }[];
+                        };
+                    };
+                };
+                /** @description Every error response has this shape */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/admin/nodes/{id}/drain": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Drain a node
+         * @description The node takes no new sandboxes from now on (creates go to the other executors); its live sandboxes run on until they end. A service running alone answers 400 `invalid_state`.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description A node of the cluster and its load */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description The node's AGENTBOX_NODE_ID */
+                            id: string;
+                            /** @description Where the other nodes reach it (AGENTBOX_NODE_URL) */
+                            url: string;
+                            roles: "both" | "api" | "executor";
+                            /** @description `up`; `draining`: takes no new sandboxes; `lost`: its lease expired (its sandboxes ended with reason node_lost) */
+                            state: "up" | "draining" | "lost";
+                            /** @description Its lease epoch: raised at each join; a sandbox belongs to a node and an epoch */
+                            epoch: number;
+                            live_sandboxes: number;
+                            /** @description Available memory of its host, MiB */
+                            free_memory_mb: number;
+                            total_memory_mb: number;
+                            /** @description One-minute load average per core */
+                            cpu_load: number;
+                            /** @description Its last heartbeat */
+                            heartbeat_at: string | null;
+                            started_at: string | null;
+                        };
+                    };
+                };
+                /** @description Every error response has this shape */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/agents/stats": {
         parameters: {
             query?: never;

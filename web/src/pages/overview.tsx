@@ -1,10 +1,10 @@
 // Overview: live sandboxes, runs per second and error rate now, and the last hour as a chart: a
-// tenant's own (GET /v1/agents/stats), or the whole service with a row per tenant for the operator
-// (GET /v1/admin/stats).
+// tenant's own (GET /v1/agents/stats), or the whole service with a row per tenant and a row per
+// node (GET /v1/admin/stats, GET /v1/admin/nodes) for the operator, who can drain a node.
 import { useMemo } from "preact/hooks";
 import { api } from "../api";
-import { Empty, TimeChart, useLoad, View } from "../ui";
-import type { Stats } from "../types";
+import { Empty, ErrorBox, fmtTime, Table, TimeChart, useAction, useLoad, View } from "../ui";
+import type { NodeList, Stats } from "../types";
 
 function Charts({ stats }: { stats: Stats }) {
   const { times, series } = useMemo(() => {
@@ -58,6 +58,66 @@ function Tenants({ stats }: { stats: Stats }) {
   );
 }
 
+/** The operator's nodes: one row for a service running alone, one per node of a cluster, each with its load. */
+function Nodes() {
+  const nodes = useLoad((signal) => api<NodeList>("/v1/admin/nodes", { signal }), [], 5_000);
+  const [busy, error, run] = useAction();
+  const cluster = (nodes.data?.nodes.length ?? 0) > 1 || nodes.data?.nodes.some((n) => n.epoch > 0);
+  return (
+    <>
+      <h2>Nodes</h2>
+      <ErrorBox error={error} />
+      <View state={nodes} label="Loading the nodes">
+        {(d) => (
+          <Table
+            rows={d.nodes}
+            head={["Node", "Roles", "State", "Live sandboxes", "Free memory", "CPU load", "Last heartbeat", ""]}
+            empty="No node has joined yet."
+          >
+            {(n) => (
+              <tr key={n.id}>
+                <td>
+                  <code>{n.id}</code>
+                </td>
+                <td>{n.roles}</td>
+                <td>
+                  <span class={`badge ${n.state === "up" ? "running" : n.state === "draining" ? "paused" : "failed"}`}>{n.state}</span>
+                </td>
+                <td>{n.live_sandboxes}</td>
+                <td>
+                  {(n.free_memory_mb / 1024).toFixed(1)} of {(n.total_memory_mb / 1024).toFixed(1)} GiB
+                </td>
+                <td>{(n.cpu_load * 100).toFixed(0)}%</td>
+                <td>{n.heartbeat_at ? fmtTime(n.heartbeat_at) : "never"}</td>
+                <td>
+                  {cluster && n.state === "up" ? (
+                    <button
+                      type="button"
+                      class="danger"
+                      disabled={busy}
+                      aria-label={`Drain ${n.id}`}
+                      onClick={() => {
+                        if (!confirm(`Drain the node '${n.id}'? It takes no new sandboxes; its sandboxes run on until they end.`)) return;
+                        void run(async () => {
+                          await api(`/v1/admin/nodes/${encodeURIComponent(n.id)}/drain`, { method: "POST" });
+                          nodes.reload();
+                        });
+                      }}
+                    >
+                      Drain
+                    </button>
+                  ) : null}
+                </td>
+              </tr>
+            )}
+          </Table>
+        )}
+      </View>
+      {cluster ? null : <p class="muted">This service runs as one node; a cluster lists each of its nodes here (docs/cluster.md).</p>}
+    </>
+  );
+}
+
 export function OverviewPage({ operator }: { operator: boolean }) {
   const stats = useLoad((signal) => api<Stats>(operator ? "/v1/admin/stats" : "/v1/agents/stats", { signal }), [operator], 10_000);
   return (
@@ -87,6 +147,7 @@ export function OverviewPage({ operator }: { operator: boolean }) {
               the service started.
             </p>
             {operator ? <Tenants stats={s} /> : null}
+            {operator ? <Nodes /> : null}
           </>
         )}
       </View>

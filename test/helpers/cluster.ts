@@ -4,6 +4,7 @@ import crypto from "node:crypto";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import type { PrivateNetwork } from "./netns.js";
 import { startRedis, type TestRedis } from "./redis.js";
 import { startServer, type TestServer } from "./server.js";
 
@@ -17,8 +18,13 @@ export interface TestCluster {
   dispose(): Promise<void>;
 }
 
-export async function startCluster(opts: { leaseMs: number }): Promise<TestCluster> {
-  const redis = await startRedis();
+/**
+ * `network`: each node in its own network namespace of this private network (in the order they
+ * are started), Redis on its bridge; without it, every node on loopback.
+ */
+export async function startCluster(opts: { leaseMs: number; network?: PrivateNetwork }): Promise<TestCluster> {
+  const { network } = opts;
+  const redis = await startRedis(network?.gateway);
   const dbDir = fs.mkdtempSync(path.join(os.tmpdir(), "agentbox-cluster-db-"));
   const key = `test_${crypto.randomBytes(12).toString("hex")}`;
   const adminKey = `testadmin_${crypto.randomBytes(16).toString("hex")}`;
@@ -29,8 +35,11 @@ export async function startCluster(opts: { leaseMs: number }): Promise<TestClust
     key,
     adminKey,
     async node(id, roles, env = {}) {
+      const slot = nodes.length;
+      const place = network ? { host: network.nodes[slot]?.address as string, wrap: network.enter(slot) } : {};
       const node = await startServer({
         key,
+        ...place,
         env: {
           AGENTBOX_ADMIN_KEY: adminKey,
           AGENTBOX_DATABASE_FILE: path.join(dbDir, "agentbox.db"),

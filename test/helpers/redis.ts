@@ -15,9 +15,9 @@ export interface TestRedis {
 }
 
 /** Answers PONG to a PING on a fresh connection. */
-function ping(port: number): Promise<boolean> {
+function ping(port: number, host: string): Promise<boolean> {
   return new Promise((resolve) => {
-    const socket = net.connect(port, "127.0.0.1");
+    const socket = net.connect(port, host);
     socket.setTimeout(1000);
     socket.once("connect", () => socket.write("PING\r\n"));
     socket.once("data", (d) => {
@@ -32,10 +32,26 @@ function ping(port: number): Promise<boolean> {
   });
 }
 
-export async function startRedis(): Promise<TestRedis> {
+/** `host`: the address to listen on (loopback unless a test's private network needs another). */
+export async function startRedis(host = "127.0.0.1"): Promise<TestRedis> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "agentbox-redis-"));
   const port = await freePort();
-  const args = ["--port", String(port), "--bind", "127.0.0.1", "--dir", dir, "--save", "", "--appendonly", "no", "--daemonize", "no"];
+  const args = [
+    "--port",
+    String(port),
+    "--bind",
+    host,
+    "--protected-mode",
+    "no",
+    "--dir",
+    dir,
+    "--save",
+    "",
+    "--appendonly",
+    "no",
+    "--daemonize",
+    "no",
+  ];
   const child = spawn("redis-server", args, { stdio: ["ignore", "pipe", "pipe"] });
   let output = "";
   child.stdout?.on("data", (d) => {
@@ -45,7 +61,7 @@ export async function startRedis(): Promise<TestRedis> {
     output += d;
   });
   const deadline = Date.now() + 15_000;
-  while (!(await ping(port))) {
+  while (!(await ping(port, host))) {
     if (child.exitCode !== null) throw new Error(`redis-server exited (${child.exitCode}):\n${output}`);
     if (Date.now() > deadline) {
       child.kill("SIGKILL");
@@ -54,7 +70,7 @@ export async function startRedis(): Promise<TestRedis> {
     await new Promise((r) => setTimeout(r, 50));
   }
   return {
-    url: `redis://127.0.0.1:${port}`,
+    url: `redis://${host}:${port}`,
     port,
     process: child,
     async stop() {

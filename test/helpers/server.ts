@@ -52,8 +52,19 @@ export function removeWorkspaces(dir: string): void {
 }
 
 export async function startServer(
-  opts: { env?: Record<string, string>; dataDir?: string; key?: string; port?: number; workspaceDir?: string } = {},
+  opts: {
+    env?: Record<string, string>;
+    dataDir?: string;
+    key?: string;
+    port?: number;
+    workspaceDir?: string;
+    /** The address to listen on and be reached at (127.0.0.1). */
+    host?: string;
+    /** A command the service is started through, e.g. one that enters a network namespace (test/helpers/netns.ts). */
+    wrap?: string[];
+  } = {},
 ): Promise<TestServer> {
+  const host = opts.host ?? "127.0.0.1";
   const port = opts.port ?? (await freePort());
   const dataDir = opts.dataDir ?? fs.mkdtempSync(path.join(os.tmpdir(), "agentbox-test-"));
   // Same data dir → same workspace dir, so a restarted service re-adopts its sandboxes.
@@ -63,11 +74,12 @@ export async function startServer(
   // AGENTBOX_SERVER_NODE_ARGS: extra Node options for the service, e.g. "--cpu-prof --cpu-prof-dir=prof"
   // to profile it under a benchmark (Node refuses --cpu-prof in NODE_OPTIONS).
   const nodeArgs = process.env.AGENTBOX_SERVER_NODE_ARGS?.split(" ").filter((a) => a !== "") ?? [];
-  const child = spawn(process.execPath, [...nodeArgs, ...entryArgs("main")], {
+  const [command, ...prefix] = [...(opts.wrap ?? []), process.execPath];
+  const child = spawn(command as string, [...prefix, ...nodeArgs, ...entryArgs("main")], {
     cwd: ROOT,
     env: {
       PATH: process.env.PATH ?? "/usr/bin:/bin",
-      AGENTBOX_HOST: "127.0.0.1",
+      AGENTBOX_HOST: host,
       AGENTBOX_PORT: String(port),
       AGENTBOX_DATA_DIR: dataDir,
       AGENTBOX_WORKSPACE_DIR: workspaceDir,
@@ -90,7 +102,7 @@ export async function startServer(
   child.stderr?.on("data", (d) => {
     output += d;
   });
-  const url = `http://127.0.0.1:${port}`;
+  const url = `http://${host}:${port}`;
   // Generous: a service starts its spawner process first, and tsx compiles the source (seconds on a loaded host).
   const deadline = Date.now() + 60_000;
   for (;;) {

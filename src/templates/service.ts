@@ -216,6 +216,14 @@ export class TemplateService {
         `Template '${idOrName}' is ${t.state === "building" ? "still building" : "not built (its build failed)"}`,
       );
     }
+    // With a database shared by several nodes the record is everywhere, but the root filesystem is
+    // only on the node that built it (docs/cluster.md): refused here rather than started on nothing.
+    if (t.rootfs && !this.d.rootfs.has(t.rootfs))
+      throw new ApiError(
+        "node_unavailable",
+        `Template '${idOrName}' has its root filesystem on the node that built it, not on this node; its sandboxes start there only`,
+        1,
+      );
     return {
       id: t.id,
       ...(t.rootfs

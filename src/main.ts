@@ -56,8 +56,8 @@ async function main(): Promise<void> {
   const logger = pino({ level: config.logLevel });
   checkHost();
   fs.mkdirSync(config.dataDir, { recursive: true });
-  // The SQLite file is always there: vector indexes keep their records in the data directory; with
-  // AGENTBOX_DATABASE_URL every other area's records live in PostgreSQL.
+  // The SQLite file is always opened; with AGENTBOX_DATABASE_URL every area's records live in
+  // PostgreSQL (vector indexes keep only their graphs, a per-node cache, in the data directory).
   const db = openDb(config.dataDir, config.databaseFile);
   const persistence = openPersistence(config, db);
   const tenancy = await openTenancy(config, persistence, logger);
@@ -81,8 +81,9 @@ async function main(): Promise<void> {
     onError: (msg, err) => logger.error({ err }, msg),
   });
   metrics.watchEmbeddings(embeddings);
-  const vectorsArea = openVectors(
+  const vectorsArea = await openVectors(
     config.dataDir,
+    persistence,
     embeddings,
     logger,
     {

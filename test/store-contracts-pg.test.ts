@@ -14,12 +14,15 @@ import { appliedPgVersions, migratePg, openPgPool, type PgMigration, type PgPool
 import { PgAdminKeyStore, PgKeyStore } from "../src/tenancy/store/keys-pg.js";
 import { PgTenantStore } from "../src/tenancy/store/tenants-pg.js";
 import { PgTemplateStore } from "../src/templates/store-pg.js";
+import type { VectorCatalog } from "../src/vectors/store.js";
+import { PgVectorCatalog } from "../src/vectors/store-pg.js";
 import { describeEventStoreContract, describeWebhookStoreContract } from "./contract/events.js";
 import { describeAdminKeyStoreContract, describeKeyStoreContract } from "./contract/keys.js";
 import { describeFileStoreContract, describeSandboxStoreContract, describeSnapshotStoreContract } from "./contract/records.js";
 import { describeDeploymentStoreContract, describeNetworkStoreContract, describeUsageStoreContract } from "./contract/small-stores.js";
 import { describeTemplateStoreContract } from "./contract/templates.js";
 import { describeTenantStoreContract } from "./contract/tenants.js";
+import { describeVectorCatalogContract } from "./contract/vectors.js";
 import { startPostgres, type TestPostgres } from "./helpers/postgres.js";
 
 let server: TestPostgres;
@@ -78,6 +81,17 @@ describeSandboxStoreContract("postgres", async () => PgSandboxStore.open(await f
 describeSnapshotStoreContract("postgres", async () => PgSnapshotStore.open(await freshPool()));
 describeFileStoreContract("postgres", async () => PgFileStore.open(await freshPool()));
 describeTemplateStoreContract("postgres", async () => PgTemplateStore.open(await freshPool(), "n1"));
+
+/** Each vector catalog's database, to open it again once closed (as another node or a restart would). */
+const catalogUrls = new Map<VectorCatalog, string>();
+describeVectorCatalogContract("postgres", async (closed) => {
+  const url = closed === undefined ? await server.freshSchema() : (catalogUrls.get(closed) as string);
+  const pool = openPgPool(url, 4);
+  pools.push(pool);
+  const catalog = await PgVectorCatalog.open(pool);
+  catalogUrls.set(catalog, url);
+  return catalog;
+});
 
 test("templates: a node's unfinished builds are its own (another node's are running there)", async () => {
   const pool = await freshPool();

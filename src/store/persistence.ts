@@ -1,9 +1,9 @@
 // Which database the areas keep their durable records in: the embedded SQLite file (one node, the
 // default) or PostgreSQL (AGENTBOX_DATABASE_URL). Each area's open<Area>() gets this value and opens
 // its SQLite or its PostgreSQL store from it; no area needs to know the other's tables.
-// Not chosen here yet: vector records (src/vectors/store.ts keeps its own SQLite file; a PostgreSQL
-// store goes beside it, picked in openVectors() from this value). Template records follow this
-// choice; their root filesystems stay on the disk of the node that built them.
+// Every area follows this choice, vector records included (their graphs stay a per-node cache in
+// the data directory); template records too, while their root filesystems stay on the disk of the
+// node that built them.
 import type { Config } from "../config.js";
 import type { Db } from "./db.js";
 import { openPgPool, type PgPool } from "./pg.js";

@@ -164,8 +164,12 @@ export class VectorService {
    * next use loads it again from the records). One process alone (SQLite): nothing to do.
    */
   private async fresh(tenantId: string, ref: string): Promise<IndexRow> {
-    if (this.store.sync) for (const stale of await this.store.sync(tenantId, ref)) await this.engine.dropCopy(this.spec(stale));
+    await this.sync(tenantId, ref);
     return this.row(tenantId, ref);
+  }
+
+  private async sync(tenantId: string, ref: string): Promise<void> {
+    if (this.store.sync) for (const stale of await this.store.sync(tenantId, ref)) await this.engine.dropCopy(this.spec(stale));
   }
 
   /** Every index's engine spec (for loading them all after start). */
@@ -181,7 +185,7 @@ export class VectorService {
     if (req.vector_type !== undefined && req.vector_type !== "dense") throw invalid("vector_type must be 'dense'");
     const metadata = checkMetadata(req.metadata, "index");
     const targetRecall = checkTarget(req.target_recall);
-    if (this.store.sync) await this.store.sync(tenantId, req.name);
+    await this.sync(tenantId, req.name);
     if (this.store.indexByName(tenantId, req.name)) throw new ApiError("conflict", `A vector index named '${req.name}' already exists`);
     const now = new Date().toISOString();
     const row: IndexRow = {

@@ -56,8 +56,8 @@ async function main(): Promise<void> {
   const logger = pino({ level: config.logLevel });
   checkHost();
   fs.mkdirSync(config.dataDir, { recursive: true });
-  // The SQLite file is always there: templates and vector indexes keep their records in the data
-  // directory; with AGENTBOX_DATABASE_URL every other area's records live in PostgreSQL.
+  // The SQLite file is always opened; with AGENTBOX_DATABASE_URL every area's records live in
+  // PostgreSQL (vector indexes keep only their graphs, a per-node cache, in the data directory).
   const db = openDb(config.dataDir, config.databaseFile);
   const persistence = openPersistence(config, db);
   const tenancy = await openTenancy(config, persistence, logger);
@@ -69,7 +69,7 @@ async function main(): Promise<void> {
   // Before init(): the ends recorded while re-adopting (timed_out, host_restart) are events too.
   const eventsArea = await openEvents(persistence, sandboxes.events, logger, settings.events);
   // Before init(): re-adopted sandboxes of tenants' own templates start on their template's root.
-  const templates = await openTemplates(config, db, sandboxes, logger, settings.templates);
+  const templates = await openTemplates(config, persistence, sandboxes, logger, settings.templates);
   await sandboxes.init();
   const network = await openNetwork(config, persistence, sandboxes, logger, settings.network);
   const metrics = new Metrics(() => sandboxes.liveCount(), {
@@ -84,8 +84,9 @@ async function main(): Promise<void> {
     onError: (msg, err) => logger.error({ err }, msg),
   });
   metrics.watchEmbeddings(embeddings);
-  const vectorsArea = openVectors(
+  const vectorsArea = await openVectors(
     config.dataDir,
+    persistence,
     embeddings,
     logger,
     {

@@ -134,7 +134,20 @@ describe("durable state in PostgreSQL", () => {
       "both deliveries recorded as delivered",
     );
     const areas = (await rows<{ area: string }>("SELECT DISTINCT area FROM schema_migrations ORDER BY area")).map((r) => r.area);
-    for (const area of ["deployments", "events", "files", "keys", "network", "sandboxes", "snapshots", "tenants", "usage", "webhooks"])
+    for (const area of [
+      "deployments",
+      "events",
+      "files",
+      "keys",
+      "network",
+      "sandboxes",
+      "snapshots",
+      "templates",
+      "tenants",
+      "usage",
+      "vectors",
+      "webhooks",
+    ])
       assert.ok(areas.includes(area), `${area} migrated (${areas.join(", ")})`);
 
     // ... and not in the node's SQLite file.
@@ -188,6 +201,92 @@ describe("durable state in PostgreSQL", () => {
       (await sandboxEvents(call, liveId)).body.map((e) => e.type),
       ["created"],
     );
+  });
+
+  test("template records in PostgreSQL: a template saved on node A is node B's to list, and B refuses its sandboxes (its files are on A)", async () => {
+    assert.ok(nodeB);
+    const callB = client({ url: nodeB.url, key });
+    const boxId = await createSandbox(call);
+    assert.equal((await call("POST", `/v1/agents/sandboxes/${boxId}/files/write`, { path: "kept.txt", content: "from A" })).status, 200);
+    const saved = await call<{ id: string }>("POST", `/v1/agents/sandboxes/${boxId}/template`, { name: "saved-on-a" });
+    assert.equal(saved.status, 201, JSON.stringify(saved.body));
+    assert.deepEqual(await rows("SELECT name, state FROM templates WHERE id = $1", [saved.body.id]), [
+      { name: "saved-on-a", state: "ready" },
+    ]);
+    // The name is taken for the tenant on every node.
+    const again = await callB("POST", `/v1/agents/sandboxes/${boxId}/template`, { name: "saved-on-a" });
+    assert.equal(again.status, 409, JSON.stringify(again.body));
+    const listed = await callB<{ templates: { id: string }[] }>("GET", "/v1/agents/templates");
+    const ids = listed.body.templates.map((t) => t.id);
+    assert.ok(ids.includes(saved.body.id), JSON.stringify(listed.body));
+    // Its sandboxes start on A, with the saved files; B says clearly that it cannot start one.
+    const fromA = await createSandbox(call, { template: saved.body.id });
+    const read = await call<{ content: string }>("POST", `/v1/agents/sandboxes/${fromA}/files/read`, { path: "kept.txt" });
+    assert.equal(read.body.content, "from A");
+    const onB = await callB<{ error: { code: string } }>("POST", "/v1/agents/sandboxes", { template: saved.body.id });
+    assert.equal(onB.status, 503, JSON.stringify(onB.body));
+    assert.equal(onB.body.error.code, "node_unavailable");
+    for (const id of [fromA, boxId]) assert.equal((await call("DELETE", `/v1/agents/sandboxes/${id}`)).status, 200);
+  });
+
+  test("vector records in PostgreSQL: each node sees the other's writes, and answers the same searches once the node that wrote them is killed", async () => {
+    assert.ok(nodeB);
+    const callB = client({ url: nodeB.url, key });
+    type Hit = { id: string; score: number; metadata?: Record<string, unknown> };
+    const made = await call<{ id: string }>("POST", "/v1/vectors/indexes", { name: "docs", dimension: 4, metric: "cosine" });
+    assert.equal(made.status, 200, JSON.stringify(made.body));
+    const base = `/v1/vectors/${made.body.id}`;
+    const vectors = Array.from({ length: 60 }, (_, i) => ({
+      id: `v${i}`,
+      embedding: [Math.cos(i), Math.sin(i), (i % 7) / 7, 1],
+      metadata: { g: i % 3 },
+    }));
+    assert.equal((await call("POST", `${base}/batch`, { vectors })).status, 200);
+    const queries = [
+      { vector: [1, 0, 0, 1], top_k: 5 },
+      { vector: [0, 1, 0.5, 1], top_k: 10, filter: { g: 1 } },
+      { vector: [-1, 0.2, 1, 0], top_k: 3, include_values: true },
+    ];
+    const answers = async (c: typeof call) =>
+      Promise.all(
+        queries.map(async (q) => {
+          const res = await c<{ hits: Hit[] }>("POST", `${base}/search`, q);
+          assert.equal(res.status, 200, JSON.stringify(res.body));
+          return res.body.hits.map((h) => [h.id, Math.round(h.score * 1e5), h.metadata]);
+        }),
+      );
+    const onA = await answers(call);
+    assert.equal(onA[0]?.length, 5);
+    // Node B was running before the index existed: it finds it, by name too, and answers the same.
+    assert.equal((await callB<{ id: string }>("GET", "/v1/vectors/indexes/docs")).body.id, made.body.id);
+    assert.deepEqual(await answers(callB), onA);
+
+    // A's later writes (a replacement, a delete, a metadata update) are what B's next search sees.
+    await call("POST", `${base}/upsert`, { vectors: [{ id: "v1", embedding: [1, 0, 0, 1], metadata: { g: 1 } }] });
+    assert.equal((await call("POST", `${base}/delete`, { vector_ids: ["v0", "v7"] })).status, 200);
+    assert.equal((await call("PUT", `${base}/v2`, { metadata: { g: 9 } })).status, 200);
+    const changed = await answers(call);
+    assert.notDeepEqual(changed, onA);
+    assert.deepEqual(await answers(callB), changed);
+    // And B's writes are A's to see.
+    await callB("POST", `${base}/upsert`, { vectors: [{ id: "fromB", embedding: [1, 0.01, 0, 1], metadata: { g: 1 } }] });
+    const withB = await answers(call);
+    assert.ok(
+      withB[0]?.some((h) => h[0] === "fromB"),
+      JSON.stringify(withB[0]),
+    );
+    assert.deepEqual(await answers(callB), withB);
+    const rowsNow = await rows<{ n: number }>("SELECT COUNT(*)::int AS n FROM vectors WHERE index_id = $1", [made.body.id]);
+    assert.deepEqual(rowsNow, [{ n: 59 }]);
+
+    // The node that wrote and served them dies without a word: the other answers the same searches
+    // from the records in PostgreSQL (nothing acknowledged was only in A's memory or files).
+    await nodeA.crash();
+    assert.deepEqual(await answers(callB), withB);
+    const listed = await callB<{ pagination: { total: number } }>("GET", `${base}/list`);
+    assert.equal(listed.body.pagination.total, 59);
+    nodeA = await startServer({ env: env("node-a"), dataDir: nodeA.dataDir, workspaceDir: nodeA.workspaceDir });
+    call = client({ url: nodeA.url, key });
   });
 
   test("the CLI's local commands write to PostgreSQL: a key bootstrapped there works on the nodes", async () => {

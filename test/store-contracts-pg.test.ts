@@ -13,11 +13,16 @@ import { PgSnapshotStore } from "../src/sandbox/store/snapshots-pg.js";
 import { appliedPgVersions, migratePg, openPgPool, type PgMigration, type PgPool } from "../src/store/pg.js";
 import { PgAdminKeyStore, PgKeyStore } from "../src/tenancy/store/keys-pg.js";
 import { PgTenantStore } from "../src/tenancy/store/tenants-pg.js";
+import { PgTemplateStore } from "../src/templates/store-pg.js";
+import type { VectorCatalog } from "../src/vectors/store.js";
+import { PgVectorCatalog } from "../src/vectors/store-pg.js";
 import { describeEventStoreContract, describeWebhookStoreContract } from "./contract/events.js";
 import { describeAdminKeyStoreContract, describeKeyStoreContract } from "./contract/keys.js";
 import { describeFileStoreContract, describeSandboxStoreContract, describeSnapshotStoreContract } from "./contract/records.js";
 import { describeDeploymentStoreContract, describeNetworkStoreContract, describeUsageStoreContract } from "./contract/small-stores.js";
+import { describeTemplateStoreContract } from "./contract/templates.js";
 import { describeTenantStoreContract } from "./contract/tenants.js";
+import { describeVectorCatalogContract } from "./contract/vectors.js";
 import { startPostgres, type TestPostgres } from "./helpers/postgres.js";
 
 let server: TestPostgres;
@@ -75,6 +80,48 @@ describeUsageStoreContract("postgres", async () => PgUsageStore.open(await fresh
 describeSandboxStoreContract("postgres", async () => PgSandboxStore.open(await freshPool(), "n1"));
 describeSnapshotStoreContract("postgres", async () => PgSnapshotStore.open(await freshPool()));
 describeFileStoreContract("postgres", async () => PgFileStore.open(await freshPool()));
+describeTemplateStoreContract("postgres", async () => PgTemplateStore.open(await freshPool(), "n1"));
+
+/** Each vector catalog's database, to open it again once closed (as another node or a restart would). */
+const catalogUrls = new Map<VectorCatalog, string>();
+describeVectorCatalogContract("postgres", async (closed) => {
+  const url = closed === undefined ? await server.freshSchema() : (catalogUrls.get(closed) as string);
+  const pool = openPgPool(url, 4);
+  pools.push(pool);
+  const catalog = await PgVectorCatalog.open(pool);
+  catalogUrls.set(catalog, url);
+  return catalog;
+});
+
+test("templates: a node's unfinished builds are its own (another node's are running there)", async () => {
+  const pool = await freshPool();
+  const here = await PgTemplateStore.open(pool, "n1");
+  const there = await PgTemplateStore.open(pool, "n2");
+  const build = (id: string) => ({
+    id,
+    templateId: "tpl_a",
+    tenantId: "t1",
+    status: "running" as const,
+    phase: "building" as const,
+    progress: 50,
+    error: null,
+    startedAt: null,
+    completedAt: null,
+    createdAt: "2026-01-01T00:00:00.000Z",
+  });
+  await here.insertBuild(build("bld_here"));
+  await there.insertBuild(build("bld_there"));
+  assert.deepEqual(
+    (await here.unfinishedBuilds()).map((b) => b.id),
+    ["bld_here"],
+  );
+  assert.deepEqual(
+    (await there.unfinishedBuilds()).map((b) => b.id),
+    ["bld_there"],
+  );
+  // Every node reads every build.
+  assert.equal((await here.build("bld_there"))?.id, "bld_there");
+});
 
 test("migrations: nodes starting at once apply each version once, in order; a second run changes nothing", async () => {
   const url = await server.freshSchema();

@@ -1,11 +1,9 @@
 // Which database the areas keep their durable records in: the embedded SQLite file (one node, the
 // default) or PostgreSQL (AGENTBOX_DATABASE_URL). Each area's open<Area>() gets this value and opens
 // its SQLite or its PostgreSQL store from it; no area needs to know the other's tables.
-// Not chosen here yet: vector records (src/vectors/store.ts keeps its own SQLite files per index; a
-// PostgreSQL store goes beside it, picked in openVectors() from this value, once the vector store's
-// rework lands) and templates (their records point at a root filesystem on this node's disk, and a
-// node's start fails the builds it finds unfinished: they move once root filesystems are shared and
-// builds have an owner node): both stay in AGENTBOX_DATA_DIR with a database URL set.
+// Every area follows this choice, vector records included (their graphs stay a per-node cache in
+// the data directory); template records too, while their root filesystems stay on the disk of the
+// node that built them.
 import type { Config } from "../config.js";
 import type { Db } from "./db.js";
 import { openPgPool, type PgPool } from "./pg.js";

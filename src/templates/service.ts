@@ -216,6 +216,15 @@ export class TemplateService {
         `Template '${idOrName}' is ${t.state === "building" ? "still building" : "not built (its build failed)"}`,
       );
     }
+    // With a database shared by several nodes the record is everywhere, but the root filesystem and
+    // the saved files are only on the node that made them (docs/cluster.md): refused here rather
+    // than started on nothing.
+    if ((t.rootfs && !this.d.rootfs.has(t.rootfs)) || (t.home && !fs.existsSync(this.d.homes.pathOf(t.id))))
+      throw new ApiError(
+        "node_unavailable",
+        `Template '${idOrName}' has its files on the node that made it, not on this node; its sandboxes start there only`,
+        1,
+      );
     return {
       id: t.id,
       ...(t.rootfs

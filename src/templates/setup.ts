@@ -5,21 +5,26 @@ import type { Logger } from "pino";
 import type { SandboxConfig } from "../sandbox/settings.js";
 import type { SandboxManager } from "../sandbox/manager.js";
 import { SnapshotFiles } from "../sandbox/snapshots.js";
-import type { Db } from "../store/db.js";
+import type { Persistence } from "../store/persistence.js";
 import { RootfsStore } from "./rootfs.js";
 import { TemplateService } from "./service.js";
 import type { TemplateSettings } from "./settings.js";
-import { SqliteTemplateStore } from "./store.js";
+import { SqliteTemplateStore, type TemplateStore } from "./store.js";
+import { PgTemplateStore } from "./store-pg.js";
 
 export async function openTemplates(
   config: SandboxConfig,
-  db: Db,
+  persistence: Persistence,
   sandboxes: SandboxManager,
   logger: Logger,
   settings: TemplateSettings,
 ): Promise<TemplateService> {
+  // The records follow the other areas' (PostgreSQL with a database URL); root filesystems stay on
+  // this node's disk (docs/cluster.md, templates in a cluster).
+  const store: TemplateStore =
+    persistence.kind === "pg" ? await PgTemplateStore.open(persistence.pool, persistence.nodeId) : new SqliteTemplateStore(persistence.db);
   const templates = new TemplateService({
-    store: new SqliteTemplateStore(db),
+    store,
     rootfs: new RootfsStore(settings.dir),
     // A saved sandbox's files are held to the snapshot size limit: they are restored as a snapshot is.
     homes: new SnapshotFiles(path.join(settings.dir, "homes"), config.snapshotMaxBytes),

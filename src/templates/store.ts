@@ -189,7 +189,8 @@ export interface TemplateStore {
   updateBuild(b: BuildRecord): Promise<void>;
   /** The tenant's latest builds, newest first, with their template's name (for the dashboard). */
   recentBuilds(tenantId: string, limit: number): Promise<(BuildRecord & { templateName: string })[]>;
-  /** Builds a stop of the service left unfinished (neither completed nor failed). */
+  /** Builds a stop of this node left unfinished (neither completed nor failed): with SQLite the file's
+   * (it belongs to one node), with PostgreSQL those this node inserted. */
   unfinishedBuilds(): Promise<BuildRecord[]>;
 }
 

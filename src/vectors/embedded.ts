@@ -15,7 +15,6 @@ import type { Admit, Hit, IndexHealth, IndexSpec, NewVector, SearchOptions, Vect
 import type { Metadata } from "./filter.js";
 import { GraphWorker } from "./graph-worker.js";
 import type { RecallCurve } from "./recall.js";
-import { readRecords } from "./record-loader.js";
 import { RecordScanner } from "./record-scan.js";
 import { VECTOR_DEFAULTS, type VectorSettings } from "./settings.js";
 import type { RecordRow, VectorCatalog } from "./store.js";
@@ -62,8 +61,8 @@ export class EmbeddedEngine implements VectorEngine {
   private readonly dir: string;
   private readonly timer: NodeJS.Timeout;
   private readonly graphs = new GraphWorker();
-  /** Answers searches of indexes whose records are still loading. */
-  private readonly scanner: RecordScanner;
+  /** Answers searches of indexes whose records are still loading (when the store has a file to scan). */
+  private readonly scanner: RecordScanner | undefined;
   private saving: Promise<void> | undefined;
   private readonly saveIdleMs: number;
 
@@ -73,10 +72,10 @@ export class EmbeddedEngine implements VectorEngine {
     private readonly log: (msg: string, fields?: Record<string, unknown>) => void = () => {},
     private readonly settings: VectorSettings = VECTOR_DEFAULTS,
   ) {
-    this.scanner = new RecordScanner(store.file);
+    this.scanner = store.scanFile === undefined ? undefined : new RecordScanner(store.scanFile);
     // Started with the service when there are indexes to load, so that it is ready for the first
     // search (a thread's start, compiling its module, can take longer than the scan itself).
-    void store.allIndexes().then((rows) => rows.length > 0 && this.scanner.start());
+    void store.allIndexes().then((rows) => rows.length > 0 && this.scanner?.start());
     this.dir = path.join(dataDir, "vector-graphs");
     fs.mkdirSync(this.dir, { recursive: true, mode: 0o700 });
     this.saveIdleMs = settings.saveIdleS * 1000;
@@ -161,7 +160,7 @@ export class EmbeddedEngine implements VectorEngine {
     );
     let inGraph = 0;
     // The records come from a worker thread, a chunk at a time (the event loop serves requests in between).
-    for await (const chunk of readRecords(this.store.file, spec.id, spec.dimension, LOAD_CHUNK)) {
+    for await (const chunk of this.store.readRecords(spec.id, spec.dimension, LOAD_CHUNK)) {
       const dim = spec.dimension;
       for (let i = 0; i < chunk.ids.length; i++) {
         const seq = chunk.seqs[i] as number;
@@ -214,7 +213,7 @@ export class EmbeddedEngine implements VectorEngine {
     // the graph worker); an index used first starts its own load at once.
     for (const s of specs) await this.coll(s).recordsLoaded.catch(() => {});
     // Needed again only if a load failed (the next use loads that index again).
-    if (![...this.open.values()].some((c) => c.loading)) await this.scanner.close();
+    if (![...this.open.values()].some((c) => c.loading)) await this.scanner?.close();
   }
 
   createIndex(spec: IndexSpec): void {
@@ -235,6 +234,12 @@ export class EmbeddedEngine implements VectorEngine {
     const { graph, state } = this.files(spec.id);
     fs.rmSync(state, { force: true });
     fs.rmSync(graph, { force: true });
+  }
+
+  /** The in-memory index and its saved graph go (the saved graph may not match the records now);
+   * the next use rebuilds it from the records. */
+  dropCopy(spec: IndexSpec): Promise<void> {
+    return this.dropIndex(spec);
   }
 
   async upsert(spec: IndexSpec, vectors: NewVector[], admit?: Admit): Promise<void> {
@@ -281,8 +286,12 @@ export class EmbeddedEngine implements VectorEngine {
 
   async search(spec: IndexSpec, query: Float32Array, opts: SearchOptions): Promise<Hit[]> {
     const c = this.coll(spec);
-    // Still loading: the stored records answer, exactly (they hold every acknowledged write).
-    if (c.loading) return this.scanner.search(spec, query, opts);
+    // Still loading: the stored records answer, exactly (they hold every acknowledged write); with
+    // no file to scan, the search waits for them and is answered exactly from memory.
+    if (c.loading) {
+      if (this.scanner) return this.scanner.search(spec, query, opts);
+      await c.recordsLoaded;
+    }
     return c.search(query, opts.topK, opts.filter?.predicate, opts.includeValues, opts.includeMetadata, {
       exact: opts.exact,
       width: opts.searchWidth,
@@ -370,7 +379,7 @@ export class EmbeddedEngine implements VectorEngine {
     await Promise.allSettled(this.loading.values());
     await this.saveAll(true);
     for (const c of this.open.values()) c.close();
-    await this.scanner.close();
+    await this.scanner?.close();
     await this.graphs.close();
   }
 }

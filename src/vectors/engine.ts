@@ -80,6 +80,9 @@ export interface VectorEngine {
   createIndex(spec: IndexSpec): void;
   /** Removes every vector of the index. */
   dropIndex(spec: IndexSpec): Promise<void>;
+  /** Forgets what this process holds of the index (its records were changed by another node): the
+   * next use loads it again from the stored records. */
+  dropCopy(spec: IndexSpec): Promise<void>;
   /** Inserts or replaces vectors, all or none; visible to the next search once it resolves. */
   upsert(spec: IndexSpec, vectors: NewVector[], admit?: Admit): Promise<void>;
   /** Deletes by id; returns how many existed. `refuseProtected` sees the protected ids in the same step (throwing refuses all). */

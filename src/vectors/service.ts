@@ -158,6 +158,20 @@ export class VectorService {
     return row;
   }
 
+  /**
+   * The tenant's index `ref` as this node must see it: with a database other nodes write too, its
+   * row is read again and an in-memory copy made stale by another node's writes is dropped (the
+   * next use loads it again from the records). One process alone (SQLite): nothing to do.
+   */
+  private async fresh(tenantId: string, ref: string): Promise<IndexRow> {
+    await this.sync(tenantId, ref);
+    return this.row(tenantId, ref);
+  }
+
+  private async sync(tenantId: string, ref: string): Promise<void> {
+    if (this.store.sync) for (const stale of await this.store.sync(tenantId, ref)) await this.engine.dropCopy(this.spec(stale));
+  }
+
   /** Every index's engine spec (for loading them all after start). */
   async allSpecs(): Promise<IndexSpec[]> {
     return (await this.store.allIndexes()).map((r) => this.spec(r));
@@ -171,6 +185,7 @@ export class VectorService {
     if (req.vector_type !== undefined && req.vector_type !== "dense") throw invalid("vector_type must be 'dense'");
     const metadata = checkMetadata(req.metadata, "index");
     const targetRecall = checkTarget(req.target_recall);
+    await this.sync(tenantId, req.name);
     if (this.store.indexByName(tenantId, req.name)) throw new ApiError("conflict", `A vector index named '${req.name}' already exists`);
     const now = new Date().toISOString();
     const row: IndexRow = {
@@ -207,8 +222,8 @@ export class VectorService {
     };
   }
 
-  getIndex(tenantId: string, ref: string): IndexView {
-    return this.view(this.row(tenantId, ref));
+  async getIndex(tenantId: string, ref: string): Promise<IndexView> {
+    return this.view(await this.fresh(tenantId, ref));
   }
 
   async updateIndex(
@@ -216,7 +231,7 @@ export class VectorService {
     ref: string,
     change: { metadata?: Metadata; delete_protection?: boolean; target_recall?: number },
   ): Promise<IndexView> {
-    const row = this.row(tenantId, ref);
+    const row = await this.fresh(tenantId, ref);
     const metadata = change.metadata === undefined ? row.metadata : JSON.stringify(checkMetadata(change.metadata, "index"));
     const protect = change.delete_protection ?? row.delete_protection === 1;
     const target = change.target_recall === undefined ? row.target_recall : checkTarget(change.target_recall);
@@ -227,7 +242,7 @@ export class VectorService {
   }
 
   async deleteIndex(tenantId: string, ref: string): Promise<{ message: string; id: string }> {
-    const row = this.row(tenantId, ref);
+    const row = await this.fresh(tenantId, ref);
     if (row.delete_protection === 1)
       throw new ApiError(
         "conflict",
@@ -267,7 +282,7 @@ export class VectorService {
 
   async upsert(tenantId: string, ref: string, vectors: VectorIn[]): Promise<UpsertResult> {
     this.checkBatch(vectors);
-    const row = this.row(tenantId, ref);
+    const row = await this.fresh(tenantId, ref);
     const items = vectors.map((v, i) => {
       if (!Array.isArray(v.embedding) && !(v.embedding instanceof Float64Array))
         throw invalid(`vectors[${i}]: embedding is required (or use the text routes)`);
@@ -285,7 +300,7 @@ export class VectorService {
 
   async upsertText(tenantId: string, keyId: string, ref: string, vectors: VectorIn[]): Promise<UpsertResult> {
     this.checkBatch(vectors);
-    const row = this.row(tenantId, ref);
+    const row = await this.fresh(tenantId, ref);
     const model = vectors[0]?.model;
     vectors.forEach((v, i) => {
       if (typeof v.text !== "string" || v.text.length === 0) throw invalid(`vectors[${i}]: text is required`);
@@ -340,12 +355,12 @@ export class VectorService {
     return { hits, query_time_ms: Math.round((performance.now() - started) * 1000) / 1000 };
   }
 
-  search(tenantId: string, ref: string, req: SearchIn & { vector: number[] }) {
-    return this.searchWith(this.row(tenantId, ref), req.vector, req);
+  async search(tenantId: string, ref: string, req: SearchIn & { vector: number[] }) {
+    return this.searchWith(await this.fresh(tenantId, ref), req.vector, req);
   }
 
   async searchText(tenantId: string, keyId: string, ref: string, req: SearchIn & { query: string; model?: string }) {
-    const row = this.row(tenantId, ref);
+    const row = await this.fresh(tenantId, ref);
     compileFilter(req.filter); // a bad filter is refused before the embedding is paid for
     const out = await this.embedder_().embed({ tenantId, keyId }, req.model, [req.query]);
     const result = await this.searchWith(this.row(tenantId, row.id), out.vectors[0] as Float32Array, req);
@@ -354,16 +369,16 @@ export class VectorService {
 
   async fetch(tenantId: string, ref: string, ids: string[]): Promise<{ vectors: VectorRecord[] }> {
     if (ids.length > MAX_BATCH) throw invalid(`at most ${MAX_BATCH} ids per request`);
-    return { vectors: await this.engine.fetch(this.spec(this.row(tenantId, ref)), ids) };
+    return { vectors: await this.engine.fetch(this.spec(await this.fresh(tenantId, ref)), ids) };
   }
 
   async list(tenantId: string, ref: string, page: number, pageSize: number) {
-    const { vectors, total } = await this.engine.list(this.spec(this.row(tenantId, ref)), (page - 1) * pageSize, pageSize);
+    const { vectors, total } = await this.engine.list(this.spec(await this.fresh(tenantId, ref)), (page - 1) * pageSize, pageSize);
     return { vectors, pagination: { page, page_size: pageSize, total, total_pages: Math.ceil(total / pageSize) } };
   }
 
   async get(tenantId: string, ref: string, id: string): Promise<VectorRecord> {
-    const [v] = await this.engine.fetch(this.spec(this.row(tenantId, ref)), [id]);
+    const [v] = await this.engine.fetch(this.spec(await this.fresh(tenantId, ref)), [id]);
     if (!v) throw new ApiError("vector_not_found", `Vector '${id}' was not found`);
     return v;
   }
@@ -374,7 +389,7 @@ export class VectorService {
     id: string,
     change: { metadata?: Metadata; delete_protection?: boolean },
   ): Promise<VectorRecord> {
-    const row = this.row(tenantId, ref);
+    const row = await this.fresh(tenantId, ref);
     const metadata = change.metadata === undefined ? undefined : checkMetadata(change.metadata, "vector");
     const v = await this.engine.update(
       this.spec(row),
@@ -389,7 +404,7 @@ export class VectorService {
   async delete(tenantId: string, ref: string, ids: string[]): Promise<{ deleted_count: number; message: string }> {
     if (ids.length === 0) throw invalid("vector_ids must not be empty");
     if (ids.length > MAX_BATCH) throw invalid(`at most ${MAX_BATCH} ids per request`);
-    const spec = this.spec(this.row(tenantId, ref));
+    const spec = this.spec(await this.fresh(tenantId, ref));
     // Checked inside the delete itself: no protection can be turned on between the check and the delete.
     const n = await this.engine.delete(spec, ids, (protectedIds) => {
       throw new ApiError("conflict", `Vectors with delete protection on cannot be deleted: ${protectedIds.slice(0, 10).join(", ")}`);

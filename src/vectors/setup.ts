@@ -1,10 +1,12 @@
 // Constructs the vectors area for the entry point (its text routes embed with the given service), and closes it.
 import type { Logger } from "pino";
+import type { Persistence } from "../store/persistence.js";
 import { EmbeddedEngine } from "./embedded.js";
 import { VectorLimits, type VectorLimitsConfig } from "./limits.js";
 import { type TextEmbedder, VectorService } from "./service.js";
 import { type VectorSettings, vectorSettings } from "./settings.js";
-import { VectorDb } from "./store.js";
+import { type VectorCatalog, VectorDb } from "./store.js";
+import { PgVectorCatalog } from "./store-pg.js";
 
 export interface VectorsArea {
   vectors: VectorService;
@@ -14,14 +16,17 @@ export interface VectorsArea {
   close(): Promise<void>;
 }
 
-export function openVectors(
+/** The records in the vectors SQLite file of `dataDir`, or in PostgreSQL with a database URL (the
+ * graphs are this node's cache either way, saved in `dataDir` and rebuilt from the records). */
+export async function openVectors(
   dataDir: string,
+  persistence: Persistence,
   embeddings: TextEmbedder,
   logger: Logger,
   limits: VectorLimitsConfig,
   settings: VectorSettings = vectorSettings(),
-): VectorsArea {
-  const store = new VectorDb(dataDir);
+): Promise<VectorsArea> {
+  const store: VectorCatalog = persistence.kind === "pg" ? await PgVectorCatalog.open(persistence.pool) : new VectorDb(dataDir);
   const engine = new EmbeddedEngine(store, dataDir, (msg, fields) => logger.info(fields ?? {}, msg), settings);
   const vectors = new VectorService(store, engine, new VectorLimits(store, limits), embeddings);
   return {

@@ -12,6 +12,8 @@ import type Database from "better-sqlite3";
 import { addColumnIfMissing, type Migration, migrate, openSqlite } from "../store/db.js";
 import type { Admit } from "./engine.js";
 import type { Metadata } from "./filter.js";
+import { readRecords } from "./record-loader.js";
+import type { RecordChunk } from "./record-protocol.js";
 import { type IndexRow, RECORD_BYTES_SQL, type RecordRow, type VectorUsage, type Written } from "./rows.js";
 import type { DeleteDone, UpdateDone, UpsertDone } from "./record-writes.js";
 import type { UpsertBatch } from "./writer-protocol.js";
@@ -95,8 +97,11 @@ export const VECTOR_MIGRATIONS: Migration[] = [
  * vector count answer synchronously.
  */
 export interface VectorCatalog {
-  /** The SQLite file the records are loaded from at start (by a worker thread of its own). */
-  readonly file: string;
+  /** The SQLite file an exact scan reads while an index loads (record-scan.ts); undefined: there is
+   * none, and a search of an index still loading waits for its records. */
+  readonly scanFile: string | undefined;
+  /** Every record of the index, a chunk at a time in write order (loading an index into memory). */
+  readRecords(indexId: string, dim: number, chunk: number): AsyncGenerator<RecordChunk>;
   usageOf(tenantId: string): VectorUsage;
   totalBytes(): number;
   indexById(tenantId: string, id: string): IndexRow | undefined;
@@ -137,6 +142,12 @@ export interface VectorCatalog {
   pruneTombstones(indexId: string, seq: number): Promise<void>;
   /** Replaces a vector's metadata and protection at once, `admit` inside; false when it does not exist. */
   updateVector(indexId: string, id: string, metadata: string, deleteProtection: boolean, at: string, admit?: Admit): Promise<boolean>;
+  /**
+   * With a database several nodes write (PostgreSQL): reads the tenant's index `ref` (id or name)
+   * again, and returns the indexes whose in-memory copy on this node is no longer current (written
+   * by another node, or deleted there). Absent: this process is the only writer.
+   */
+  sync?(tenantId: string, ref: string): Promise<IndexRow[]>;
   /** Lets the writes under way commit, then closes the database. */
   close(): Promise<void>;
 }
@@ -158,6 +169,10 @@ export class VectorDb implements VectorCatalog {
 
   /** The database file (loading reads it from a worker thread with a connection of its own). */
   readonly file: string;
+  /** The record scanner reads the same file. */
+  get scanFile(): string {
+    return this.file;
+  }
 
   constructor(dataDir: string) {
     const file = path.join(dataDir, "vectors.db");
@@ -196,6 +211,11 @@ export class VectorDb implements VectorCatalog {
       this.usage.set(u.tenant_id, { indexes: u.indexes, vectors: u.vectors, bytes: u.bytes });
       this.bytes += u.bytes;
     }
+  }
+
+  /** Read by a worker thread with its own read-only connection (record-loader.ts). */
+  readRecords(indexId: string, dim: number, chunk: number): AsyncGenerator<RecordChunk> {
+    return readRecords(this.file, indexId, dim, chunk);
   }
 
   /** What the tenant holds now (every committed write counted). */

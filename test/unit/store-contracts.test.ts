@@ -16,7 +16,7 @@ import { SqliteSandboxStore } from "../../src/sandbox/store/sandboxes.js";
 import { SqliteSnapshotStore } from "../../src/sandbox/store/snapshots.js";
 import { SqliteTemplateStore } from "../../src/templates/store.js";
 import { SqliteTenantStore } from "../../src/tenancy/store/tenants.js";
-import { type VectorCatalog, VectorDb } from "../../src/vectors/store.js";
+import { VectorDb } from "../../src/vectors/store.js";
 import { describeEventStoreContract, describeWebhookStoreContract } from "../contract/events.js";
 import { describeAdminKeyStoreContract, describeKeyStoreContract } from "../contract/keys.js";
 import { describeFileStoreContract, describeSandboxStoreContract, describeSnapshotStoreContract } from "../contract/records.js";
@@ -35,10 +35,10 @@ function freshDb(): Db {
 }
 
 /** Vector catalogs opened by the tests (each on a file of its own, some closed and reopened). */
-const catalogs: VectorCatalog[] = [];
+const catalogs: VectorDb[] = [];
 
 /** A new vectors database in a temporary directory, or, given its file, the one closed before reopened. */
-function vectorCatalog(file?: string): VectorCatalog {
+function vectorCatalog(file?: string): VectorDb {
   const dir = file === undefined ? fs.mkdtempSync(path.join(os.tmpdir(), "agentbox-contract-")) : path.dirname(file);
   const catalog = new VectorDb(dir);
   catalogs.push(catalog);
@@ -81,4 +81,4 @@ describeSnapshotStoreContract("sqlite", async () => new SqliteSnapshotStore(fres
 describeFileStoreContract("sqlite", async () => new SqliteFileStore(freshDb()));
 describeTemplateStoreContract("sqlite", async () => new SqliteTemplateStore(freshDb()));
 
-describeVectorCatalogContract("sqlite", async (file) => vectorCatalog(file));
+describeVectorCatalogContract("sqlite", async (closed) => vectorCatalog((closed as VectorDb | undefined)?.file));

@@ -17,6 +17,7 @@ import type { Limits } from "../sandbox/settings.js";
 import type { SnapshotFiles } from "../sandbox/snapshots.js";
 import type { Template } from "../sandbox/templates.js";
 import { BuildLog } from "./build-log.js";
+import { warmBytecode } from "./bytecode.js";
 import { pullImage, type RegistryAuth, ToolError } from "./pull.js";
 import { type StagePlan as DockerfileStage, readContext, translateDockerfile } from "./dockerfile.js";
 import { checkAllowed, type ImageRef, parseImageRef } from "./reference.js";
@@ -636,6 +637,31 @@ export class TemplateService {
     return { digest: made, python: madePython };
   }
 
+  /**
+   * The image's own python compiles what the runtime imports, once, so that its sandboxes do not at
+   * every start (./bytecode.ts). A failure only costs that speed: the build goes on.
+   */
+  private async warmBytecode(digest: string, python: string, c: StageContext): Promise<void> {
+    const root = this.d.rootfs.pathOf(digest);
+    try {
+      const { box, release } = await this.d.buildBox(async () => ({
+        id: "build",
+        root: { dir: root, python },
+        limits: { ...this.d.limits, cpus: c.t.vcpuCount, memoryMb: c.t.memoryMb },
+        envVars: {},
+      }));
+      try {
+        const timeoutMs = Math.max(1000, Math.min(60_000, c.deadlineAt - Date.now()));
+        const n = await warmBytecode({ box, python, root, timeoutMs });
+        c.log.add(`bytecode: ${n} module(s) of ${python} compiled once for its sandboxes' starts`);
+      } finally {
+        await release();
+      }
+    } catch (err) {
+      c.log.add(`bytecode: not made (${String((err as Error)?.message ?? err).slice(0, 200)}); sandboxes compile at start`);
+    }
+  }
+
   /** The sandbox a stage's steps run in: with the build's egress when its request gave `network`. */
   private async buildBox(prepare: (uid: number) => Promise<CustomTemplate>, c: StageContext) {
     const started = await this.d.buildBox(prepare);
@@ -705,6 +731,7 @@ export class TemplateService {
       }
       const { digest, python } = await this.buildStage(plan, done, ctx, done.length, true);
       await this.update(b, { phase: "finalizing", progress: 90 });
+      if (python) await this.warmBytecode(digest, python, ctx);
       log.add(
         python
           ? `the image's own ${python} runs code/run python`

@@ -72,10 +72,10 @@ async function main(): Promise<void> {
   const templates = await openTemplates(config, db, sandboxes, logger, settings.templates);
   await sandboxes.init();
   const network = await openNetwork(config, persistence, sandboxes, logger, settings.network);
-  // Builds whose request gives `network` reach it through the network area, as sandboxes do.
-  templates.useNetwork({ attach: (tenantId, box, policy, onEntry) => network.attachBuild(tenantId, box, policy, onEntry) });
   const metrics = new Metrics(() => sandboxes.liveCount());
   const sandbox = openSandboxService(config, sandboxes, tenants, metrics, network);
+  // Builds whose request gives `network` reach it through the network area, as sandboxes do.
+  templates.useNetwork({ attach: (tenantId, box, policy, onEntry) => network.attachBuild(tenantId, box, policy, onEntry) });
   const usage = await openUsageStore(persistence);
   const embeddings = new EmbeddingService(usage, providers, {
     config: settings.embeddings,

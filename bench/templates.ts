@@ -15,6 +15,8 @@ import { keepAliveClient, printTable, type Row, sleep, timed } from "./lib.js";
 const CREATES = Number(process.env.BENCH_TEMPLATE_CREATES ?? 30);
 const SANDBOXES = Number(process.env.BENCH_TEMPLATE_SANDBOXES ?? 100);
 const BUILDS = Number(process.env.BENCH_TEMPLATE_BUILDS ?? 2);
+/** Which parts run: `pooled`, `cold`, `buildah` (comma-separated; buildah only where it is installed); all by default. */
+const PARTS = (process.env.BENCH_TEMPLATE_PARTS ?? "pooled,cold,buildah").split(",");
 /** Bytes each of the SANDBOXES sandboxes writes to its own /home/user. */
 const OWN_WRITE = 256 * 1024;
 
@@ -69,19 +71,24 @@ function bytesOf(dir: string): number {
 
 const mib = (b: number) => `${(b / 2 ** 20).toFixed(1)} MiB`;
 
+/** The small Dockerfile the builds take (FROM, ENV, WORKDIR, COPY, RUN) and its context. */
+function benchDockerfile(images: TemplateRegistry): { dockerfile: string; context: Record<string, string> } {
+  const dockerfile = [
+    `FROM ${images.python}`,
+    "ENV APP_MODE=bench",
+    "WORKDIR /srv/app",
+    "COPY app.py ./",
+    `RUN python3 -c "import os, app; os.makedirs('/opt/data'); open('/opt/data/mode', 'w').write(os.environ['APP_MODE'])"`,
+  ].join("\n");
+  return { dockerfile, context: { "app.py": Buffer.from("VALUE = 42\n").toString("base64") } };
+}
+
 /** Pool, warm-create, first-run, disk and build figures (one server, pools on). */
 async function pooled(images: TemplateRegistry, tables: string[]): Promise<void> {
   const server = await serverWith(images, {});
   const call = keepAliveClient(server);
   try {
-    const dockerfile = [
-      `FROM ${images.python}`,
-      "ENV APP_MODE=bench",
-      "WORKDIR /srv/app",
-      "COPY app.py ./",
-      `RUN python3 -c "import os, app; os.makedirs('/opt/data'); open('/opt/data/mode', 'w').write(os.environ['APP_MODE'])"`,
-    ].join("\n");
-    const context = { "app.py": Buffer.from("VALUE = 42\n").toString("base64") };
+    const { dockerfile, context } = benchDockerfile(images);
     const builds: Row[] = [{ name: "Dockerfile build (FROM + ENV, WORKDIR, COPY, RUN), request to ready", samples: [] }];
     let templateId = "";
     for (let i = 0; i < BUILDS; i++) {
@@ -192,6 +199,85 @@ async function cold(images: TemplateRegistry, tables: string[]): Promise<void> {
   }
 }
 
+/**
+ * The same Dockerfile built by the service (request to ready) and by `buildah bud` on this host,
+ * alternately, each from scratch (buildah on fresh storage, so it pulls the base as the service
+ * does), and what each keeps on disk. buildah runs as root with `--isolation chroot` (rootless
+ * buildah needs subordinate uids this host has not): the image and the Dockerfile are this
+ * benchmark's own, nothing untrusted.
+ */
+async function versusBuildah(images: TemplateRegistry, tables: string[]): Promise<void> {
+  const driver = process.env.BENCH_BUILDAH_DRIVER ?? "vfs";
+  const server = await serverWith(images, {});
+  const call = keepAliveClient(server);
+  const work = fs.mkdtempSync(path.join(os.tmpdir(), "agentbox-buildah-"));
+  try {
+    const { dockerfile, context } = benchDockerfile(images);
+    const ctx = path.join(work, "context");
+    fs.mkdirSync(ctx);
+    fs.writeFileSync(path.join(ctx, "Dockerfile"), dockerfile);
+    for (const [name, b64] of Object.entries(context)) fs.writeFileSync(path.join(ctx, name), Buffer.from(b64, "base64"));
+    const rows: Row[] = [
+      { name: "this service: POST /templates/build (dockerfile) to ready", samples: [] },
+      { name: `buildah bud --isolation chroot (storage driver ${driver}, fresh storage)`, samples: [] },
+    ];
+    let ownBytes = 0;
+    let buildahImage = "";
+    let buildahBytes = 0;
+    // The base imported once and kept (a template uses it): each build's own root is then the one
+    // new directory (a build removes the base it pulled only when no template uses it).
+    await build(call, { name: "bench-vs-base", docker_image: images.python });
+    const roots = path.join(images.templateDir, "rootfs");
+    const before = new Set(fs.readdirSync(roots));
+    for (let i = 0; i < BUILDS; i++) {
+      const [ms, templateId] = await build(call, { name: `bench-vs-${i}`, dockerfile, context });
+      rows[0]?.samples.push(ms);
+      const made = fs.readdirSync(roots).filter((d) => !before.has(d));
+      ownBytes = Math.max(...made.map((d) => bytesOf(path.join(roots, d))));
+      await call("DELETE", `/v1/agents/templates/${templateId}`);
+      const storage = path.join(work, `storage-${i}`);
+      const buildah = (args: string[]) =>
+        execFileSync("/usr/bin/buildah", ["--root", storage, "--runroot", `${storage}.run`, "--storage-driver", driver, ...args], {
+          encoding: "utf8",
+          stdio: ["ignore", "pipe", "pipe"],
+        });
+      const t0 = performance.now();
+      buildah([
+        "bud",
+        "--isolation",
+        "chroot",
+        "--tls-verify=false",
+        "--layers=false",
+        "-q",
+        "-t",
+        `bench-${i}`,
+        "-f",
+        path.join(ctx, "Dockerfile"),
+        ctx,
+      ]);
+      rows[1]?.samples.push(performance.now() - t0);
+      buildahImage = buildah(["images", "--format", "{{.Size}}", `bench-${i}`]).trim();
+      buildahBytes = bytesOf(storage);
+      buildah(["rmi", "--all", "--force"]);
+      fs.rmSync(storage, { recursive: true, force: true });
+      fs.rmSync(`${storage}.run`, { recursive: true, force: true });
+    }
+    tables.push(printTable("the same Dockerfile: this service vs buildah (alternately, each from scratch)", rows));
+    const lines = [
+      "| what is kept | size |",
+      "| --- | ---: |",
+      `| this service: the template's root filesystem (one tree: the image plus the RUN's writes and the bytecode the build made) | ${mib(ownBytes)} |`,
+      `| buildah: the image as it reports it | ${buildahImage} |`,
+      `| buildah: its storage on disk (${driver}: base layer and the new layer) | ${mib(buildahBytes)} |`,
+    ];
+    process.stdout.write(`${lines.join("\n")}\n\n`);
+    tables.push(lines.join("\n"));
+  } finally {
+    await server.dispose();
+    fs.rmSync(work, { recursive: true, force: true });
+  }
+}
+
 export async function benchTemplates(): Promise<string> {
   const speed = await machineSpeed();
   const load = os
@@ -203,8 +289,9 @@ export async function benchTemplates(): Promise<string> {
   const images = await startTemplateRegistry();
   const tables = [machine];
   try {
-    await pooled(images, tables);
-    await cold(images, tables);
+    if (PARTS.includes("pooled")) await pooled(images, tables);
+    if (PARTS.includes("cold")) await cold(images, tables);
+    if (PARTS.includes("buildah") && fs.existsSync("/usr/bin/buildah")) await versusBuildah(images, tables);
   } finally {
     await images.stop();
   }

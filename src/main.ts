@@ -77,6 +77,8 @@ async function main(): Promise<void> {
     roles: settings.cluster.redisUrl === undefined ? "both" : settings.cluster.roles,
   });
   const sandbox = openSandboxService(config, sandboxes, tenants, metrics, network);
+  // Builds whose request gives `network` reach it through the network area, as sandboxes do.
+  templates.useNetwork({ attach: (tenantId, box, policy, onEntry) => network.attachBuild(tenantId, box, policy, onEntry) });
   const usage = await openUsageStore(persistence);
   const embeddings = new EmbeddingService(usage, providers, {
     config: settings.embeddings,

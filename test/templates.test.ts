@@ -148,6 +148,25 @@ describe("a template from an image with its own Python", { skip: !haveImageTools
     assert.deepEqual(out.trim().split("\n"), ["imagepkg inside the image", "/usr/lib/python3/dist-packages/imagepkg/__init__.py"]);
   });
 
+  test("the build made the image's python bytecode: what the runtime imports is cached and current", async () => {
+    // The test image's bytecode is stale (its sources were copied with new mtimes), as an image's
+    // is after a copy, or absent as in official python images: the build compiles it once.
+    const out = await pythonStdout(
+      call,
+      sandboxId,
+      [
+        "import importlib.util, os, struct, json, selectors, traceback",
+        "for m in (json, selectors, traceback):",
+        "    with open(importlib.util.cache_from_source(m.__file__), 'rb') as f:",
+        "        head = f.read(16)",
+        "    flags, mtime, size = struct.unpack('<III', head[4:16])",
+        "    st = os.stat(m.__file__)",
+        "    print(m.__name__, flags == 0 and mtime == int(st.st_mtime) & 0xFFFFFFFF and size == st.st_size & 0xFFFFFFFF)",
+      ].join("\n"),
+    );
+    assert.deepEqual(out.trim().split("\n"), ["json True", "selectors True", "traceback True"]);
+  });
+
   test("the image's root is read-only; /home/user is the sandbox's own, writable", async () => {
     // Bash builtins only: the image has no coreutils.
     const r = await sh(sandboxId, 'echo x 2>&1 > /opt/marker/x; echo hi > /home/user/f && echo "$(< /home/user/f)"');

@@ -7,6 +7,7 @@ import path from "node:path";
 import type { Logger } from "pino";
 import type { Config } from "../config.js";
 import { ApiError, invalid } from "../errors.js";
+import type { Box } from "../sandbox/box.js";
 import { netDirOf } from "../sandbox/bwrap.js";
 import type { SandboxManager } from "../sandbox/manager.js";
 import { ConnectionBudget, type Slot } from "./budget.js";
@@ -37,6 +38,12 @@ interface SandboxNet {
   rx: number;
   tx: number;
   relayRestartedAt: number;
+  /**
+   * A template build's sandbox (attachBuild): its box, which the sandbox registry does not know;
+   * its policy is not stored (a build does not outlive the service) and each connection is also
+   * told to `onEntry` (the build's log).
+   */
+  build?: { box: Box; onEntry(entry: EgressLogEntry): void };
 }
 
 const RELAY_WAIT_MS = 5000;
@@ -126,6 +133,34 @@ export class NetworkService {
       await this.sandboxes.end(sandboxId, { reason: "error", detail: { message } }).catch(() => {});
       throw err;
     }
+  }
+
+  /**
+   * A template build's sandbox gets egress under `policy` as any sandbox does: its own proxy and
+   * relay, the caps on connections (counted for the build's tenant), the operator's deny list and
+   * the never-reachable ranges. Returns what ends it (after the box is released).
+   */
+  async attachBuild(tenantId: string, box: Box, policy: NetworkPolicy, onEntry: (entry: EgressLogEntry) => void): Promise<() => void> {
+    const id = box.spec.name;
+    this.nets.set(id, {
+      id,
+      tenantId,
+      dir: netDirOf(box.workspace),
+      policy,
+      matcher: this.matcher(policy),
+      log: [],
+      rx: 0,
+      tx: 0,
+      relayRestartedAt: 0,
+      build: { box, onEntry },
+    });
+    try {
+      await this.apply(tenantId, id, policy);
+    } catch (err) {
+      this.drop(id);
+      throw err;
+    }
+    return () => this.drop(id);
   }
 
   /** The caller's sandbox is running (404 for another tenant's, 400 for an ended one). */
@@ -251,7 +286,7 @@ export class NetworkService {
     const n = await this.state(tenantId, sandboxId, policy);
     n.policy = policy;
     n.matcher = this.matcher(policy);
-    await this.store.save(sandboxId, tenantId, policy);
+    if (!n.build) await this.store.save(sandboxId, tenantId, policy);
     const on = egressEnabled(policy);
     // A sandbox started again under the same id (resumed from a snapshot) has a fresh socket directory.
     if (n.egress && !fs.existsSync(path.join(n.dir, "egress.sock"))) {
@@ -264,6 +299,7 @@ export class NetworkService {
         decideByName: (host) => n.matcher.decideByName(host, this.resolver.mapped(host)),
         decide: (host, addresses, trusted) => n.matcher.decide(host, addresses, trusted),
         record: (entry) => {
+          n.build?.onEntry(entry);
           n.log.push(entry);
           if (n.log.length > this.settings.logEntries) n.log.shift();
         },
@@ -299,7 +335,7 @@ export class NetworkService {
       await listen(n.ports.server, path.join(n.dir, "ports.sock"));
     }
     if (n.ports.connected && env === undefined) return;
-    const box = await this.sandboxes.box(n.tenantId, n.id);
+    const box = n.build?.box ?? (await this.sandboxes.box(n.tenantId, n.id));
     const reply = await box.request({ op: "net", egress_port: this.settings.relayPort, env: env ?? null });
     if (reply.ev !== "ok")
       throw new ApiError(
@@ -351,7 +387,7 @@ export class NetworkService {
     this.nets.delete(id);
     n.egress?.close();
     n.ports?.close();
-    this.store.remove(id).catch((err) => this.log.warn({ err, sandbox_id: id }, "network: stored policy not removed"));
+    if (!n.build) this.store.remove(id).catch((err) => this.log.warn({ err, sandbox_id: id }, "network: stored policy not removed"));
     fs.rmSync(n.dir, { recursive: true, force: true });
   }
 }

@@ -1,6 +1,8 @@
 // How one sandbox is started: the bubblewrap command line (namespaces, read-only system view,
 // private /home/user and /tmp, no capabilities, seccomp, empty environment), the launcher that
 // joins the sandbox's cgroup before exec'ing bwrap, and the files the sandbox gets read-only.
+import { execFileSync } from "node:child_process";
+import crypto from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -56,12 +58,65 @@ function runtimeFiles(dir: string, rel = ""): string[] {
   return files;
 }
 
+/** Compiles the modules named on stdin (JSON: dir, names) with py_compile; prints the cache tag and each module's bytecode (hex). */
+const COMPILE = `
+import json, os, py_compile, sys, tempfile
+req = json.load(sys.stdin)
+out = {}
+with tempfile.TemporaryDirectory() as tmp:
+    for i, name in enumerate(req["names"]):
+        cfile = os.path.join(tmp, str(i))
+        py_compile.compile(os.path.join(req["dir"], name), cfile=cfile, dfile="/opt/agentbox/" + name, doraise=True,
+                           invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH)
+        out[name] = open(cfile, "rb").read().hex()
+print(json.dumps({"tag": sys.implementation.cache_tag, "pyc": out}))
+`;
+
+const bytecodeMade = new Map<string, { dest: string; data: Buffer }[]>();
+
+/**
+ * The runtime's package modules as bytecode beside them (…/__pycache__/<module>.<tag>.pyc), made by
+ * the host's python3 once per set of sources. Without it every sandbox start compiles every module
+ * again (its /opt/agentbox is read-only: nothing is ever cached there), some 20 ms of CPU each time.
+ * Unchecked-hash bytecode (PEP 552): the copies bwrap writes have new mtimes, and these are made from
+ * exactly the sources shipped with them. A python of another version (a template image's own) looks
+ * for its own tag, finds none and compiles as before; so does every python if the host's cannot compile.
+ */
+function runtimeBytecode(dir: string, files: { name: string; data: Buffer }[]): { dest: string; data: Buffer }[] {
+  // supervisor.py runs as __main__, whose bytecode is never cached: only the package's modules.
+  const modules = files.filter((f) => f.name.endsWith(".py") && f.name.includes("/"));
+  const hash = crypto.createHash("sha256");
+  for (const f of modules) hash.update(f.name).update("\0").update(f.data).update("\0");
+  const key = hash.digest("hex");
+  const known = bytecodeMade.get(key);
+  if (known) return known;
+  let made: { dest: string; data: Buffer }[] = [];
+  try {
+    const out = execFileSync("/usr/bin/python3", ["-I", "-S", "-c", COMPILE], {
+      input: JSON.stringify({ dir, names: modules.map((f) => f.name) }),
+      maxBuffer: 64 * 2 ** 20,
+    });
+    const { tag, pyc } = JSON.parse(out.toString()) as { tag: string; pyc: Record<string, string> };
+    made = Object.entries(pyc).map(([name, hex]) => ({
+      dest: `/opt/agentbox/${path.posix.dirname(name)}/__pycache__/${path.posix.basename(name, ".py")}.${tag}.pyc`,
+      data: Buffer.from(hex, "hex"),
+    }));
+  } catch {
+    // No bytecode: the modules compile at each start, as they did before.
+  }
+  bytecodeMade.clear();
+  bytecodeMade.set(key, made);
+  return made;
+}
+
 /** Files placed read-only into every sandbox, each passed to bwrap on its own descriptor. */
 export function sandboxFiles(): { dest: string; data: Buffer }[] {
   const dir = runtimeDir();
+  const runtime = runtimeFiles(dir).map((name) => ({ name, data: fs.readFileSync(path.join(dir, name)) }));
   return [
     // /opt/agentbox/supervisor.py, /opt/agentbox/agentbox_rt/*.py, /opt/agentbox/node_kernel.js
-    ...runtimeFiles(dir).map((name) => ({ dest: `/opt/agentbox/${name}`, data: fs.readFileSync(path.join(dir, name)) })),
+    ...runtime.map((f) => ({ dest: `/opt/agentbox/${f.name}`, data: f.data })),
+    ...runtimeBytecode(dir, runtime),
     {
       dest: "/etc/passwd",
       data: Buffer.from(

@@ -66,6 +66,7 @@ export const templateRoutes: FastifyPluginAsyncTypebox<{ templates: TemplateServ
         ...(b.environment !== undefined ? { environment: b.environment } : {}),
         ...(b.tags !== undefined ? { tags: b.tags } : {}),
         ...(b.registry_auth !== undefined ? { registryAuth: b.registry_auth } : {}),
+        ...(b.network !== undefined ? { network: b.network } : {}),
       });
       reply.code(202);
       return { build_id: build.id, template_id: template.id, status: build.status, message: "Build started" };

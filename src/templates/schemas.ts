@@ -2,6 +2,7 @@
 // validate requests and generate the OpenAPI document.
 import { Type } from "@sinclair/typebox";
 import { StringMap } from "../api/schemas/common.js";
+import { NetworkRules } from "../network/schemas.js";
 import { STEP_TYPES, type StepType } from "./steps.js";
 
 export const TemplateIdParams = Type.Object({ template_id: Type.String({ minLength: 1, maxLength: 128 }) });
@@ -73,6 +74,14 @@ export const BuildBody = Type.Object(
       Type.Array(BuildStep, { maxItems: 256, description: "Run in order in a build sandbox on docker_image's or template_id's root" }),
     ),
     tags: Type.Optional(StringMap),
+    network: Type.Optional(
+      Type.Composite([NetworkRules], {
+        description:
+          "What the build's steps (RUN, pip_install, apt_install...) may reach, through the egress proxy as a sandbox's `network`: " +
+          "only the allow_out destinations, never the operator's denied or never-reachable ones. Absent (or allow_out empty): the build has no network.",
+        additionalProperties: false,
+      }),
+    ),
   },
   { additionalProperties: false },
 );

@@ -8,13 +8,16 @@ import fs from "node:fs";
 import path from "node:path";
 import { promisify } from "node:util";
 import { Limiter } from "../common/limiter.js";
-import { ApiError } from "../errors.js";
+import { ApiError, invalid } from "../errors.js";
+import type { EgressLogEntry } from "../network/egress.js";
+import { type NetworkPolicy, PolicyError, parsePolicy } from "../network/policy.js";
 import type { Box } from "../sandbox/box.js";
 import type { CustomTemplate } from "../sandbox/manager.js";
 import type { Limits } from "../sandbox/settings.js";
 import type { SnapshotFiles } from "../sandbox/snapshots.js";
 import type { Template } from "../sandbox/templates.js";
 import { BuildLog } from "./build-log.js";
+import { warmBytecode } from "./bytecode.js";
 import { pullImage, type RegistryAuth, ToolError } from "./pull.js";
 import { type StagePlan as DockerfileStage, readContext, translateDockerfile } from "./dockerfile.js";
 import { checkAllowed, type ImageRef, parseImageRef } from "./reference.js";
@@ -40,6 +43,16 @@ export interface BuildInput {
   environment?: Record<string, string>;
   tags?: Record<string, string>;
   registryAuth?: RegistryAuth;
+  /** What the build's steps may reach (through the egress proxy); absent: no network. */
+  network?: { allow_out?: string[]; deny_out?: string[] };
+}
+
+/**
+ * Egress for a build's sandbox, as the network area gives any sandbox (NetworkService.attachBuild):
+ * set after both areas are open. Returns what ends it.
+ */
+export interface BuildNetwork {
+  attach(tenantId: string, box: Box, policy: NetworkPolicy, onEntry: (entry: EgressLogEntry) => void): Promise<() => void>;
 }
 
 /** A running sandbox of the tenant's, to save as a template: its box and the template it runs. */
@@ -97,6 +110,10 @@ interface StageContext {
   deadline: AbortSignal;
   deadlineAt: number;
   transient: string[];
+  /** The build's egress policy (absent: its sandbox has no network). */
+  network?: NetworkPolicy;
+  /** Connections the build's network refused (`host:port (why)`), for the build's error. */
+  refused: string[];
 }
 
 /** What a build does, checked before anything is recorded. */
@@ -107,6 +124,8 @@ interface Plan extends StagePlan {
   environment?: Record<string, string>;
   workdir?: string | null;
   labels?: Record<string, string>;
+  /** The request's `network`: what every stage's steps may reach. */
+  network?: NetworkPolicy;
 }
 
 const exec = promisify(execFile);
@@ -119,6 +138,21 @@ const noRootfs = (id: string) =>
     `Template '${id}' was saved from a sandbox of a built-in template: it has no root filesystem of its own to build on`,
   );
 const buildNotFound = (id: string) => new ApiError("not_found", `Build '${id}' does not exist`);
+
+/**
+ * A build's egress policy: the request's `network` (allow_out, deny_out), never internet access
+ * at large; none (no network at all) unless it lists something to reach.
+ */
+function buildPolicy(input: BuildInput["network"]): NetworkPolicy | undefined {
+  let policy: NetworkPolicy;
+  try {
+    policy = parsePolicy({ internet_access: false, ...input });
+  } catch (err) {
+    if (err instanceof PolicyError) throw invalid(`network: ${err.message}`);
+    throw err;
+  }
+  return policy.allowOut.length > 0 ? policy : undefined;
+}
 
 /** The nine keys of a template list item. */
 export function templateItem(t: TemplateRecord): Template {
@@ -157,7 +191,14 @@ export class TemplateService {
   /** Each build's last write: a build's writes land in order, progress reports included (they do not wait for theirs). */
   private readonly writes = new Map<string, Promise<void>>();
 
+  private net: BuildNetwork | undefined;
+
   constructor(private readonly d: TemplateDeps) {}
+
+  /** Builds whose request gives `network` reach it through this (the network area opens after this one). */
+  useNetwork(net: BuildNetwork): void {
+    this.net = net;
+  }
 
   /** After a restart: builds that were running are failed (their scratch is gone), unused root filesystems removed. */
   async init(): Promise<void> {
@@ -285,7 +326,8 @@ export class TemplateService {
   }
 
   private async admit(tenantId: string, input: BuildInput): Promise<{ template: TemplateRecord; build: BuildRecord }> {
-    const plan = await this.plan(tenantId, input);
+    const network = buildPolicy(input.network);
+    const plan = { ...(await this.plan(tenantId, input)), ...(network ? { network } : {}) };
     await this.checkRoomFor(tenantId, input.name);
     if (this.queue.length >= this.d.settings.buildQueue) {
       throw new ApiError("at_capacity", `${this.queue.length} template builds are waiting already; retry later`, 30);
@@ -586,7 +628,7 @@ export class TemplateService {
       diskMb: c.t.diskMb,
       deadline: c.deadline,
       deadlineAt: c.deadlineAt,
-      startBox: (prepare) => this.d.buildBox(prepare),
+      startBox: (prepare) => this.buildBox(prepare, c),
       log: (line) => c.log.add(line),
       progress: (p) => {
         if (last) this.report(c.b, { progress: p });
@@ -604,6 +646,64 @@ export class TemplateService {
     return { digest: made, python: madePython };
   }
 
+  /**
+   * The image's own python compiles what the runtime imports, once, so that its sandboxes do not at
+   * every start (./bytecode.ts). A failure only costs that speed: the build goes on.
+   */
+  private async warmBytecode(digest: string, python: string, c: StageContext): Promise<void> {
+    const root = this.d.rootfs.pathOf(digest);
+    try {
+      const { box, release } = await this.d.buildBox(async () => ({
+        id: "build",
+        root: { dir: root, python },
+        limits: { ...this.d.limits, cpus: c.t.vcpuCount, memoryMb: c.t.memoryMb },
+        envVars: {},
+      }));
+      try {
+        const timeoutMs = Math.max(1000, Math.min(60_000, c.deadlineAt - Date.now()));
+        const n = await warmBytecode({ box, python, root, timeoutMs });
+        c.log.add(`bytecode: ${n} module(s) of ${python} compiled once for its sandboxes' starts`);
+      } finally {
+        await release();
+      }
+    } catch (err) {
+      c.log.add(`bytecode: not made (${String((err as Error)?.message ?? err).slice(0, 200)}); sandboxes compile at start`);
+    }
+  }
+
+  /** The sandbox a stage's steps run in: with the build's egress when its request gave `network`. */
+  private async buildBox(prepare: (uid: number) => Promise<CustomTemplate>, c: StageContext) {
+    const started = await this.d.buildBox(prepare);
+    const policy = c.network;
+    if (!policy) return started;
+    let detach: () => void;
+    try {
+      if (!this.net) throw new ToolError("this service has no network area to give the build its network");
+      detach = await this.net.attach(c.t.tenantId, started.box, policy, (e) => {
+        const target = `${e.host}:${e.port}`;
+        if (e.allowed) c.log.add(`network: ${target} allowed (${e.reason})`);
+        else {
+          c.log.add(`network: ${target} refused: ${e.reason}`);
+          c.refused.push(`${target} (${e.reason})`);
+        }
+      });
+    } catch (err) {
+      await started.release();
+      throw err;
+    }
+    c.log.add(`network: the steps reach ${policy.allowOut.join(", ")} through the egress proxy, nothing else`);
+    return {
+      box: started.box,
+      release: async () => {
+        try {
+          await started.release();
+        } finally {
+          detach();
+        }
+      },
+    };
+  }
+
   private async run(t: TemplateRecord, b: BuildRecord, log: BuildLog, plan: Plan): Promise<void> {
     const s = this.d.settings;
     const deadline = new AbortController();
@@ -615,11 +715,22 @@ export class TemplateService {
     log.add(`build ${b.id} of template ${t.id} (${t.name}) started`);
     /** Root filesystems this build made or pulled only as a base or an earlier stage: removed at its end unless a template uses them. */
     const transient: string[] = [];
+    const refused: string[] = [];
     try {
       await this.update(b, { status: "running", phase: "preparing", progress: 5, startedAt: new Date().toISOString() });
       const work = await this.d.rootfs.workDir(b.id, s.buildUid);
       if (plan.base?.home) await this.d.homes.link(plan.base.id, t.id);
-      const ctx: StageContext = { t, b, log, work, deadline: deadline.signal, deadlineAt: startedAt + s.buildTimeoutS * 1000, transient };
+      const ctx: StageContext = {
+        t,
+        b,
+        log,
+        work,
+        deadline: deadline.signal,
+        deadlineAt: startedAt + s.buildTimeoutS * 1000,
+        transient,
+        refused,
+        ...(plan.network ? { network: plan.network } : {}),
+      };
       // A multi-stage Dockerfile's earlier stages first, each on its own base; their roots are
       // what later stages build on or copy from.
       const done: Built[] = [];
@@ -629,6 +740,7 @@ export class TemplateService {
       }
       const { digest, python } = await this.buildStage(plan, done, ctx, done.length, true);
       await this.update(b, { phase: "finalizing", progress: 90 });
+      if (python) await this.warmBytecode(digest, python, ctx);
       log.add(
         python
           ? `the image's own ${python} runs code/run python`
@@ -638,8 +750,13 @@ export class TemplateService {
       await this.finish(b, null);
       log.add("build completed");
     } catch (err) {
-      const message =
+      let message =
         err instanceof ApiError || err instanceof ToolError ? err.message : `internal error: ${String((err as Error)?.message ?? err)}`;
+      // A step that failed after its network refused it something: that is most likely why.
+      if (refused.length > 0) {
+        const more = refused.length > 3 ? ` and ${refused.length - 3} more` : "";
+        message += ` (the build's network refused ${refused.slice(0, 3).join(", ")}${more}: see its allow_out)`;
+      }
       if (!(err instanceof ApiError || err instanceof ToolError)) this.d.log({ err, build_id: b.id }, "template build failed");
       log.add(`build failed: ${message}`);
       await this.d.store.setState(t.id, "failed", new Date().toISOString());

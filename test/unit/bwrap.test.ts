@@ -1,6 +1,7 @@
 // The bubblewrap plan of a sandbox: what namespaces it gets, what it sees of the host (read-only
 // system files, its own workspace), and that nothing of the service's environment reaches it.
 import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
 import { describe, test } from "node:test";
 import { HOST_USR, netDirOf, planBwrap, SANDBOX_HOME } from "../../src/sandbox/bwrap.js";
 
@@ -88,6 +89,22 @@ test("no host environment: cleared, then only a fixed set of variables", () => {
   for (const [name, value] of Object.entries(process.env)) {
     if (value && value.length > 8 && !["PATH", "HOME"].includes(name)) assert.ok(!values.has(value), `host ${name} leaked`);
   }
+});
+
+test("the runtime's modules come with their bytecode (unchecked hash), compiled by the host's python3", () => {
+  const data = all("--ro-bind-data", 2);
+  const dests = data.map(([, dest]) => dest);
+  const tag = execFileSync("/usr/bin/python3", ["-I", "-c", "import sys; print(sys.implementation.cache_tag)"]).toString().trim();
+  for (const mod of ["main", "kernels", "protocol", "state"]) {
+    const dest = `/opt/agentbox/agentbox_rt/__pycache__/${mod}.${tag}.pyc`;
+    const at = dests.indexOf(dest);
+    assert.ok(at >= 0, dest);
+    const bytes = plan.fds.get(Number(data[at]?.[0])) as Buffer;
+    // PEP 552: flags 0b01, a hash-based file that is not checked against its source.
+    assert.equal(bytes.readUInt32LE(4), 1);
+  }
+  // __main__'s bytecode is never cached: the entry point has none.
+  assert.ok(!dests.some((d) => d?.includes("supervisor.cpython")));
 });
 
 test("the runtime and the account files are placed read-only from their own descriptors", () => {

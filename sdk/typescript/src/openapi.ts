@@ -3471,6 +3471,13 @@ export interface paths {
                         tags?: {
                             [key: string]: string;
                         };
+                        /** @description What the build's steps (RUN, pip_install, apt_install...) may reach, through the egress proxy as a sandbox's `network`: only the allow_out destinations, never the operator's denied or never-reachable ones. Absent (or allow_out empty): the build has no network. */
+                        network?: {
+                            /** @description Reachable destinations; when set, only these: domain names (pypi.org, *.github.com for any subdomain), IP addresses or CIDRs (10.0.0.0/8, 2001:db8::/32) */
+                            allow_out?: string[];
+                            /** @description Refused destinations (deny wins): domain names (pypi.org, *.github.com for any subdomain), IP addresses or CIDRs (10.0.0.0/8, 2001:db8::/32) */
+                            deny_out?: string[];
+                        };
                     };
                 };
             };

@@ -4,7 +4,8 @@
 // copy would grow with every replacement, however few vectors are live).
 // The HNSW graph itself lives in the graph worker (graph-worker.ts). Writes land here at once;
 // vectors join the graph from a queue, a chunk at a time, so a large upsert never stalls other
-// requests. Until then they are scored exactly, so the next search sees every acknowledged write.
+// requests. Until then they are scored exactly, so the next search sees every acknowledged write;
+// the queue is bounded (room(): past the bound a write waits for the graph), which bounds that cost.
 // While the index's records load, writes are kept and applied after them; while its graph loads or
 // is rebuilt, every search is exact (SIMD brute force, exact.ts).
 import type { Hit, Metric } from "./engine.js";

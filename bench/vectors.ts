@@ -10,10 +10,12 @@
 // 3. Search latency during a bulk load beside the same run's quiet and exact baselines, and the
 //    first write and search after restarts with N stored (vectors-restart.ts); `--only=bulk` runs
 //    the bulk load and its baselines alone.
-// 4. The default embedding model, batches of 32.
+// 4. The first search after a graceful restart, several restarts (vectors-first.ts; `--only=first`,
+//    BENCH_FIRST_N=50000, BENCH_FIRST_ROUNDS=5), each answer checked against exact top-10.
+// 5. The default embedding model, batches of 32.
 // Every table is printed with this machine's speed measured in the same run and its load average.
 //
-//   npm run bench:vectors [-- --quick] [-- --only=sizes,recall,restart,bulk,embeddings] [-- --n=1000000]
+//   npm run bench:vectors [-- --quick] [-- --only=sizes,recall,restart,bulk,first,embeddings] [-- --n=1000000]
 //   BENCH_VECTOR_SIZES=1000000x128,100000x384 (default)  BENCH_QUERIES=200  BENCH_SEARCHES=2000
 //   BENCH_VECTORS_N=1000000: vectors of the bulk-load and restart parts (default 1,000,000; --quick
 //     50,000; also --n= or BENCH_RESTART_N). The 1M figures: BENCH_VECTORS_N=1000000 npm run
@@ -26,17 +28,21 @@ import { mixture, rng } from "../test/helpers/vectors-data.js";
 import { machineSpeed } from "./code-run.js";
 import { keepAliveClient, percentile, printTable } from "./lib.js";
 import { BATCH, BENCH_ENV, encodeBatches, exactTopK, loadAverage, machineLine, upsertAll, vec, waitIndex } from "./vectors-lib.js";
+import { benchFirstSearch } from "./vectors-first.js";
 import { benchRecall } from "./vectors-recall.js";
 import { benchRestart } from "./vectors-restart.js";
 
 const QUICK = process.argv.includes("--quick");
 const arg = (name: string) => process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
-const PARTS = (arg("only") ?? "sizes,recall,restart,embeddings").split(",");
+const PARTS = (arg("only") ?? "sizes,recall,restart,first,embeddings").split(",");
 const SIZES = (process.env.BENCH_VECTOR_SIZES ?? (QUICK ? "50000x128" : "1000000x128,100000x384"))
   .split(",")
   .map((s) => s.split("x").map(Number) as [number, number]);
 /** Vectors in the bulk-load and restart parts: BENCH_VECTORS_N=1000000 gives the 1M figures. */
 const RESTART_N = Number(arg("n") ?? process.env.BENCH_VECTORS_N ?? process.env.BENCH_RESTART_N ?? (QUICK ? 50_000 : 1_000_000));
+/** The first search after a graceful restart: vectors stored, and restarts. */
+const FIRST_N = Number(process.env.BENCH_FIRST_N ?? 50_000);
+const FIRST_ROUNDS = Number(process.env.BENCH_FIRST_ROUNDS ?? 5);
 const RECALL_N = Number(process.env.BENCH_RECALL_N ?? 50_000);
 const SENTENCES = Number(process.env.BENCH_SENTENCES ?? (QUICK ? 2_000 : 4_000));
 /** How long a restart's measurement waits for the index to be ready before reporting "more than". */
@@ -237,6 +243,7 @@ export async function benchVectors(): Promise<string[]> {
   if (PARTS.includes("recall")) out.push(...(await benchRecall(RECALL_N, SENTENCES, machine)));
   if (PARTS.includes("restart")) out.push(...(await benchRestart(RESTART_N, 128, machine, READY_WAIT_S)));
   else if (PARTS.includes("bulk")) out.push(...(await benchRestart(RESTART_N, 128, machine, READY_WAIT_S, false)));
+  if (PARTS.includes("first")) out.push(...(await benchFirstSearch(FIRST_N, 128, FIRST_ROUNDS, machine)));
   if (PARTS.includes("sizes"))
     for (const [n, dim] of SIZES) {
       out.push(...(await benchSize(n, dim)));

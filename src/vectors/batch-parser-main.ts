@@ -7,8 +7,11 @@ import { TypeCompiler } from "@sinclair/typebox/compiler";
 import { jsonDepthExceeds } from "../api/bounds.js";
 import type { BatchParserData, ParsedBatch, ParseReply, ParseRequest } from "./batch-parse-protocol.js";
 import { UpsertBody } from "./schemas.js";
+import { backgroundThread } from "./thread-priority.js";
 
 const port = parentPort as NonNullable<typeof parentPort>;
+// Searches come first: a bulk load's commits (parses) take the CPU they leave.
+backgroundThread();
 const { maxDepth } = workerData as BatchParserData;
 const valid = TypeCompiler.Compile(UpsertBody);
 const decoder = new TextDecoder();

@@ -4,7 +4,8 @@
 // copy would grow with every replacement, however few vectors are live).
 // The HNSW graph itself lives in the graph worker (graph-worker.ts). Writes land here at once;
 // vectors join the graph from a queue, a chunk at a time, so a large upsert never stalls other
-// requests. Until then they are scored exactly, so the next search sees every acknowledged write.
+// requests. Until then they are scored exactly, so the next search sees every acknowledged write;
+// the queue is bounded (room(): past the bound a write waits for the graph), which bounds that cost.
 // While the index's records load, writes are kept and applied after them; while its graph loads or
 // is rebuilt, every search is exact (SIMD brute force, exact.ts).
 import type { Hit, Metric } from "./engine.js";
@@ -39,16 +40,25 @@ const MEASURE_QUIET_MS = 1_000;
 const REMEASURE_GROWTH = 0.1;
 /** A filtered search scores the matching vectors exactly when there are at most this many. */
 const EXACT_MAX = 5_000;
-/** Vectors per insertion message, and how many such messages may be queued in the worker (a
- * search waits behind them there, so both stay small). */
-const ADD_CHUNK = 512;
+/** While the graph is rebuilt or loaded (every search exact meanwhile), vectors join it in
+ * messages of this many, two queued in the worker at a time. */
+const REBUILD_CHUNK = 512;
+const REBUILD_IN_FLIGHT = 2;
+/** Otherwise a search waits in the worker behind at most the insertion under way and one queued,
+ * so each insertion is sized to take about this long (from the last one's measured time). */
+const CHUNK_MS = 3;
+const CHUNK_MIN = 8;
+const CHUNK_MAX = 512;
 const ADD_IN_FLIGHT = 2;
-/** While writes keep arriving, the graph takes thin chunks with pauses so a bulk load is
- * acknowledged at the speed of the store; it catches up when the writes pause (meanwhile
- * searches score the queued vectors exactly). */
-const BUSY_CHUNK = 64;
+/** While writes keep arriving and few vectors wait, the graph pauses between chunks so a bulk
+ * load is acknowledged at the speed of the store and its CPU goes to the load and the searches;
+ * the waiting vectors are scored exactly meanwhile. Past half of `maxUnindexed` it goes on without
+ * pauses, and at `maxUnindexed` upserts wait for it (see room()). */
 const BUSY_WINDOW_MS = 100;
 const BUSY_PAUSE_MS = 10;
+/** Exact scoring gathers vectors into a buffer kept from one search to the next up to this many
+ * floats (64 MiB); a larger gather (a broad filter's last resort) gets a buffer of its own. */
+const SCRATCH_MAX = 16 * 2 ** 20;
 /** Every insertion uses the same thread count: usearch sizes its per-thread contexts only when it
  * grows, so an insertion with more threads than the last growth reserved corrupts the graph
  * (measured: recall@10 0.43 on 20k vectors when thin one-thread chunks came first). */
@@ -95,6 +105,14 @@ export class Collection {
   savedAt = performance.now();
   /** While writes keep arriving, the graph pauses between chunks until then. */
   private resumeAt = 0;
+  /** Vectors that may wait for the graph before upserts wait for it (room()). */
+  maxUnindexed = Number.POSITIVE_INFINITY;
+  /** Upserts waiting for room. */
+  private roomWaiters: Array<() => void> = [];
+  /** What the last insertion took per vector in the worker (sizes the next chunk). */
+  private addMsPerVector = 0.25;
+  /** Exact scoring's gather buffer, kept between searches (no allocation per search). */
+  private scratch = new Float32Array(0);
   /** While the records load: writes applied here after them (see put). */
   private replay: Array<() => void> | undefined;
   /** False while the saved graph is loading in the worker. */
@@ -336,20 +354,44 @@ export class Collection {
   /** Sends every queued vector to the graph and waits for them (before saving on shutdown). */
   async drainAll(): Promise<void> {
     this.indexing = false;
-    while (this.pendingCount() > 0) await this.sendChunk(ADD_CHUNK * 8, ADD_THREADS);
+    while (this.pendingCount() > 0) await this.sendChunk(REBUILD_CHUNK * 8, ADD_THREADS);
+    this.wakeWriters();
   }
 
   private failed(err: unknown): void {
     this.log("vector graph operation failed", { index: this.graphId, error: String(err) });
   }
 
+  /** Whether an upsert may go ahead: fewer than `maxUnindexed` vectors wait for the graph, or the
+   * graph is not being fed (loading, rebuilding: searches are exact then anyway). */
+  private hasRoom(): boolean {
+    return this.closed || !this.indexing || this.building || this.loading || this.pendingCount() < this.maxUnindexed;
+  }
+
+  /** Resolves once the index has room for more vectors waiting for the graph (at once, mostly).
+   * Every search scores the waiting vectors exactly: this bounds what that costs during a bulk
+   * load, whose upserts are then acknowledged at the speed the graph is built. */
+  room(): Promise<void> {
+    if (this.hasRoom()) return Promise.resolve();
+    return new Promise((resolve) => this.roomWaiters.push(resolve));
+  }
+
+  private wakeWriters(): void {
+    if (this.roomWaiters.length === 0 || !this.hasRoom()) return;
+    const waiters = this.roomWaiters;
+    this.roomWaiters = [];
+    for (const w of waiters) w();
+  }
+
   private scheduleDrain(): void {
     if (!this.indexing || this.closed || performance.now() < this.resumeAt) return;
-    const busy = performance.now() - this.lastWrite < BUSY_WINDOW_MS;
-    const maxInFlight = busy ? 1 : ADD_IN_FLIGHT;
+    const rebuild = this.building;
+    const paced = !rebuild && performance.now() - this.lastWrite < BUSY_WINDOW_MS && this.pendingCount() < this.maxUnindexed / 2;
+    const maxInFlight = rebuild ? REBUILD_IN_FLIGHT : paced ? 1 : ADD_IN_FLIGHT;
+    const size = rebuild ? REBUILD_CHUNK : Math.max(CHUNK_MIN, Math.min(CHUNK_MAX, Math.round(CHUNK_MS / this.addMsPerVector)));
     while (this.inFlight < maxInFlight && this.pendingCount() > 0) {
       this.inFlight++;
-      this.sendChunk(busy ? BUSY_CHUNK : ADD_CHUNK, ADD_THREADS)
+      this.sendChunk(size, ADD_THREADS)
         .catch((err) => this.failed(err))
         .finally(() => {
           this.inFlight--;
@@ -357,7 +399,8 @@ export class Collection {
             this.rebuilding = false;
             this.maybeMeasure();
           }
-          if (busy) {
+          this.wakeWriters();
+          if (paced) {
             this.resumeAt = performance.now() + BUSY_PAUSE_MS;
             setTimeout(() => {
               // (Timers can fire a little before performance.now() reaches resumeAt.)
@@ -372,7 +415,7 @@ export class Collection {
   }
 
   /** Sends the next queued vectors to the graph; resolves once the worker inserted them. */
-  private sendChunk(max: number, threads: number): Promise<number> {
+  private sendChunk(max: number, threads: number): Promise<void> {
     const take: number[] = [];
     while (take.length < max && this.pendingHead < this.pending.length) {
       if (this.waiting(this.pendingHead)) take.push(this.pending[this.pendingHead] as number);
@@ -389,7 +432,7 @@ export class Collection {
       this.pendingSeq = this.pendingSeq.slice(this.pendingHead);
       this.pendingHead = 0;
     }
-    if (take.length === 0) return Promise.resolve(this.annCount);
+    if (take.length === 0) return Promise.resolve();
     const keys = new BigUint64Array(take.length);
     const data = new Float32Array(take.length * this.dim);
     const cosine = this.metric === "cosine";
@@ -404,7 +447,9 @@ export class Collection {
     });
     this.annCount += take.length;
     this.dirty = true;
-    return this.graphs.add(this.graphId, keys, data, threads);
+    return this.graphs.add(this.graphId, keys, data, threads).then(({ ms }) => {
+      this.addMsPerVector = Math.max(0.001, ms / take.length);
+    });
   }
 
   /** The metric's distance (lower is nearer), the same as the graph computes. */
@@ -442,11 +487,18 @@ export class Collection {
       return;
     }
     const d = this.dim;
-    const data = new Float32Array(slots.length * d);
+    const data = this.gatherBuffer(slots.length * d);
     slots.forEach((s, i) => {
       data.set(this.vecs.subarray(s * d, (s + 1) * d), i * d);
     });
     for (const r of exactNearest(data, d, q, k, this.metric)) out.push(this.candidate(q, qNorm, slots[r] as number));
+  }
+
+  /** A buffer of `floats` at offset 0 (the native scorer reads from the start of the buffer). */
+  private gatherBuffer(floats: number): Float32Array {
+    if (floats > SCRATCH_MAX) return new Float32Array(floats);
+    if (this.scratch.length < floats) this.scratch = new Float32Array(Math.min(SCRATCH_MAX, Math.max(floats, this.scratch.length * 2)));
+    return this.scratch.subarray(0, floats);
   }
 
   /** The `k` nearest live vectors (matching `pred` when given), scored exactly: no graph. */
@@ -681,6 +733,7 @@ export class Collection {
   close(): void {
     this.closed = true;
     clearTimeout(this.retryMeasure);
+    this.wakeWriters();
   }
 
   get isClosed(): boolean {

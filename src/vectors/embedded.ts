@@ -22,8 +22,11 @@ import type { RecordRow, VectorCatalog } from "./store.js";
 /** A changed graph is saved once its index had no writes for AGENTBOX_VECTOR_SAVE_IDLE_S (so a crash
  * soon after a bulk load finds it saved), and at least every SAVE_EVERY_MS while writes go on. */
 const SAVE_EVERY_MS = 5 * 60_000;
-/** Records per chunk while loading an index (read in a worker, applied here one chunk per event-loop turn). */
+/** Records per chunk while loading an index (read in a worker, applied here a slice per event-loop turn). */
 const LOAD_CHUNK = 20_000;
+/** Records applied per event-loop turn: a whole chunk held the loop for 100–300 ms on a loaded
+ * machine, and a request arriving meanwhile (the first search after a start) waited for it. */
+const APPLY_SLICE = 2_000;
 /** On shutdown, vectors still queued for the graph are inserted before saving it when at most this many. */
 const DRAIN_ON_CLOSE_MAX = 50_000;
 /** Each index's recall is measured again this often (when its graph changed at all). */
@@ -92,6 +95,7 @@ export class EmbeddedEngine implements VectorEngine {
     const c = new Collection(spec.dimension, spec.metric, this.graphs, spec.id, this.log, expected);
     c.width = this.settings.searchEf;
     c.targetRecall = spec.targetRecall ?? this.settings.targetRecall;
+    c.maxUnindexed = Math.max(1, Math.floor((this.settings.unindexedMb * 2 ** 20) / (4 * spec.dimension)));
     // A new width is worth keeping across a restart: saved with the graph at the next save.
     c.onMeasured = () => {
       c.dirty = true;
@@ -168,9 +172,12 @@ export class EmbeddedEngine implements VectorEngine {
         if (already) inGraph++;
         const metadata = JSON.parse(chunk.metadata[i] as string) as Metadata;
         c.load(chunk.labels[i] as number, chunk.ids[i] as string, chunk.vectors.subarray(i * dim, (i + 1) * dim), metadata, seq, already);
+        // A turn of the event loop between slices (and chunks, even when the next one is already here).
+        if ((i + 1) % APPLY_SLICE === 0 || i === chunk.ids.length - 1) {
+          await new Promise((r) => setImmediate(r));
+          if (c.isClosed) return; // dropped meanwhile
+        }
       }
-      // A turn of the event loop between chunks even when the next one is already here.
-      await new Promise((r) => setImmediate(r));
       if (c.isClosed) return; // dropped meanwhile
     }
     // The writes made meanwhile (searches may start now: exact until the graph is ready).
@@ -244,6 +251,8 @@ export class EmbeddedEngine implements VectorEngine {
 
   async upsert(spec: IndexSpec, vectors: NewVector[], admit?: Admit): Promise<void> {
     const c = this.coll(spec);
+    // Past the index's bound on vectors waiting for its graph, written once the graph caught up.
+    await c.room();
     const written = await this.store.upsert(spec.id, vectors, admit);
     written.forEach((w, i) => {
       const v = vectors[i] as NewVector;

@@ -36,6 +36,8 @@ export interface GraphDone {
   id: number;
   size: number;
   error?: string;
+  /** How long the operation itself took in the worker (an insertion's, to size the next chunk). */
+  ms?: number;
 }
 
 /** One search's answer. */

@@ -101,7 +101,10 @@ function handle(m: Exclude<GraphRequest, Search>): void {
     return;
   }
   if (m.op === "add") {
+    const t = performance.now();
     g.add(m.keys, m.data, m.threads);
+    reply(m.id, { size: g.size(), ms: performance.now() - t });
+    return;
   } else if (m.op === "remove") {
     g.remove(m.keys);
   } else if (m.op === "save") {

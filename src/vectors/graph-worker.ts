@@ -44,7 +44,7 @@ export class GraphWorker {
       if (m.op === "found") {
         for (const r of m.results) this.settle(r.id, r.error, { keys: r.keys, dists: r.dists });
       } else {
-        this.settle(m.id, m.error, m.size);
+        this.settle(m.id, m.error, m.ms === undefined ? m.size : { size: m.size, ms: m.ms });
       }
     });
     const fail = (err: Error) => {
@@ -77,8 +77,9 @@ export class GraphWorker {
   open(graph: string, p: GraphParams, file?: string): Promise<number> {
     return this.call({ op: "open", graph, file, p: { ...p, metric: USEARCH_METRIC[p.metric] } });
   }
-  /** Inserts vectors (the arrays are handed over to the worker); resolves to the graph's size. */
-  add(graph: string, keys: BigUint64Array, data: Float32Array, threads: number): Promise<number> {
+  /** Inserts vectors (the arrays are handed over to the worker); resolves to the graph's size and
+   * the time the insertion took in the worker. */
+  add(graph: string, keys: BigUint64Array, data: Float32Array, threads: number): Promise<{ size: number; ms: number }> {
     return this.call({ op: "add", graph, keys, data, threads }, [keys.buffer as ArrayBuffer, data.buffer as ArrayBuffer]);
   }
   remove(graph: string, keys: BigUint64Array): Promise<number> {

@@ -14,9 +14,11 @@ const { file } = workerData as RecordScanData;
 const db = new Database(file, { readonly: true, fileMustExist: true });
 type Row = [rowid: number, embedding: Buffer, metadata?: string];
 // The metadata is read only when a filter needs it (a record's metadata can be 40 KB); the hits'
-// ids and metadata after, by rowid.
-const plain = db.prepare<[string], Row>("SELECT rowid, embedding FROM vectors WHERE index_id = ?").raw(true);
-const withMetadata = db.prepare<[string], Row>("SELECT rowid, embedding, metadata FROM vectors WHERE index_id = ?").raw(true);
+// ids and metadata after, by rowid. The rows are read in rowid order ("+index_id" keeps SQLite from
+// walking the primary key, which reads the table in id order, one random page per row: measured
+// 1.3–2.5 s for 50,000 × 128 on a loaded machine).
+const plain = db.prepare<[string], Row>("SELECT rowid, embedding FROM vectors WHERE +index_id = ?").raw(true);
+const withMetadata = db.prepare<[string], Row>("SELECT rowid, embedding, metadata FROM vectors WHERE +index_id = ?").raw(true);
 const byRowid = db.prepare<[number], { id: string; metadata: string }>("SELECT id, metadata FROM vectors WHERE rowid = ?");
 const CHUNK = 20_000;
 

@@ -26,6 +26,13 @@ export const vectorSettingsSchema = defineSettings({
     maximum: 1,
     doc: "recall@10 an index's searches should reach unless it sets its own `target_recall` (0.5–1): each index measures its recall on a sample of its own vectors and widens or narrows its search width to keep it.",
   }),
+  unindexedMb: setting.integer("AGENTBOX_VECTOR_UNINDEXED_MB", {
+    table: "service",
+    default: 8,
+    minimum: 1,
+    maximum: 4096,
+    doc: "MiB of an index's vectors (4 bytes a dimension) that may wait to join its graph (16,384 vectors of 128 dimensions at the default). Every search scores the waiting ones exactly, so this bounds what a search costs during a bulk load: past it, an upsert waits for the graph to catch up before it is written (acknowledged at the speed the graph is built). Not while a graph loads or is rebuilt (searches are exact then anyway).",
+  }),
 });
 
 export type VectorSettings = Settings<typeof vectorSettingsSchema>;

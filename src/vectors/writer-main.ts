@@ -5,9 +5,12 @@
 import { parentPort, workerData } from "node:worker_threads";
 import { openSqlite } from "../store/db.js";
 import { RecordWrites } from "./record-writes.js";
+import { backgroundThread } from "./thread-priority.js";
 import type { WriteOp, WriterData, WriterQuestion, WriterReply, WriterRequest } from "./writer-protocol.js";
 
 const port = parentPort as NonNullable<typeof parentPort>;
+// Searches come first: a bulk load's commits (parses) take the CPU they leave.
+backgroundThread();
 const { file } = workerData as WriterData;
 const db = openSqlite(file);
 const writes = new RecordWrites(db);

@@ -97,3 +97,43 @@ test("a load that stops before its records are read fails the searches waiting f
   await assert.rejects(c.recordsLoaded, /dropped/);
   c.close();
 });
+
+test("past its bound on vectors waiting for the graph, an index makes writes wait until the graph caught up, and every vector stays searchable", async () => {
+  const c = await open("bounded");
+  c.maxUnindexed = 50;
+  let seq = 0;
+  // What an upsert does: wait for room, then write its batch.
+  const batch = async (from: number) => {
+    await c.room();
+    for (let l = from; l < from + 100; l++) c.put(l, `v${l}`, Float32Array.of(l, 0, 0, 0), {}, ++seq, false);
+  };
+  await batch(0);
+  assert.ok(c.pendingCount() >= 50, `${c.pendingCount()} waiting`);
+  // The next batch waits (the graph takes them a chunk at a time)...
+  let second = false;
+  const next = batch(100).then(() => {
+    second = true;
+  });
+  await Promise.resolve();
+  assert.equal(second, false, "a write past the bound waited");
+  // ...while every vector already written is found, exactly.
+  const [hit] = await c.search(Float32Array.of(42, 0, 0, 0), 1, undefined, false, false);
+  assert.equal(hit?.id, "v42");
+  await next;
+  assert.ok(c.pendingCount() <= 150, `${c.pendingCount()} waiting`);
+  await settle(c);
+  const [after] = await c.search(Float32Array.of(150, 0, 0, 0), 1, undefined, false, false);
+  assert.equal(after?.id, "v150");
+  assert.equal(c.liveCount, 200);
+  c.close();
+});
+
+test("a closed index lets writes waiting for room go (they fail at the store, not hang)", async () => {
+  const c = await open("bounded-close");
+  c.maxUnindexed = 1;
+  c.put(0, "a", Float32Array.of(0, 0, 0, 0), {}, 1, false);
+  c.put(1, "b", Float32Array.of(1, 0, 0, 0), {}, 2, false);
+  const waiting = c.room();
+  c.close();
+  await waiting;
+});

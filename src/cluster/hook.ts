@@ -13,11 +13,7 @@ import { routeTarget } from "./lease.js";
 import type { Membership } from "./membership.js";
 import { choose } from "./placement.js";
 import type { RoutingMap } from "./routing.js";
-
-/** A route of one sandbox, `/v1/agents/sandboxes/{id}...` (or the root alias): its id is group 1. */
-const SANDBOX = /^(?:\/v1\/agents)?\/sandboxes\/([^/?#]+)/;
-/** The create (and list) route. */
-const CREATE = /^(?:\/v1\/agents)?\/sandboxes\/?(?:\?|$)/;
+import { mayTarget, targetOf } from "./targets.js";
 
 export interface HookDeps {
   membership: Membership;
@@ -53,25 +49,22 @@ export function installClusterHook(app: FastifyInstance, deps: HookDeps): void {
 
   app.addHook("onRequest", async (request, reply) => {
     const url = request.url;
-    if (!url.startsWith("/v1/agents/sandboxes") && !url.startsWith("/sandboxes")) return;
+    if (!mayTarget(url)) return;
     const channel = verify(secret, request.headers, request.method, url);
     if (channel === "invalid") throw new ApiError("unauthorized", "A forwarded request's node signature is invalid or too old");
-    const path = url.split("?", 1)[0] as string;
-    const m = SANDBOX.exec(path);
-    if (!m) {
-      if (request.method !== "POST" || !CREATE.test(url)) return;
+    const target = targetOf(request.method, url, request.headers);
+    if (target === undefined) return;
+    if (target === "create") {
+      // Draining: no new sandbox here, even from a node whose view is a heartbeat old.
+      if (membership.draining || membership.left)
+        throw new ApiError("at_capacity", "This node is draining and takes no new sandboxes; retry shortly", 5);
       // Forwarded here by the node that placed it: created here.
       if (channel === "valid") return leaseHeld();
-      const target = place();
-      if (!target || target.id === selfId) return leaseHeld();
-      return forward(request, reply, target);
+      const chosen = place();
+      if (!chosen || chosen.id === selfId) return leaseHeld();
+      return forward(request, reply, chosen);
     }
-    let id: string;
-    try {
-      id = decodeURIComponent(m[1] as string);
-    } catch {
-      return; // the router answers a malformed path
-    }
+    const id = target.sandbox;
     if (routing.local.has(id)) return leaseHeld();
     // A forwarded request is never forwarded again: the owner answers, from its records if need be.
     if (channel === "valid") return;
@@ -108,14 +101,9 @@ export function clusterUpgrade(deps: HookDeps): (req: IncomingMessage, socket: D
   const { membership, routing, forwarder, secret } = deps;
   return async (req, socket, head) => {
     const url = req.url ?? "";
-    const m = SANDBOX.exec(url.split("?", 1)[0] as string);
-    if (!m || verify(secret, req.headers, req.method ?? "GET", url) !== "none") return false;
-    let id: string;
-    try {
-      id = decodeURIComponent(m[1] as string);
-    } catch {
-      return false;
-    }
+    const target = targetOf(req.method ?? "GET", url, req.headers);
+    if (typeof target !== "object" || verify(secret, req.headers, req.method ?? "GET", url) !== "none") return false;
+    const id = target.sandbox;
     if (routing.local.has(id)) return false;
     const route = await routing.lookup(id);
     if (!route) return false;

@@ -7,7 +7,7 @@ import type { IncomingMessage } from "node:http";
 import type { Duplex } from "node:stream";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { ApiError } from "../errors.js";
-import { sign, verify } from "./channel-auth.js";
+import type { ChannelAuth } from "./channel-auth.js";
 import type { Forwarder } from "./forward.js";
 import { routeTarget } from "./lease.js";
 import type { Membership } from "./membership.js";
@@ -19,17 +19,17 @@ export interface HookDeps {
   membership: Membership;
   routing: RoutingMap;
   forwarder: Forwarder;
-  secret: string;
+  channel: ChannelAuth;
   placementSample: number;
 }
 
 export function installClusterHook(app: FastifyInstance, deps: HookDeps): void {
-  const { membership, routing, forwarder, secret } = deps;
+  const { membership, routing, forwarder, channel: auth } = deps;
   const selfId = membership.self.id;
 
   const forward = (request: FastifyRequest, reply: FastifyReply, owner: { id: string; url: string }, sandboxId?: string) => {
     reply.hijack();
-    forwarder.forward(request.raw, reply.raw, owner, sign(secret, selfId, request.method, request.url), () => {
+    forwarder.forward(request.raw, reply.raw, owner, auth.sign(request.method, request.url), () => {
       if (sandboxId) routing.forget(sandboxId);
     });
     return reply;
@@ -50,7 +50,7 @@ export function installClusterHook(app: FastifyInstance, deps: HookDeps): void {
   app.addHook("onRequest", async (request, reply) => {
     const url = request.url;
     if (!mayTarget(url)) return;
-    const channel = verify(secret, request.headers, request.method, url);
+    const channel = auth.verify(request.headers, request.method, url);
     if (channel === "invalid") throw new ApiError("unauthorized", "A forwarded request's node signature is invalid or too old");
     const target = targetOf(request.method, url, request.headers);
     if (target === undefined) return;
@@ -98,11 +98,11 @@ export function installClusterHook(app: FastifyInstance, deps: HookDeps): void {
  * relays it there; false when it is this node's to answer (its own sandbox, a forwarded one, none).
  */
 export function clusterUpgrade(deps: HookDeps): (req: IncomingMessage, socket: Duplex, head: Buffer) => Promise<boolean> {
-  const { membership, routing, forwarder, secret } = deps;
+  const { membership, routing, forwarder, channel } = deps;
   return async (req, socket, head) => {
     const url = req.url ?? "";
     const target = targetOf(req.method ?? "GET", url, req.headers);
-    if (typeof target !== "object" || verify(secret, req.headers, req.method ?? "GET", url) !== "none") return false;
+    if (typeof target !== "object" || channel.verify(req.headers, req.method ?? "GET", url) !== "none") return false;
     const id = target.sandbox;
     if (routing.local.has(id)) return false;
     const route = await routing.lookup(id);
@@ -111,7 +111,7 @@ export function clusterUpgrade(deps: HookDeps): (req: IncomingMessage, socket: D
     if (routeTarget(route, self, (node) => membership.node(node)?.leaseEpoch) !== "forward") return false;
     const owner = membership.node(route.node);
     if (!owner) return false;
-    forwarder.tunnel(req, socket, head, owner, sign(secret, self.id, req.method ?? "GET", url));
+    forwarder.tunnel(req, socket, head, owner, channel.sign(req.method ?? "GET", url));
     return true;
   };
 }

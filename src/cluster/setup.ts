@@ -14,6 +14,7 @@ import { TENANT_SUSPENDED } from "../tenancy/suspensions.js";
 import type { TenantDirectory } from "../tenancy/tenant-directory.js";
 import { clusterAdminRoutes } from "./admin-routes.js";
 import { Broadcast } from "./broadcast.js";
+import { ChannelAuth } from "./channel-auth.js";
 import { Forwarder } from "./forward.js";
 import { clusterUpgrade, type HookDeps, installClusterHook } from "./hook.js";
 import { machineLoad, Membership } from "./membership.js";
@@ -165,7 +166,13 @@ export async function openCluster(settings: ClusterSettings, deps: ClusterDeps):
   };
   let timer: NodeJS.Timeout | undefined;
 
-  const hookDeps: HookDeps = { membership, routing, forwarder, secret: settings.secret ?? "", placementSample: settings.placementSample };
+  const hookDeps: HookDeps = {
+    membership,
+    routing,
+    forwarder,
+    channel: new ChannelAuth(settings.secret ?? "", nodeId),
+    placementSample: settings.placementSample,
+  };
   return {
     redis,
     nodeId: nodeId,

@@ -1,12 +1,35 @@
 // Benchmark of forwarding in a cluster: a sandbox on an executor node, its `code/run` (plain and
 // streamed: whole answer and first byte) called directly on the executor and through an API-only
-// node that forwards it, in alternating batches. The issue's bound: ≤ 0.5 ms added at p50.
+// node that forwards it, in alternating batches. The issue's bound: ≤ 0.5 ms added at p50. Prints
+// the machine's own speed first (a busy machine moves every figure), to read the others beside it,
+// and the forwarding node's main-thread CPU per forwarded request.
+import fs from "node:fs";
 import http from "node:http";
+import os from "node:os";
 import { startCluster } from "../test/helpers/cluster.js";
 import { client } from "../test/helpers/server.js";
+import { machineSpeed } from "./code-run.js";
 import { added, directVersusVia, type PostTarget, printTable } from "./lib.js";
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 300);
+
+const speed = await machineSpeed();
+const load = os
+  .loadavg()
+  .map((l) => l.toFixed(2))
+  .join(" ");
+process.stdout.write(
+  `machine: a fresh sandboxed python (print(1)) takes ${speed.toFixed(1)} ms p50 here, now; ${os.availableParallelism()} cores, load average ${load}\n`,
+);
+/**
+ * CPU time of a process's main thread so far, ns (schedstat: the scheduler's own count, far finer
+ * than the clock ticks of /proc/<pid>/stat). Forwarding runs there; the worker threads (embeddings
+ * loading at start, the garbage collector's helpers) are left out. On a busy machine latencies
+ * wander with the other processes; the forwarding node's CPU per request much less so.
+ */
+function mainThreadCpuNs(pid: number): number {
+  return Number(fs.readFileSync(`/proc/${pid}/task/${pid}/schedstat`, "utf8").split(" ")[0]);
+}
 
 const cluster = await startCluster({ leaseMs: 5000 });
 try {
@@ -19,7 +42,12 @@ try {
   const target = (port: number): PostTarget => ({ port, path, headers, agent: new http.Agent({ keepAlive: true, maxSockets: 1 }) });
   const plain = Buffer.from(JSON.stringify({ language: "python", code: "1 + 1" }));
   const streamed = Buffer.from(JSON.stringify({ language: "python", code: "print(1)", stream: true }));
+  const apiPid = api.process.pid as number;
+  const cpuBefore = mainThreadCpuNs(apiPid);
   const s = await directVersusVia(target(executor.port), target(api.port), plain, streamed, { n: RUNS, batch: 50, warmup: 30 });
+  // Every request the API node got was a forwarded one (warm-up included); its heartbeats are in it too.
+  const forwardedCount = 2 * (RUNS + 30);
+  const cpuPerRequestUs = (mainThreadCpuNs(apiPid) - cpuBefore) / forwardedCount / 1000;
   printTable("code/run: on the executor vs forwarded by an API node", [
     { name: "direct, whole answer", samples: s.directPlain },
     { name: "forwarded, whole answer", samples: s.viaPlain },
@@ -28,7 +56,8 @@ try {
   ]);
   process.stdout.write(
     `added by forwarding: p50 ${added(s.directPlain, s.viaPlain, 50).toFixed(3)} ms, p95 ${added(s.directPlain, s.viaPlain, 95).toFixed(3)} ms, ` +
-      `p99 ${added(s.directPlain, s.viaPlain, 99).toFixed(3)} ms (streamed first byte p50 ${added(s.directTtfb, s.viaTtfb, 50).toFixed(3)} ms)\n`,
+      `p99 ${added(s.directPlain, s.viaPlain, 99).toFixed(3)} ms (streamed first byte p50 ${added(s.directTtfb, s.viaTtfb, 50).toFixed(3)} ms); ` +
+      `CPU of the forwarding node's main thread: ${cpuPerRequestUs.toFixed(0)} µs per forwarded request\n`,
   );
 } finally {
   await cluster.dispose();

@@ -54,7 +54,9 @@ async function main(): Promise<void> {
   // Pulled models and AGENTBOX_MODEL: after the providers file, which wins a name clash.
   providers.addSource(new LocalModels(config.dataDir, inference.localModel, inference.model), "last");
   const logger = pino({ level: config.logLevel });
-  checkHost();
+  // A cluster's API-only node runs no sandbox: it neither needs nor opens the sandbox host.
+  const runsSandboxes = settings.cluster.redisUrl === undefined || settings.cluster.roles !== "api";
+  if (runsSandboxes) checkHost();
   fs.mkdirSync(config.dataDir, { recursive: true });
   // The SQLite file is always opened; with AGENTBOX_DATABASE_URL every area's records live in
   // PostgreSQL (vector indexes keep only their graphs, a per-node cache, in the data directory).
@@ -63,8 +65,13 @@ async function main(): Promise<void> {
   const tenancy = await openTenancy(config, persistence, logger);
   const { tenants } = tenancy;
   // Stored files and snapshots share each tenant's storage quota.
-  const { sandboxes, storage } = await openSandboxes(config, persistence, tenants, logger, (snapshots) =>
-    openStorageQuota(filesConfig, persistence, tenants, snapshots),
+  const { sandboxes, storage } = await openSandboxes(
+    config,
+    persistence,
+    tenants,
+    logger,
+    (snapshots) => openStorageQuota(filesConfig, persistence, tenants, snapshots),
+    runsSandboxes,
   );
   // Before init(): the ends recorded while re-adopting (timed_out, host_restart) are events too.
   const eventsArea = await openEvents(persistence, sandboxes.events, logger, settings.events);

@@ -1,12 +1,18 @@
 // A cluster on this machine: a private Redis and three nodes (one API-only node, two executors)
 // that share one SQLite database file (so one set of keys), each with its own data dir and
-// workspaces. Membership and the admin view, creates placed on executors, runs, files and
-// streamed transfers forwarded to the owner, a key revoked through one node refused by another,
-// one rate limit across nodes, and a killed or frozen executor's sandboxes ended as `node_lost` once.
+// workspaces. Membership and the admin view, an API-only node that opens no sandbox host, creates
+// placed on executors, runs, files and streamed transfers forwarded to the owner (native and
+// E2B-compatible routes, host-named ones too), a key revoked through one node refused by another,
+// one rate limit across nodes, a killed or frozen executor's sandboxes ended as `node_lost` once,
+// and a drained node leaving by itself once its sandboxes have ended.
 import assert from "node:assert/strict";
 import crypto from "node:crypto";
+import fs from "node:fs";
+import http from "node:http";
 import net from "node:net";
+import path from "node:path";
 import { after, before, test } from "node:test";
+import { Sandbox } from "e2b";
 import { Redis } from "ioredis";
 import { createSandbox, pythonStdout, sandboxEvents } from "./helpers/api.js";
 import { startCluster, type TestCluster } from "./helpers/cluster.js";
@@ -56,14 +62,41 @@ async function until<T>(what: string, timeoutMs: number, probe: () => Promise<T 
   }
 }
 
+/** E2B's host names ({port}-{sandboxID}.{domain}) on every node. */
+const E2B_DOMAIN = "e2b.test";
+
 before(async () => {
   cluster = await startCluster({ leaseMs: LEASE_MS });
   ({ key, adminKey } = cluster);
   redisClient = new Redis(cluster.redis.url);
-  nodes.a = await cluster.node("node-a", "api");
-  nodes.b = await cluster.node("node-b", "executor");
-  nodes.c = await cluster.node("node-c", "executor");
+  const env = { AGENTBOX_E2B_DOMAIN: E2B_DOMAIN };
+  nodes.a = await cluster.node("node-a", "api", env);
+  nodes.b = await cluster.node("node-b", "executor", env);
+  nodes.c = await cluster.node("node-c", "executor", env);
 });
+
+/** The command lines of a node's sandbox spawner (a child process of the service; every sandbox starts under it). */
+function spawnersOf(pid: number): string[] {
+  const out: string[] = [];
+  for (const task of fs.readdirSync(`/proc/${pid}/task`)) {
+    const list = fs.readFileSync(`/proc/${pid}/task/${task}/children`, "utf8").trim();
+    for (const child of list ? list.split(/\s+/) : []) {
+      const cmd = fs.readFileSync(`/proc/${child}/cmdline`, "utf8").replaceAll("\0", " ");
+      if (cmd.includes("spawner-main")) out.push(cmd);
+    }
+  }
+  return out;
+}
+
+/** The node's own group of sandbox cgroups (src/sandbox/cgroup.ts: <own cgroup>/agentbox/svc-<hash of the workspace dir>). */
+function sandboxCgroupOf(node: TestServer): string {
+  const own = /^\d+:[^:]*\bmemory\b[^:]*:(.*)$/m.exec(fs.readFileSync(`/proc/${node.process.pid}/cgroup`, "utf8"))?.[1];
+  const v2 = /^0::(.*)$/m.exec(fs.readFileSync(`/proc/${node.process.pid}/cgroup`, "utf8"))?.[1];
+  const service = `svc-${crypto.createHash("sha256").update(node.workspaceDir).digest("hex").slice(0, 12)}`;
+  return own !== undefined
+    ? path.join("/sys/fs/cgroup/memory", own, "agentbox", service)
+    : path.join("/sys/fs/cgroup", v2 ?? "/", "agentbox", service);
+}
 
 after(async () => {
   redisClient?.disconnect();
@@ -87,6 +120,99 @@ test("every node is listed with its roles, lease epoch and load, by any node", a
   }
   // Tenant keys are not admin keys.
   assert.equal((await call(nodes.a as TestServer)("GET", "/v1/admin/nodes")).status, 401);
+});
+
+test("the API-only node opens no sandbox host: no spawner, no cgroup, no warm pool, and creates nothing itself", async () => {
+  const a = nodes.a as TestServer;
+  const b = nodes.b as TestServer;
+  // The probe is right: an executor has its spawner (a child process) and its group of cgroups.
+  assert.equal(spawnersOf(b.process.pid as number).length, 1, "the executor's spawner");
+  assert.ok(fs.existsSync(sandboxCgroupOf(b)), sandboxCgroupOf(b));
+  // The API node: no spawner, no cgroup, no spawner socket.
+  assert.deepEqual(spawnersOf(a.process.pid as number), []);
+  assert.equal(fs.existsSync(sandboxCgroupOf(a)), false, sandboxCgroupOf(a));
+  assert.equal(fs.existsSync(path.join(a.dataDir, "spawner.sock")), false);
+  const health = await fetch(`${a.url}/health`);
+  assert.deepEqual(await health.json(), { status: "ok", live_sandboxes: 0 });
+  // Several creates through it all land on executors, and it still has no sandbox process.
+  const ids = [await createSandbox(call(a)), await createSandbox(call(a))];
+  for (const id of ids) assert.notEqual(await ownerOf(id), "node-a");
+  assert.deepEqual(spawnersOf(a.process.pid as number), []);
+  for (const id of ids) assert.equal((await call(a)("DELETE", `/v1/agents/sandboxes/${id}`)).status, 200);
+});
+
+/** A request to a node as if through a wildcard DNS name of E2B_DOMAIN (the Host header names the sandbox). */
+function viaHostName(
+  node: TestServer,
+  host: string,
+  method: string,
+  urlPath: string,
+  headers: Record<string, string>,
+  body?: string,
+): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = http.request({ host: "127.0.0.1", port: node.port, method, path: urlPath, headers: { ...headers, host } }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on("data", (c: Buffer) => chunks.push(c));
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString() }));
+    });
+    req.on("error", reject);
+    req.end(body);
+  });
+}
+
+test("the E2B-compatible API through a node that does not run the sandbox: control, envd, files, host names", async () => {
+  const a = nodes.a as TestServer;
+  process.env.E2B_API_URL = `${a.url}/e2b`;
+  process.env.E2B_SANDBOX_URL = `${a.url}/e2b`;
+  process.env.E2B_API_KEY = key;
+  try {
+    // Created through the API node: placed on an executor.
+    const sbx = await Sandbox.create({ timeoutMs: 120_000 });
+    const owner = await ownerOf(sbx.sandboxId);
+    assert.ok(owner === "node-b" || owner === "node-c", owner);
+    const other = owner === "node-b" ? (nodes.c as TestServer) : (nodes.b as TestServer);
+    // envd's Connect RPCs (a streamed process, the filesystem) and its file transfers, through the API node.
+    const run = await sbx.commands.run("echo from-$(hostname | wc -c) && echo err >&2");
+    assert.equal(run.exitCode, 0);
+    assert.match(run.stdout, /^from-\d+\n$/);
+    assert.equal(run.stderr, "err\n");
+    await sbx.files.write("/home/user/e2b.txt", "through the API node");
+    assert.equal(await sbx.files.read("/home/user/e2b.txt"), "through the API node");
+    assert.ok((await sbx.files.list("/home/user")).some((e) => e.name === "e2b.txt"));
+    // The control API's per-sandbox routes.
+    assert.equal((await Sandbox.getInfo(sbx.sandboxId)).sandboxId, sbx.sandboxId);
+    await sbx.setTimeout(90_000);
+    // The same sandbox through the other executor, which does not run it either.
+    process.env.E2B_API_URL = `${other.url}/e2b`;
+    process.env.E2B_SANDBOX_URL = `${other.url}/e2b`;
+    const again = await Sandbox.connect(sbx.sandboxId);
+    assert.equal((await again.commands.run("cat /home/user/e2b.txt")).stdout, "through the API node");
+
+    // Host names: envd's port (49983-<id>.<domain>) and a port the sandbox serves, through the API node.
+    const envd = await viaHostName(a, `49983-${sbx.sandboxId}.${E2B_DOMAIN}`, "GET", "/files?path=/home/user/e2b.txt", {
+      "x-access-token": key,
+    });
+    assert.equal(envd.status, 200, envd.body);
+    assert.equal(envd.body, "through the API node");
+    await sbx.commands.run("cd /home/user && python3 -m http.server 8123 >/dev/null 2>&1", { background: true });
+    await sbx.commands.run(
+      "for i in $(seq 100); do python3 -c 'import socket; socket.create_connection((\"127.0.0.1\", 8123)).close()' 2>/dev/null && exit 0; sleep 0.1; done; exit 1",
+    );
+    const port = await viaHostName(a, `8123-${sbx.sandboxId}.${E2B_DOMAIN}`, "GET", "/e2b.txt", { "x-access-token": key });
+    assert.equal(port.status, 200, port.body);
+    assert.equal(port.body, "through the API node");
+
+    // Killed through the API node, by the E2B API.
+    process.env.E2B_API_URL = `${a.url}/e2b`;
+    assert.equal(await Sandbox.kill(sbx.sandboxId), true);
+    const got = await call(other)<{ status: string }>("GET", `/v1/agents/sandboxes/${sbx.sandboxId}`);
+    assert.equal(got.body.status, "terminated");
+  } finally {
+    delete process.env.E2B_API_URL;
+    delete process.env.E2B_SANDBOX_URL;
+    delete process.env.E2B_API_KEY;
+  }
 });
 
 test("a create through the API node lands on an executor; runs and files through any node reach it", async () => {
@@ -355,8 +481,12 @@ test("a frozen executor that comes back stops its orphaned sandboxes and joins u
   assert.equal(back.live_sandboxes, 0);
 });
 
-test("a drained node takes no new sandboxes", async () => {
+test("a drained node takes no new sandboxes and leaves by itself once its sandboxes have ended", async () => {
   const a = nodes.a as TestServer;
+  const c = nodes.c as TestServer;
+  // node-b is lost: node-c, the executor left, runs this one.
+  const live = await createSandbox(call(a));
+  assert.equal(await ownerOf(live), "node-c");
   const drained = await admin(a)<NodeBody>("POST", "/v1/admin/nodes/node-c/drain");
   assert.equal(drained.status, 200, JSON.stringify(drained.body));
   assert.equal(drained.body.state, "draining");
@@ -369,4 +499,32 @@ test("a drained node takes no new sandboxes", async () => {
   });
   assert.equal((refused.body as { error: { code: string } }).error.code, "at_capacity");
   assert.ok(refused.headers.get("retry-after"));
+  // Not even one sent to it directly by a client, once its own heartbeat has read the drain.
+  await until("a create sent to the draining node refused", 10_000, async () => {
+    const res = await call(c)("POST", "/v1/agents/sandboxes", {});
+    if (res.status === 201) await admin(a)("DELETE", `/v1/admin/sandboxes/${(res.body as { sandbox_id: string }).sandbox_id}`);
+    return res.status === 503 ? res : undefined;
+  });
+
+  // While its sandbox lives it stays, draining, and serves it (a few heartbeats later still).
+  await new Promise((r) => setTimeout(r, 2500));
+  assert.equal((await nodeList(a)).find((n) => n.id === "node-c")?.state, "draining");
+  assert.equal(await pythonStdout(call(a), live, "print('still served')"), "still served\n");
+
+  // Its last sandbox ends: it leaves by itself, within a heartbeat or so, as drained (never lost).
+  assert.equal((await call(a)("DELETE", `/v1/agents/sandboxes/${live}`)).status, 200);
+  const gone = await until("node-c drained", 15_000, async () => {
+    const n = (await nodeList(a)).find((x) => x.id === "node-c");
+    return n?.state === "drained" ? n : undefined;
+  });
+  assert.equal(gone.live_sandboxes, 0);
+  assert.equal(await redisClient.get("abx:lease:node-c"), null);
+  // Every node sees it so, itself included, and later too (no node takes it for lost).
+  await new Promise((r) => setTimeout(r, LEASE_MS + 1000));
+  for (const via of [a, c]) assert.equal((await nodeList(via)).find((n) => n.id === "node-c")?.state, "drained");
+  const ends = (await sandboxEvents(call(a), live)).body.filter((e) => e.type === "ended");
+  assert.deepEqual(
+    ends.map((e) => e.reason),
+    ["killed"],
+  );
 });

@@ -36,7 +36,7 @@ export const clusterAdminRoutes: FastifyPluginAsyncTypebox<{ membership: NodeDir
         tags,
         summary: "List the cluster's nodes",
         description:
-          "Every node that joined the cluster, read from Redis now: its state (`up`, `draining`, `lost`), lease epoch and load. A service running alone lists itself (epoch 0).",
+          "Every node that joined the cluster, read from Redis now: its state (`up`, `draining`, `drained`, `lost`), lease epoch and load. A service running alone lists itself (epoch 0).",
         response: { 200: NodeList, ...errors(401) },
       },
     },
@@ -49,7 +49,7 @@ export const clusterAdminRoutes: FastifyPluginAsyncTypebox<{ membership: NodeDir
         tags,
         summary: "Drain a node",
         description:
-          "The node takes no new sandboxes from now on (creates go to the other executors); its live sandboxes run on until they end. A service running alone answers 400 `invalid_state`.",
+          "The node takes no new sandboxes from now on (creates go to the other executors); its live sandboxes run on until they end, and then it leaves the cluster by itself (state `drained`). A service running alone answers 400 `invalid_state`.",
         params: NodeIdParams,
         response: { 200: ClusterNode, ...errors(400, 401, 404) },
       },

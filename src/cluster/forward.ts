@@ -13,8 +13,20 @@ const HOP = new Set(["connection", "keep-alive", "proxy-connection", "te", "trai
 export class Forwarder {
   // Nagle off: a request's head and body go out as written, never held for the previous one's ACK.
   private readonly agent = new http.Agent({ keepAlive: true, keepAliveMsecs: 10_000, scheduling: "lifo", noDelay: true });
+  /** Owner URLs as parsed once: host, port and Host header. */
+  private readonly targets = new Map<string, { hostname: string; port: number; host: string }>();
   /** Requests in flight per owner node: a node found lost has its own failed at once instead of hanging. */
   private readonly inFlight = new Map<string, Set<{ destroy(err?: Error): unknown }>>();
+
+  private target(url: string): { hostname: string; port: number; host: string } {
+    let t = this.targets.get(url);
+    if (!t) {
+      const u = new URL(url);
+      t = { hostname: u.hostname, port: Number(u.port || 80), host: u.host };
+      this.targets.set(url, t);
+    }
+    return t;
+  }
 
   private hold(nodeId: string, out: http.ClientRequest | net.Socket): void {
     let open = this.inFlight.get(nodeId);
@@ -39,14 +51,17 @@ export class Forwarder {
     extra: Record<string, string>,
     onFail: () => void,
   ): void {
-    const url = new URL(owner.url);
+    const to = this.target(owner.url);
     const headers: Record<string, string | string[]> = {};
-    for (const [name, value] of Object.entries(req.headers)) if (value !== undefined && !HOP.has(name)) headers[name] = value;
+    for (const name in req.headers) {
+      const value = req.headers[name];
+      if (value !== undefined && !HOP.has(name)) headers[name] = value;
+    }
     Object.assign(headers, extra);
-    headers.host = url.host;
+    headers.host = to.host;
     const out = http.request({
-      host: url.hostname,
-      port: url.port || 80,
+      host: to.hostname,
+      port: to.port,
       method: req.method,
       path: req.url,
       headers,
@@ -57,7 +72,10 @@ export class Forwarder {
     out.on("response", (answer) => {
       answered = true;
       const back: Record<string, string | string[]> = {};
-      for (const [name, value] of Object.entries(answer.headers)) if (value !== undefined && !HOP.has(name)) back[name] = value;
+      for (const name in answer.headers) {
+        const value = answer.headers[name];
+        if (value !== undefined && !HOP.has(name)) back[name] = value;
+      }
       res.writeHead(answer.statusCode ?? 502, back);
       // An event stream's head goes out at once (its first event may be a while); other answers
       // send their head with the first bytes of the body.
@@ -87,8 +105,8 @@ export class Forwarder {
    * `extra` headers, and then the bytes both ways; the owner answers the handshake itself.
    */
   tunnel(req: IncomingMessage, socket: Duplex, head: Buffer, owner: { id: string; url: string }, extra: Record<string, string>): void {
-    const url = new URL(owner.url);
-    const out = net.connect({ host: url.hostname, port: Number(url.port || 80), noDelay: true });
+    const url = this.target(owner.url);
+    const out = net.connect({ host: url.hostname, port: url.port, noDelay: true });
     this.hold(owner.id, out);
     const lines = [`${req.method} ${req.url} HTTP/1.1`, `host: ${url.host}`];
     for (let i = 0; i < req.rawHeaders.length; i += 2) {

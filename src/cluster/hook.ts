@@ -7,33 +7,29 @@ import type { IncomingMessage } from "node:http";
 import type { Duplex } from "node:stream";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { ApiError } from "../errors.js";
-import { sign, verify } from "./channel-auth.js";
+import type { ChannelAuth } from "./channel-auth.js";
 import type { Forwarder } from "./forward.js";
 import { routeTarget } from "./lease.js";
 import type { Membership } from "./membership.js";
 import { choose } from "./placement.js";
 import type { RoutingMap } from "./routing.js";
-
-/** A route of one sandbox, `/v1/agents/sandboxes/{id}...` (or the root alias): its id is group 1. */
-const SANDBOX = /^(?:\/v1\/agents)?\/sandboxes\/([^/?#]+)/;
-/** The create (and list) route. */
-const CREATE = /^(?:\/v1\/agents)?\/sandboxes\/?(?:\?|$)/;
+import { mayTarget, targetOf } from "./targets.js";
 
 export interface HookDeps {
   membership: Membership;
   routing: RoutingMap;
   forwarder: Forwarder;
-  secret: string;
+  channel: ChannelAuth;
   placementSample: number;
 }
 
 export function installClusterHook(app: FastifyInstance, deps: HookDeps): void {
-  const { membership, routing, forwarder, secret } = deps;
+  const { membership, routing, forwarder, channel: auth } = deps;
   const selfId = membership.self.id;
 
   const forward = (request: FastifyRequest, reply: FastifyReply, owner: { id: string; url: string }, sandboxId?: string) => {
     reply.hijack();
-    forwarder.forward(request.raw, reply.raw, owner, sign(secret, selfId, request.method, request.url), () => {
+    forwarder.forward(request.raw, reply.raw, owner, auth.sign(request.method, request.url), () => {
       if (sandboxId) routing.forget(sandboxId);
     });
     return reply;
@@ -53,25 +49,22 @@ export function installClusterHook(app: FastifyInstance, deps: HookDeps): void {
 
   app.addHook("onRequest", async (request, reply) => {
     const url = request.url;
-    if (!url.startsWith("/v1/agents/sandboxes") && !url.startsWith("/sandboxes")) return;
-    const channel = verify(secret, request.headers, request.method, url);
+    if (!mayTarget(url)) return;
+    const channel = auth.verify(request.headers, request.method, url);
     if (channel === "invalid") throw new ApiError("unauthorized", "A forwarded request's node signature is invalid or too old");
-    const path = url.split("?", 1)[0] as string;
-    const m = SANDBOX.exec(path);
-    if (!m) {
-      if (request.method !== "POST" || !CREATE.test(url)) return;
+    const target = targetOf(request.method, url, request.headers);
+    if (target === undefined) return;
+    if (target === "create") {
+      // Draining: no new sandbox here, even from a node whose view is a heartbeat old.
+      if (membership.draining || membership.left)
+        throw new ApiError("at_capacity", "This node is draining and takes no new sandboxes; retry shortly", 5);
       // Forwarded here by the node that placed it: created here.
       if (channel === "valid") return leaseHeld();
-      const target = place();
-      if (!target || target.id === selfId) return leaseHeld();
-      return forward(request, reply, target);
+      const chosen = place();
+      if (!chosen || chosen.id === selfId) return leaseHeld();
+      return forward(request, reply, chosen);
     }
-    let id: string;
-    try {
-      id = decodeURIComponent(m[1] as string);
-    } catch {
-      return; // the router answers a malformed path
-    }
+    const id = target.sandbox;
     if (routing.local.has(id)) return leaseHeld();
     // A forwarded request is never forwarded again: the owner answers, from its records if need be.
     if (channel === "valid") return;
@@ -105,17 +98,12 @@ export function installClusterHook(app: FastifyInstance, deps: HookDeps): void {
  * relays it there; false when it is this node's to answer (its own sandbox, a forwarded one, none).
  */
 export function clusterUpgrade(deps: HookDeps): (req: IncomingMessage, socket: Duplex, head: Buffer) => Promise<boolean> {
-  const { membership, routing, forwarder, secret } = deps;
+  const { membership, routing, forwarder, channel } = deps;
   return async (req, socket, head) => {
     const url = req.url ?? "";
-    const m = SANDBOX.exec(url.split("?", 1)[0] as string);
-    if (!m || verify(secret, req.headers, req.method ?? "GET", url) !== "none") return false;
-    let id: string;
-    try {
-      id = decodeURIComponent(m[1] as string);
-    } catch {
-      return false;
-    }
+    const target = targetOf(req.method ?? "GET", url, req.headers);
+    if (typeof target !== "object" || channel.verify(req.headers, req.method ?? "GET", url) !== "none") return false;
+    const id = target.sandbox;
     if (routing.local.has(id)) return false;
     const route = await routing.lookup(id);
     if (!route) return false;
@@ -123,7 +111,7 @@ export function clusterUpgrade(deps: HookDeps): (req: IncomingMessage, socket: D
     if (routeTarget(route, self, (node) => membership.node(node)?.leaseEpoch) !== "forward") return false;
     const owner = membership.node(route.node);
     if (!owner) return false;
-    forwarder.tunnel(req, socket, head, owner, sign(secret, self.id, req.method ?? "GET", url));
+    forwarder.tunnel(req, socket, head, owner, channel.sign(req.method ?? "GET", url));
     return true;
   };
 }

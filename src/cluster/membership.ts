@@ -8,7 +8,7 @@ import * as K from "./keys.js";
 import { isLost, mayServe } from "./lease.js";
 import type { NodeRoles } from "./settings.js";
 
-export type NodeState = "up" | "draining" | "lost";
+export type NodeState = "up" | "draining" | "drained" | "lost";
 
 export interface NodeView {
   id: string;
@@ -83,6 +83,8 @@ export class Membership {
   /** Every node as of the last heartbeat, by id (this one included). */
   private view = new Map<string, NodeView>();
   draining = false;
+  /** Drained: this node left the membership (no lease, no renewals) once its last sandbox ended. */
+  left = false;
 
   constructor(
     private readonly redis: Redis,
@@ -90,9 +92,14 @@ export class Membership {
   ) {}
 
   /** Takes a new epoch and its lease: the sandboxes of earlier epochs of this node are no longer its own. */
-  async join(load: Load): Promise<number> {
+  async join(load: Load, opts: { starting?: boolean } = {}): Promise<number> {
     this.epoch = await this.redis.incr(K.epochCounter(this.self.id));
-    await this.redis.set(K.lease(this.self.id), String(this.epoch), "PX", this.self.leaseMs);
+    const multi = this.redis.multi().set(K.lease(this.self.id), String(this.epoch), "PX", this.self.leaseMs);
+    // A node that starts (again) is up: a drain asked of it before, or its leave, ended with its last
+    // run. A join again after being fenced keeps the drain: the operator's request still holds.
+    if (opts.starting) multi.del(K.drain(this.self.id)).hdel(K.nodeRecord(this.self.id), "left_at");
+    await multi.exec();
+    this.left = false;
     this.renewedAt = Date.now();
     await this.publish(load);
     return this.epoch;
@@ -132,6 +139,20 @@ export class Membership {
     this.draining = drain === "1";
   }
 
+  /**
+   * Leaves the membership for good (a drained node whose sandboxes have all ended): its record says
+   * so and its lease goes, in one step, so that no node ever takes it for lost; it renews no more.
+   */
+  async leave(): Promise<void> {
+    this.left = true;
+    this.renewedAt = 0;
+    await this.redis
+      .multi()
+      .hset(K.nodeRecord(this.self.id), { live: "0", left_at: new Date().toISOString() })
+      .del(K.lease(this.self.id))
+      .exec();
+  }
+
   /** This node's lease surely still holds (see lease.ts mayServe). */
   leaseHeld(now = Date.now()): boolean {
     return mayServe(this.renewedAt, now, this.self.leaseMs);
@@ -157,7 +178,7 @@ export class Membership {
         roles: (rec.roles as NodeRoles) ?? "both",
         epoch,
         leaseEpoch,
-        state: lost ? "lost" : draining ? "draining" : "up",
+        state: rec.left_at ? "drained" : lost ? "lost" : draining ? "draining" : "up",
         draining,
         liveSandboxes: num(rec.live),
         freeMemoryMb: num(rec.free_mb),

@@ -6,8 +6,9 @@ export const ClusterNode = Type.Object(
     id: Type.String({ description: "The node's AGENTBOX_NODE_ID" }),
     url: Type.String({ description: "Where the other nodes reach it (AGENTBOX_NODE_URL)" }),
     roles: Type.Union([Type.Literal("both"), Type.Literal("api"), Type.Literal("executor")]),
-    state: Type.Union([Type.Literal("up"), Type.Literal("draining"), Type.Literal("lost")], {
-      description: "`up`; `draining`: takes no new sandboxes; `lost`: its lease expired (its sandboxes ended with reason node_lost)",
+    state: Type.Union([Type.Literal("up"), Type.Literal("draining"), Type.Literal("drained"), Type.Literal("lost")], {
+      description:
+        "`up`; `draining`: takes no new sandboxes; `drained`: it was draining and left the cluster once its last sandbox ended (it is `up` again when it starts again); `lost`: its lease expired (its sandboxes ended with reason node_lost)",
     }),
     epoch: Type.Integer({ description: "Its lease epoch: raised at each join; a sandbox belongs to a node and an epoch" }),
     live_sandboxes: Type.Integer(),

@@ -14,6 +14,7 @@ import { TENANT_SUSPENDED } from "../tenancy/suspensions.js";
 import type { TenantDirectory } from "../tenancy/tenant-directory.js";
 import { clusterAdminRoutes } from "./admin-routes.js";
 import { Broadcast } from "./broadcast.js";
+import { ChannelAuth } from "./channel-auth.js";
 import { Forwarder } from "./forward.js";
 import { clusterUpgrade, type HookDeps, installClusterHook } from "./hook.js";
 import { machineLoad, Membership } from "./membership.js";
@@ -144,10 +145,18 @@ export async function openCluster(settings: ClusterSettings, deps: ClusterDeps):
     if (beating) return;
     beating = true;
     try {
+      // Drained and gone: no lease to renew; the view is still kept, for forwarding and placement.
+      if (membership.left) return;
       const beat = await membership.heartbeat(load());
       if (beat === "fenced") await fenced();
       // Redis lost what it had (a restart without persistence): the routes are written again.
       else if (beat === "retaken") for (const id of routing.disown()) routing.claim(id);
+      // Drained, and its last sandbox has ended: it leaves the membership by itself.
+      else if (membership.draining && sandboxes.liveCount() === 0) {
+        await routing.flush();
+        await membership.leave();
+        log.info({ node: nodeId, epoch: membership.epoch }, "cluster: drained; left the membership");
+      }
     } catch (err) {
       onError(err);
     } finally {
@@ -157,14 +166,20 @@ export async function openCluster(settings: ClusterSettings, deps: ClusterDeps):
   };
   let timer: NodeJS.Timeout | undefined;
 
-  const hookDeps: HookDeps = { membership, routing, forwarder, secret: settings.secret ?? "", placementSample: settings.placementSample };
+  const hookDeps: HookDeps = {
+    membership,
+    routing,
+    forwarder,
+    channel: new ChannelAuth(settings.secret ?? "", nodeId),
+    placementSample: settings.placementSample,
+  };
   return {
     redis,
     nodeId: nodeId,
     install: (app) => installClusterHook(app, hookDeps),
     upgrade: clusterUpgrade(hookDeps),
     async join() {
-      await membership.join(load());
+      await membership.join(load(), { starting: true });
       for (const { id } of sandboxes.liveSandboxes()) routing.claim(id);
       await routing.flush();
       await membership.refresh();

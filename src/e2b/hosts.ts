@@ -64,7 +64,11 @@ export function e2bHostRewriter(domain: string): (req: IncomingMessage) => strin
     }
     let token: string | undefined;
     for (const header of E2B_TOKENS) token = dropHeader(req, header)?.trim() || token;
-    if (token && !req.headers.authorization) req.headers.authorization = `Bearer ${fromE2bKeyFormat(token)}`;
+    if (token && !req.headers.authorization) {
+      req.headers.authorization = `Bearer ${fromE2bKeyFormat(token)}`;
+      // In the raw list too: a cluster relays a WebSocket to the sandbox's node with the raw headers.
+      req.rawHeaders.push("authorization", req.headers.authorization);
+    }
     return `/v1/agents/sandboxes/${id}/ports/${port}${url}`;
   };
 }

@@ -107,6 +107,27 @@ export interface HostDoor {
   track(teardown: Promise<void>): void;
 }
 
+/**
+ * The whole host as the façade (./manager.ts) holds it: a node that runs sandboxes (./host.ts), or
+ * an API-only node of a cluster, which runs none (./no-host.ts).
+ */
+export interface SandboxHost extends HostDoor {
+  /** Resolves once sandboxes can be started. */
+  readonly listening: Promise<void>;
+  /** The host's available memory is under AGENTBOX_MEMORY_RESERVE_MB. */
+  lowOnMemory(): boolean;
+  /** Marks a uid in use that a record holds (at start-up, before any allocation). */
+  reserveUid(uid: number): void;
+  useTemplates(builtIns: string[], catalog: TemplateCatalog): void;
+  /** Holds a tenant's group to new limits (its quotas changed). */
+  applyTenantLimits(tenantId: string, limits: TenantLimits): Promise<void>;
+  /** Waits for the background cleanups running now. */
+  settled(): Promise<void>;
+  /** Removes every workspace and cgroup that belongs to no live sandbox (left by a crash). */
+  sweep(live: readonly Live[]): Promise<void>;
+  close(): Promise<void>;
+}
+
 /** The registry's door (./registry.ts): the live and hibernated sandboxes and the caps on them. */
 export interface RegistryDoor {
   /** A live sandbox (running or paused) by id, whoever's it is. */

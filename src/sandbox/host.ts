@@ -9,7 +9,7 @@ import type { SandboxConfig } from "./settings.js";
 import { ApiError } from "../errors.js";
 import { Box } from "./box.js";
 import { CgroupManager, type TenantLimits } from "./cgroup.js";
-import type { CustomTemplate, HostDoor, Live, TemplateCatalog } from "./doors.js";
+import type { CustomTemplate, Live, SandboxHost, TemplateCatalog } from "./doors.js";
 import { buildSeccompFilter } from "./seccomp.js";
 import { ServiceCpuGroup } from "./service-cgroup.js";
 import { Spawner } from "./spawner.js";
@@ -55,7 +55,7 @@ export type HostConfig = Pick<
   | "limits"
 >;
 
-export class Host implements HostDoor {
+export class Host implements SandboxHost {
   readonly cgroups: CgroupManager;
   private readonly workspaces: WorkspaceManager;
   /** Does every fork sandboxes need (launchers, mount, umount) in a small process of its own. */
@@ -164,6 +164,10 @@ export class Host implements HostDoor {
       this.cgroups,
       this.workspaces,
     );
+  }
+
+  applyTenantLimits(tenantId: string, limits: TenantLimits): Promise<void> {
+    return this.cgroups.applyTenantLimits(tenantId, limits);
   }
 
   assign(box: Box, tenantId: string, limits: TenantLimits = this.limitsOf(tenantId)): Promise<void> {

@@ -15,9 +15,10 @@ import type { TenantDirectory } from "../tenancy/tenant-directory.js";
 import { type EffectiveQuotas, effectiveQuotas } from "../tenancy/store/tenants.js";
 import type { Box } from "./box.js";
 import type { TenantLimits } from "./cgroup.js";
-import type { CreateInput, CustomTemplate, EndCause, ServiceState, TemplateCatalog } from "./doors.js";
+import type { CreateInput, CustomTemplate, EndCause, SandboxHost, ServiceState, TemplateCatalog } from "./doors.js";
 import { Host } from "./host.js";
 import { Lifecycle } from "./lifecycle.js";
+import { NO_SANDBOXES_HERE, NoHost } from "./no-host.js";
 import { Registry } from "./registry.js";
 import { SnapshotKeeper } from "./snapshot-keeper.js";
 import { builtInTemplates, type Template } from "./templates.js";
@@ -33,7 +34,7 @@ export class SandboxManager {
   /** Pause, resume, snapshots, forks, ends and what a sandbox does when its life runs out. */
   readonly lifecycle: Lifecycle;
   private readonly state: ServiceState = { closing: false, lowMemory: false };
-  private readonly host: Host;
+  private readonly host: SandboxHost;
   private readonly registry: Registry;
   private readonly pool: Pool;
   /** Warm pools of the tenants' own templates. */
@@ -56,20 +57,27 @@ export class SandboxManager {
     snapshots: SnapshotStore,
     /** Tenants' stored bytes (stored files and snapshots together): snapshots are held to it. */
     storage: StorageQuota,
+    /**
+     * False on a cluster's API-only node: no host is opened (no spawner, cgroup, workspace or warm
+     * pool), creates are refused, and the records are still read and written (ends of lost nodes' sandboxes).
+     */
+    readonly runsSandboxes = true,
   ) {
     this.log = log;
     this.templates = builtInTemplates(config.limits);
     this.quotaDefaults = tenantQuotaDefaults(config);
-    this.host = new Host(
-      config,
-      log,
-      (tenantId) => this.tenantLimits(tenantId),
-      (id) =>
-        void this.lifecycle.end(id, {
-          reason: "oom",
-          detail: { message: "the sandbox's processes were killed for exceeding its memory limit" },
-        }),
-    );
+    this.host = runsSandboxes
+      ? new Host(
+          config,
+          log,
+          (tenantId) => this.tenantLimits(tenantId),
+          (id) =>
+            void this.lifecycle.end(id, {
+              reason: "oom",
+              detail: { message: "the sandbox's processes were killed for exceeding its memory limit" },
+            }),
+        )
+      : new NoHost();
     this.keeper = new SnapshotKeeper(config, snapshots, storage, log);
     this.registry = new Registry(
       store,
@@ -79,7 +87,9 @@ export class SandboxManager {
       () => void this.lifecycle.reap(),
     );
     // The two kinds of pool share the room the sandbox cap leaves: each counts the other's sandboxes as taken.
-    this.pool = new Pool(config, log, this.state, this.host, () => this.registry.occupied() + this.templatePools.held());
+    // No warm pool where no sandbox runs.
+    const poolConfig = runsSandboxes ? config : { ...config, warmPool: 0, warmPoolMax: 0 };
+    this.pool = new Pool(poolConfig, log, this.state, this.host, () => this.registry.occupied() + this.templatePools.held());
     this.templatePools = new TemplatePools(
       config,
       log,
@@ -124,7 +134,7 @@ export class SandboxManager {
   async applyTenantQuotas(tenantId: string): Promise<void> {
     const limits = this.tenantLimits(tenantId);
     try {
-      await this.host.cgroups.applyTenantLimits(tenantId, limits);
+      await this.host.applyTenantLimits(tenantId, limits);
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === "EBUSY") {
         throw new ApiError(
@@ -177,6 +187,7 @@ export class SandboxManager {
     await this.host.sweep([...this.registry.all()]);
     this.reaper = setInterval(() => this.tick(), this.config.reaperIntervalMs);
     this.reaper.unref();
+    if (!this.runsSandboxes) return;
     this.pool.fill();
     // The first round of starts before the service takes requests, so that its first creates are
     // served from the pool (bounded: a slow host starts serving within 5 s, and a create that
@@ -302,6 +313,7 @@ export class SandboxManager {
   }
 
   async create(tenantId: string, given: CreateInput): Promise<SandboxRecord> {
+    if (!this.runsSandboxes) throw new ApiError("at_capacity", NO_SANDBOXES_HERE, 5);
     this.pool.asked();
     const input = given.snapshotId === undefined ? given : await this.lifecycle.fromSnapshot(tenantId, given.snapshotId, given);
     const asked = input.template ?? "python-base-v1";

@@ -29,13 +29,15 @@ export async function openSandboxes(
   tenants: TenantDirectory,
   logger: Logger,
   storageOf: (snapshots: SnapshotStore) => Promise<StorageQuota>,
+  /** False on a cluster's API-only node: no sandbox host is opened (see SandboxManager). */
+  runsSandboxes = true,
 ): Promise<SandboxesArea> {
   const p = persistence;
   // The records of this node's sandboxes carry its id (config.nodeId): it re-adopts only its own.
   const records: SandboxStore = p.kind === "pg" ? await PgSandboxStore.open(p.pool, p.nodeId) : new SqliteSandboxStore(p.db, p.nodeId);
   const snapshots: SnapshotStore = p.kind === "pg" ? await PgSnapshotStore.open(p.pool) : new SqliteSnapshotStore(p.db);
   const storage = await storageOf(snapshots);
-  const sandboxes = new SandboxManager(config, records, tenants, logger, snapshots, storage);
+  const sandboxes = new SandboxManager(config, records, tenants, logger, snapshots, storage, runsSandboxes);
   return { sandboxes, storage };
 }
 

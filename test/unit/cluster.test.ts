@@ -1,10 +1,11 @@
 // The cluster's pure rules: placement by load, the lease and fencing rules, routes as stored in
-// Redis, and the internal channel's signatures.
+// Redis, which sandbox a request is for, and the internal channel's signatures.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { sign, verify } from "../../src/cluster/channel-auth.js";
+import { ChannelAuth, sign, verify } from "../../src/cluster/channel-auth.js";
 import { formatRoute, isLost, mayServe, parseRoute, routeTarget } from "../../src/cluster/lease.js";
 import { choose } from "../../src/cluster/placement.js";
+import { mayTarget, targetOf } from "../../src/cluster/targets.js";
 
 const node = (id: string, freeMemoryMb: number, liveSandboxes: number) => ({ id, freeMemoryMb, liveSandboxes });
 
@@ -80,4 +81,50 @@ test("channel: a signed request verifies for its method and path, within the tim
   assert.equal(verify("s3cret", headers, "POST", "/v1/agents/sandboxes/x/code/run", now + 120_000), "invalid");
   assert.equal(verify("s3cret", {}, "POST", "/", now), "none");
   assert.equal(verify("s3cret", { "x-agentbox-node": "a" }, "POST", "/", now), "invalid");
+});
+
+test("targets: the sandbox of native, operator and E2B routes (path or E2b-Sandbox-Id), and creates", () => {
+  const of = (method: string, url: string, headers = {}) => (mayTarget(url) ? targetOf(method, url, headers) : "passes");
+  const sbx = { sandbox: "s-1" };
+  assert.deepEqual(of("POST", "/v1/agents/sandboxes/s-1/code/run"), sbx);
+  assert.deepEqual(of("GET", "/sandboxes/s-1?x=1"), sbx);
+  assert.deepEqual(of("DELETE", "/v1/admin/sandboxes/s-1"), sbx);
+  assert.deepEqual(of("GET", "/e2b/sandboxes/s-1"), sbx);
+  assert.deepEqual(of("POST", "/e2b/v2/sandboxes/s-1/connect"), sbx);
+  assert.deepEqual(of("POST", "/e2b/process.Process/Start", { "e2b-sandbox-id": "s-1" }), sbx);
+  assert.deepEqual(of("GET", "/e2b/files?path=/x", { "e2b-sandbox-id": " s-1 " }), sbx);
+  assert.deepEqual(of("POST", "/v1/agents/sandboxes/a%20b/files/read"), { sandbox: "a b" });
+  for (const url of ["/v1/agents/sandboxes", "/sandboxes/", "/e2b/sandboxes", "/e2b/v2/sandboxes?x=1"]) {
+    assert.equal(of("POST", url), "create", url);
+    assert.equal(of("GET", url), undefined, url);
+  }
+  // Not about one sandbox: E2B's lists and templates without the header, other areas, a malformed id.
+  assert.equal(of("GET", "/e2b/snapshots"), undefined);
+  assert.equal(of("POST", "/e2b/process.Process/Start"), undefined);
+  assert.equal(of("GET", "/v1/admin/nodes"), "passes");
+  assert.equal(of("POST", "/v1/vectors/indexes"), "passes");
+  assert.equal(of("GET", "/v1/agents/sandboxes/%E0%A4%A/files"), undefined);
+});
+
+test("channel: a node's signatures are reused for a second, and a checked one is accepted again exactly as verify() would", () => {
+  const now = 1_700_000_000_000;
+  const run = "/v1/agents/sandboxes/x/code/run";
+  const a = new ChannelAuth("s3cret", "node-a");
+  const first = a.sign("POST", run, now);
+  assert.equal(a.sign("POST", run, now + 999), first, "reused within a second");
+  assert.notDeepEqual(a.sign("POST", run, now + 1000), first, "signed anew after");
+  assert.notDeepEqual(a.sign("GET", run, now), first, "per request line");
+  assert.deepEqual(first, sign("s3cret", "node-a", "POST", run, now), "the same signature as the plain function");
+
+  const owner = new ChannelAuth("s3cret", "node-b");
+  for (let i = 0; i < 2; i++) {
+    // Checked, then from the cache: the same answers both times.
+    assert.equal(owner.verify(first, "POST", run, now + 1000), "valid");
+    assert.equal(owner.verify(first, "POST", "/v1/agents/sandboxes/y/code/run", now), "invalid");
+    assert.equal(owner.verify(first, "GET", run, now), "invalid");
+    assert.equal(owner.verify(first, "POST", run, now + 120_000), "invalid", "out of the window even once checked");
+    assert.equal(owner.verify({ ...first, "x-agentbox-node": "node-c" }, "POST", run, now), "invalid");
+  }
+  assert.equal(new ChannelAuth("other", "node-b").verify(first, "POST", run, now), "invalid");
+  assert.equal(owner.verify({}, "POST", "/", now), "none");
 });

@@ -22,7 +22,12 @@ interface Container {
   ports?: { name?: string; containerPort: number }[];
   env?: { name: string; value?: string; valueFrom?: { secretKeyRef?: { name: string; key: string }; fieldRef?: { fieldPath: string } } }[];
   resources?: { requests?: Record<string, string>; limits?: Record<string, string> };
-  securityContext?: { privileged?: boolean; capabilities?: { drop?: string[] } };
+  securityContext?: {
+    privileged?: boolean;
+    allowPrivilegeEscalation?: boolean;
+    capabilities?: { drop?: string[]; add?: string[] };
+    seccompProfile?: { type: string };
+  };
   volumeMounts?: { name: string; mountPath: string }[];
   livenessProbe?: Probe;
   readinessProbe?: Probe;
@@ -120,9 +125,15 @@ function assertEssentials(objects: RenderedObject[], values: Values): void {
       assert.deepEqual(e?.valueFrom?.secretKeyRef, ref, `${role}: ${variable} from its Secret`);
     }
   }
-  // Executors run sandboxes; API nodes still start the sandbox host at start (docs/cluster.md).
+  // Executors run sandboxes; API nodes open no sandbox host (docs/cluster.md) and get no privilege.
   assert.equal(container(executor).securityContext?.privileged, true);
-  assert.equal(container(api).securityContext?.privileged, true);
+  const apiSecurity = container(api).securityContext;
+  assert.equal(apiSecurity?.privileged, false);
+  assert.equal(apiSecurity?.allowPrivilegeEscalation, false);
+  assert.deepEqual(apiSecurity?.capabilities, { drop: ["ALL"] });
+  assert.equal(apiSecurity?.seccompProfile?.type, "RuntimeDefault");
+  const apiPod = podTemplate(api);
+  assert.equal(JSON.stringify(apiPod).includes("apparmor.security.beta.kubernetes.io"), false, "no AppArmor exception for API pods");
 
   // The disruption budgets select their role's pods and not the other's.
   const executorLabels = podTemplate(executor).metadata.labels;

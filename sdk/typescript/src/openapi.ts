@@ -5591,7 +5591,7 @@ export interface paths {
         };
         /**
          * List the cluster's nodes
-         * @description Every node that joined the cluster, read from Redis now: its state (`up`, `draining`, `lost`), lease epoch and load. A service running alone lists itself (epoch 0).
+         * @description Every node that joined the cluster, read from Redis now: its state (`up`, `draining`, `drained`, `lost`), lease epoch and load. A service running alone lists itself (epoch 0).
          */
         get: {
             parameters: {
@@ -5615,8 +5615,8 @@ export interface paths {
                                 /** @description Where the other nodes reach it (AGENTBOX_NODE_URL) */
                                 url: string;
                                 roles: "both" | "api" | "executor";
-                                /** @description `up`; `draining`: takes no new sandboxes; `lost`: its lease expired (its sandboxes ended with reason node_lost) */
-                                state: "up" | "draining" | "lost";
+                                /** @description `up`; `draining`: takes no new sandboxes; `drained`: it was draining and left the cluster once its last sandbox ended (it is `up` again when it starts again); `lost`: its lease expired (its sandboxes ended with reason node_lost) */
+                                state: "up" | "draining" | "drained" | "lost";
                                 /** @description Its lease epoch: raised at each join; a sandbox belongs to a node and an epoch */
                                 epoch: number;
                                 live_sandboxes: number;
@@ -5662,7 +5662,7 @@ export interface paths {
         put?: never;
         /**
          * Drain a node
-         * @description The node takes no new sandboxes from now on (creates go to the other executors); its live sandboxes run on until they end. A service running alone answers 400 `invalid_state`.
+         * @description The node takes no new sandboxes from now on (creates go to the other executors); its live sandboxes run on until they end, and then it leaves the cluster by itself (state `drained`). A service running alone answers 400 `invalid_state`.
          */
         post: {
             parameters: {
@@ -5687,8 +5687,8 @@ export interface paths {
                             /** @description Where the other nodes reach it (AGENTBOX_NODE_URL) */
                             url: string;
                             roles: "both" | "api" | "executor";
-                            /** @description `up`; `draining`: takes no new sandboxes; `lost`: its lease expired (its sandboxes ended with reason node_lost) */
-                            state: "up" | "draining" | "lost";
+                            /** @description `up`; `draining`: takes no new sandboxes; `drained`: it was draining and left the cluster once its last sandbox ended (it is `up` again when it starts again); `lost`: its lease expired (its sandboxes ended with reason node_lost) */
+                            state: "up" | "draining" | "drained" | "lost";
                             /** @description Its lease epoch: raised at each join; a sandbox belongs to a node and an epoch */
                             epoch: number;
                             live_sandboxes: number;

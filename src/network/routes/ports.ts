@@ -243,8 +243,10 @@ export function installPortUpgrades(
   server.on("upgrade", (req: http.IncomingMessage, socket: Duplex, head: Buffer) => {
     socket.on("error", () => socket.destroy());
     void (async () => {
-      if (divert && (await divert(req, socket, head))) return;
+      // Rewritten first (once), so that a host-named port URL is relayed in its path form too.
       const url = rewrite ? rewrite(req) : (req.url ?? "");
+      req.url = url;
+      if (divert && (await divert(req, socket, head))) return;
       const target = parseTarget(url);
       if (!target || (!rootAliases && !url.startsWith("/v1/agents/"))) throw new ApiError("not_found", "No WebSocket endpoint here");
       let key: Holder | undefined;

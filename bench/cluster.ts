@@ -1,14 +1,24 @@
-// Benchmark of forwarding in a cluster: a sandbox on an executor node, its `code/run` (plain and
-// streamed: whole answer and first byte) called directly on the executor and through an API-only
-// node that forwards it, in alternating batches. The issue's bound: ≤ 0.5 ms added at p50.
+// Benchmark of a cluster on a private PostgreSQL and Redis: forwarding (a sandbox on an executor
+// node, its `code/run`, plain and streamed: whole answer and first byte, called directly on the
+// executor and through an API-only node that forwards it, in alternating batches; the issue's
+// bound: ≤ 0.5 ms added at p50), then what a create, a run and a kill cost PostgreSQL and Redis,
+// counted by the engines (bench/cluster-costs.ts).
 import http from "node:http";
 import { startCluster } from "../test/helpers/cluster.js";
+import { startPostgres } from "../test/helpers/postgres.js";
 import { client } from "../test/helpers/server.js";
+import { background, costOf, EngineCounters, printCosts } from "./cluster-costs.js";
 import { added, directVersusVia, type PostTarget, printTable } from "./lib.js";
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 300);
+/** Creates (and kills) and runs counted for the cost table. */
+const COST_CREATES = Number(process.env.BENCH_COST_CREATES ?? 10);
+const COST_RUNS = Number(process.env.BENCH_COST_RUNS ?? 100);
 
-const cluster = await startCluster({ leaseMs: 5000 });
+// Commits wait for their WAL as on a production server (the test helper's default does not).
+const postgres = await startPostgres({ settings: { shared_preload_libraries: "pg_stat_statements", synchronous_commit: "on" } });
+const databaseUrl = await postgres.createDatabase("agentbox");
+const cluster = await startCluster({ leaseMs: 5000, databaseUrl });
 try {
   const api = await cluster.node("bench-api", "api");
   const executor = await cluster.node("bench-executor", "executor");
@@ -30,6 +40,33 @@ try {
     `added by forwarding: p50 ${added(s.directPlain, s.viaPlain, 50).toFixed(3)} ms, p95 ${added(s.directPlain, s.viaPlain, 95).toFixed(3)} ms, ` +
       `p99 ${added(s.directPlain, s.viaPlain, 99).toFixed(3)} ms (streamed first byte p50 ${added(s.directTtfb, s.viaTtfb, 50).toFixed(3)} ms)\n`,
   );
+
+  // Costs: every request through the API node, as clients send them.
+  const call = client({ url: api.url, key: cluster.key });
+  const counters = await EngineCounters.open(databaseUrl, cluster.redis.url);
+  try {
+    const idle = await background(counters, 5000);
+    const ids: string[] = [];
+    const rows = [
+      await costOf("create (POST /v1/agents/sandboxes)", COST_CREATES, counters, idle, async () => {
+        const res = await call<{ sandbox_id: string }>("POST", "/v1/agents/sandboxes", {});
+        if (res.status !== 201) throw new Error(`create: ${res.status} ${JSON.stringify(res.body)}`);
+        ids.push(res.body.sandbox_id);
+      }),
+      await costOf("code/run, forwarded to the executor", COST_RUNS, counters, idle, async (i) => {
+        const res = await call("POST", `/v1/agents/sandboxes/${ids[i % ids.length]}/code/run`, { language: "python", code: "1 + 1" });
+        if (res.status !== 200) throw new Error(`run: ${res.status} ${JSON.stringify(res.body)}`);
+      }),
+      await costOf("kill (DELETE /v1/agents/sandboxes/{id})", ids.length, counters, idle, async (i) => {
+        const res = await call("DELETE", `/v1/agents/sandboxes/${ids[i]}`);
+        if (res.status !== 200) throw new Error(`kill: ${res.status} ${JSON.stringify(res.body)}`);
+      }),
+    ];
+    printCosts(rows, idle, 2);
+  } finally {
+    await counters.close();
+  }
 } finally {
   await cluster.dispose();
+  await postgres.stop();
 }

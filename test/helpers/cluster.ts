@@ -1,5 +1,6 @@
 // A cluster on this machine for tests and benchmarks: one private Redis and nodes that share one
-// SQLite database file (so one set of keys and records), each with its own data dir and workspaces.
+// SQLite database file, or a PostgreSQL database (so one set of keys and records), each with its own
+// data dir and workspaces.
 import crypto from "node:crypto";
 import fs from "node:fs";
 import os from "node:os";
@@ -17,7 +18,8 @@ export interface TestCluster {
   dispose(): Promise<void>;
 }
 
-export async function startCluster(opts: { leaseMs: number }): Promise<TestCluster> {
+/** `databaseUrl`: the nodes share that PostgreSQL database instead of one SQLite file. */
+export async function startCluster(opts: { leaseMs: number; databaseUrl?: string }): Promise<TestCluster> {
   const redis = await startRedis();
   const dbDir = fs.mkdtempSync(path.join(os.tmpdir(), "agentbox-cluster-db-"));
   const key = `test_${crypto.randomBytes(12).toString("hex")}`;
@@ -33,7 +35,7 @@ export async function startCluster(opts: { leaseMs: number }): Promise<TestClust
         key,
         env: {
           AGENTBOX_ADMIN_KEY: adminKey,
-          AGENTBOX_DATABASE_FILE: path.join(dbDir, "agentbox.db"),
+          ...(opts.databaseUrl ? { AGENTBOX_DATABASE_URL: opts.databaseUrl } : { AGENTBOX_DATABASE_FILE: path.join(dbDir, "agentbox.db") }),
           AGENTBOX_REDIS_URL: redis.url,
           AGENTBOX_CLUSTER_SECRET: secret,
           AGENTBOX_NODE_ID: id,

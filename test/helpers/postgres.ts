@@ -72,6 +72,9 @@ export async function startPostgres(opts: { settings?: Record<string, string> } 
     stopped = true;
     try {
       if (!halted) run("pg_ctl", ["-D", data, "-m", "immediate", "-w", "stop"]);
+    } catch (err) {
+      // Stopped already: a Ctrl-C in a terminal reaches the server too (scripts/cluster-try.ts).
+      if (!/is server running/i.test(String((err as { stderr?: unknown }).stderr ?? ""))) throw err;
     } finally {
       fs.rmSync(dir, { recursive: true, force: true });
     }

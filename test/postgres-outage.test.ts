@@ -2,11 +2,13 @@
 // writes, key writes and reads while the database is stopped (`pg_ctl stop -m fast`, then
 // `-m immediate`) and started again. While it is down every answer is a success or a 503
 // `database_unavailable` with Retry-After, never a 500, and the node does not crash; once it is
-// back the node serves again by itself within seconds, and everything it acknowledged is there.
+// back the node serves again by itself within seconds, and everything it acknowledged is there
+// (with the sandboxes' `created` events, also those written while it was down).
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import pg from "pg";
-import { createSandbox } from "./helpers/api.js";
+import { createSandbox, sandboxEvents } from "./helpers/api.js";
+import { eventually } from "./helpers/leftovers.js";
 import { startPostgres, type TestPostgres } from "./helpers/postgres.js";
 import { client, startServer, type TestServer } from "./helpers/server.js";
 
@@ -158,6 +160,11 @@ describe("PostgreSQL down and back under load", () => {
         const got = await call<{ status: string }>("GET", `/v1/agents/sandboxes/${id}`);
         assert.equal(got.status, 200, JSON.stringify(got.body));
         assert.equal(got.body.status, "running");
+        // Its `created` event too (one written during the outage is kept and written once the database is back).
+        assert.ok(
+          await eventually(async () => (await sandboxEvents(call, id)).body.some((e) => e.type === "created"), 10_000, 200),
+          `the created event of ${id}`,
+        );
       }
       for (const [path, content] of written) {
         const read = await call<{ content: string }>("POST", `/v1/agents/sandboxes/${sandbox}/files/read`, { path });

@@ -1,17 +1,24 @@
-// Benchmark of forwarding in a cluster: a sandbox on an executor node, its `code/run` (plain and
-// streamed: whole answer and first byte) called directly on the executor and through an API-only
-// node that forwards it, in alternating batches. The issue's bound: ≤ 0.5 ms added at p50. Prints
-// the machine's own speed first (a busy machine moves every figure), to read the others beside it,
-// and the forwarding node's main-thread CPU per forwarded request.
+// Benchmark of a cluster on a private PostgreSQL and Redis: forwarding (a sandbox on an executor
+// node, its `code/run`, plain and streamed: whole answer and first byte, called directly on the
+// executor and through an API-only node that forwards it, in alternating batches; the issue's
+// bound: ≤ 0.5 ms added at p50, with the forwarding node's main-thread CPU per forwarded request),
+// then what a create, a run and a kill cost PostgreSQL and Redis, counted by the engines
+// (bench/cluster-costs.ts). Prints the machine's own speed first (a busy machine moves every
+// figure), to read the others beside it.
 import fs from "node:fs";
 import http from "node:http";
 import os from "node:os";
 import { startCluster } from "../test/helpers/cluster.js";
+import { startPostgres } from "../test/helpers/postgres.js";
 import { client } from "../test/helpers/server.js";
+import { background, costOf, EngineCounters, printCosts } from "./cluster-costs.js";
 import { machineSpeed } from "./code-run.js";
 import { added, directVersusVia, type PostTarget, printTable } from "./lib.js";
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 300);
+/** Creates (and kills) and runs counted for the cost table. */
+const COST_CREATES = Number(process.env.BENCH_COST_CREATES ?? 10);
+const COST_RUNS = Number(process.env.BENCH_COST_RUNS ?? 100);
 
 const speed = await machineSpeed();
 const load = os
@@ -31,7 +38,10 @@ function mainThreadCpuNs(pid: number): number {
   return Number(fs.readFileSync(`/proc/${pid}/task/${pid}/schedstat`, "utf8").split(" ")[0]);
 }
 
-const cluster = await startCluster({ leaseMs: 5000 });
+// Commits wait for their WAL as on a production server (the test helper's default does not).
+const postgres = await startPostgres({ settings: { shared_preload_libraries: "pg_stat_statements", synchronous_commit: "on" } });
+const databaseUrl = await postgres.createDatabase("agentbox");
+const cluster = await startCluster({ leaseMs: 5000, databaseUrl });
 try {
   const api = await cluster.node("bench-api", "api");
   const executor = await cluster.node("bench-executor", "executor");
@@ -59,6 +69,33 @@ try {
       `p99 ${added(s.directPlain, s.viaPlain, 99).toFixed(3)} ms (streamed first byte p50 ${added(s.directTtfb, s.viaTtfb, 50).toFixed(3)} ms); ` +
       `CPU of the forwarding node's main thread: ${cpuPerRequestUs.toFixed(0)} µs per forwarded request\n`,
   );
+
+  // Costs: every request through the API node, as clients send them.
+  const call = client({ url: api.url, key: cluster.key });
+  const counters = await EngineCounters.open(databaseUrl, cluster.redis.url);
+  try {
+    const idle = await background(counters, 5000);
+    const ids: string[] = [];
+    const rows = [
+      await costOf("create (POST /v1/agents/sandboxes)", COST_CREATES, counters, idle, async () => {
+        const res = await call<{ sandbox_id: string }>("POST", "/v1/agents/sandboxes", {});
+        if (res.status !== 201) throw new Error(`create: ${res.status} ${JSON.stringify(res.body)}`);
+        ids.push(res.body.sandbox_id);
+      }),
+      await costOf("code/run, forwarded to the executor", COST_RUNS, counters, idle, async (i) => {
+        const res = await call("POST", `/v1/agents/sandboxes/${ids[i % ids.length]}/code/run`, { language: "python", code: "1 + 1" });
+        if (res.status !== 200) throw new Error(`run: ${res.status} ${JSON.stringify(res.body)}`);
+      }),
+      await costOf("kill (DELETE /v1/agents/sandboxes/{id})", ids.length, counters, idle, async (i) => {
+        const res = await call("DELETE", `/v1/agents/sandboxes/${ids[i]}`);
+        if (res.status !== 200) throw new Error(`kill: ${res.status} ${JSON.stringify(res.body)}`);
+      }),
+    ];
+    printCosts(rows, idle, 2);
+  } finally {
+    await counters.close();
+  }
 } finally {
   await cluster.dispose();
+  await postgres.stop();
 }

@@ -52,6 +52,8 @@ export interface Config {
   databaseUrl: string | undefined;
   /** Connections this node keeps open to PostgreSQL at most. */
   databasePoolSize: number;
+  /** How long opening a PostgreSQL connection (or waiting for a free one) may take before a 503. */
+  databaseConnectTimeoutMs: number;
   /** This node's name: the owner written on each sandbox record it creates. */
   nodeId: string;
 }
@@ -123,6 +125,12 @@ export const serverSettingsSchema = defineSettings({
     default: 10,
     minimum: 1,
     doc: "Connections this node opens to PostgreSQL at most; a query past them waits for one to be free. Only with `AGENTBOX_DATABASE_URL`.",
+  }),
+  databaseConnectTimeoutMs: server.integer("AGENTBOX_DATABASE_CONNECT_TIMEOUT_MS", {
+    table: "database",
+    default: 5000,
+    minimum: 100,
+    doc: "How long opening a connection to PostgreSQL, or waiting for a free one of the pool, may take; past it (and at once when the database refuses or drops connections) the request is 503 `database_unavailable` with `Retry-After: 2`, and nothing was done. Only with `AGENTBOX_DATABASE_URL`.",
   }),
   nodeId: server.string("AGENTBOX_NODE_ID", {
     table: "database",

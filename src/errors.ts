@@ -31,7 +31,9 @@ const STATUS = {
   upstream_error: 502,
   at_capacity: 503,
   upstream_unavailable: 503,
-  /** In a cluster: the node that runs the sandbox did not answer a forwarded request. */
+  /** PostgreSQL (AGENTBOX_DATABASE_URL) cannot be reached: nothing was done; retry after Retry-After. */
+  database_unavailable: 503,
+  /** In a cluster: the node that runs the sandbox did not answer a forwarded request, or cannot be found now (Redis away). */
   node_unavailable: 503,
   /** The sandbox did not answer in time (a stopped or overloaded supervisor); it can still be killed. */
   sandbox_unresponsive: 503,

@@ -195,13 +195,15 @@ export class Membership {
   private refreshing: Promise<unknown> | undefined;
   private refreshedAt = 0;
 
-  /** Refreshes the view unless it was refreshed in the last 250 ms (then waits for that one). */
+  /** Refreshes the view unless it was refreshed in the last 250 ms (then waits for that one); with Redis away the view stays. */
   async refreshSoon(): Promise<void> {
     if (!this.refreshing && Date.now() - this.refreshedAt >= 250) {
       this.refreshedAt = Date.now();
-      this.refreshing = this.refresh().finally(() => {
-        this.refreshing = undefined;
-      });
+      this.refreshing = this.refresh()
+        .catch(() => {})
+        .finally(() => {
+          this.refreshing = undefined;
+        });
     }
     await this.refreshing;
   }

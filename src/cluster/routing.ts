@@ -2,7 +2,10 @@
 // starts and removes it when the sandbox ends, and keeps the set of what it owns under its epoch
 // (what the others end when that epoch is lost). Routes of other nodes' sandboxes are cached here
 // for a moment: a sandbox never moves while it lives, and a stale route only costs a failed forward.
+// While Redis is away a route known before is used whatever its age; routes that could not be
+// written are written again once it is back.
 import type { Redis } from "ioredis";
+import { ApiError } from "../errors.js";
 import * as K from "./keys.js";
 import { formatRoute, parseRoute, type Route } from "./lease.js";
 
@@ -15,6 +18,8 @@ export class RoutingMap {
   readonly local = new Set<string>();
   private readonly pending = new Set<Promise<unknown>>();
   private readonly cache = new Map<string, { route: Route | undefined; at: number }>();
+  /** A route of this node's could not be written (Redis away): all of them are written again at the next heartbeat. */
+  unsaved = false;
 
   constructor(
     private readonly redis: Redis,
@@ -31,7 +36,19 @@ export class RoutingMap {
   claim(id: string): void {
     this.local.add(id);
     const route = formatRoute({ node: this.self.id, epoch: this.self.epoch });
-    this.track(this.redis.multi().set(K.route(id), route).sadd(K.owned(this.self.id, this.self.epoch), id).exec());
+    const written = this.redis.multi().set(K.route(id), route).sadd(K.owned(this.self.id, this.self.epoch), id).exec();
+    this.track(
+      written.catch((err) => {
+        this.unsaved = true;
+        throw err;
+      }),
+    );
+  }
+
+  /** Writes every route of this node again (Redis lost them, or some could not be written). */
+  rewrite(): void {
+    this.unsaved = false;
+    for (const id of this.local) this.claim(id);
   }
 
   /** The sandbox ended (here, or as a lost node's sandbox ended by this node). */
@@ -64,7 +81,16 @@ export class RoutingMap {
   async lookup(id: string, now = Date.now()): Promise<Route | undefined> {
     const hit = this.cache.get(id);
     if (hit && now - hit.at < CACHE_MS) return hit.route;
-    const route = parseRoute(await this.redis.get(K.route(id)));
+    let raw: string | null;
+    try {
+      raw = await this.redis.get(K.route(id));
+    } catch (err) {
+      // Redis away: the last route known (a sandbox does not move), else a retry later.
+      if (hit) return hit.route;
+      this.onError(err);
+      throw new ApiError("node_unavailable", "The cluster's routing (Redis) cannot be reached now; retry shortly", 1);
+    }
+    const route = parseRoute(raw);
     if (this.cache.size >= CACHE_MAX) this.cache.clear();
     this.cache.set(id, { route, at: now });
     return route;

@@ -54,17 +54,43 @@ export interface ClusterArea {
   close(): Promise<void>;
 }
 
+/** How long a node's start waits for Redis to answer. */
+const CONNECT_WAIT_MS = 15_000;
+
+/** Resolves once the connection is ready (commands are not queued before); fails the start if Redis never answers. */
+async function connected(redis: Redis, url: string): Promise<void> {
+  if (redis.status === "ready") return;
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => {
+      redis.off("ready", ready);
+      redis.disconnect();
+      reject(new Error(`Redis at ${url.replace(/\/\/[^@/]*@/, "//")} did not answer within ${CONNECT_WAIT_MS / 1000} s`));
+    }, CONNECT_WAIT_MS);
+    const ready = () => {
+      clearTimeout(timer);
+      resolve();
+    };
+    redis.once("ready", ready);
+  });
+}
+
 export async function openCluster(settings: ClusterSettings, deps: ClusterDeps): Promise<ClusterArea | undefined> {
   if (settings.redisUrl === undefined) return undefined;
   const log = deps.logger.child({ area: "cluster" });
   // AGENTBOX_NODE_ID is server-wide: the sandbox records' owner (src/config.ts) and the cluster's name for this node.
   const nodeId = deps.nodeId;
   const onError = (err: unknown) => log.warn({ err }, "cluster: Redis operation failed");
-  // Commands fail fast while Redis is away (the heartbeat retries); the subscriber reconnects and re-subscribes.
-  const redis = new Redis(settings.redisUrl, { maxRetriesPerRequest: 1, enableOfflineQueue: true });
-  const sub = new Redis(settings.redisUrl);
+  // While Redis is away commands fail at once instead of waiting in a queue, so no request waits for
+  // it: the rate limits let requests through, routes known before are used, the heartbeat retries.
+  // The subscriber reconnects and re-subscribes by itself.
+  // Reconnection attempts every half second at most (ioredis backs off to 2 s): the cluster is back
+  // within a heartbeat or two of Redis.
+  const retryStrategy = (times: number) => Math.min(times * 50, 500);
+  const redis = new Redis(settings.redisUrl, { maxRetriesPerRequest: 1, enableOfflineQueue: false, retryStrategy });
+  const sub = new Redis(settings.redisUrl, { retryStrategy });
   redis.on("error", onError);
   sub.on("error", onError);
+  await connected(redis, settings.redisUrl);
   const { sandboxes } = deps;
   const membership = new Membership(redis, {
     id: nodeId,
@@ -109,6 +135,13 @@ export async function openCluster(settings: ClusterSettings, deps: ClusterDeps):
       await sandboxes.applyTenantQuotas(tenantId).catch(onError);
     },
   });
+  // Messages sent while this node was cut from Redis are not heard again: after a reconnection it
+  // forgets every verified key, so a key revoked meanwhile is looked up (and refused) at its next use.
+  let subscribed = sub.status === "ready";
+  sub.on("ready", () => {
+    if (subscribed) deps.keys.forget();
+    subscribed = true;
+  });
   deps.keys.onRevoked((key) => broadcast.send({ type: "key_revoked", key }));
   deps.tenants.onChanged((tenant) => broadcast.send({ type: "tenant_changed", tenant }));
 
@@ -150,7 +183,7 @@ export async function openCluster(settings: ClusterSettings, deps: ClusterDeps):
       const beat = await membership.heartbeat(load());
       if (beat === "fenced") await fenced();
       // Redis lost what it had (a restart without persistence): the routes are written again.
-      else if (beat === "retaken") for (const id of routing.disown()) routing.claim(id);
+      else if (beat === "retaken" || routing.unsaved) routing.rewrite();
       // Drained, and its last sandbox has ended: it leaves the membership by itself.
       else if (membership.draining && sandboxes.liveCount() === 0) {
         await routing.flush();

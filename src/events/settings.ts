@@ -16,6 +16,11 @@ export const eventSettingsSchema = defineSettings({
     minimum: 60,
     doc: "How long the events of an ended sandbox are kept (pruned every 10 minutes).",
   }),
+  pendingMax: setting.integer("AGENTBOX_EVENTS_PENDING_MAX", {
+    default: 10_000,
+    minimum: 0,
+    doc: "Events kept in memory, in order, while the database cannot be reached (a cluster's PostgreSQL down), and written once it answers; past it the oldest are dropped (logged). `0`: none kept.",
+  }),
   webhookAllowPrivate: setting.boolean("AGENTBOX_WEBHOOK_ALLOW_PRIVATE", {
     default: false,
     defaultDoc: "unset",

@@ -8,6 +8,7 @@ import { PgEventStore } from "./store/events-pg.js";
 import { type EventSettings, eventSettings } from "./settings.js";
 import { SqliteWebhookStore, type WebhookStore } from "./store/webhooks.js";
 import { PgWebhookStore } from "./store/webhooks-pg.js";
+import { EventWriter } from "./pending.js";
 import { WebhookService } from "./webhooks.js";
 
 export interface EventsArea {
@@ -25,10 +26,10 @@ export async function openEvents(p: Persistence, bus: LifecycleBus, log: Logger,
     p.kind === "pg" ? await PgEventStore.open(p.pool, settings.perSandbox) : new SqliteEventStore(p.db, settings.perSandbox);
   const webhookStore: WebhookStore = p.kind === "pg" ? await PgWebhookStore.open(p.pool) : new SqliteWebhookStore(p.db);
   const webhooks = new WebhookService(webhookStore, settings, log);
-  bus.on((event) => {
-    events.add(event).catch((err) => log.warn({ err, sandbox_id: event.sandboxId }, "events: event not stored"));
-  });
-  bus.on((event) => webhooks.onEvent(event));
+  const writer = new EventWriter((e) => events.add(e), settings.pendingMax, log, "events: event not stored");
+  const deliveries = new EventWriter((e) => webhooks.queue(e), settings.pendingMax, log, "webhooks: event not queued");
+  bus.on((event) => writer.write(event));
+  bus.on((event) => deliveries.write(event));
   const prune = async () => {
     try {
       await events.prune(new Date(Date.now() - settings.retentionS * 1000).toISOString());
@@ -47,6 +48,8 @@ export async function openEvents(p: Persistence, bus: LifecycleBus, log: Logger,
     webhooks,
     close: async () => {
       clearInterval(timer);
+      writer.close();
+      deliveries.close();
       await webhooks.close();
     },
   };

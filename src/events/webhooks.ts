@@ -135,14 +135,10 @@ export class WebhookService {
     }));
   }
 
-  /** The bus listener: queues a delivery per subscribed webhook (sending is later). */
-  onEvent(event: EmittedEvent): void {
+  /** Queues a delivery per subscribed webhook (sending is later): one insert each, the pending cap checked
+   * by each insert itself; nothing once closed. Called for every event (src/events/setup.ts). */
+  async queue(event: EmittedEvent): Promise<void> {
     if (this.closed) return;
-    this.queue(event).catch((err) => this.log.warn({ err, sandbox_id: event.sandboxId }, "webhooks: event not queued"));
-  }
-
-  /** One insert per subscribed webhook; the pending cap is checked by each insert itself. */
-  private async queue(event: EmittedEvent): Promise<void> {
     let hooks = this.cache.get(event.tenantId);
     if (!hooks) {
       hooks = await this.store.hooksOf(event.tenantId);

@@ -85,6 +85,7 @@ export class SandboxManager {
       this.state,
       (tenantId) => this.tenantQuotas(tenantId),
       () => void this.lifecycle.reap(),
+      config.nodeId,
     );
     // The two kinds of pool share the room the sandbox cap leaves: each counts the other's sandboxes as taken.
     // No warm pool where no sandbox runs.

@@ -32,6 +32,8 @@ export class Registry implements RegistryDoor {
     private readonly quotaOf: (tenantId: string) => EffectiveQuotas,
     /** A deadline came due: the expired sandboxes are to be dealt with. */
     onDue: () => void,
+    /** This node's name (AGENTBOX_NODE_ID): a live sandbox whose record names another node runs there. */
+    private readonly nodeId?: string,
   ) {
     this.deadlines = new DeadlineQueue((id) => {
       const at = Date.parse(this.live.get(id)?.record.timeoutAt ?? "");
@@ -90,6 +92,14 @@ export class Registry implements RegistryDoor {
   async notLive(tenantId: string, id: string): Promise<never> {
     const record = await this.record(tenantId, id);
     if (record.status === "paused") throw sandboxPaused(id);
+    // In a cluster: another node runs it, and this one could not route the request there (its route
+    // is not in Redis now, e.g. just after a Redis restart): not an ended sandbox, a retry.
+    if (record.status === "running" && this.nodeId !== undefined && record.nodeId !== this.nodeId)
+      throw new ApiError(
+        "node_unavailable",
+        `Sandbox '${id}' runs on node '${record.nodeId}', which cannot be reached now; retry shortly`,
+        1,
+      );
     throw new ApiError("invalid_state", `Sandbox '${id}' is ${record.status}; create a new one`);
   }
 

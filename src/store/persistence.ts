@@ -11,9 +11,16 @@ import { openPgPool, type PgPool } from "./pg.js";
 export type Persistence = { kind: "sqlite"; db: Db; nodeId: string } | { kind: "pg"; pool: PgPool; nodeId: string };
 
 /** SQLite (`db`, already migrated by openDb) unless a database URL is configured. */
-export function openPersistence(config: Pick<Config, "databaseUrl" | "databasePoolSize" | "nodeId">, db: Db): Persistence {
+export function openPersistence(
+  config: Pick<Config, "databaseUrl" | "databasePoolSize" | "databaseConnectTimeoutMs" | "nodeId">,
+  db: Db,
+): Persistence {
   if (config.databaseUrl === undefined) return { kind: "sqlite", db, nodeId: config.nodeId };
-  return { kind: "pg", pool: openPgPool(config.databaseUrl, config.databasePoolSize), nodeId: config.nodeId };
+  return {
+    kind: "pg",
+    pool: openPgPool(config.databaseUrl, config.databasePoolSize, config.databaseConnectTimeoutMs),
+    nodeId: config.nodeId,
+  };
 }
 
 /** Closes what openPersistence() opened (the SQLite file stays with its opener). */

@@ -1,8 +1,10 @@
 // Persistence in PostgreSQL: the connection pool (AGENTBOX_DATABASE_URL) and the one migration runner
 // for it, the twin of the SQLite one in db.ts: numbered versions per area in `schema_migrations`, each
 // applied in its own transaction, under an advisory lock so that nodes starting together apply each
-// version once.
+// version once. A database that cannot be reached is typed here, once: every query of the pool and
+// every transaction fails with 503 `database_unavailable` (Retry-After) instead of the driver's error.
 import pg from "pg";
+import { ApiError } from "../errors.js";
 
 export type PgPool = pg.Pool;
 export type PgClient = pg.PoolClient;
@@ -26,29 +28,98 @@ const types = {
   }) as typeof pg.types.getTypeParser,
 };
 
+/** What a client is told to wait (Retry-After, seconds) while the database cannot be reached: about a restart. */
+export const DATABASE_RETRY_AFTER_S = 2;
+
+/** SQLSTATEs of a server that is going, gone or not taking connections (not of a statement's own failure). */
+const UNAVAILABLE_SQLSTATES = new Set([
+  "57P01", // admin_shutdown: `pg_ctl stop -m fast`, a terminated backend
+  "57P02", // crash_shutdown
+  "57P03", // cannot_connect_now: starting up, shutting down, in recovery
+  "53300", // too_many_connections
+  "08000", // connection_exception and its kinds
+  "08001",
+  "08003",
+  "08004",
+  "08006",
+]);
+/** Socket errors of a connection that could not be opened or was cut. */
+const NETWORK_CODES = new Set([
+  "ECONNREFUSED",
+  "ECONNRESET",
+  "EPIPE",
+  "ETIMEDOUT",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+  "ENOTFOUND",
+  "EAI_AGAIN",
+]);
+/** node-postgres's own messages for a connection that ended under a query, or none free in time. */
+const LOST_CONNECTION =
+  /^Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|Client was closed and is not queryable/;
+
+/** The error is the database being unreachable (down, restarting, cut off), not the statement's fault. */
+export function isDatabaseUnavailable(err: unknown): boolean {
+  if (!(err instanceof Error)) return false;
+  const code = (err as { code?: unknown }).code;
+  if (typeof code === "string" && (UNAVAILABLE_SQLSTATES.has(code) || NETWORK_CODES.has(code))) return true;
+  // A connection that failed with several addresses tried (localhost: IPv4 and IPv6).
+  if (err instanceof AggregateError && err.errors.some(isDatabaseUnavailable)) return true;
+  return LOST_CONNECTION.test(err.message);
+}
+
+/** `err` as the API's 503 when it is the database being unreachable; otherwise `err` itself. */
+function asUnavailable(err: unknown): unknown {
+  if (!isDatabaseUnavailable(err)) return err;
+  const api = new ApiError("database_unavailable", "The database is unavailable; nothing was done, retry later", DATABASE_RETRY_AFTER_S);
+  api.cause = err;
+  return api;
+}
+
+function rethrowUnavailable(err: unknown): never {
+  throw asUnavailable(err);
+}
+
 /** A pool of `max` connections to the database at `url` (a `postgres://` URL; a search_path may be
- * given in its `options`). */
-export function openPgPool(url: string, max: number): PgPool {
-  const pool = new pg.Pool({ connectionString: url, max, types });
+ * given in its `options`); opening one waits at most `connectTimeoutMs` (also for a free one). */
+export function openPgPool(url: string, max: number, connectTimeoutMs = 5000): PgPool {
+  const pool = new pg.Pool({ connectionString: url, max, types, connectionTimeoutMillis: connectTimeoutMs });
   // An idle connection the server drops (a restart) is an error event on the pool, not a crash: the
   // next query opens a new one.
   pool.on("error", () => {});
+  // Every store queries through pool.query (transactions through inTransaction below): its failures
+  // for want of a database become the 503 there.
+  const query = pool.query.bind(pool) as (...args: unknown[]) => unknown;
+  pool.query = ((...args: unknown[]) => {
+    const result = query(...args);
+    return result instanceof Promise ? result.catch(rethrowUnavailable) : result;
+  }) as typeof pool.query;
   return pool;
 }
 
 /** Runs `fn` in one transaction on one connection: committed if it returns, rolled back if it throws. */
 export async function inTransaction<T>(pool: PgPool, fn: (client: PgClient) => Promise<T>): Promise<T> {
-  const client = await pool.connect();
+  const client = await pool.connect().catch(rethrowUnavailable);
+  // A connection cut while it is checked out is an 'error' event on it, which the pool only listens
+  // to on idle ones: unheard, it would end the process. Its query fails too, and says so below.
+  let broken: unknown;
+  const onError = (err: Error) => {
+    broken = err;
+  };
+  client.on("error", onError);
   try {
     await client.query("BEGIN");
     const result = await fn(client);
     await client.query("COMMIT");
     return result;
   } catch (err) {
-    await client.query("ROLLBACK").catch(() => {});
-    throw err;
+    // A connection that failed is not given back to the pool for another query.
+    if (isDatabaseUnavailable(err)) broken = err;
+    else await client.query("ROLLBACK").catch(() => {});
+    throw asUnavailable(err);
   } finally {
-    client.release();
+    client.off("error", onError);
+    client.release(broken instanceof Error ? broken : undefined);
   }
 }
 
@@ -61,7 +132,10 @@ const MIGRATION_LOCK = 0x61676e74; // "agnt"
  * lock makes them take turns, and each reads what is applied only once it holds the lock.
  */
 export async function migratePg(pool: PgPool, migrations: readonly PgMigration[]): Promise<void> {
-  const client = await pool.connect();
+  const client = await pool.connect().catch(rethrowUnavailable);
+  // As in inTransaction: a cut connection fails the query below, not the process.
+  const onError = () => {};
+  client.on("error", onError);
   try {
     await client.query("SELECT pg_advisory_lock($1)", [MIGRATION_LOCK]);
     await client.query(
@@ -95,6 +169,7 @@ export async function migratePg(pool: PgPool, migrations: readonly PgMigration[]
     }
   } finally {
     await client.query("SELECT pg_advisory_unlock($1)", [MIGRATION_LOCK]).catch(() => {});
+    client.off("error", onError);
     client.release();
   }
 }

@@ -1,5 +1,6 @@
 // A cluster on this machine for tests and benchmarks: one private Redis and nodes that share one
-// SQLite database file (so one set of keys and records), each with its own data dir and workspaces.
+// SQLite database file, or a PostgreSQL database (so one set of keys and records), each with its own
+// data dir and workspaces.
 import crypto from "node:crypto";
 import fs from "node:fs";
 import os from "node:os";
@@ -20,9 +21,10 @@ export interface TestCluster {
 
 /**
  * `network`: each node in its own network namespace of this private network (in the order they
- * are started), Redis on its bridge; without it, every node on loopback.
+ * are started), Redis on its bridge; without it, every node on loopback. `databaseUrl`: the nodes
+ * share that PostgreSQL database instead of one SQLite file.
  */
-export async function startCluster(opts: { leaseMs: number; network?: PrivateNetwork }): Promise<TestCluster> {
+export async function startCluster(opts: { leaseMs: number; network?: PrivateNetwork; databaseUrl?: string }): Promise<TestCluster> {
   const { network } = opts;
   const redis = await startRedis(network?.gateway);
   const dbDir = fs.mkdtempSync(path.join(os.tmpdir(), "agentbox-cluster-db-"));
@@ -42,7 +44,7 @@ export async function startCluster(opts: { leaseMs: number; network?: PrivateNet
         ...place,
         env: {
           AGENTBOX_ADMIN_KEY: adminKey,
-          AGENTBOX_DATABASE_FILE: path.join(dbDir, "agentbox.db"),
+          ...(opts.databaseUrl ? { AGENTBOX_DATABASE_URL: opts.databaseUrl } : { AGENTBOX_DATABASE_FILE: path.join(dbDir, "agentbox.db") }),
           AGENTBOX_REDIS_URL: redis.url,
           AGENTBOX_CLUSTER_SECRET: secret,
           AGENTBOX_NODE_ID: id,

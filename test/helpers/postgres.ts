@@ -21,6 +21,12 @@ export interface TestPostgres {
   createDatabase(name: string): Promise<string>;
   /** A URL whose connections use a new empty schema of the `postgres` database (a cheap fresh database for each test). */
   freshSchema(): Promise<string>;
+  /** Stops the server and keeps its data (`pg_ctl stop -m <mode>`), as an outage would; start() brings it back. */
+  halt(mode: "fast" | "immediate"): void;
+  /** Starts a halted server again on the same port and data. */
+  start(): Promise<void>;
+  /** The temporary directory it lives in (the server's log is `log` there). */
+  dir: string;
   stop(): Promise<void>;
 }
 
@@ -31,29 +37,44 @@ function run(program: string, args: string[]): void {
   else execFileSync(file, args, { stdio: "pipe" });
 }
 
-export async function startPostgres(): Promise<TestPostgres> {
+/**
+ * `settings`: server settings given after the defaults below (so they win), e.g.
+ * `synchronous_commit: "on"` for a test that stops the server hard and counts on every
+ * acknowledged commit, or `shared_preload_libraries: "pg_stat_statements"`.
+ */
+export async function startPostgres(opts: { settings?: Record<string, string> } = {}): Promise<TestPostgres> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "agentbox-pg-"));
   if (process.getuid?.() === 0) execFileSync("chown", [RUN_AS, dir]);
   const data = path.join(dir, "data");
   const port = await freePort();
   // Trust on loopback only, no fsync (a test database need not survive power loss), C collation.
   run("initdb", ["-D", data, "-U", "postgres", "--auth=trust", "-E", "UTF8", "--locale=C", "--no-sync"]);
-  run("pg_ctl", [
-    "-D",
-    data,
-    "-l",
-    path.join(dir, "log"),
-    "-w",
-    "-o",
-    `-p ${port} -h 127.0.0.1 -k ${dir} -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200`,
-    "start",
-  ]);
+  const extra = Object.entries(opts.settings ?? {})
+    .map(([name, value]) => ` -c ${name}=${value}`)
+    .join("");
+  const start = () =>
+    run("pg_ctl", [
+      "-D",
+      data,
+      "-l",
+      path.join(dir, "log"),
+      "-w",
+      "-o",
+      `-p ${port} -h 127.0.0.1 -k ${dir} -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200${extra}`,
+      "start",
+    ]);
+  start();
   let stopped = false;
+  /** Halted by the test (and not started again): nothing to stop. */
+  let halted = false;
   const stopNow = () => {
     if (stopped) return;
     stopped = true;
     try {
-      run("pg_ctl", ["-D", data, "-m", "immediate", "-w", "stop"]);
+      if (!halted) run("pg_ctl", ["-D", data, "-m", "immediate", "-w", "stop"]);
+    } catch (err) {
+      // Stopped already: a Ctrl-C in a terminal reaches the server too (scripts/cluster-try.ts).
+      if (!/is server running/i.test(String((err as { stderr?: unknown }).stderr ?? ""))) throw err;
     } finally {
       fs.rmSync(dir, { recursive: true, force: true });
     }
@@ -61,13 +82,19 @@ export async function startPostgres(): Promise<TestPostgres> {
   // A test file that ends without its after hook (a failed before hook, a hang) still stops its server.
   process.once("exit", stopNow);
   const url = (database = "postgres") => `postgres://postgres@127.0.0.1:${port}/${database}`;
-  const admin = new pg.Client({ connectionString: url() });
-  // Cut when the server stops: not an error of the test.
-  admin.on("error", () => {});
-  await admin.connect();
+  // The test's own connection; opened again after a halt() and start().
+  let admin = new pg.Client({ connectionString: url() });
+  const connectAdmin = async () => {
+    admin = new pg.Client({ connectionString: url() });
+    // Cut when the server stops: not an error of the test.
+    admin.on("error", () => {});
+    await admin.connect();
+  };
+  await connectAdmin();
   let schemas = 0;
   return {
     port,
+    dir,
     url,
     async createDatabase(name) {
       await admin.query(`CREATE DATABASE "${name}"`);
@@ -77,6 +104,15 @@ export async function startPostgres(): Promise<TestPostgres> {
       const schema = `t${++schemas}`;
       await admin.query(`CREATE SCHEMA ${schema}`);
       return `${url()}?options=${encodeURIComponent(`-c search_path=${schema}`)}`;
+    },
+    halt(mode) {
+      run("pg_ctl", ["-D", data, "-m", mode, "-w", "stop"]);
+      halted = true;
+    },
+    async start() {
+      start();
+      halted = false;
+      await connectAdmin();
     },
     /** Stops the server at once (open connections are cut, so pools still open end quickly after). */
     async stop() {

@@ -1,5 +1,6 @@
 // Starts a private redis-server (Redis 7, from the distribution) on a free loopback port in a
-// temporary directory, without persistence, for the cluster tests; stop() ends it and removes the directory.
+// temporary directory, without persistence, for the cluster tests; halt() and start() restart it
+// empty on the same port (an outage); stop() ends it and removes the directory.
 import { type ChildProcess, spawn } from "node:child_process";
 import fs from "node:fs";
 import net from "node:net";
@@ -10,7 +11,12 @@ import { freePort } from "./server.js";
 export interface TestRedis {
   url: string;
   port: number;
-  process: ChildProcess;
+  /** The server running now (another one after halt() and start()). */
+  readonly process: ChildProcess;
+  /** Kills the server (SIGKILL, as a crash); what it held is gone, as it keeps nothing on disk. */
+  halt(): Promise<void>;
+  /** Starts a new, empty server on the same port. */
+  start(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -36,6 +42,34 @@ function ping(port: number, host: string): Promise<boolean> {
 export async function startRedis(host = "127.0.0.1"): Promise<TestRedis> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "agentbox-redis-"));
   const port = await freePort();
+  let child = await spawnRedis(dir, port, host);
+  return {
+    url: `redis://${host}:${port}`,
+    port,
+    get process() {
+      return child;
+    },
+    async halt() {
+      await kill(child, "SIGKILL");
+    },
+    async start() {
+      child = await spawnRedis(dir, port, host);
+    },
+    async stop() {
+      await kill(child, "SIGTERM");
+      fs.rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+async function kill(child: ChildProcess, signal: NodeJS.Signals): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  child.kill(signal);
+  await new Promise((r) => child.once("exit", r));
+}
+
+/** A redis-server on `port`, answering PING; empty (no persistence), whatever an earlier one held. */
+async function spawnRedis(dir: string, port: number, host: string): Promise<ChildProcess> {
   const args = [
     "--port",
     String(port),
@@ -69,16 +103,5 @@ export async function startRedis(host = "127.0.0.1"): Promise<TestRedis> {
     }
     await new Promise((r) => setTimeout(r, 50));
   }
-  return {
-    url: `redis://${host}:${port}`,
-    port,
-    process: child,
-    async stop() {
-      if (child.exitCode === null && child.signalCode === null) {
-        child.kill("SIGTERM");
-        await new Promise((r) => child.once("exit", r));
-      }
-      fs.rmSync(dir, { recursive: true, force: true });
-    },
-  };
+  return child;
 }

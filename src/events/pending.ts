@@ -14,6 +14,8 @@ const unavailable = (err: unknown) => err instanceof ApiError && err.code === "d
 
 export class EventWriter {
   private readonly waiting: EmittedEvent[] = [];
+  /** Writes started and not ended yet. */
+  private readonly inFlight = new Set<Promise<void>>();
   private timer: NodeJS.Timeout | undefined;
   private draining = false;
 
@@ -33,10 +35,22 @@ export class EventWriter {
       this.keep(event);
       return;
     }
-    this.store(event).catch((err) => {
-      if (unavailable(err)) this.keep(event);
-      else this.log.warn({ err, sandbox_id: event.sandboxId }, this.failed);
-    });
+    const written = this.store(event)
+      .catch((err) => {
+        if (unavailable(err)) this.keep(event);
+        else this.log.warn({ err, sandbox_id: event.sandboxId }, this.failed);
+      })
+      .finally(() => this.inFlight.delete(written));
+    this.inFlight.add(written);
+  }
+
+  /**
+   * Resolves once the writes started so far have ended (written, or kept for later): a read after
+   * it sees every event emitted before it, e.g. the `ended` of a kill answered a moment ago (with
+   * PostgreSQL the insert can still be on its way when the kill's answer leaves).
+   */
+  async settled(): Promise<void> {
+    await Promise.all([...this.inFlight]);
   }
 
   /** Events kept now. */

@@ -42,9 +42,19 @@ export async function openEvents(p: Persistence, bus: LifecycleBus, log: Logger,
   const timer = setInterval(() => void prune(), PRUNE_EVERY_MS);
   timer.unref();
   webhooks.start();
+  // Reads wait for the writes already started: a client reading a sandbox's events right after a
+  // request that emitted one (a kill and its `ended`) finds it on this node.
+  const readable: EventStore = {
+    add: (e) => events.add(e),
+    list: async (tenantId, sandboxId) => {
+      await writer.settled();
+      return events.list(tenantId, sandboxId);
+    },
+    prune: (cutoff) => events.prune(cutoff),
+  };
   return {
     settings,
-    events,
+    events: readable,
     webhooks,
     close: async () => {
       clearInterval(timer);

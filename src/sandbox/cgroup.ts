@@ -255,10 +255,11 @@ class Group implements SandboxCgroup {
         this.next = undefined;
         // The old memory group is kept (see formerMemDir); a process forked into it after the
         // last round is killed all the same.
+        // Named before the awaits: usage() in between must still add what is charged there.
         const [memDir, ...others] = from as [string, ...string[]];
+        this.formerMemDir = memDir;
         await killGroups([memDir]);
         await removeGroups(others);
-        this.formerMemDir = memDir;
       }
     })();
     return this.moving;

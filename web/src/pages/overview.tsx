@@ -58,6 +58,9 @@ function Tenants({ stats }: { stats: Stats }) {
   );
 }
 
+/** A node's state as a badge's colour: up green, draining amber, drained (left by itself) grey, lost red. */
+const NODE_BADGE: Record<string, string> = { up: "running", draining: "paused", drained: "terminated", lost: "failed" };
+
 /** The operator's nodes: one row for a service running alone, one per node of a cluster, each with its load. */
 function Nodes() {
   const nodes = useLoad((signal) => api<NodeList>("/v1/admin/nodes", { signal }), [], 5_000);
@@ -81,7 +84,7 @@ function Nodes() {
                 </td>
                 <td>{n.roles}</td>
                 <td>
-                  <span class={`badge ${n.state === "up" ? "running" : n.state === "draining" ? "paused" : "failed"}`}>{n.state}</span>
+                  <span class={`badge ${NODE_BADGE[n.state] ?? "failed"}`}>{n.state}</span>
                 </td>
                 <td>{n.live_sandboxes}</td>
                 <td>

@@ -80,7 +80,7 @@ export class Host implements SandboxHost {
     private readonly onOom: (id: string) => void,
   ) {
     // The sandboxes' groups first (their place is this process's cgroup before it moves), then the
-    // service's own CPU group, then the spawner (which starts inside it).
+    // service's own CPU group, then the spawner.
     this.cgroups = new CgroupManager(
       serviceKey(config.workspaceDir),
       config.sandboxesMemoryMb,
@@ -88,7 +88,14 @@ export class Host implements SandboxHost {
       config.sandboxesCpuWeight,
     );
     this.serviceGroup = joinServiceGroup(serviceKey(config.workspaceDir), config.serviceCpuWeight, log);
-    this.spawner = new Spawner(config.dataDir, (err, what) => this.log.error({ err }, what));
+    // The spawner leaves the service's group at once: sandbox launches and teardowns (its forks,
+    // umount, the removal of workspaces) are the sandboxes' work, weighed with theirs, not the
+    // service's (in the service's group they slowed every run under load).
+    this.spawner = new Spawner(
+      config.dataDir,
+      (err, what) => this.log.error({ err }, what),
+      (pid) => this.serviceGroup?.release(pid),
+    );
     this.workspaces = new WorkspaceManager(config.workspaceDir, (file, args) => this.spawner.exec(file, args));
     this.firstUid = uidBlockStart(config.workspaceDir);
     this.nextUid = this.firstUid;

@@ -1,5 +1,5 @@
-// The service's own CPU group: its process (HTTP loop, admission, worker threads, the spawner it
-// starts) in a cgroup of its own beside the sandboxes' shared `agentbox` group, with a weight of
+// The service's own CPU group: its process (HTTP loop, admission, worker threads; not the spawner,
+// whose launches and teardowns are the sandboxes' work) in a cgroup of its own beside the sandboxes' shared `agentbox` group, with a weight of
 // its own (cpu controller only: no memory or process caps on the service).
 //
 //   <the service's own cgroup>/agentbox-services/<service>
@@ -57,6 +57,15 @@ export class ServiceCpuGroup {
       throw err;
     }
     return new ServiceCpuGroup(dir, homeProcs);
+  }
+
+  /** Moves a child process (the spawner) back to the group the service came from: its work is not the service's. */
+  release(pid: number): void {
+    try {
+      fs.writeFileSync(this.homeProcs, String(pid));
+    } catch {
+      // Gone already: its replacement is released when it starts.
+    }
   }
 
   /**

@@ -93,6 +93,8 @@ export class Spawner {
   constructor(
     dir: string,
     private readonly onError: (err: Error, what: string) => void = () => {},
+    /** Told the pid of each spawner process started (the first and any replacement). */
+    private readonly onStarted: (pid: number) => void = () => {},
   ) {
     const inData = path.join(dir, "spawner.sock");
     if (Buffer.byteLength(inData) < MAX_SOCKET_PATH) {
@@ -123,6 +125,7 @@ export class Spawner {
   private start(): void {
     const child = fork(entry(), [], { execArgv: loaderArgs(), stdio: ["ignore", "inherit", "inherit", "ipc"], serialization: "json" });
     this.child = child;
+    if (child.pid !== undefined) this.onStarted(child.pid);
     this.ready = false;
     child.on("message", (event: SpawnerEvent) => {
       if (event.ev !== "ready") return this.onEvent(event);

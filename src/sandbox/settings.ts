@@ -214,7 +214,7 @@ export const sandboxSettingsSchema = defineSettings({
     table: "node",
     default: (m) => m.cores * 2,
     defaultDoc: "`2 × cores` [4]",
-    doc: "CPU weight of the service's own process (HTTP, admission, its worker threads and the sandbox spawner), in busy host processes, in a cgroup of its own beside the sandboxes' (`agentbox-services/<service>`, cpu controller only). Outside a group it weighed one busy process against the sandboxes' 2 per core: on a saturated host the service got a sixth of the CPU and accepted requests waited seconds unread (one-key load on a loaded 2-core host: accepted creates' p99 19.7 s, 2.4 s with the group). It uses only what it needs (~0.3–0.6 core at 800 answers/s on 2 cores). 0: the service stays in the cgroup it was started in.",
+    doc: "CPU weight of the service's own process (HTTP, admission, its worker threads; not the sandbox spawner, whose launches and teardowns are weighed with the sandboxes), in busy host processes, in a cgroup of its own beside the sandboxes' (`agentbox-services/<service>`, cpu controller only). Outside a group it weighed one busy process against the sandboxes' 2 per core: on a saturated host the service got a sixth of the CPU and accepted requests waited seconds unread (one-key load on a loaded 2-core host: accepted creates' p99 19.7 s, 2.4 s with the group). It uses only what it needs (~0.3–0.6 core at 800 answers/s on 2 cores). 0: the service stays in the cgroup it was started in.",
   }),
   memoryReserveMb: sandbox.number("AGENTBOX_MEMORY_RESERVE_MB", {
     table: "node",

@@ -7,12 +7,11 @@
 // figure), to read the others beside it.
 import fs from "node:fs";
 import http from "node:http";
-import os from "node:os";
 import { startCluster } from "../test/helpers/cluster.js";
 import { startPostgres } from "../test/helpers/postgres.js";
 import { client } from "../test/helpers/server.js";
 import { background, costOf, EngineCounters, printCosts } from "./cluster-costs.js";
-import { machineSpeed } from "./code-run.js";
+import { machineLine } from "./code-run.js";
 import { added, directVersusVia, type PostTarget, printTable } from "./lib.js";
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 300);
@@ -20,14 +19,7 @@ const RUNS = Number(process.env.BENCH_RUNS ?? 300);
 const COST_CREATES = Number(process.env.BENCH_COST_CREATES ?? 10);
 const COST_RUNS = Number(process.env.BENCH_COST_RUNS ?? 100);
 
-const speed = await machineSpeed();
-const load = os
-  .loadavg()
-  .map((l) => l.toFixed(2))
-  .join(" ");
-process.stdout.write(
-  `machine: a fresh sandboxed python (print(1)) takes ${speed.toFixed(1)} ms p50 here, now; ${os.availableParallelism()} cores, load average ${load}\n`,
-);
+process.stdout.write(`${await machineLine()}\n`);
 /**
  * CPU time of a process's main thread so far, ns (schedstat: the scheduler's own count, far finer
  * than the clock ticks of /proc/<pid>/stat). Forwarding runs there; the worker threads (embeddings

@@ -49,6 +49,16 @@ export function freshRun(workspace: string, uid: number, seccomp: Buffer, argv: 
   });
 }
 
+/** The line every benchmark prints beside its tables: this machine's speed measured now, its cores and load. */
+export async function machineLine(): Promise<string> {
+  const speed = await machineSpeed();
+  const load = os
+    .loadavg()
+    .map((l) => l.toFixed(2))
+    .join(" ");
+  return `machine: a fresh sandboxed python (print(1)) takes ${speed.toFixed(1)} ms p50 here, now; ${os.availableParallelism()} cores, load average ${load}`;
+}
+
 /**
  * This machine's own speed, for reading other figures beside it: p50 ms of a fresh sandboxed
  * python (`print(1)`, same flags and seccomp as the service) over `runs` runs.

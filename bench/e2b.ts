@@ -3,24 +3,16 @@
 // vars only) and through the native routes (keep-alive client), one of each in turn so both see
 // the same machine. Prints the machine's own speed first and the facade's cost (SDK minus native)
 // at p50 and p99 after the table.
-import os from "node:os";
 import { Sandbox } from "@e2b/code-interpreter";
 import { startServer } from "../test/helpers/server.js";
-import { machineSpeed } from "./code-run.js";
+import { machineLine } from "./code-run.js";
 import { added, keepAliveClient, printTable, type Row, sleep, timed } from "./lib.js";
 
 const RUNS = Number(process.env.BENCH_E2B_RUNS ?? 100);
 const CREATES = Number(process.env.BENCH_E2B_CREATES ?? 15);
 
 export async function benchE2b(): Promise<string> {
-  const speed = await machineSpeed();
-  const load = os
-    .loadavg()
-    .map((l) => l.toFixed(2))
-    .join(" ");
-  process.stdout.write(
-    `machine: a fresh sandboxed python (print(1)) takes ${speed.toFixed(1)} ms p50 here, now; ${os.availableParallelism()} cores, load average ${load}\n`,
-  );
+  process.stdout.write(`${await machineLine()}\n`);
   const server = await startServer({ env: { AGENTBOX_WARM_POOL: "4", AGENTBOX_RATE_LIMIT_PER_MINUTE: "100000000" } });
   try {
     process.env.E2B_API_URL = `${server.url}/e2b`;

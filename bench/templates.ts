@@ -9,7 +9,7 @@ import os from "node:os";
 import path from "node:path";
 import { startTemplateRegistry, type TemplateRegistry } from "../test/helpers/oci-image.js";
 import { startServer, type TestServer } from "../test/helpers/server.js";
-import { machineSpeed } from "./code-run.js";
+import { machineLine } from "./code-run.js";
 import { keepAliveClient, printTable, type Row, sleep, timed } from "./lib.js";
 
 const CREATES = Number(process.env.BENCH_TEMPLATE_CREATES ?? 30);
@@ -279,12 +279,7 @@ async function versusBuildah(images: TemplateRegistry, tables: string[]): Promis
 }
 
 export async function benchTemplates(): Promise<string> {
-  const speed = await machineSpeed();
-  const load = os
-    .loadavg()
-    .map((l) => l.toFixed(2))
-    .join(" ");
-  const machine = `machine: a fresh sandboxed python (print(1)) takes ${speed.toFixed(1)} ms p50 here, now; ${os.availableParallelism()} cores, load average ${load}`;
+  const machine = await machineLine();
   process.stdout.write(`${machine}\n\n`);
   const images = await startTemplateRegistry();
   const tables = [machine];

@@ -23,6 +23,20 @@ export function sign(secret: Secret, node: string, method: string, url: string, 
   return { [FORWARDED_BY]: node, [FORWARDED_AT]: at, [FORWARDED_SIG]: mac(secret, node, at, method, url) };
 }
 
+/** A request's forwarding headers: none, malformed or out of time (`invalid`), or the claim to check. */
+function claimOf(
+  headers: Record<string, string | string[] | undefined>,
+  now: number,
+): "none" | "invalid" | { node: string; at: string; sig: string } {
+  const node = headers[FORWARDED_BY];
+  const at = headers[FORWARDED_AT];
+  const sig = headers[FORWARDED_SIG];
+  if (node === undefined && sig === undefined) return "none";
+  if (typeof node !== "string" || typeof at !== "string" || typeof sig !== "string") return "invalid";
+  if (!(Math.abs(now - Number(at)) <= MAX_SKEW_MS)) return "invalid";
+  return { node, at, sig };
+}
+
 /**
  * `none`: not a forwarded request; `valid`: forwarded by a node holding the secret, recently;
  * `invalid`: it claims to be forwarded but the signature or the time is wrong.
@@ -34,14 +48,10 @@ export function verify(
   url: string,
   now = Date.now(),
 ): "none" | "valid" | "invalid" {
-  const node = headers[FORWARDED_BY];
-  const at = headers[FORWARDED_AT];
-  const sig = headers[FORWARDED_SIG];
-  if (node === undefined && sig === undefined) return "none";
-  if (typeof node !== "string" || typeof at !== "string" || typeof sig !== "string") return "invalid";
-  if (!(Math.abs(now - Number(at)) <= MAX_SKEW_MS)) return "invalid";
-  const want = Buffer.from(mac(secret, node, at, method, url));
-  const got = Buffer.from(sig);
+  const c = claimOf(headers, now);
+  if (typeof c === "string") return c;
+  const want = Buffer.from(mac(secret, c.node, c.at, method, url));
+  const got = Buffer.from(c.sig);
   return want.length === got.length && crypto.timingSafeEqual(want, got) ? "valid" : "invalid";
 }
 
@@ -84,13 +94,9 @@ export class ChannelAuth {
     url: string,
     now = Date.now(),
   ): "none" | "valid" | "invalid" {
-    const node = headers[FORWARDED_BY];
-    const at = headers[FORWARDED_AT];
-    const sig = headers[FORWARDED_SIG];
-    if (node === undefined && sig === undefined) return "none";
-    if (typeof node !== "string" || typeof at !== "string" || typeof sig !== "string") return "invalid";
-    if (!(Math.abs(now - Number(at)) <= MAX_SKEW_MS)) return "invalid";
-    const seen = `${node}\n${at}\n${method}\n${url}\n${sig}`;
+    const c = claimOf(headers, now);
+    if (typeof c === "string") return c;
+    const seen = `${c.node}\n${c.at}\n${method}\n${url}\n${c.sig}`;
     if (this.verified.has(seen)) return "valid";
     const result = verify(this.key, headers, method, url, now);
     if (result === "valid") {

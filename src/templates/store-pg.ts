@@ -2,7 +2,16 @@
 // same rows. A template's root filesystem is not here: it is on the disk of the node that built or
 // pulled it (docs/cluster.md, templates in a cluster).
 import { inTransaction, migratePg, type PgMigration, type PgPool } from "../store/pg.js";
-import type { BuildRecord, TemplateRecord, TemplateState, TemplateStore } from "./store.js";
+import {
+  type BuildRecord,
+  type BuildRow,
+  type TemplateRecord,
+  type TemplateRow,
+  type TemplateState,
+  type TemplateStore,
+  toBuild,
+  toTemplate,
+} from "./store.js";
 
 export const PG_TEMPLATE_MIGRATIONS: PgMigration[] = [
   {
@@ -50,72 +59,6 @@ export const PG_TEMPLATE_MIGRATIONS: PgMigration[] = [
      CREATE INDEX template_builds_unfinished ON template_builds (node_id) WHERE status NOT IN ('completed', 'failed');`,
   },
 ];
-
-interface TemplateRow {
-  id: string;
-  tenant_id: string;
-  name: string;
-  description: string;
-  vcpu_count: number;
-  memory_mb: number;
-  disk_mb: number;
-  base_image: string | null;
-  environment: string;
-  workdir: string | null;
-  tags: string;
-  rootfs: string | null;
-  python: string | null;
-  home: string | null;
-  state: TemplateState;
-  created_at: string;
-  updated_at: string;
-}
-
-interface BuildRow {
-  id: string;
-  template_id: string;
-  tenant_id: string;
-  status: BuildRecord["status"];
-  phase: BuildRecord["phase"];
-  progress: number;
-  error: string | null;
-  started_at: string | null;
-  completed_at: string | null;
-  created_at: string;
-}
-
-const toTemplate = (r: TemplateRow): TemplateRecord => ({
-  id: r.id,
-  tenantId: r.tenant_id,
-  name: r.name,
-  description: r.description,
-  vcpuCount: r.vcpu_count,
-  memoryMb: r.memory_mb,
-  diskMb: r.disk_mb,
-  baseImage: r.base_image,
-  environment: JSON.parse(r.environment),
-  workdir: r.workdir,
-  tags: JSON.parse(r.tags),
-  rootfs: r.rootfs,
-  python: r.python,
-  home: r.home,
-  state: r.state,
-  createdAt: r.created_at,
-  updatedAt: r.updated_at,
-});
-
-const toBuild = (r: BuildRow): BuildRecord => ({
-  id: r.id,
-  templateId: r.template_id,
-  tenantId: r.tenant_id,
-  status: r.status,
-  phase: r.phase,
-  progress: r.progress,
-  error: r.error,
-  startedAt: r.started_at,
-  completedAt: r.completed_at,
-  createdAt: r.created_at,
-});
 
 const BUILD_COLUMNS = "id, template_id, tenant_id, status, phase, progress, error, started_at, completed_at, created_at";
 

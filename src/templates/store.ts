@@ -47,7 +47,8 @@ export interface BuildRecord {
   createdAt: string;
 }
 
-interface TemplateRow {
+/** A template's row as both stores hold it (SQLite and PostgreSQL). */
+export interface TemplateRow {
   id: string;
   tenant_id: string;
   name: string;
@@ -67,7 +68,7 @@ interface TemplateRow {
   updated_at: string;
 }
 
-interface BuildRow {
+export interface BuildRow {
   id: string;
   template_id: string;
   tenant_id: string;
@@ -80,7 +81,7 @@ interface BuildRow {
   created_at: string;
 }
 
-const toTemplate = (r: TemplateRow): TemplateRecord => ({
+export const toTemplate = (r: TemplateRow): TemplateRecord => ({
   id: r.id,
   tenantId: r.tenant_id,
   name: r.name,
@@ -100,7 +101,7 @@ const toTemplate = (r: TemplateRow): TemplateRecord => ({
   updatedAt: r.updated_at,
 });
 
-const toBuild = (r: BuildRow): BuildRecord => ({
+export const toBuild = (r: BuildRow): BuildRecord => ({
   id: r.id,
   templateId: r.template_id,
   tenantId: r.tenant_id,

@@ -12,6 +12,7 @@ import type { Metadata } from "./filter.js";
 import type { RecordChunk } from "./record-protocol.js";
 import { type Counters, type IndexRow, type RecordRow, recordBytes, type VectorUsage, type Written } from "./rows.js";
 import type { VectorCatalog } from "./store.js";
+import { UsageTally } from "./usage-tally.js";
 
 export const PG_VECTOR_MIGRATIONS: PgMigration[] = [
   {
@@ -86,8 +87,7 @@ export class PgVectorCatalog implements VectorCatalog {
   private readonly rows = new Map<string, IndexRow>();
   private readonly names = new Map<string, string>();
   private readonly counts = new Map<string, number>();
-  private readonly usage = new Map<string, VectorUsage>();
-  private bytes = 0;
+  private readonly sums = new UsageTally();
   /** Each index's `changes` as this node's in-memory copy of its records knows them (-1: unknown). */
   private readonly known = new Map<string, number>();
   /** Writes under way (close() waits for them). */
@@ -111,21 +111,15 @@ export class PgVectorCatalog implements VectorCatalog {
   }
 
   usageOf(tenantId: string): VectorUsage {
-    return { ...(this.usage.get(tenantId) ?? { indexes: 0, vectors: 0, bytes: 0 }) };
+    return this.sums.of(tenantId);
   }
 
   totalBytes(): number {
-    return this.bytes;
+    return this.sums.total;
   }
 
   private tally(tenantId: string, change: VectorUsage): void {
-    const u = this.usage.get(tenantId) ?? { indexes: 0, vectors: 0, bytes: 0 };
-    u.indexes += change.indexes;
-    u.vectors += change.vectors;
-    u.bytes += change.bytes;
-    this.bytes += change.bytes;
-    if (u.indexes === 0 && u.vectors === 0 && u.bytes === 0) this.usage.delete(tenantId);
-    else this.usage.set(tenantId, u);
+    this.sums.add(tenantId, change);
   }
 
   /** The index row as the service sees it (the row from the database carries its counters too). */

@@ -18,6 +18,7 @@ import { type IndexRow, RECORD_BYTES_SQL, type RecordRow, type VectorUsage, type
 import type { DeleteDone, UpdateDone, UpsertDone } from "./record-writes.js";
 import type { UpsertBatch } from "./writer-protocol.js";
 import { VectorWriter } from "./writer.js";
+import { UsageTally } from "./usage-tally.js";
 
 export { type IndexRow, type RecordRow, recordBytes, type VectorUsage, type Written } from "./rows.js";
 
@@ -164,8 +165,7 @@ export class VectorDb implements VectorCatalog {
   /** Vectors per index, kept by each write. */
   private readonly counts = new Map<string, number>();
   /** Sums per tenant and over all of them, kept by each write (never counted over the records). */
-  private readonly usage = new Map<string, VectorUsage>();
-  private bytes = 0;
+  private readonly sums = new UsageTally();
 
   /** The database file (loading reads it from a worker thread with a connection of its own). */
   readonly file: string;
@@ -208,8 +208,7 @@ export class VectorDb implements VectorCatalog {
     }
     // The catalog is small (one row per index): summed once here, then kept by each write.
     for (const u of this.st.usageByTenant.all()) {
-      this.usage.set(u.tenant_id, { indexes: u.indexes, vectors: u.vectors, bytes: u.bytes });
-      this.bytes += u.bytes;
+      this.sums.add(u.tenant_id, { indexes: u.indexes, vectors: u.vectors, bytes: u.bytes });
     }
   }
 
@@ -220,23 +219,17 @@ export class VectorDb implements VectorCatalog {
 
   /** What the tenant holds now (every committed write counted). */
   usageOf(tenantId: string): VectorUsage {
-    return { ...(this.usage.get(tenantId) ?? { indexes: 0, vectors: 0, bytes: 0 }) };
+    return this.sums.of(tenantId);
   }
 
   /** The bytes of every tenant's vectors together. */
   totalBytes(): number {
-    return this.bytes;
+    return this.sums.total;
   }
 
   /** Adds a committed change to the tenant's sums. */
   private tally(tenantId: string, change: VectorUsage): void {
-    const u = this.usage.get(tenantId) ?? { indexes: 0, vectors: 0, bytes: 0 };
-    u.indexes += change.indexes;
-    u.vectors += change.vectors;
-    u.bytes += change.bytes;
-    this.bytes += change.bytes;
-    if (u.indexes === 0 && u.vectors === 0 && u.bytes === 0) this.usage.delete(tenantId);
-    else this.usage.set(tenantId, u);
+    this.sums.add(tenantId, change);
   }
 
   private remember(row: IndexRow | undefined): IndexRow | undefined {

@@ -96,7 +96,15 @@ export class GraphWorker {
     return this.call({ op: "drop", graph });
   }
 
+  /**
+   * Lets the calls already posted finish (a barrier: messages are handled in order), then stops
+   * the thread: a native insertion cut off by terminate() aborts the whole process.
+   */
   async close(): Promise<void> {
+    if (!this.dead && this.waiting.size > 0) {
+      const barrier = this.call({ op: "drop", graph: "\u0000close" }).catch(() => {});
+      await Promise.race([barrier, new Promise((r) => setTimeout(r, 10_000).unref())]);
+    }
     await this.worker.terminate();
   }
 }

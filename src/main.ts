@@ -106,7 +106,15 @@ async function main(): Promise<void> {
     },
     settings.vectors,
   );
-  const deploymentsArea = await openDeployments(config, persistence, providers, logger, inference.model, settings.deployments);
+  const deploymentsArea = await openDeployments(
+    config,
+    persistence,
+    providers,
+    logger,
+    inference.model,
+    settings.deployments,
+    settings.cluster.redisUrl !== undefined,
+  );
   const files = await openFiles(filesConfig, persistence, storage, (tenantId, id) => sandboxes.box(tenantId, id), logger);
   deploymentsArea.useFiles(files);
   const openRequests = new OpenRequests();
@@ -120,6 +128,7 @@ async function main(): Promise<void> {
     tenants,
     openRequests,
     logger,
+    deployments: deploymentsArea.deployments,
   });
   const app = await buildApp(
     {

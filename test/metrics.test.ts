@@ -84,10 +84,7 @@ test("cpu_usage rises during a CPU-burning run and falls back when idle", async 
   const busy = await metrics();
   const wallS = (performance.now() - started) / 1000;
   const floor = (0.6 / wallS) * 100 * 0.9;
-  assert.ok(
-    busy.cpu_usage >= floor,
-    `busy: ${busy.cpu_usage}% over ${wallS.toFixed(2)} s, expected >= ${floor.toFixed(1)}`,
-  );
+  assert.ok(busy.cpu_usage >= floor, `busy: ${busy.cpu_usage}% over ${wallS.toFixed(2)} s, expected >= ${floor.toFixed(1)}`);
   await new Promise((r) => setTimeout(r, 600));
   const idle = await metrics();
   assert.ok(idle.cpu_usage < Math.min(25, busy.cpu_usage / 2), `idle: ${idle.cpu_usage}`);

@@ -37,7 +37,13 @@ const cluster = await startCluster({ leaseMs: 5000, databaseUrl });
 try {
   const api = await cluster.node("bench-api", "api");
   const executor = await cluster.node("bench-executor", "executor");
-  const created = await client({ url: api.url, key: cluster.key })<{ sandbox_id: string }>("POST", "/v1/agents/sandboxes", {});
+  // The API node may not have seen the executor join yet (its view is a heartbeat old): 503, retried.
+  const create = () => client({ url: api.url, key: cluster.key })<{ sandbox_id: string }>("POST", "/v1/agents/sandboxes", {});
+  let created = await create();
+  for (let tries = 0; created.status === 503 && tries < 20; tries++) {
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    created = await create();
+  }
   if (created.status !== 201) throw new Error(`create: ${created.status} ${JSON.stringify(created.body)}`);
   const path = `/v1/agents/sandboxes/${created.body.sandbox_id}/code/run`;
   const headers = { authorization: `Bearer ${cluster.key}`, "content-type": "application/json" };

@@ -4,11 +4,12 @@ import swagger from "@fastify/swagger";
 import swaggerUi from "@fastify/swagger-ui";
 import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply } from "fastify";
+import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Logger } from "pino";
 import { templateRoutes } from "../templates/routes.js";
 import { vectorRoutes } from "../vectors/routes.js";
 import { E2B_KEY_HEADERS } from "../e2b/auth.js";
-import { e2bHostRewriter } from "../e2b/hosts.js";
+import { e2bHostMatcher, e2bHostRewriter } from "../e2b/hosts.js";
 import { e2bRoutes } from "../e2b/routes.js";
 import { tenantQuotaDefaults } from "../sandbox/settings.js";
 import { ApiError } from "../errors.js";
@@ -111,6 +112,20 @@ export async function buildApp(services: Services, logger: Logger): Promise<Fast
     reply.header("x-request-id", request.id);
     if (closing) throw new ApiError("at_capacity", "The service is shutting down; retry shortly", 5);
   });
+  // In a cluster, a request for a sandbox another node runs is relayed there before Fastify's
+  // routing and hooks (the owner runs them), when that is known at once; not while closing, nor
+  // one addressed by an E2B host name (rewritten into another route first).
+  const relay = services.cluster?.relay;
+  if (relay) {
+    const onE2bHost = config.e2bDomain ? e2bHostMatcher(config.e2bDomain) : () => false;
+    const [fastifyHandler] = app.server.listeners("request") as ((req: IncomingMessage, res: ServerResponse) => void)[];
+    if (fastifyHandler) {
+      app.server.removeListener("request", fastifyHandler);
+      app.server.on("request", (req: IncomingMessage, res: ServerResponse) => {
+        if (closing || onE2bHost(req) || !relay(req, res)) fastifyHandler(req, res);
+      });
+    }
+  }
   // While closing, no connection is kept alive after its response, so that close() need not wait for it.
   // An answer that closes the connection before the request body was read (a 413 for a body over
   // the limit) closes it gently, so that the client can read the answer (bounds.ts).

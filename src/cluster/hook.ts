@@ -2,12 +2,13 @@
 // sandbox that another node owns is forwarded to it, and a create is placed on an executor chosen
 // by load. It runs right after authentication, before rate limits and body parsing, so a forwarded
 // request is counted, parsed and answered once, by its owner. A sandbox this node runs is served
-// here without asking Redis.
-import type { IncomingMessage } from "node:http";
+// here without asking Redis. Its hot path (clusterRelay) runs before Fastify: a request whose route
+// is already known is relayed without Fastify's routing, hooks or authentication, which the owner runs.
+import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Duplex } from "node:stream";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { ApiError } from "../errors.js";
-import type { ChannelAuth } from "./channel-auth.js";
+import { type ChannelAuth, FORWARDED_BY } from "./channel-auth.js";
 import type { Forwarder } from "./forward.js";
 import { routeTarget } from "./lease.js";
 import type { Membership } from "./membership.js";
@@ -112,6 +113,38 @@ export function clusterUpgrade(deps: HookDeps): (req: IncomingMessage, socket: D
     const owner = membership.node(route.node);
     if (!owner) return false;
     forwarder.tunnel(req, socket, head, owner, channel.sign(req.method ?? "GET", url));
+    return true;
+  };
+}
+
+/** The paths the relay takes before Fastify: a sandbox's own routes, native and operator's (E2B's go through Fastify). */
+const RELAYED = /^(?:\/v1\/agents|\/v1\/admin)?\/sandboxes\/[^/?#]/;
+
+/**
+ * The hot path of forwarding, before Fastify sees the request (no routing, hooks or reply objects
+ * here): a request with a bearer key for a sandbox whose route is cached and owned by another live
+ * node is relayed at once, as the hook would. The owner authenticates it, counts it against the
+ * key's rate limit and answers it, exactly as the hook's forwarded requests (which the forwarding
+ * node never authenticated nor counted past the key lookup). False when anything else is to be
+ * decided: Fastify then takes the request, and the hook with it.
+ */
+export function clusterRelay(deps: HookDeps): (req: IncomingMessage, res: ServerResponse) => boolean {
+  const { membership, routing, forwarder, channel } = deps;
+  const leaseEpochOf = (node: string) => membership.node(node)?.leaseEpoch;
+  return (req, res) => {
+    const url = req.url as string;
+    const method = req.method as string;
+    const headers = req.headers;
+    // No key (the owner would refuse it: Fastify does here, without asking Redis) or a node's request.
+    if (!RELAYED.test(url) || headers.authorization === undefined || headers[FORWARDED_BY] !== undefined) return false;
+    const target = targetOf(method, url, headers);
+    if (typeof target !== "object" || routing.local.has(target.sandbox)) return false;
+    const id = target.sandbox;
+    const route = routing.cached(id);
+    if (!route || routeTarget(route, { id: membership.self.id, epoch: membership.epoch }, leaseEpochOf) !== "forward") return false;
+    const owner = membership.node(route.node);
+    if (!owner) return false;
+    forwarder.forward(req, res, owner, channel.sign(method, url), () => routing.forget(id));
     return true;
   };
 }

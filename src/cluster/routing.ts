@@ -77,6 +77,12 @@ export class RoutingMap {
     while (this.pending.size > 0) await Promise.all([...this.pending]);
   }
 
+  /** The route of a sandbox not run here if it was looked up less than CACHE_MS ago (no Redis). */
+  cached(id: string, now = Date.now()): Route | undefined {
+    const hit = this.cache.get(id);
+    return hit && now - hit.at < CACHE_MS ? hit.route : undefined;
+  }
+
   /** The route of a sandbox not run here: cached, or from Redis. */
   async lookup(id: string, now = Date.now()): Promise<Route | undefined> {
     const hit = this.cache.get(id);

@@ -2,7 +2,7 @@
 // this node's join and heartbeat (which also finds lost nodes), the sandbox→node routes kept from
 // the sandboxes' own events, the messages that keep every node's key and tenant caches current, and
 // the hand-over of a lost node's deployments to the executors that survive it.
-import type { IncomingMessage } from "node:http";
+import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Duplex } from "node:stream";
 import type { FastifyInstance } from "fastify";
 import { Redis } from "ioredis";
@@ -17,7 +17,7 @@ import { clusterAdminRoutes } from "./admin-routes.js";
 import { Broadcast } from "./broadcast.js";
 import { ChannelAuth } from "./channel-auth.js";
 import { Forwarder } from "./forward.js";
-import { clusterUpgrade, type HookDeps, installClusterHook } from "./hook.js";
+import { clusterRelay, clusterUpgrade, type HookDeps, installClusterHook } from "./hook.js";
 import { machineLoad, Membership, type NodeView } from "./membership.js";
 import { defaultNodeUrl } from "./single-node.js";
 import { NodeLoss } from "./node-loss.js";
@@ -56,6 +56,11 @@ export interface ClusterArea {
   nodeId: string;
   /** Installs the forwarding hook (after authentication, before the rate limits and routes). */
   install(app: FastifyInstance): void;
+  /**
+   * Relays a request for a sandbox another node runs before Fastify sees it, when that is known
+   * at once (a route looked up a moment ago); false: Fastify takes it (and the hook decides).
+   */
+  relay(req: IncomingMessage, res: ServerResponse): boolean;
   /** Relays an Upgrade request for another node's sandbox there; false when it is this node's. */
   upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<boolean>;
   /**
@@ -250,6 +255,7 @@ export async function openCluster(settings: ClusterSettings, deps: ClusterDeps):
     redis,
     nodeId: nodeId,
     install: (app) => installClusterHook(app, hookDeps),
+    relay: clusterRelay(hookDeps),
     upgrade: clusterUpgrade(hookDeps),
     async join() {
       await membership.join(load(), { starting: true });

@@ -38,6 +38,15 @@ function dropHeader(req: IncomingMessage, name: string): string | undefined {
   return Array.isArray(v) ? v[0] : v;
 }
 
+/** Whether a request is addressed by one of the domain's host names (and so is rewritten before routing). */
+export function e2bHostMatcher(domain: string): (req: IncomingMessage) => boolean {
+  const suffix = `.${withoutPort(domain)}`;
+  return (req) => {
+    const host = req.headers.host;
+    return host !== undefined && withoutPort(host.toLowerCase()).endsWith(suffix);
+  };
+}
+
 /**
  * The rewriter for `domain`: the URL a request should be routed by (its own when its Host is not
  * one of the domain's). It also names the sandbox (E2b-Sandbox-Id, from the host, which wins) and,

@@ -3,7 +3,7 @@
 import assert from "node:assert/strict";
 import type { IncomingMessage } from "node:http";
 import { test } from "node:test";
-import { e2bDomain, e2bHostRewriter } from "../../src/e2b/hosts.js";
+import { e2bDomain, e2bHostMatcher, e2bHostRewriter } from "../../src/e2b/hosts.js";
 import { ptyInput, ptyResize, ptySize } from "../../src/e2b/pty.js";
 
 const ID = "0f8b7c2e-1d4a-4b6e-9c3f-2a1b0c9d8e7f";
@@ -58,6 +58,17 @@ test("other hosts, and hosts under the domain that name no sandbox port, keep th
     assert.equal(req.headers["e2b-sandbox-id"], undefined);
   }
   assert.equal(rewrite(request(`49983-${ID}.e2b.example.com`, "http://other/x")), "http://other/x", "absolute-form is left alone");
+});
+
+test("the matcher tells which requests the rewriter may change (a cluster relays the others before routing), without changing any", () => {
+  const onHost = e2bHostMatcher("e2b.example.com:8443");
+  for (const host of [`49983-${ID}.e2b.example.com`, `8080-${ID}.E2B.example.com:8443`, "api.e2b.example.com", "x.e2b.example.com"]) {
+    const req = request(host, "/v1/agents/sandboxes/abc/code/run", { "x-access-token": "t" });
+    assert.equal(onHost(req), true, host);
+    assert.deepEqual(req.headers, { host, "x-access-token": "t" }, "headers left as they came");
+  }
+  for (const host of [undefined, "e2b.example.com", "example.com", "e2b.example.com.evil.org", "127.0.0.1:8080"])
+    assert.equal(onHost(request(host, "/v1/agents/sandboxes/abc/code/run")), false, String(host));
 });
 
 test("AGENTBOX_E2B_DOMAIN: a domain name, optionally with a port; anything else refused", () => {

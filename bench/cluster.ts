@@ -15,6 +15,9 @@ import { machineLine } from "./code-run.js";
 import { added, directVersusVia, type PostTarget, printTable } from "./lib.js";
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 300);
+/** Requests of each kind sent (and not counted) before the measured ones: a node serves millions in
+ * its life, and the first few hundred run JavaScript V8 has not optimised yet (30–50 % more CPU). */
+const WARMUP = Number(process.env.BENCH_WARMUP ?? 500);
 /** Creates (and kills) and runs counted for the cost table. */
 const COST_CREATES = Number(process.env.BENCH_COST_CREATES ?? 10);
 const COST_RUNS = Number(process.env.BENCH_COST_RUNS ?? 100);
@@ -51,6 +54,7 @@ try {
   const plain = Buffer.from(JSON.stringify({ language: "python", code: "1 + 1" }));
   const streamed = Buffer.from(JSON.stringify({ language: "python", code: "print(1)", stream: true }));
   const apiPid = api.process.pid as number;
+  if (WARMUP > 0) await directVersusVia(target(executor.port), target(api.port), plain, streamed, { n: WARMUP, batch: 50, warmup: 0 });
   const cpuBefore = mainThreadCpuNs(apiPid);
   const s = await directVersusVia(target(executor.port), target(api.port), plain, streamed, { n: RUNS, batch: 50, warmup: 30 });
   // Every request the API node got was a forwarded one (warm-up included); its heartbeats are in it too.

@@ -299,6 +299,11 @@ export class Collection {
     return this.live[s] === 1 && this.inAnn[s] === 0 && this.labels[s] === this.pendingLabel[i];
   }
 
+  /** Live vectors sent to the graph (or held by it as loaded), less those removed since. */
+  get graphCount(): number {
+    return this.annCount;
+  }
+
   /** Removes labels only a loaded graph holds (replayed tombstones); resolves to the graph's size. */
   removeFromGraph(labels: number[]): Promise<number> {
     if (labels.length > 0) this.dirty = true;

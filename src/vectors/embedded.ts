@@ -204,14 +204,12 @@ export class EmbeddedEngine implements VectorEngine {
       (size) => ({ size, error: undefined }),
       (error: unknown) => ({ size: 0, error: String(error) }),
     );
-    let inGraph = 0;
     // The records come from a worker thread, a chunk at a time (the event loop serves requests in between).
     for await (const chunk of this.store.readRecords(spec.id, spec.dimension, LOAD_CHUNK)) {
       const dim = spec.dimension;
       for (let i = 0; i < chunk.ids.length; i++) {
         const seq = chunk.seqs[i] as number;
         const already = saved !== undefined && seq <= upTo;
-        if (already) inGraph++;
         const metadata = JSON.parse(chunk.metadata[i] as string) as Metadata;
         c.load(chunk.labels[i] as number, chunk.ids[i] as string, chunk.vectors.subarray(i * dim, (i + 1) * dim), metadata, seq, already);
         // A turn of the event loop between slices (and chunks, even when the next one is already here).
@@ -231,8 +229,13 @@ export class EmbeddedEngine implements VectorEngine {
     let haveGraph = saved !== undefined && opened.error === undefined;
     if (saved && opened.error) this.log("loading a saved vector graph failed; rebuilding it", { index: spec.id, error: opened.error });
     if (haveGraph) {
-      // Deletes and replacements after the save: their labels leave the graph.
-      const size = await c.removeFromGraph(await this.store.tombstonesAfter(spec.id, upTo));
+      // Deletes and replacements after the save: their labels leave the graph. What it should hold
+      // then is the live records it held (counted as they are applied): a record the loader read
+      // and a write since deleted or replaced left both counts already (counting the records read
+      // instead made every delete during the load look like a mismatch, and the graph was rebuilt).
+      const tombstones = await this.store.tombstonesAfter(spec.id, upTo);
+      const inGraph = c.graphCount;
+      const size = await c.removeFromGraph(tombstones);
       if (size !== inGraph) {
         this.log("vector graph does not match the records; rebuilding it", { index: spec.id, graph: size, records: inGraph });
         haveGraph = false;

@@ -1,7 +1,8 @@
 // The vectors file across restarts of the engine, on a real vectors database: after a graceful
 // stop, searches while the index loads are answered from its vectors file, exactly, with every
 // write acknowledged since (deletes, replacements, new vectors); a file older than the index's last
-// write (as a crash leaves it) is not used, and the stored records answer instead, exactly.
+// write (as a crash leaves it) is not used, and the stored records answer instead, exactly. Deletes
+// during the load leave the saved graph in use.
 import assert from "node:assert/strict";
 import fs from "node:fs";
 import os from "node:os";
@@ -111,6 +112,10 @@ test("while an index loads after a restart, searches read its vectors file with 
     for (const h of hits) assert.deepEqual(h.metadata, h.id === replaced || h.id.startsWith("new") ? {} : meta(live.get(h.id) as number));
     await engine.close();
     await store.close();
+    // The deletes and the replacement during the load left the saved graph usable (before, a delete
+    // of a record the loader had read already made the graph look inconsistent: it was rebuilt).
+    const loaded = logs.find((l) => l.msg === "vector index loaded");
+    assert.equal(loaded?.fields?.from_saved_graph, true, JSON.stringify(logs));
 
     // As after a crash that left the file from before the last writes: it is not used.
     fs.writeFileSync(vectorsFile, afterStop);

@@ -123,6 +123,12 @@ test("restarts: a graceful stop leaves no graph to rebuild; after a crash, write
       exact.body.hits.map((h) => h.id),
       "the search answered while loading was not exact",
     );
+    // Answered from the index's vectors file (written by the graceful stop), not by a pass over its
+    // stored records.
+    assert.ok(
+      await eventually(() => server.logs().includes(`"index":"${id}","from":"file"`), 10_000),
+      "the first search while loading did not read the vectors file",
+    );
     const write = await call("POST", `/v1/vectors/${id}/batch`, { vectors: [{ id: "after-stop", embedding: vec(data, N) }] });
     assert.equal(write.status, 200);
     assert.ok(await eventually(async () => (await view(call, id)).status === "ready", 30_000), "not ready after a graceful restart");

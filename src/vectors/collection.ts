@@ -14,6 +14,7 @@ import type { Metadata, Predicate } from "./filter.js";
 import type { GraphParams, GraphWorker } from "./graph-worker.js";
 import { measureRecall, type RecallCurve } from "./recall.js";
 import { VECTOR_DEFAULTS } from "./settings.js";
+import type { VectorSlots } from "./vector-file.js";
 
 /** HNSW parameters, measured on the benchmark's clustered 1M x 128 set (docs/design.md). */
 const CONNECTIVITY = 32;
@@ -298,6 +299,11 @@ export class Collection {
     return this.live[s] === 1 && this.inAnn[s] === 0 && this.labels[s] === this.pendingLabel[i];
   }
 
+  /** Live vectors sent to the graph (or held by it as loaded), less those removed since. */
+  get graphCount(): number {
+    return this.annCount;
+  }
+
   /** Removes labels only a loaded graph holds (replayed tombstones); resolves to the graph's size. */
   removeFromGraph(labels: number[]): Promise<number> {
     if (labels.length > 0) this.dirty = true;
@@ -314,6 +320,22 @@ export class Collection {
     }
     const slot = this.slotOf.get(label);
     if (slot !== undefined) this.metas[slot] = metadata;
+  }
+
+  /** Every slot as it is now, for the index's vectors file (vector-file.ts): labels and ids are
+   * copied, the vectors are this collection's own array (valid while `seq` stays the same). */
+  slotsSnapshot(): VectorSlots {
+    const labels = new Float64Array(this.used);
+    for (let s = 0; s < this.used; s++) labels[s] = this.live[s] ? (this.labels[s] as number) : -1;
+    return {
+      dim: this.dim,
+      upTo: this.seq,
+      slots: this.used,
+      live: this.liveCount,
+      vecs: this.vecs,
+      labels,
+      ids: Array.from({ length: this.used }, (_, s) => (this.live[s] ? this.ids[s] : undefined)),
+    };
   }
 
   /** The write sequence up to which every vector has been sent to the graph (for saving). */

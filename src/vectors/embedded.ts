@@ -6,8 +6,9 @@
 // reads the records in a worker (record-loader.ts) and the graph file in the graph worker, so the
 // service keeps answering meanwhile. Writes never wait for a load (committed to SQLite at once,
 // applied in memory after the records); searches never wait either: while the records load they
-// are answered exactly from the database by a scan in a worker (record-scan.ts), then exactly from
-// memory until the graph is loaded or rebuilt.
+// are answered exactly by a worker (record-scan.ts), from the index's vectors file when it was
+// current at the start (vector-file.ts: written with each save) or else from the database, then
+// exactly from memory until the graph is loaded or rebuilt.
 import fs from "node:fs";
 import path from "node:path";
 import { Collection, QUANTIZATION } from "./collection.js";
@@ -18,6 +19,7 @@ import type { RecallCurve } from "./recall.js";
 import { RecordScanner } from "./record-scan.js";
 import { VECTOR_DEFAULTS, type VectorSettings } from "./settings.js";
 import type { RecordRow, VectorCatalog } from "./store.js";
+import { readVectorFileHeader, writeVectorFile } from "./vector-file.js";
 
 /** A changed graph is saved once its index had no writes for AGENTBOX_VECTOR_SAVE_IDLE_S (so a crash
  * soon after a bulk load finds it saved), and at least every SAVE_EVERY_MS while writes go on. */
@@ -68,6 +70,12 @@ export class EmbeddedEngine implements VectorEngine {
   private readonly scanner: RecordScanner | undefined;
   private saving: Promise<void> | undefined;
   private readonly saveIdleMs: number;
+  /** The write sequence each index's vectors file holds (absent: none, or not known current). */
+  private readonly vectorsSaved = new Map<string, number>();
+  /** Indexes written to since the start (their vectors file is no longer the start's state). */
+  private readonly writtenSinceStart = new Set<string>();
+  /** Indexes whose first search while loading was logged. */
+  private readonly loggedScan = new Set<string>();
 
   constructor(
     private readonly store: VectorCatalog,
@@ -76,11 +84,15 @@ export class EmbeddedEngine implements VectorEngine {
     private readonly settings: VectorSettings = VECTOR_DEFAULTS,
   ) {
     this.scanner = store.scanFile === undefined ? undefined : new RecordScanner(store.scanFile);
-    // Started with the service when there are indexes to load, so that it is ready for the first
-    // search (a thread's start, compiling its module, can take longer than the scan itself).
-    void store.allIndexes().then((rows) => rows.length > 0 && this.scanner?.start());
     this.dir = path.join(dataDir, "vector-graphs");
     fs.mkdirSync(this.dir, { recursive: true, mode: 0o700 });
+    // Started with the service (before it listens) when there are indexes to load, so that it is
+    // ready for the first search (a thread's start, compiling its module, can take longer than the
+    // scan itself), and given each vectors file that holds its index as it is now.
+    void store.allIndexes().then(async (rows) => {
+      if (rows.length > 0) this.scanner?.start();
+      for (const row of rows) await this.useVectorsFile(row.id, row.dimension);
+    });
     this.saveIdleMs = settings.saveIdleS * 1000;
     this.timer = setInterval(() => void this.saveAll(false), Math.min(this.saveIdleMs, 30_000));
     this.timer.unref();
@@ -103,8 +115,38 @@ export class EmbeddedEngine implements VectorEngine {
     return c;
   }
 
-  private files(indexId: string): { graph: string; state: string } {
-    return { graph: path.join(this.dir, `${indexId}.usearch`), state: path.join(this.dir, `${indexId}.json`) };
+  private files(indexId: string): { graph: string; state: string; vectors: string } {
+    return {
+      graph: path.join(this.dir, `${indexId}.usearch`),
+      state: path.join(this.dir, `${indexId}.json`),
+      vectors: path.join(this.dir, `${indexId}.vectors`),
+    };
+  }
+
+  /** At start: searches of the index while it loads read its vectors file when the file holds
+   * every write the index had (its write sequence and vector count), and none came since. */
+  private async useVectorsFile(indexId: string, dim: number): Promise<void> {
+    if (!this.scanner) return;
+    const file = this.files(indexId).vectors;
+    const h = readVectorFileHeader(file);
+    if (!h || h.dim !== dim || h.live !== this.store.count(indexId) || h.upTo !== (await this.store.seq(indexId))) return;
+    // (A write acknowledged meanwhile was not passed on to the scanner.)
+    if (this.writtenSinceStart.has(indexId)) return;
+    this.vectorsSaved.set(indexId, h.upTo);
+    this.scanner.useFile(indexId, file, dim);
+  }
+
+  /** Writes the index's vectors file when it changed since the last one (off the event loop). */
+  private async saveVectors(id: string, c: Collection): Promise<void> {
+    const snap = c.slotsSnapshot();
+    if (this.vectorsSaved.get(id) === snap.upTo) return;
+    try {
+      // Discarded if the index changed while it was written (the next save writes it again).
+      if (await writeVectorFile(this.files(id).vectors, snap, () => c.seq === snap.upTo && !c.isClosed))
+        this.vectorsSaved.set(id, snap.upTo);
+    } catch (err) {
+      this.log("saving a vector index's vectors file failed", { index: id, error: String(err) });
+    }
   }
 
   /** The index's collection, its load started on first use (writes need not wait for it). */
@@ -162,14 +204,12 @@ export class EmbeddedEngine implements VectorEngine {
       (size) => ({ size, error: undefined }),
       (error: unknown) => ({ size: 0, error: String(error) }),
     );
-    let inGraph = 0;
     // The records come from a worker thread, a chunk at a time (the event loop serves requests in between).
     for await (const chunk of this.store.readRecords(spec.id, spec.dimension, LOAD_CHUNK)) {
       const dim = spec.dimension;
       for (let i = 0; i < chunk.ids.length; i++) {
         const seq = chunk.seqs[i] as number;
         const already = saved !== undefined && seq <= upTo;
-        if (already) inGraph++;
         const metadata = JSON.parse(chunk.metadata[i] as string) as Metadata;
         c.load(chunk.labels[i] as number, chunk.ids[i] as string, chunk.vectors.subarray(i * dim, (i + 1) * dim), metadata, seq, already);
         // A turn of the event loop between slices (and chunks, even when the next one is already here).
@@ -189,8 +229,13 @@ export class EmbeddedEngine implements VectorEngine {
     let haveGraph = saved !== undefined && opened.error === undefined;
     if (saved && opened.error) this.log("loading a saved vector graph failed; rebuilding it", { index: spec.id, error: opened.error });
     if (haveGraph) {
-      // Deletes and replacements after the save: their labels leave the graph.
-      const size = await c.removeFromGraph(await this.store.tombstonesAfter(spec.id, upTo));
+      // Deletes and replacements after the save: their labels leave the graph. What it should hold
+      // then is the live records it held (counted as they are applied): a record the loader read
+      // and a write since deleted or replaced left both counts already (counting the records read
+      // instead made every delete during the load look like a mismatch, and the graph was rebuilt).
+      const tombstones = await this.store.tombstonesAfter(spec.id, upTo);
+      const inGraph = c.graphCount;
+      const size = await c.removeFromGraph(tombstones);
       if (size !== inGraph) {
         this.log("vector graph does not match the records; rebuilding it", { index: spec.id, graph: size, records: inGraph });
         haveGraph = false;
@@ -238,9 +283,12 @@ export class EmbeddedEngine implements VectorEngine {
     // A load under way stops at its next step; its graph is dropped after it (messages are in order).
     await this.loading.get(spec.id);
     await this.graphs.drop(spec.id).catch(() => 0);
-    const { graph, state } = this.files(spec.id);
+    const { graph, state, vectors } = this.files(spec.id);
     fs.rmSync(state, { force: true });
     fs.rmSync(graph, { force: true });
+    fs.rmSync(vectors, { force: true });
+    this.vectorsSaved.delete(spec.id);
+    this.scanner?.forget(spec.id);
   }
 
   /** The in-memory index and its saved graph go (the saved graph may not match the records now);
@@ -254,6 +302,12 @@ export class EmbeddedEngine implements VectorEngine {
     // Past the index's bound on vectors waiting for its graph, written once the graph caught up.
     await c.room();
     const written = await this.store.upsert(spec.id, vectors, admit);
+    this.writtenSinceStart.add(spec.id);
+    this.scanner?.wrote(
+      spec.id,
+      written,
+      vectors.map((v) => v.embedding),
+    );
     written.forEach((w, i) => {
       const v = vectors[i] as NewVector;
       if (w.replaced !== undefined) c.drop(w.replaced, w.seq);
@@ -264,6 +318,11 @@ export class EmbeddedEngine implements VectorEngine {
   async delete(spec: IndexSpec, ids: string[], refuseProtected?: (protectedIds: string[]) => void): Promise<number> {
     const c = this.coll(spec);
     const gone = await this.store.delete(spec.id, ids, refuseProtected);
+    this.writtenSinceStart.add(spec.id);
+    this.scanner?.deleted(
+      spec.id,
+      gone.map((g) => g.label),
+    );
     for (const g of gone) c.drop(g.label, g.seq);
     return gone.length;
   }
@@ -298,7 +357,14 @@ export class EmbeddedEngine implements VectorEngine {
     // Still loading: the stored records answer, exactly (they hold every acknowledged write); with
     // no file to scan, the search waits for them and is answered exactly from memory.
     if (c.loading) {
-      if (this.scanner) return this.scanner.search(spec, query, opts);
+      if (this.scanner) {
+        const r = await this.scanner.search(spec, query, opts);
+        if (!this.loggedScan.has(spec.id)) {
+          this.loggedScan.add(spec.id);
+          this.log("first search of a loading vector index answered", { index: spec.id, from: r.source, scan_ms: Math.round(r.ms ?? 0) });
+        }
+        return (r.hits ?? []) as Hit[];
+      }
       await c.recordsLoaded;
     }
     return c.search(query, opts.topK, opts.filter?.predicate, opts.includeValues, opts.includeMetadata, {
@@ -344,7 +410,9 @@ export class EmbeddedEngine implements VectorEngine {
     const run = async () => {
       for (const [id, c] of this.open) {
         // Not loaded yet: nothing changed that is not in the store.
-        if (c.loading || !c.graphOpen) continue;
+        if (c.loading) continue;
+        if (this.scanner && (final || performance.now() - c.changedAt >= this.saveIdleMs)) await this.saveVectors(id, c);
+        if (!c.graphOpen) continue;
         if (final && c.pendingCount() > 0 && c.pendingCount() <= DRAIN_ON_CLOSE_MAX) await c.drainAll();
         if (!c.dirty) continue;
         if (!final) {

@@ -25,3 +25,22 @@ export function exactNearest(data: Float32Array, dim: number, q: Float32Array, c
   }
   return out;
 }
+
+/** The metric's distance (lower is nearer), as the in-memory index computes it (collection.ts):
+ * squared Euclidean, 1 - dot product, 1 - cosine similarity (`qNorm` is the query's length). */
+export function metricDistance(metric: Metric, q: Float32Array, qNorm: number, v: Float32Array): number {
+  if (metric === "euclidean") {
+    let s = 0;
+    for (let i = 0; i < q.length; i++) s += ((q[i] as number) - (v[i] as number)) ** 2;
+    return s;
+  }
+  let dot = 0;
+  let vn = 0;
+  for (let i = 0; i < q.length; i++) {
+    dot += (q[i] as number) * (v[i] as number);
+    vn += (v[i] as number) ** 2;
+  }
+  if (metric === "dotproduct") return 1 - dot;
+  const denom = qNorm * Math.sqrt(vn);
+  return denom === 0 ? 1 : 1 - dot / denom;
+}

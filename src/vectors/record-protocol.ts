@@ -35,6 +35,7 @@ export interface RecordScanData {
 
 /** One exact search over an index's stored records (while the index is still loading). */
 export interface ScanRequest {
+  kind: "search";
   id: number;
   indexId: string;
   dim: number;
@@ -47,8 +48,48 @@ export interface ScanRequest {
   includeMetadata: boolean;
 }
 
+/** The index's vectors file held every write up to the start: searches of it read the file, and
+ * every write to the index acknowledged since is sent after this (ScanWrites). */
+export interface ScanUseFile {
+  kind: "file";
+  indexId: string;
+  file: string;
+  dim: number;
+}
+
+/** Writes acknowledged after ScanUseFile, in order: each item first drops the label it replaced
+ * (-1: none), then adds its own. */
+export interface ScanWrites {
+  kind: "writes";
+  indexId: string;
+  replaced: Float64Array;
+  labels: Float64Array;
+  ids: string[];
+  /** The embeddings one after another. */
+  vectors: Float32Array;
+}
+
+/** Deletes acknowledged after ScanUseFile. */
+export interface ScanDeletes {
+  kind: "deletes";
+  indexId: string;
+  labels: number[];
+}
+
+/** The index is gone (or no longer scanned from its file). */
+export interface ScanForget {
+  kind: "forget";
+  indexId: string;
+}
+
+export type ScanMessage = ScanRequest | ScanUseFile | ScanWrites | ScanDeletes | ScanForget;
+
 export interface ScanReply {
   id: number;
   hits?: Array<{ id: string; score: number; values?: number[]; metadata?: Record<string, unknown> }>;
+  /** What answered: the index's vectors file (with the writes since), or a pass over its rows. */
+  source?: "file" | "records";
+  /** The search's time in the scanner thread. */
+  ms?: number;
   error?: string;
 }

@@ -1,13 +1,19 @@
 // The record scanner thread: answers a search of an index whose records are still loading after a
-// start, exactly, from the vectors database itself (its own read-only connection), for
-// RecordScanner (record-scan.ts). Each search is one read transaction over the index's records, a
+// start, exactly, for RecordScanner (record-scan.ts). An index whose vectors file was current at
+// the start (vector-file.ts) is searched in that file's vectors, read once, and the writes
+// acknowledged since (vector-file-scan.ts); its hits' metadata is read from the vectors database.
+// Otherwise, and for a filtered search (the filter needs every record's metadata), each search is
+// one read transaction over the index's records in the database (its own read-only connection), a
 // chunk at a time (SIMD brute force per chunk, the filter applied to each record's metadata), so it
 // sees every write acknowledged before it.
 import { parentPort, workerData } from "node:worker_threads";
 import Database from "better-sqlite3";
-import { exactNearest } from "./exact.js";
+import { exactNearest, metricDistance } from "./exact.js";
 import { compileFilter, type Metadata } from "./filter.js";
-import type { RecordScanData, ScanReply, ScanRequest } from "./record-protocol.js";
+import type { RecordScanData, ScanMessage, ScanReply, ScanRequest } from "./record-protocol.js";
+import { VectorFileScan } from "./vector-file-scan.js";
+
+type Hits = NonNullable<ScanReply["hits"]>;
 
 const port = parentPort as NonNullable<typeof parentPort>;
 const { file } = workerData as RecordScanData;
@@ -20,7 +26,13 @@ type Row = [rowid: number, embedding: Buffer, metadata?: string];
 const plain = db.prepare<[string], Row>("SELECT rowid, embedding FROM vectors WHERE +index_id = ?").raw(true);
 const withMetadata = db.prepare<[string], Row>("SELECT rowid, embedding, metadata FROM vectors WHERE +index_id = ?").raw(true);
 const byRowid = db.prepare<[number], { id: string; metadata: string }>("SELECT id, metadata FROM vectors WHERE rowid = ?");
+const byId = db.prepare<[string, string], { label: number; metadata: string }>(
+  "SELECT label, metadata FROM vectors WHERE index_id = ? AND id = ?",
+);
 const CHUNK = 20_000;
+
+/** Indexes searched from their vectors file (undefined: the file could not be read). */
+const files = new Map<string, VectorFileScan | undefined>();
 
 interface Found {
   rowid: number;
@@ -28,25 +40,15 @@ interface Found {
   vector: Float32Array;
 }
 
-/** The metric's distance (lower is nearer), as the in-memory index computes it (collection.ts). */
-function distance(metric: ScanRequest["metric"], q: Float32Array, qNorm: number, v: Float32Array): number {
-  if (metric === "euclidean") {
-    let s = 0;
-    for (let i = 0; i < q.length; i++) s += ((q[i] as number) - (v[i] as number)) ** 2;
-    return s;
-  }
-  let dot = 0;
-  let vn = 0;
-  for (let i = 0; i < q.length; i++) {
-    dot += (q[i] as number) * (v[i] as number);
-    vn += (v[i] as number) ** 2;
-  }
-  if (metric === "dotproduct") return 1 - dot;
-  const denom = qNorm * Math.sqrt(vn);
-  return denom === 0 ? 1 : 1 - dot / denom;
+function hitOf(r: ScanRequest, id: string, dist: number, vector: Float32Array, metadata: () => string): Hits[number] {
+  const hit: Hits[number] = { id, score: r.metric === "euclidean" ? Math.sqrt(Math.max(0, dist)) : 1 - dist };
+  if (r.includeValues) hit.values = Array.from(vector);
+  if (r.includeMetadata) hit.metadata = JSON.parse(metadata()) as Metadata;
+  return hit;
 }
 
-function scan(r: ScanRequest): NonNullable<ScanReply["hits"]> {
+/** One pass over the index's stored records. */
+function scanRecords(r: ScanRequest): Hits {
   const predicate = compileFilter(r.filter);
   const q = r.query;
   const qNorm = Math.sqrt(q.reduce((a, x) => a + x * x, 0));
@@ -61,7 +63,7 @@ function scan(r: ScanRequest): NonNullable<ScanReply["hits"]> {
     });
     for (const i of exactNearest(data, r.dim, q, r.topK, r.metric)) {
       const vector = data.slice(i * r.dim, (i + 1) * r.dim);
-      best.push({ rowid: (chunk[i] as Row)[0], dist: distance(r.metric, q, qNorm, vector), vector });
+      best.push({ rowid: (chunk[i] as Row)[0], dist: metricDistance(r.metric, q, qNorm, vector), vector });
     }
     best = best.sort((a, b) => a.dist - b.dist).slice(0, r.topK);
     chunk = [];
@@ -76,23 +78,73 @@ function scan(r: ScanRequest): NonNullable<ScanReply["hits"]> {
     flush();
     return best.map((f) => {
       const rec = byRowid.get(f.rowid) as { id: string; metadata: string };
-      const hit: NonNullable<ScanReply["hits"]>[number] = {
-        id: rec.id,
-        score: r.metric === "euclidean" ? Math.sqrt(Math.max(0, f.dist)) : 1 - f.dist,
-      };
-      if (r.includeValues) hit.values = Array.from(f.vector);
-      if (r.includeMetadata) hit.metadata = JSON.parse(rec.metadata) as Metadata;
-      return hit;
+      return hitOf(r, rec.id, f.dist, f.vector, () => rec.metadata);
     });
   })();
 }
 
-port.on("message", (r: ScanRequest) => {
-  let reply: ScanReply;
-  try {
-    reply = { id: r.id, hits: scan(r) };
-  } catch (err) {
-    reply = { id: r.id, error: String((err as Error | undefined)?.message ?? err) };
+/** From the index's vectors file and the writes since; undefined when a hit's record is not the
+ * version searched (a write committed but not yet acknowledged to this thread): the rows answer. */
+function scanFile(r: ScanRequest, f: VectorFileScan): Hits | undefined {
+  const found = f.nearest(r.query, r.topK, r.metric);
+  return db.transaction(() => {
+    const hits: Hits = [];
+    for (const h of found) {
+      const rec = byId.get(r.indexId, h.id);
+      if (rec?.label !== h.label) return undefined;
+      hits.push(hitOf(r, h.id, h.dist, h.vector, () => rec.metadata));
+    }
+    return hits;
+  })();
+}
+
+function search(r: ScanRequest): ScanReply {
+  const t0 = performance.now();
+  const f = r.filter === undefined ? files.get(r.indexId) : undefined;
+  const fromFile = f && f.dim === r.dim ? scanFile(r, f) : undefined;
+  if (fromFile) return { id: r.id, hits: fromFile, source: "file", ms: performance.now() - t0 };
+  return { id: r.id, hits: scanRecords(r), source: "records", ms: performance.now() - t0 };
+}
+
+function handle(m: ScanMessage): void {
+  switch (m.kind) {
+    case "search": {
+      let reply: ScanReply;
+      try {
+        reply = search(m);
+      } catch (err) {
+        reply = { id: m.id, error: String((err as Error | undefined)?.message ?? err) };
+      }
+      port.postMessage(reply);
+      return;
+    }
+    case "file": {
+      let f: VectorFileScan | undefined;
+      try {
+        f = VectorFileScan.open(m.file, m.dim);
+      } catch {
+        // unreadable: the rows answer
+      }
+      files.set(m.indexId, f);
+      return;
+    }
+    case "writes": {
+      const f = files.get(m.indexId);
+      if (!f) return;
+      m.ids.forEach((id, i) => {
+        f.put(m.replaced[i] as number, m.labels[i] as number, id, m.vectors.subarray(i * f.dim, (i + 1) * f.dim));
+      });
+      return;
+    }
+    case "deletes": {
+      const f = files.get(m.indexId);
+      for (const l of m.labels) f?.remove(l);
+      return;
+    }
+    case "forget":
+      files.delete(m.indexId);
+      return;
   }
-  port.postMessage(reply);
-});
+}
+
+port.on("message", handle);

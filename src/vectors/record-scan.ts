@@ -1,18 +1,21 @@
-// Exact searches of an index whose records are still loading after a start, answered from the
-// vectors database by a worker thread (record-scan-main.ts) instead of waiting for the load: the
-// first search after a restart costs one scan of that index's records (~0.1 s at 50,000 × 128)
-// instead of the whole load (seconds; minutes at a million). Searches are handled one after another.
+// Exact searches of an index whose records are still loading after a start, answered by a worker
+// thread (record-scan-main.ts) instead of waiting for the load (seconds; minutes at a million):
+// from the index's vectors file when it was current at the start (read once; every write
+// acknowledged since is sent to the thread too, before the write's answer), else by a pass over the
+// index's records in the vectors database. Searches are handled one after another.
 import type { Worker } from "node:worker_threads";
 import { startWorker, workerEntry } from "../workers.js";
-import type { Hit, IndexSpec, SearchOptions } from "./engine.js";
-import type { RecordScanData, ScanReply, ScanRequest } from "./record-protocol.js";
+import type { IndexSpec, SearchOptions } from "./engine.js";
+import type { RecordScanData, ScanMessage, ScanReply, ScanRequest } from "./record-protocol.js";
 
 const RECORD_SCAN_MAIN = workerEntry(import.meta.url, "record-scan-main");
 
 export class RecordScanner {
   private worker: Worker | undefined;
   private nextId = 1;
-  private readonly waiting = new Map<number, { resolve: (h: Hit[]) => void; reject: (e: Error) => void }>();
+  private readonly waiting = new Map<number, { resolve: (r: ScanReply) => void; reject: (e: Error) => void }>();
+  /** Indexes the current thread searches in their vectors file (lost with the thread). */
+  private readonly fromFile = new Set<string>();
 
   constructor(private readonly file: string) {}
 
@@ -26,10 +29,13 @@ export class RecordScanner {
       const p = this.waiting.get(m.id);
       this.waiting.delete(m.id);
       if (m.error !== undefined) p?.reject(new Error(m.error));
-      else p?.resolve((m.hits ?? []) as Hit[]);
+      else p?.resolve(m);
     });
     const fail = (err: Error) => {
-      if (this.worker === w) this.worker = undefined;
+      if (this.worker === w) {
+        this.worker = undefined;
+        this.fromFile.clear();
+      }
       for (const p of this.waiting.values()) p.reject(err);
       this.waiting.clear();
     };
@@ -39,10 +45,59 @@ export class RecordScanner {
     return w;
   }
 
-  /** The exact answer from the stored records (the filter as the client sent it). */
-  search(spec: IndexSpec, query: Float32Array, opts: SearchOptions): Promise<Hit[]> {
+  private post(m: ScanMessage): void {
+    this.start().postMessage(m);
+  }
+
+  /** The index's vectors file holds every write up to now: searches read it from now on, and each
+   * write acknowledged from now on must be passed on (wrote, deleted) before it is answered. */
+  useFile(indexId: string, file: string, dim: number): void {
+    this.post({ kind: "file", indexId, file, dim });
+    this.fromFile.add(indexId);
+  }
+
+  /** Whether writes to the index are to be passed on. */
+  tracks(indexId: string): boolean {
+    return this.fromFile.has(indexId);
+  }
+
+  /** Acknowledged upserts (in order), for an index searched in its file. */
+  wrote(indexId: string, written: Array<{ label: number; id: string; replaced?: number }>, embeddings: Float32Array[]): void {
+    if (!this.fromFile.has(indexId) || written.length === 0) return;
+    const dim = embeddings[0]?.length ?? 0;
+    const vectors = new Float32Array(written.length * dim);
+    embeddings.forEach((e, i) => {
+      vectors.set(e, i * dim);
+    });
+    this.worker?.postMessage(
+      {
+        kind: "writes",
+        indexId,
+        replaced: Float64Array.from(written, (w) => w.replaced ?? -1),
+        labels: Float64Array.from(written, (w) => w.label),
+        ids: written.map((w) => w.id),
+        vectors,
+      } satisfies ScanMessage,
+      [vectors.buffer],
+    );
+  }
+
+  /** Acknowledged deletes, for an index searched in its file. */
+  deleted(indexId: string, labels: number[]): void {
+    if (this.fromFile.has(indexId) && labels.length > 0)
+      this.worker?.postMessage({ kind: "deletes", indexId, labels } satisfies ScanMessage);
+  }
+
+  /** The index is gone: its file's vectors are let go. */
+  forget(indexId: string): void {
+    if (this.fromFile.delete(indexId)) this.worker?.postMessage({ kind: "forget", indexId } satisfies ScanMessage);
+  }
+
+  /** The exact answer from the vectors file or the stored records (the filter as the client sent it). */
+  search(spec: IndexSpec, query: Float32Array, opts: SearchOptions): Promise<ScanReply> {
     const id = this.nextId++;
     const m: ScanRequest = {
+      kind: "search",
       id,
       indexId: spec.id,
       dim: spec.dimension,
@@ -55,7 +110,7 @@ export class RecordScanner {
     };
     return new Promise((resolve, reject) => {
       this.waiting.set(id, { resolve, reject });
-      this.start().postMessage(m);
+      this.post(m);
     });
   }
 
@@ -64,6 +119,7 @@ export class RecordScanner {
     const w = this.worker;
     if (!w) return;
     this.worker = undefined;
+    this.fromFile.clear();
     while (this.waiting.size > 0)
       await new Promise((r) => {
         w.once("message", r);

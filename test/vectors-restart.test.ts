@@ -54,8 +54,14 @@ test("restarts: a graceful stop leaves no graph to rebuild; after a crash, write
       }));
       assert.equal((await call("POST", `/v1/vectors/${id}/batch`, { vectors })).status, 200);
     }
-    // Built, then its recall measured on its own vectors (and the width chosen for the target).
-    assert.ok(await eventually(async () => (await view(call, id)).estimated_recall !== null, 120_000, 250), "recall never measured");
+    // Built, then its recall measured on its own vectors (and the width chosen for the target). On a
+    // loaded machine the measure may come while the last batches still wait for the graph
+    // ("indexing"): both are waited for.
+    const settled = async () => {
+      const v = await view(call, id);
+      return v.estimated_recall !== null && v.status === "ready";
+    };
+    assert.ok(await eventually(settled, 120_000, 250), `recall never measured on a ready index: ${JSON.stringify(await view(call, id))}`);
     const measured = await view(call, id);
     assert.equal(measured.status, "ready");
     assert.ok((measured.estimated_recall as number) >= 0.98, JSON.stringify(measured));

@@ -27,6 +27,12 @@ export interface TestServer {
   dispose(): Promise<void>;
 }
 
+/**
+ * startServer() starts a three-node cluster (AGENTBOX_TEST_CLUSTER=1, `npm run test:cluster`): the
+ * few checks that look at one node's own disk or processes are skipped then (each says why).
+ */
+export const testCluster = process.env.AGENTBOX_TEST_CLUSTER === "1";
+
 export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const srv = net.createServer();
@@ -51,19 +57,35 @@ export function removeWorkspaces(dir: string): void {
   fs.rmSync(dir, { recursive: true, force: true });
 }
 
-export async function startServer(
-  opts: {
-    env?: Record<string, string>;
-    dataDir?: string;
-    key?: string;
-    port?: number;
-    workspaceDir?: string;
-    /** The address to listen on and be reached at (127.0.0.1). */
-    host?: string;
-    /** A command the service is started through, e.g. one that enters a network namespace (test/helpers/netns.ts). */
-    wrap?: string[];
-  } = {},
-): Promise<TestServer> {
+export interface ServerOptions {
+  env?: Record<string, string>;
+  dataDir?: string;
+  key?: string;
+  port?: number;
+  workspaceDir?: string;
+  /** The address to listen on and be reached at (127.0.0.1). */
+  host?: string;
+  /** A command the service is started through, e.g. one that enters a network namespace (test/helpers/netns.ts). */
+  wrap?: string[];
+}
+
+/**
+ * The service the end-to-end tests talk to: one node, or, when the test process has
+ * AGENTBOX_TEST_CLUSTER=1 (`npm run test:cluster`), a three-node cluster behind the same
+ * interface whose url is a node that owns no sandbox, so every sandbox request is forwarded
+ * (test/helpers/cluster.ts).
+ */
+export async function startServer(opts: ServerOptions = {}): Promise<TestServer> {
+  if (testCluster && opts.wrap === undefined && opts.host === undefined) {
+    // Imported when used: cluster.ts starts its nodes with startNode() below.
+    const { startClusterServer } = await import("./cluster.js");
+    return startClusterServer(opts);
+  }
+  return startNode(opts);
+}
+
+/** One service, on its own: the single node of startServer(), or one node of a cluster. */
+export async function startNode(opts: ServerOptions = {}): Promise<TestServer> {
   const host = opts.host ?? "127.0.0.1";
   const port = opts.port ?? (await freePort());
   const dataDir = opts.dataDir ?? fs.mkdtempSync(path.join(os.tmpdir(), "agentbox-test-"));

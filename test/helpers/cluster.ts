@@ -130,8 +130,10 @@ export async function startClusterServer(opts: ServerOptions): Promise<TestServe
   let api: TestServer;
   try {
     api = await cluster.node("api", "api", { ...env, AGENTBOX_WARM_POOL: "0" }, opts.port);
-    await cluster.node("exec-1", "executor", env);
-    await cluster.node("exec-2", "executor", env);
+    // Both at once (the API node has made the shared database's tables); both settled before a
+    // failure stops the cluster, so no node is left starting.
+    const executors = await Promise.allSettled([cluster.node("exec-1", "executor", env), cluster.node("exec-2", "executor", env)]);
+    for (const e of executors) if (e.status === "rejected") throw e.reason;
   } catch (err) {
     await cluster.stop();
     throw err;

@@ -1,5 +1,6 @@
 // Starts the real service (the same entry point as `npm start`) on a free loopback port with its
-// own data directory and bootstrap key, for end-to-end tests.
+// own data directory and bootstrap key, for end-to-end tests; with AGENTBOX_TEST_CLUSTER=1, a
+// three-node cluster in its place (test/helpers/cluster.ts).
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import crypto from "node:crypto";
 import fs from "node:fs";

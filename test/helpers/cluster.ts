@@ -72,6 +72,8 @@ export async function startCluster(opts: {
       const node = await startNode({
         key,
         port,
+        // Three services start where one would: on a loaded machine each takes longer.
+        startTimeoutMs: 120_000,
         ...dirs,
         ...place,
         env: {

@@ -68,6 +68,8 @@ export interface ServerOptions {
   host?: string;
   /** A command the service is started through, e.g. one that enters a network namespace (test/helpers/netns.ts). */
   wrap?: string[];
+  /** How long it may take to answer /health (default 60 s). */
+  startTimeoutMs?: number;
 }
 
 /**
@@ -127,7 +129,7 @@ export async function startNode(opts: ServerOptions = {}): Promise<TestServer> {
   });
   const url = `http://${host}:${port}`;
   // Generous: a service starts its spawner process first, and tsx compiles the source (seconds on a loaded host).
-  const deadline = Date.now() + 60_000;
+  const deadline = Date.now() + (opts.startTimeoutMs ?? 60_000);
   for (;;) {
     if (child.exitCode !== null) throw new Error(`service exited during start (${child.exitCode}):\n${output}`);
     try {

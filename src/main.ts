@@ -117,6 +117,7 @@ async function main(): Promise<void> {
     sandboxes,
     keys: tenancy.keys,
     tenants,
+    webhooks: eventsArea.webhooks,
     openRequests,
     logger,
   });

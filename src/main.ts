@@ -61,7 +61,7 @@ async function main(): Promise<void> {
   // The SQLite file is always opened; with AGENTBOX_DATABASE_URL every area's records live in
   // PostgreSQL (vector indexes keep only their graphs, a per-node cache, in the data directory).
   const db = openDb(config.dataDir, config.databaseFile);
-  const persistence = openPersistence(config, db);
+  const persistence = openPersistence(config, db, settings.cluster.redisUrl !== undefined);
   const tenancy = await openTenancy(config, persistence, logger);
   const { tenants } = tenancy;
   // Stored files and snapshots share each tenant's storage quota.
@@ -126,6 +126,7 @@ async function main(): Promise<void> {
     sandboxes,
     keys: tenancy.keys,
     tenants,
+    webhooks: eventsArea.webhooks,
     openRequests,
     logger,
     deployments: deploymentsArea.deployments,

@@ -9,7 +9,7 @@ import path from "node:path";
 import { after, before, describe, test } from "node:test";
 import { assertError, createSandbox, type EventBody, SANDBOX_KEYS, sandboxEvents } from "./helpers/api.js";
 import { createKey } from "./helpers/leftovers.js";
-import { client, startServer, type TestServer } from "./helpers/server.js";
+import { client, startServer, type TestServer, testCluster } from "./helpers/server.js";
 
 let server: TestServer;
 let call: ReturnType<typeof client>;
@@ -115,7 +115,8 @@ describe("list filters", () => {
   });
 });
 
-describe("across a restart", () => {
+// Not in a cluster: the sabotage below finds the sandbox's workspace in the one node's workspace dir.
+describe("across a restart", { skip: testCluster && "reaches into one node's workspace dir" }, () => {
   test("expired while down: timed_out at its deadline; not re-adoptable: host_restart; the rest re-adopted", async () => {
     const short = (await call<{ sandbox_id: string; timeout_at: string }>("POST", "/v1/agents/sandboxes", { timeout: 2 })).body;
     const lost = await createSandbox(call, { timeout: 300 });

@@ -12,7 +12,7 @@ import { after, before, describe, test } from "node:test";
 import { promisify } from "node:util";
 import { renderSdkTypes, SDK_TYPES_FILE } from "../scripts/sdk-types.js";
 import { AgentBox, AgentBoxError, type RunEvent } from "../sdk/typescript/src/index.js";
-import { freePort, startServer, type TestServer } from "./helpers/server.js";
+import { freePort, startServer, type TestServer, testCluster } from "./helpers/server.js";
 import { startUpstream, type Upstream } from "./helpers/upstream.js";
 
 const ROOT = path.resolve(path.dirname(new URL(import.meta.url).pathname), "..");
@@ -145,7 +145,12 @@ describe("TypeScript SDK", () => {
     await assert.rejects(ab.sandboxes.get("no-such-sandbox"), (e: unknown) => e instanceof AgentBoxError && e.code === "sandbox_not_found");
   });
 
-  test("the platform's other areas: stored files, import/export, pause/resume, snapshots, fork, events, network, ports, accelerators", async () => {
+  // Not in the test cluster: it has no object store, so a stored file and a snapshot stay on the
+  // node that made them, and a sandbox on another executor cannot import or be restored from them.
+  const nodeLocal = testCluster && "stored files and snapshots stay on the node that made them (no object store)";
+  test("the platform's other areas: stored files, import/export, pause/resume, snapshots, fork, events, network, ports, accelerators", {
+    skip: nodeLocal,
+  }, async () => {
     const csv = "a,b\n1,2\n";
     const stored = await ab.files.upload(new TextEncoder().encode(csv), { filename: "data.csv", purpose: "user_data" });
     assert.equal(stored.bytes, csv.length);
@@ -183,7 +188,12 @@ describe("TypeScript SDK", () => {
     await sbx.kill();
   });
 
-  test("templates: a sandbox saved as one, created from, got, listed and deleted; a build followed to its end and its log", async () => {
+  // Not in a cluster: a template's files stay on the node that made it, and placement does not
+  // send its sandboxes there yet (docs/cluster.md, Templates in a cluster).
+  const templatesLocal = testCluster && "a template's files stay on the node that made it";
+  test("templates: a sandbox saved as one, created from, got, listed and deleted; a build followed to its end and its log", {
+    skip: templatesLocal,
+  }, async () => {
     const sbx = await ab.sandboxes.create();
     await sbx.files.write("prepared.txt", "from the source");
     const saved = await sbx.saveAsTemplate("sdk-saved", { description: "saved by the SDK" });

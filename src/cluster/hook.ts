@@ -16,6 +16,13 @@ import { choose } from "./placement.js";
 import type { RoutingMap } from "./routing.js";
 import { mayTarget, targetOf } from "./targets.js";
 
+/**
+ * The Host the client sent to the node that forwards its request: the owner answers with it, as
+ * that node would (a port's URL, a share link, the X-Forwarded-Host a sandbox's server sees), not
+ * with its own internal address. Honoured only on a request the channel signature says a node sent.
+ */
+export const ORIGIN_HOST = "x-agentbox-origin-host";
+
 export interface HookDeps {
   membership: Membership;
   routing: RoutingMap;
@@ -30,7 +37,9 @@ export function installClusterHook(app: FastifyInstance, deps: HookDeps): void {
 
   const forward = (request: FastifyRequest, reply: FastifyReply, owner: { id: string; url: string }, sandboxId?: string) => {
     reply.hijack();
-    forwarder.forward(request.raw, reply.raw, owner, auth.sign(request.method, request.url), () => {
+    const signed = auth.sign(request.method, request.url);
+    const host = request.headers.host;
+    forwarder.forward(request.raw, reply.raw, owner, host === undefined ? signed : { ...signed, [ORIGIN_HOST]: host }, () => {
       if (sandboxId) routing.forget(sandboxId);
     });
     return reply;
@@ -53,6 +62,10 @@ export function installClusterHook(app: FastifyInstance, deps: HookDeps): void {
     if (!mayTarget(url)) return;
     const channel = auth.verify(request.headers, request.method, url);
     if (channel === "invalid") throw new ApiError("unauthorized", "A forwarded request's node signature is invalid or too old");
+    if (channel === "valid") {
+      const origin = request.headers[ORIGIN_HOST];
+      if (typeof origin === "string") request.headers.host = origin;
+    }
     const target = targetOf(request.method, url, request.headers);
     if (target === undefined) return;
     if (target === "create") {

@@ -44,6 +44,11 @@ export interface ClusterDeps {
   sandboxes: SandboxManager;
   keys: KeyDirectory;
   tenants: TenantDirectory;
+  /**
+   * The webhooks each node keeps per tenant (src/events/webhooks.ts): a webhook created or deleted
+   * through one node is forgotten by every other, so the events of sandboxes they run reach it.
+   */
+  webhooks: { onChanged(listener: (tenantId: string) => void): void; forget(tenantId?: string): void };
   openRequests: OpenRequests;
   logger: Logger;
   /** Deployments: an executor takes over a lost node's (absent: none are moved). */
@@ -153,16 +158,23 @@ export async function openCluster(settings: ClusterSettings, deps: ClusterDeps):
       }
       await sandboxes.applyTenantQuotas(tenantId).catch(onError);
     },
+    webhooksChanged(tenantId) {
+      deps.webhooks.forget(tenantId);
+    },
   });
   // Messages sent while this node was cut from Redis are not heard again: after a reconnection it
   // forgets every verified key, so a key revoked meanwhile is looked up (and refused) at its next use.
   let subscribed = sub.status === "ready";
   sub.on("ready", () => {
-    if (subscribed) deps.keys.forget();
+    if (subscribed) {
+      deps.keys.forget();
+      deps.webhooks.forget();
+    }
     subscribed = true;
   });
   deps.keys.onRevoked((key) => broadcast.send({ type: "key_revoked", key }));
   deps.tenants.onChanged((tenant) => broadcast.send({ type: "tenant_changed", tenant }));
+  deps.webhooks.onChanged((tenant) => broadcast.send({ type: "webhooks_changed", tenant }));
 
   /** This node lost its lease: what it runs was (or is now) ended as lost elsewhere; it stops them and joins anew. */
   const fenced = async () => {

@@ -64,6 +64,7 @@ export class WebhookService {
   private pumpAgain = false;
   /** Each tenant's webhooks (read at every event, changed only by create and delete). */
   private readonly cache = new Map<string, Webhook[]>();
+  private readonly changeListeners = new Set<(tenantId: string) => void>();
 
   constructor(
     private readonly store: WebhookStore,
@@ -95,8 +96,24 @@ export class WebhookService {
     const events = [...new Set(input.events)] as EventType[];
     const hook = await this.store.addHook(tenantId, url.href, events, secret, this.settings.webhooksPerTenant);
     if (!hook) throw this.tooMany();
-    this.cache.delete(tenantId);
+    this.changed(tenantId);
     return { hook, generatedSecret: input.secret === undefined };
+  }
+
+  /** Calls `listener` with the tenant whose webhooks were created or deleted here (a cluster tells the other nodes). */
+  onChanged(listener: (tenantId: string) => void): void {
+    this.changeListeners.add(listener);
+  }
+
+  /** Reads a tenant's webhooks (every tenant's, without one) again at its next event: they changed elsewhere. */
+  forget(tenantId?: string): void {
+    if (tenantId === undefined) this.cache.clear();
+    else this.cache.delete(tenantId);
+  }
+
+  private changed(tenantId: string): void {
+    this.cache.delete(tenantId);
+    for (const listener of this.changeListeners) listener(tenantId);
   }
 
   private tooMany(): ApiError {
@@ -119,7 +136,7 @@ export class WebhookService {
   async delete(tenantId: string, id: string): Promise<void> {
     await this.get(tenantId, id);
     await this.store.deleteHook(id);
-    this.cache.delete(tenantId);
+    this.changed(tenantId);
   }
 
   async deliveries(tenantId: string, id: string, limit: number): Promise<DeliveryView[]> {

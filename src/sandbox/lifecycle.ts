@@ -170,6 +170,8 @@ export class Lifecycle {
     live.pausedByTimeout = byTimeout;
     live.record.status = "paused";
     this.emit("paused", live.record, byTimeout ? "timeout" : "api");
+    // Only this node has it in memory: the records say so for a list through any other node.
+    await this.store.setPaused(live.record.id, true);
     return live.record;
   }
 
@@ -191,7 +193,7 @@ export class Lifecycle {
       live.pausedByTimeout = undefined;
       live.record.status = "running";
       this.emit("resumed", live.record, "api", { kernel_state: "preserved" });
-      await saved;
+      await Promise.all([saved, this.store.setPaused(live.record.id, false)]);
       return { record: live.record, kernelState: "preserved" as const };
     });
   }
@@ -382,7 +384,7 @@ export class Lifecycle {
       this.registry.removeHibernated(record.id);
       record.status = "running";
       this.registry.join(record, box, h.lifeS, h.onTimeout);
-      await this.restartClock(record, h.lifeS, h.pausedAt, h.pausedByTimeout);
+      await Promise.all([this.restartClock(record, h.lifeS, h.pausedAt, h.pausedByTimeout), this.store.setPaused(record.id, false)]);
       // Its network state went with its processes: set up again from what the snapshot kept.
       await this.applyNetwork(record, h.snapshot.settings.extra?.network).catch((err) =>
         this.log.error({ err, sandbox_id: record.id }, "could not restore the network policy of a resumed sandbox"),

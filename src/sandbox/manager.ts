@@ -176,6 +176,11 @@ export class SandboxManager {
           await this.host.assign(box, record.tenantId);
           if (Object.keys(record.envVars).length) await box.setEnv(record.envVars);
           this.registry.join(record, box, this.lifeOf(record), await this.lifecycle.onTimeoutOf(record.id));
+          // Started again from its files: running, also if it was paused when the service stopped
+          // (a failed write only leaves other nodes' lists saying paused; the sandbox runs).
+          await this.store
+            .setPaused(record.id, false)
+            .catch((err) => this.log.warn({ err, sandbox_id: record.id }, "re-adopted sandbox still marked paused"));
           this.log.info({ sandbox_id: record.id }, "re-adopted sandbox after restart");
         } catch (err) {
           this.log.error({ err, sandbox_id: record.id }, "could not re-adopt sandbox; ending it");

@@ -106,8 +106,9 @@ export class Registry implements RegistryDoor {
   async list(tenantId: string, limit: number, offset: number, filter: ListFilter = {}) {
     const current = (r: SandboxRecord) => this.live.get(r.id)?.record ?? this.sleeping.get(r.id)?.record ?? r;
     if (filter.status === "running" || filter.status === "paused") {
-      // Paused is known here, not in the store (which says running for both): the live ones are
-      // few (capped by AGENTBOX_MAX_SANDBOXES), so they are filtered and paged here.
+      // The store's status filter says running for both (its records mark the paused ones, which
+      // this node's memory overrides for its own): the live ones are few (capped by
+      // AGENTBOX_MAX_SANDBOXES), so they are filtered and paged here.
       const live = await this.store.listByTenant(tenantId, this.maxSandboxes + 1000, 0, { ...filter, status: "running" });
       const matching = live.sandboxes.map(current).filter((r) => r.status === filter.status);
       return { sandboxes: matching.slice(offset, offset + limit), total: matching.length };

@@ -37,7 +37,8 @@ export async function openSandboxes(
 ): Promise<SandboxesArea> {
   const p = persistence;
   // The records of this node's sandboxes carry its id (config.nodeId): it re-adopts only its own.
-  const records: SandboxStore = p.kind === "pg" ? await PgSandboxStore.open(p.pool, p.nodeId) : new SqliteSandboxStore(p.db, p.nodeId);
+  const records: SandboxStore =
+    p.kind === "pg" ? await PgSandboxStore.open(p.pool, p.nodeId) : new SqliteSandboxStore(p.db, p.nodeId, p.shared !== true);
   const snapshots: SnapshotStore = p.kind === "pg" ? await PgSnapshotStore.open(p.pool) : new SqliteSnapshotStore(p.db);
   const storage = await storageOf(snapshots);
   const sandboxes = new SandboxManager(config, records, tenants, logger, snapshots, storage, runsSandboxes, archives);

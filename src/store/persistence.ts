@@ -8,14 +8,19 @@ import type { Config } from "../config.js";
 import type { Db } from "./db.js";
 import { openPgPool, type PgPool } from "./pg.js";
 
-export type Persistence = { kind: "sqlite"; db: Db; nodeId: string } | { kind: "pg"; pool: PgPool; nodeId: string };
+/**
+ * `shared`: the SQLite file may be shared by the nodes of a cluster (AGENTBOX_DATABASE_FILE with
+ * AGENTBOX_REDIS_URL), so no node may take over rows another node id wrote.
+ */
+export type Persistence = { kind: "sqlite"; db: Db; nodeId: string; shared?: boolean } | { kind: "pg"; pool: PgPool; nodeId: string };
 
-/** SQLite (`db`, already migrated by openDb) unless a database URL is configured. */
+/** SQLite (`db`, already migrated by openDb) unless a database URL is configured; `clustered`: AGENTBOX_REDIS_URL is set. */
 export function openPersistence(
   config: Pick<Config, "databaseUrl" | "databasePoolSize" | "databaseConnectTimeoutMs" | "nodeId">,
   db: Db,
+  clustered = false,
 ): Persistence {
-  if (config.databaseUrl === undefined) return { kind: "sqlite", db, nodeId: config.nodeId };
+  if (config.databaseUrl === undefined) return { kind: "sqlite", db, nodeId: config.nodeId, shared: clustered };
   return {
     kind: "pg",
     pool: openPgPool(config.databaseUrl, config.databasePoolSize, config.databaseConnectTimeoutMs),

@@ -7,7 +7,8 @@ import type { FileRecord, FileStore } from "../../src/files/store.js";
 import type { SandboxRecord, SandboxStore } from "../../src/sandbox/store/sandboxes.js";
 import type { SnapshotRecord, SnapshotStore } from "../../src/sandbox/store/snapshots.js";
 
-const sandbox = (id: string, over: Partial<SandboxRecord> = {}): SandboxRecord => ({
+/** A running record of node `n1`, tenant `t1`, with `over` on top. */
+export const sandbox = (id: string, over: Partial<SandboxRecord> = {}): SandboxRecord => ({
   id,
   tenantId: "t1",
   template: "python-base-v1",
@@ -102,6 +103,27 @@ export function describeSandboxStoreContract(name: string, makeStore: () => Prom
         ["mine"],
       );
       assert.equal(await store.countRunning(), 2);
+    });
+
+    test("paused: a list shows it (filtered by running it is still there) until it runs again or ends; it still counts as running", async () => {
+      const store = await makeStore();
+      await store.insert(sandbox("a"));
+      const listed = async (filter?: { status: "running" | "terminated" }) =>
+        (await store.listByTenant("t1", 10, 0, filter)).sandboxes.map((s) => [s.id, s.status]);
+      await store.setPaused("a", true);
+      assert.deepEqual(await listed(), [["a", "paused"]]);
+      assert.deepEqual(await listed({ status: "running" }), [["a", "paused"]]);
+      assert.equal(await store.countRunning(), 1);
+      assert.deepEqual(
+        (await store.listRunning()).map((s) => [s.id, s.status]),
+        [["a", "running"]],
+      );
+      await store.setPaused("a", false);
+      assert.deepEqual(await listed(), [["a", "running"]]);
+      await store.setPaused("a", true);
+      await store.end("a", "terminated", "2026-01-01T01:00:00.000Z");
+      await store.setPaused("a", true);
+      assert.deepEqual(await listed(), [["a", "terminated"]]);
     });
   });
 }

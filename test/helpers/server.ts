@@ -1,5 +1,6 @@
 // Starts the real service (the same entry point as `npm start`) on a free loopback port with its
-// own data directory and bootstrap key, for end-to-end tests.
+// own data directory and bootstrap key, for end-to-end tests; with AGENTBOX_TEST_CLUSTER=1, a
+// three-node cluster in its place (test/helpers/cluster.ts).
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import crypto from "node:crypto";
 import fs from "node:fs";
@@ -27,6 +28,12 @@ export interface TestServer {
   dispose(): Promise<void>;
 }
 
+/**
+ * startServer() starts a three-node cluster (AGENTBOX_TEST_CLUSTER=1, `npm run test:cluster`): the
+ * few checks that look at one node's own disk or processes are skipped then (each says why).
+ */
+export const testCluster = process.env.AGENTBOX_TEST_CLUSTER === "1";
+
 export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const srv = net.createServer();
@@ -51,19 +58,37 @@ export function removeWorkspaces(dir: string): void {
   fs.rmSync(dir, { recursive: true, force: true });
 }
 
-export async function startServer(
-  opts: {
-    env?: Record<string, string>;
-    dataDir?: string;
-    key?: string;
-    port?: number;
-    workspaceDir?: string;
-    /** The address to listen on and be reached at (127.0.0.1). */
-    host?: string;
-    /** A command the service is started through, e.g. one that enters a network namespace (test/helpers/netns.ts). */
-    wrap?: string[];
-  } = {},
-): Promise<TestServer> {
+export interface ServerOptions {
+  env?: Record<string, string>;
+  dataDir?: string;
+  key?: string;
+  port?: number;
+  workspaceDir?: string;
+  /** The address to listen on and be reached at (127.0.0.1). */
+  host?: string;
+  /** A command the service is started through, e.g. one that enters a network namespace (test/helpers/netns.ts). */
+  wrap?: string[];
+  /** How long it may take to answer /health (default 60 s). */
+  startTimeoutMs?: number;
+}
+
+/**
+ * The service the end-to-end tests talk to: one node, or, when the test process has
+ * AGENTBOX_TEST_CLUSTER=1 (`npm run test:cluster`), a three-node cluster behind the same
+ * interface whose url is a node that owns no sandbox, so every sandbox request is forwarded
+ * (test/helpers/cluster.ts).
+ */
+export async function startServer(opts: ServerOptions = {}): Promise<TestServer> {
+  if (testCluster && opts.wrap === undefined && opts.host === undefined) {
+    // Imported when used: cluster.ts starts its nodes with startNode() below.
+    const { startClusterServer } = await import("./cluster.js");
+    return startClusterServer(opts);
+  }
+  return startNode(opts);
+}
+
+/** One service, on its own: the single node of startServer(), or one node of a cluster. */
+export async function startNode(opts: ServerOptions = {}): Promise<TestServer> {
   const host = opts.host ?? "127.0.0.1";
   const port = opts.port ?? (await freePort());
   const dataDir = opts.dataDir ?? fs.mkdtempSync(path.join(os.tmpdir(), "agentbox-test-"));
@@ -104,7 +129,7 @@ export async function startServer(
   });
   const url = `http://${host}:${port}`;
   // Generous: a service starts its spawner process first, and tsx compiles the source (seconds on a loaded host).
-  const deadline = Date.now() + 60_000;
+  const deadline = Date.now() + (opts.startTimeoutMs ?? 60_000);
   for (;;) {
     if (child.exitCode !== null) throw new Error(`service exited during start (${child.exitCode}):\n${output}`);
     try {

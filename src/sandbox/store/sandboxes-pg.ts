@@ -9,6 +9,7 @@ import {
   type SandboxRow,
   type SandboxStore,
   sandboxValues,
+  toListedRecord,
   toSandboxRecord,
 } from "./sandboxes.js";
 
@@ -33,6 +34,12 @@ export const PG_SANDBOX_MIGRATIONS: PgMigration[] = [
      );
      CREATE INDEX sandboxes_tenant ON sandboxes (tenant_id, started_at);
      CREATE INDEX sandboxes_running ON sandboxes (node_id) WHERE status = 'running';`,
+  },
+  {
+    area: "sandboxes",
+    version: 2,
+    // Set while a running sandbox is paused (see SandboxStore.setPaused).
+    sql: "ALTER TABLE sandboxes ADD COLUMN paused BOOLEAN NOT NULL DEFAULT false",
   },
 ];
 
@@ -84,7 +91,7 @@ export class PgSandboxStore implements SandboxStore {
       ),
       this.pool.query<{ n: number }>(`SELECT COUNT(*) AS n FROM sandboxes WHERE ${cond}`, params),
     ]);
-    return { sandboxes: page.rows.map(toSandboxRecord), total: count.rows[0]?.n ?? 0 };
+    return { sandboxes: page.rows.map(toListedRecord), total: count.rows[0]?.n ?? 0 };
   }
 
   async listRunning(): Promise<SandboxRecord[]> {
@@ -104,6 +111,10 @@ export class PgSandboxStore implements SandboxStore {
 
   async setTimeout(id: string, timeoutAt: string): Promise<void> {
     await this.pool.query("UPDATE sandboxes SET timeout_at = $1 WHERE id = $2 AND status = 'running'", [timeoutAt, id]);
+  }
+
+  async setPaused(id: string, paused: boolean): Promise<void> {
+    await this.pool.query("UPDATE sandboxes SET paused = $1 WHERE id = $2 AND status = 'running'", [paused, id]);
   }
 
   async end(id: string, status: EndedStatus, endedAt: string): Promise<void> {

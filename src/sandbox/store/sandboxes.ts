@@ -62,6 +62,12 @@ export interface SandboxStore {
   /** Running sandboxes of every node (of one tenant, if given). */
   countRunning(tenantId?: string): Promise<number>;
   setTimeout(id: string, timeoutAt: string): Promise<void>;
+  /**
+   * Marks a running sandbox paused, or running again: only its owner has it in memory, and a list
+   * through another node of a cluster must still show it as it is. A list shows such a record as
+   * `paused`; a list filtered by `running` still gives both (the caller tells them apart).
+   */
+  setPaused(id: string, paused: boolean): Promise<void>;
   end(id: string, status: EndedStatus, endedAt: string): Promise<void>;
 }
 
@@ -79,6 +85,8 @@ export interface SandboxRow {
   timeout_at: string;
   ended_at: string | null;
   node_id: string;
+  /** Set while a running sandbox is paused (SQLite 0/1, PostgreSQL a boolean). */
+  paused: number | boolean;
 }
 
 export const toSandboxRecord = (r: SandboxRow): SandboxRecord => ({
@@ -97,6 +105,13 @@ export const toSandboxRecord = (r: SandboxRow): SandboxRecord => ({
   nodeId: r.node_id,
 });
 
+/** A record as a list shows it: a running one that is paused says so. */
+export const toListedRecord = (r: SandboxRow): SandboxRecord => {
+  const record = toSandboxRecord(r);
+  if (r.status === "running" && r.paused) record.status = "paused";
+  return record;
+};
+
 /** The sandboxes table is made by the core migrations (src/store/db.ts); these are its later columns. */
 export const SANDBOX_MIGRATIONS: Migration[] = [
   {
@@ -105,6 +120,11 @@ export const SANDBOX_MIGRATIONS: Migration[] = [
     // The owner node. Rows from before it belong to the one node that had the file (the store
     // writes its own id into them when it opens).
     up: (db) => db.exec("ALTER TABLE sandboxes ADD COLUMN node_id TEXT"),
+  },
+  {
+    area: "sandboxes",
+    version: 2,
+    up: (db) => db.exec("ALTER TABLE sandboxes ADD COLUMN paused INTEGER NOT NULL DEFAULT 0"),
   },
 ];
 
@@ -137,7 +157,8 @@ const metadataText = (n: number) =>
 
 /** One SQLite file belongs to one node: at open, the store takes over the file's live sandboxes written
  * under another node id (a host renamed, e.g. a container restarted, still re-adopts its sandboxes)
- * and the rows from before the column. */
+ * and the rows from before the column. Not a file the nodes of a cluster share (`takeOver` false):
+ * there another id is another node, whose live sandboxes are its own (or node_lost, not adopted). */
 export class SqliteSandboxStore implements SandboxStore {
   private readonly stmts;
   /** Filtered list queries, by shape (status or not, number of metadata keys): a handful at most. */
@@ -146,11 +167,15 @@ export class SqliteSandboxStore implements SandboxStore {
   constructor(
     private readonly db: Db,
     private readonly nodeId: string,
+    takeOver = true,
   ) {
     migrate(db, SANDBOX_MIGRATIONS);
-    db.prepare("UPDATE sandboxes SET node_id = @node WHERE node_id IS NULL OR (status IN ('running', 'paused') AND node_id <> @node)").run({
-      node: nodeId,
-    });
+    if (takeOver)
+      db.prepare(
+        "UPDATE sandboxes SET node_id = @node WHERE node_id IS NULL OR (status IN ('running', 'paused') AND node_id <> @node)",
+      ).run({
+        node: nodeId,
+      });
     this.stmts = {
       insert: db.prepare(
         `INSERT INTO sandboxes (${SANDBOX_COLUMNS}) VALUES (${SANDBOX_COLUMNS.split(",")
@@ -168,6 +193,7 @@ export class SqliteSandboxStore implements SandboxStore {
         "SELECT COUNT(*) AS n FROM sandboxes WHERE status = 'running' AND tenant_id = ?",
       ),
       setTimeout: db.prepare("UPDATE sandboxes SET timeout_at = ? WHERE id = ? AND status = 'running'"),
+      setPaused: db.prepare("UPDATE sandboxes SET paused = ? WHERE id = ? AND status = 'running'"),
       end: db.prepare("UPDATE sandboxes SET status = ?, ended_at = ? WHERE id = ? AND status = 'running'"),
     };
   }
@@ -192,12 +218,12 @@ export class SqliteSandboxStore implements SandboxStore {
         params[`v${i}`] = value;
       });
       return {
-        sandboxes: (q.page.all({ ...params, limit, offset }) as SandboxRow[]).map(toSandboxRecord),
+        sandboxes: (q.page.all({ ...params, limit, offset }) as SandboxRow[]).map(toListedRecord),
         total: (q.count.get(params) as { n: number } | undefined)?.n ?? 0,
       };
     }
     return {
-      sandboxes: this.stmts.page.all(tenantId, limit, offset).map(toSandboxRecord),
+      sandboxes: this.stmts.page.all(tenantId, limit, offset).map(toListedRecord),
       total: this.stmts.count.get(tenantId)?.n ?? 0,
     };
   }
@@ -230,6 +256,10 @@ export class SqliteSandboxStore implements SandboxStore {
 
   async setTimeout(id: string, timeoutAt: string): Promise<void> {
     this.stmts.setTimeout.run(timeoutAt, id);
+  }
+
+  async setPaused(id: string, paused: boolean): Promise<void> {
+    this.stmts.setPaused.run(paused ? 1 : 0, id);
   }
 
   async end(id: string, status: EndedStatus, endedAt: string): Promise<void> {

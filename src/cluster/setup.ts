@@ -92,6 +92,8 @@ export async function openCluster(settings: ClusterSettings, deps: ClusterDeps):
   sub.on("error", onError);
   await connected(redis, settings.redisUrl);
   const { sandboxes } = deps;
+  // A tenant's max_sandboxes holds over every node: counted from the shared records at each create.
+  sandboxes.countQuotasOverCluster();
   const membership = new Membership(redis, {
     id: nodeId,
     url: settings.nodeUrl ?? defaultNodeUrl(deps.host, deps.port),

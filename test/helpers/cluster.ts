@@ -13,6 +13,8 @@ export interface TestCluster {
   redis: TestRedis;
   key: string;
   adminKey: string;
+  /** AGENTBOX_CLUSTER_SECRET of every node (a test signs a request as a node would, see src/cluster/channel-auth.ts). */
+  secret: string;
   /** Starts a node (one after the other: the first one creates the shared database's tables). */
   node(id: string, roles: "api" | "executor" | "both", env?: Record<string, string>): Promise<TestServer>;
   /** Stops every node and Redis, removes what they kept. */
@@ -36,6 +38,7 @@ export async function startCluster(opts: { leaseMs: number; network?: PrivateNet
     redis,
     key,
     adminKey,
+    secret,
     async node(id, roles, env = {}) {
       const slot = nodes.length;
       const place = network ? { host: network.nodes[slot]?.address as string, wrap: network.enter(slot) } : {};

@@ -88,13 +88,18 @@ export class NetworkService {
     sandboxes.onEnded((id) => this.drop(id));
   }
 
-  /** Gives re-adopted sandboxes their policy back; removes socket directories no sandbox owns. */
+  /**
+   * Gives re-adopted sandboxes their policy back and removes the stored policies of sandboxes that
+   * ended; removes socket directories no sandbox owns. With a database shared by several nodes,
+   * another node's running sandbox keeps its policy: that node needs it when it restarts.
+   */
   async init(): Promise<void> {
     for (const row of await this.store.all()) {
       try {
         await this.sandboxes.box(row.tenantId, row.sandboxId);
         await this.apply(row.tenantId, row.sandboxId, row.policy);
       } catch (err) {
+        if (await this.runsElsewhere(row.tenantId, row.sandboxId)) continue;
         if (!(err instanceof ApiError)) this.log.warn({ err, sandbox_id: row.sandboxId }, "network: policy not restored");
         await this.store.remove(row.sandboxId);
       }
@@ -103,6 +108,12 @@ export class NetworkService {
     for (const name of fs.existsSync(root) ? fs.readdirSync(root) : []) {
       if (!fs.existsSync(path.join(this.config.workspaceDir, name))) fs.rmSync(path.join(root, name), { recursive: true, force: true });
     }
+  }
+
+  /** Whether the sandbox's record says it runs, on another node. */
+  private async runsElsewhere(tenantId: string, id: string): Promise<boolean> {
+    const record = await this.sandboxes.get(tenantId, id).catch(() => undefined);
+    return record?.status === "running" && record.nodeId !== this.config.nodeId;
   }
 
   private parse(input: PolicyInput, base?: NetworkPolicy): NetworkPolicy {

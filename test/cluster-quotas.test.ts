@@ -1,17 +1,23 @@
-// A tenant's max_sandboxes over a cluster: two executors sharing one SQLite database file and a
-// private Redis. Creates placed on each node in turn, and at once on both, get exactly the quota
-// together, then 429 quota_exceeded on both nodes; a sandbox ended on one node frees its place for
-// a create on the other. (A key's per-minute rate limit across nodes: test/cluster.test.ts.)
+// A tenant's quotas over a cluster: two executors sharing one SQLite database file and a private
+// Redis. max_sandboxes: creates placed on each node in turn, and at once on both, get exactly the
+// quota together, then 429 quota_exceeded on both nodes; a sandbox ended on one node frees its
+// place for a create on the other. Stored bytes: a file stored through one node counts on the
+// other, and its deletion gives the room back there. (A key's per-minute rate limit across nodes:
+// test/cluster.test.ts.)
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import { sign } from "../src/cluster/channel-auth.js";
 import { assertError } from "./helpers/api.js";
 import { startCluster, type TestCluster } from "./helpers/cluster.js";
+import { multipartUpload } from "./helpers/multipart.js";
 import { client, type TestServer } from "./helpers/server.js";
 
 const QUOTA = 3;
 const TENANT = "t-quota";
 const CREATE = "/v1/agents/sandboxes";
+/** The tenant's stored bytes (files and snapshots), MiB: two files of FILE_BYTES do not fit. */
+const FILES_MB = 1;
+const FILE_BYTES = 600 * 1024;
 let cluster: TestCluster;
 let b: TestServer;
 let c: TestServer;
@@ -48,7 +54,11 @@ async function killAll(ids: string[]): Promise<void> {
 before(async () => {
   cluster = await startCluster({ leaseMs: 3000 });
   // The default quota is the same: a node holds it even before it hears of the tenant's own.
-  const env = { AGENTBOX_MAX_SANDBOXES_PER_TENANT: String(QUOTA), AGENTBOX_WARM_POOL: "2" };
+  const env = {
+    AGENTBOX_MAX_SANDBOXES_PER_TENANT: String(QUOTA),
+    AGENTBOX_TENANT_FILES_MB: String(FILES_MB),
+    AGENTBOX_WARM_POOL: "2",
+  };
   b = await cluster.node("node-b", "executor", env);
   c = await cluster.node("node-c", "executor", env);
   const admin = client({ url: b.url, key: cluster.adminKey });
@@ -95,4 +105,24 @@ test("creates at once on both nodes: exactly the quota is made, the others are r
   const running = await call(c)<{ total: number }>("GET", `${CREATE}?state=running`);
   assert.equal(running.body.total, QUOTA, JSON.stringify(running.body));
   await killAll(ids);
+});
+
+test("stored bytes: a file stored through one node counts on the other; its deletion gives the room back there", async () => {
+  const upload = (node: TestServer) =>
+    multipartUpload({
+      port: node.port,
+      path: "/v1/files",
+      key,
+      before: { purpose: "assistants" },
+      file: { filename: "part.bin", size: FILE_BYTES, chunks: [Buffer.alloc(FILE_BYTES, 7)] },
+    });
+  const first = await upload(b);
+  assert.equal(first.status, 200, JSON.stringify(first.body));
+  // Node C has stored nothing for the tenant, but the tenant holds 600 KiB of its 1 MiB.
+  assertError(await upload(c), 429, "quota_exceeded");
+  const { id } = first.body as { id: string };
+  assert.equal((await call(b)("DELETE", `/v1/files/${id}`)).status, 200);
+  const again = await upload(c);
+  assert.equal(again.status, 200, JSON.stringify(again.body));
+  assertError(await upload(b), 429, "quota_exceeded");
 });

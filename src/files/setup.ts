@@ -37,6 +37,7 @@ export async function openStorageQuota(
       for (const [tenantId, bytes] of await snapshots.bytesPerTenant()) total.set(tenantId, (total.get(tenantId) ?? 0) + bytes);
       return total;
     },
+    committedOf: async (tenantId) => (await files.usage(tenantId)).bytes + (await snapshots.bytesByTenant(tenantId)),
   });
   await quota.load();
   return quota;

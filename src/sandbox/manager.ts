@@ -58,7 +58,7 @@ export class SandboxManager {
     log: Logger,
     snapshots: SnapshotStore,
     /** Tenants' stored bytes (stored files and snapshots together): snapshots are held to it. */
-    storage: StorageQuota,
+    private readonly storage: StorageQuota,
     /**
      * False on a cluster's API-only node: no host is opened (no spawner, cgroup, workspace or warm
      * pool), creates are refused, and the records are still read and written (ends of lost nodes' sandboxes).
@@ -323,6 +323,8 @@ export class SandboxManager {
    */
   countQuotasOverCluster(): void {
     this.quotaOverCluster = true;
+    // Stored files and snapshots: what other nodes store counts too (src/files/quota.ts).
+    this.storage.countOverCluster();
   }
 
   async create(tenantId: string, given: CreateInput): Promise<SandboxRecord> {

@@ -92,7 +92,7 @@ export async function openCluster(settings: ClusterSettings, deps: ClusterDeps):
   sub.on("error", onError);
   await connected(redis, settings.redisUrl);
   const { sandboxes } = deps;
-  // A tenant's max_sandboxes holds over every node: counted from the shared records at each create.
+  // A tenant's max_sandboxes and stored bytes hold over every node: counted from the shared records.
   sandboxes.countQuotasOverCluster();
   const membership = new Membership(redis, {
     id: nodeId,

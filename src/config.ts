@@ -136,7 +136,7 @@ export const serverSettingsSchema = defineSettings({
     table: "database",
     default: os.hostname(),
     defaultDoc: "the host name",
-    doc: "This node's name, written as the owner (`node_id`) of every sandbox record it creates; at start a node re-adopts or ends only the running sandboxes it owns. Unique per node sharing one database.",
+    doc: "This node's name, written as the owner (`node_id`) of every sandbox record it creates and of every deployment it runs; at start a node re-adopts or ends only the running sandboxes it owns (and in a cluster starts only its own deployments). Unique per node sharing one database.",
   }),
   // Requests and connections.
   bodyLimitBytes: server.number("AGENTBOX_BODY_LIMIT_BYTES", {

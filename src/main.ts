@@ -5,7 +5,7 @@ import { pino } from "pino";
 import { buildApp } from "./api/app.js";
 import { OpenRequests } from "./api/open-requests.js";
 import { loadFilesConfig } from "./files/settings.js";
-import { openFiles, openStorageQuota } from "./files/setup.js";
+import { openFiles, openSnapshotArchives, openStorageQuota } from "./files/setup.js";
 import { Metrics } from "./api/metrics.js";
 import { loadConfig } from "./config.js";
 import { e2bSettings } from "./e2b/settings.js";
@@ -72,6 +72,7 @@ async function main(): Promise<void> {
     logger,
     (snapshots) => openStorageQuota(filesConfig, persistence, tenants, snapshots),
     runsSandboxes,
+    await openSnapshotArchives(filesConfig),
   );
   // Before init(): the ends recorded while re-adopting (timed_out, host_restart) are events too.
   const eventsArea = await openEvents(persistence, sandboxes.events, logger, settings.events);
@@ -105,7 +106,15 @@ async function main(): Promise<void> {
     },
     settings.vectors,
   );
-  const deploymentsArea = await openDeployments(config, persistence, providers, logger, inference.model, settings.deployments);
+  const deploymentsArea = await openDeployments(
+    config,
+    persistence,
+    providers,
+    logger,
+    inference.model,
+    settings.deployments,
+    settings.cluster.redisUrl !== undefined,
+  );
   const files = await openFiles(filesConfig, persistence, storage, (tenantId, id) => sandboxes.box(tenantId, id), logger);
   deploymentsArea.useFiles(files);
   const openRequests = new OpenRequests();
@@ -119,6 +128,7 @@ async function main(): Promise<void> {
     tenants,
     openRequests,
     logger,
+    deployments: deploymentsArea.deployments,
   });
   const app = await buildApp(
     {

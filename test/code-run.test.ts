@@ -310,6 +310,23 @@ describe("kernels that end and per-run extras", () => {
     assert.equal((await run(id, "python", "print(kept)")).logs.stdout, "2\n");
   });
 
+  test("python: a write to a closed socket raises BrokenPipeError, as in python3, and keeps the kernel", async () => {
+    await run(id, "python", "piped = 5");
+    const code = [
+      "import socket",
+      "a, b = socket.socketpair()",
+      "b.close()",
+      "try:",
+      "    a.sendall(b'x' * 100000)",
+      "except BrokenPipeError:",
+      "    print('broken pipe')",
+    ].join("\n");
+    const r = await run(id, "python", code);
+    assert.equal(r.error, null);
+    assert.equal(r.logs.stdout, "broken pipe\n");
+    assert.equal((await run(id, "python", "print(piped)")).logs.stdout, "5\n");
+  });
+
   test("javascript: process.exit restarts the kernel; the next run works", async () => {
     const r = await run(id, "javascript", "process.exit(2)");
     assert.match(r.error ?? "", /state was lost/);

@@ -54,7 +54,8 @@ describe("embeddings shared between tenants", () => {
   let keyB: string;
 
   before(async () => {
-    server = await startServer();
+    // This file starts no sandbox: no warm pool (its two sandboxes would take ~1.5 s of CPU from the tests).
+    server = await startServer({ env: { AGENTBOX_WARM_POOL: "0" } });
     keyA = await tenantKey(server, "embed-heavy");
     keyB = await tenantKey(server, "embed-light");
   });
@@ -122,7 +123,7 @@ describe("embeddings shared between tenants", () => {
 
 describe("embedding deadline", () => {
   test("a request that cannot be embedded within the deadline is a 503 with Retry-After, and its work is dropped", async () => {
-    const server = await startServer({ env: { AGENTBOX_EMBEDDING_TIMEOUT_S: "1" } });
+    const server = await startServer({ env: { AGENTBOX_WARM_POOL: "0", AGENTBOX_EMBEDDING_TIMEOUT_S: "1" } });
     try {
       const key = await tenantKey(server, "embed-deadline");
       const res = await embed(server, key, bigInput("late"));

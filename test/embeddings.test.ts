@@ -36,7 +36,8 @@ describe("embeddings", () => {
   let call: ReturnType<typeof client>;
 
   before(async () => {
-    server = await startServer();
+    // This file starts no sandbox: no warm pool (its two sandboxes would take ~1.5 s of CPU from the tests).
+    server = await startServer({ env: { AGENTBOX_WARM_POOL: "0" } });
     call = client(server);
   });
   after(async () => {
@@ -162,7 +163,7 @@ describe("embeddings from an upstream", () => {
       file,
       JSON.stringify({ providers: [{ name: "up", type: "openai", base_url: `http://127.0.0.1:${port}/v1`, models: ["up-embed"] }] }),
     );
-    const server = await startServer({ env: { AGENTBOX_PROVIDERS_FILE: file } });
+    const server = await startServer({ env: { AGENTBOX_WARM_POOL: "0", AGENTBOX_PROVIDERS_FILE: file } });
     try {
       const call = client(server);
       const res = await call<Embeddings>("POST", "/v1/inference/embeddings", { model: "up-embed", input: ["abc", "hello"], dimensions: 3 });

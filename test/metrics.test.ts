@@ -75,7 +75,8 @@ test("memory: in use and the limit, in MB", async () => {
 test("cpu_usage rises during a CPU-burning run and falls back when idle", async () => {
   // cpu_usage covers the time since the previous call (at least 200 ms ago). Burn a fixed amount of
   // CPU time, so the expected share holds however busy the machine is: at least 0.6 s of CPU over
-  // the wall time between the two calls.
+  // the wall time between the two calls (no fixed floor: on a loaded machine the 0.6 s can take
+  // several seconds of wall time, and 9 % was then the right answer).
   await new Promise((r) => setTimeout(r, 250));
   const started = performance.now();
   await metrics();
@@ -84,7 +85,7 @@ test("cpu_usage rises during a CPU-burning run and falls back when idle", async 
   const wallS = (performance.now() - started) / 1000;
   const floor = (0.6 / wallS) * 100 * 0.9;
   assert.ok(
-    busy.cpu_usage >= floor && busy.cpu_usage > 10,
+    busy.cpu_usage >= floor,
     `busy: ${busy.cpu_usage}% over ${wallS.toFixed(2)} s, expected >= ${floor.toFixed(1)}`,
   );
   await new Promise((r) => setTimeout(r, 600));

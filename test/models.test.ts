@@ -121,7 +121,8 @@ describe("models pull", () => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), "agentbox-models-"));
     model = writeTinyLlama(path.join(dir, "tiny-chat.gguf"), { contextLength: 512 });
     files = await serveFile(model);
-    server = await startServer();
+    // This file starts no sandbox: no warm pool (its two sandboxes would take ~1.5 s of CPU from the tests).
+    server = await startServer({ env: { AGENTBOX_WARM_POOL: "0" } });
     call = client(server);
   });
 
@@ -261,7 +262,7 @@ describe("AGENTBOX_MODEL", () => {
   before(async () => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), "agentbox-model-env-"));
     const file = writeTinyLlama(path.join(dir, "solo.gguf"), { contextLength: 512 });
-    server = await startServer({ env: { AGENTBOX_MODEL: file, AGENTBOX_MODEL_CONTEXT_SIZE: "512" } });
+    server = await startServer({ env: { AGENTBOX_WARM_POOL: "0", AGENTBOX_MODEL: file, AGENTBOX_MODEL_CONTEXT_SIZE: "512" } });
   });
 
   after(async () => {

@@ -29,8 +29,10 @@ before(async () => {
   // s3rver accepts any credentials with its default key pair.
   const credentials = { accessKeyId: "S3RVER", secretAccessKey: "S3RVER" };
   s3Client = new S3Client({ region: "us-east-1", endpoint, forcePathStyle: true, credentials });
+  // This file starts no sandbox: no warm pool (its two sandboxes would take ~1.5 s of CPU from the tests).
   server = await startServer({
     env: {
+      AGENTBOX_WARM_POOL: "0",
       AGENTBOX_FILES_BACKEND: "s3",
       AGENTBOX_S3_ENDPOINT: endpoint,
       AGENTBOX_S3_BUCKET: BUCKET,

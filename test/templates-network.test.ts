@@ -28,7 +28,10 @@ before(async () => {
   internet = await startInternet();
   images = await startTemplateRegistry();
   const at = `127.0.0.1:${internet.port}`;
-  server = await startServer({ env: { ...images.env, AGENTBOX_EGRESS_HOSTS: `mirror.test=${at},other.test=${at}` } });
+  // Two builds at once: the two refused builds below run side by side.
+  server = await startServer({
+    env: { ...images.env, AGENTBOX_EGRESS_HOSTS: `mirror.test=${at},other.test=${at}`, AGENTBOX_TEMPLATE_PARALLEL_BUILDS: "2" },
+  });
   call = client(server);
 });
 
@@ -101,11 +104,15 @@ describe("a template build's network", { skip: !haveImageTools && "skopeo, umoci
   });
 
   test("a RUN reaching a host not on the list fails the build, which says what was refused", async () => {
-    const s = await build({
-      name: "net-refused",
-      dockerfile: `FROM ${images.python}\nRUN true\n${fetchRun("http://other.test/not-allowed")}\n`,
-      network: { allow_out: ["mirror.test"] },
-    });
+    // And without network (the default) the RUN has no way out at all: built meanwhile.
+    const [s, none] = await Promise.all([
+      build({
+        name: "net-refused",
+        dockerfile: `FROM ${images.python}\nRUN true\n${fetchRun("http://other.test/not-allowed")}\n`,
+        network: { allow_out: ["mirror.test"] },
+      }),
+      build({ name: "net-none", dockerfile: `FROM ${images.python}\n${fetchRun("http://mirror.test/no-network")}\n` }),
+    ]);
     assert.equal(s.status, "failed");
     assert.match(s.error ?? "", /^Dockerfile line 3 \(RUN\) failed: exit 1: /);
     assert.match(s.error ?? "", /the build's network refused other\.test:80 \(not in allow_out\)/);
@@ -115,8 +122,6 @@ describe("a template build's network", { skip: !haveImageTools && "skopeo, umoci
       lines.some((l) => l === "network: other.test:80 refused: not in allow_out"),
       lines.join("\n"),
     );
-    // Without network (the default) the RUN has no way out at all.
-    const none = await build({ name: "net-none", dockerfile: `FROM ${images.python}\n${fetchRun("http://mirror.test/no-network")}\n` });
     assert.equal(none.status, "failed");
     assert.match(none.error ?? "", /^Dockerfile line 2 \(RUN\) failed: exit 1: /);
     assert.ok(!internet.hits.includes("/no-network"));

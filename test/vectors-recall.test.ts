@@ -28,7 +28,8 @@ interface IndexView {
 
 let server: TestServer;
 before(async () => {
-  server = await startServer();
+  // This file starts no sandbox: no warm pool (its two sandboxes would take ~1.5 s of CPU from the tests).
+  server = await startServer({ env: { AGENTBOX_WARM_POOL: "0" } });
 });
 after(async () => {
   await server.dispose();

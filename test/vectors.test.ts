@@ -43,7 +43,8 @@ describe("vectors", () => {
   let call: Call;
 
   before(async () => {
-    server = await startServer();
+    // This file starts no sandbox: no warm pool (its two sandboxes would take ~1.5 s of CPU from the tests).
+    server = await startServer({ env: { AGENTBOX_WARM_POOL: "0" } });
     call = client(server);
   });
   after(async () => {
@@ -306,7 +307,7 @@ describe("vectors", () => {
 
 describe("vectors survive kill -9", () => {
   test("every acknowledged upsert is there after a crash and restart, no batch half-written", async () => {
-    let server = await startServer();
+    let server = await startServer({ env: { AGENTBOX_WARM_POOL: "0" } });
     try {
       let call = client(server);
       const idx = await createIndex(call, { name: "crash", dimension: 16 });
@@ -330,7 +331,7 @@ describe("vectors survive kill -9", () => {
       await server.crash();
       stop = true;
       await writer;
-      server = await startServer({ dataDir: server.dataDir, key: server.key });
+      server = await startServer({ dataDir: server.dataDir, key: server.key, env: { AGENTBOX_WARM_POOL: "0" } });
       call = client(server);
       const total = (await call<{ pagination: { total: number } }>("GET", `/v1/vectors/${idx.id}/list?page_size=1`)).body.pagination.total;
       let present = 0;
@@ -354,7 +355,7 @@ describe("vectors survive kill -9", () => {
       assert.equal((hit.body.hits[0] as Hit).id, "c0-0");
       // A clean restart reloads the saved graph and still answers the same.
       await server.stop();
-      server = await startServer({ dataDir: server.dataDir, key: server.key });
+      server = await startServer({ dataDir: server.dataDir, key: server.key, env: { AGENTBOX_WARM_POOL: "0" } });
       call = client(server);
       const again = await call<{ hits: Hit[] }>("POST", `/v1/vectors/${idx.id}/search`, { vector: q, top_k: 1 });
       assert.equal((again.body.hits[0] as Hit).id, "c0-0");
@@ -362,7 +363,11 @@ describe("vectors survive kill -9", () => {
       // A delete after the saved graph, then a crash: the restart replays it onto the saved graph.
       assert.equal((await call("POST", `/v1/vectors/${idx.id}/delete`, { vector_ids: ["c0-0"] })).status, 200);
       await server.crash();
-      server = await startServer({ dataDir: server.dataDir, key: server.key, env: { AGENTBOX_LOG_LEVEL: "info" } });
+      server = await startServer({
+        dataDir: server.dataDir,
+        key: server.key,
+        env: { AGENTBOX_WARM_POOL: "0", AGENTBOX_LOG_LEVEL: "info" },
+      });
       call = client(server);
       const afterCrash = await call<{ hits: Hit[] }>("POST", `/v1/vectors/${idx.id}/search`, { vector: q, top_k: 5 });
       assert.equal(afterCrash.body.hits.length, 5);
@@ -371,7 +376,11 @@ describe("vectors survive kill -9", () => {
       // A damaged graph file is not loaded (usearch trusts its contents): the graph is rebuilt.
       await server.stop();
       fs.appendFileSync(path.join(server.dataDir, "vector-graphs", `${idx.id}.usearch`), "damaged");
-      server = await startServer({ dataDir: server.dataDir, key: server.key, env: { AGENTBOX_LOG_LEVEL: "info" } });
+      server = await startServer({
+        dataDir: server.dataDir,
+        key: server.key,
+        env: { AGENTBOX_WARM_POOL: "0", AGENTBOX_LOG_LEVEL: "info" },
+      });
       call = client(server);
       const rebuilt = await call<{ hits: Hit[] }>("POST", `/v1/vectors/${idx.id}/search`, { vector: q, top_k: 5 });
       assert.deepEqual(

@@ -317,7 +317,10 @@ def python_kernel(ctl_fd, out_w, err_w, cwd, env, warm=False):
         pass
     signal.set_wakeup_fd(-1)
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    # As python3 itself does at start: a write to a closed pipe or socket raises BrokenPipeError
+    # instead of killing the kernel (and its state) with SIGPIPE. subprocess restores the default
+    # for the programs user code starts.
+    signal.signal(signal.SIGPIPE, signal.SIG_IGN)
     signal.signal(signal.SIGINT, signal.default_int_handler)
     null = os.open("/dev/null", os.O_RDONLY)
     os.dup2(null, 0)

@@ -1,6 +1,7 @@
 // Wiring of the cluster at start-up, only when AGENTBOX_REDIS_URL is set: the Redis connections,
 // this node's join and heartbeat (which also finds lost nodes), the sandbox→node routes kept from
-// the sandboxes' own events, and the messages that keep every node's key and tenant caches current.
+// the sandboxes' own events, the messages that keep every node's key and tenant caches current, and
+// the hand-over of a lost node's deployments to the executors that survive it.
 import type { IncomingMessage } from "node:http";
 import type { Duplex } from "node:stream";
 import type { FastifyInstance } from "fastify";
@@ -17,11 +18,22 @@ import { Broadcast } from "./broadcast.js";
 import { ChannelAuth } from "./channel-auth.js";
 import { Forwarder } from "./forward.js";
 import { clusterUpgrade, type HookDeps, installClusterHook } from "./hook.js";
-import { machineLoad, Membership } from "./membership.js";
+import { machineLoad, Membership, type NodeView } from "./membership.js";
 import { defaultNodeUrl } from "./single-node.js";
 import { NodeLoss } from "./node-loss.js";
 import { RoutingMap } from "./routing.js";
 import type { ClusterSettings } from "./settings.js";
+
+/** What the cluster asks of the deployments area (src/deployments/service.ts). */
+export interface DeploymentMoves {
+  /** Takes over one deployment of a lost node (a claim in the database: one node gets it); its id, or undefined when none is left for this node. */
+  adoptFrom(lostNode: string): Promise<string | undefined>;
+  /** Stops here the deployments another node has taken over. */
+  keepOwned(): Promise<void>;
+}
+
+/** How often a node checks that the deployments it runs are still its own (a rare race with a takeover, see sweep). */
+const OWNED_CHECK_MS = 5000;
 
 export interface ClusterDeps {
   /** Where this service listens (the default of AGENTBOX_NODE_URL). */
@@ -34,6 +46,8 @@ export interface ClusterDeps {
   tenants: TenantDirectory;
   openRequests: OpenRequests;
   logger: Logger;
+  /** Deployments: an executor takes over a lost node's (absent: none are moved). */
+  deployments?: DeploymentMoves;
 }
 
 export interface ClusterArea {
@@ -153,6 +167,8 @@ export async function openCluster(settings: ClusterSettings, deps: ClusterDeps):
     const ids = routing.disown();
     log.warn({ epoch, sandboxes: ids.length }, "cluster: this node lost its lease; stopping its sandboxes and joining again");
     for (const id of ids) await sandboxes.lifecycle.abandon(id);
+    // Its deployments another node took over meanwhile are that node's now.
+    await deps.deployments?.keepOwned().catch(onError);
     // If no other node ended them yet, this one does (the same lock: exactly once).
     await loss.handle(nodeId, epoch);
     await membership.join(load());
@@ -163,6 +179,29 @@ export async function openCluster(settings: ClusterSettings, deps: ClusterDeps):
   // many sandboxes never delays this node's own renewals.
   let beating = false;
   let sweeping = false;
+  /** Lost epochs (`node epoch`) whose deployments this node has taken all it could of. */
+  const adopted = new Set<string>();
+  let ownedCheckedAt = Date.now();
+  /**
+   * An executor takes over one deployment of each lost node per sweep, so the survivors share
+   * them. Every few seconds it also checks that what it runs is still its own: a node restarted
+   * just as another found its old epoch lost may have started a deployment the other then took.
+   */
+  const moveDeployments = async (nodes: readonly NodeView[]) => {
+    const moves = deps.deployments;
+    if (!moves || settings.roles === "api" || membership.draining) return;
+    for (const n of nodes) {
+      const memo = `${n.id} ${n.epoch}`;
+      if (n.id === nodeId || n.state !== "lost" || adopted.has(memo)) continue;
+      const id = await moves.adoptFrom(n.id);
+      if (id === undefined) adopted.add(memo);
+      else log.warn({ node: n.id, deployment: id }, "cluster: took over a deployment of a lost node");
+    }
+    if (Date.now() - ownedCheckedAt >= OWNED_CHECK_MS) {
+      ownedCheckedAt = Date.now();
+      await moves.keepOwned();
+    }
+  };
   const sweep = async () => {
     if (sweeping) return;
     sweeping = true;
@@ -170,6 +209,7 @@ export async function openCluster(settings: ClusterSettings, deps: ClusterDeps):
       const nodes = await membership.refresh();
       for (const n of nodes) if (n.state === "lost") forwarder.abort(n.id);
       await loss.sweep(nodes);
+      await moveDeployments(nodes);
     } catch (err) {
       onError(err);
     } finally {

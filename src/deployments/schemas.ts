@@ -62,6 +62,9 @@ export const DeploymentItem = Type.Object({
   status: Type.String({ description: "creating, running, failed or deleting" }),
   reason: Type.Union([Type.String(), Type.Null()], { description: "Why the deployment failed" }),
   ...DeploymentShape,
+  node_id: Type.Union([Type.String(), Type.Null()], {
+    description: "The node that runs its replicas (AGENTBOX_NODE_ID); in a cluster, another node once that one is lost",
+  }),
   replicas: Type.Array(ReplicaInfo),
   queued: Type.Integer({ description: "Requests waiting for a free replica now" }),
 });

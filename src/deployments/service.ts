@@ -4,6 +4,9 @@
 // GGUF of the data dir, the AGENTBOX_MODEL file, a GGUF stored in /v1/files (copied for the
 // deployment), or an operator-allowed server command), restarts
 // the deployments of the database at start, and is the gateway's model source for deployments.
+// In a cluster each deployment runs on one node (its row's node_id): a node starts its own at
+// start, takes over those of a lost node (adoptFrom), and lets go of those another node took
+// while it was cut off (keepOwned).
 import { spawnSync } from "node:child_process";
 import crypto from "node:crypto";
 import fs from "node:fs";
@@ -35,7 +38,7 @@ export interface CreateDeployment {
 }
 
 /** What create answers: the hosted API's three keys, and the deployment's fields (Python clients require some of them). */
-export interface CreateResult extends Omit<DeploymentRow, "tenant_id" | "name" | "id" | "reason"> {
+export interface CreateResult extends Omit<DeploymentRow, "tenant_id" | "name" | "id" | "reason" | "node_id"> {
   deployment_id: string;
   message: string;
   deployment_name: string;
@@ -74,6 +77,13 @@ export interface DeploymentServiceDeps {
   modelFile: string | undefined;
   accelerators: Accelerators;
   log: (level: "info" | "warn", msg: string, extra?: Record<string, unknown>) => void;
+  /** AGENTBOX_NODE_ID: the node a deployment started here is recorded on. */
+  nodeId: string;
+  /**
+   * A node of a cluster (AGENTBOX_REDIS_URL): it starts only the deployments recorded on it. One
+   * node alone starts every deployment of its database, whatever node id they were recorded under.
+   */
+  clustered: boolean;
 }
 
 /**
@@ -142,30 +152,101 @@ export class DeploymentService implements ModelSource {
     }
   }
 
-  /** Starts the deployments the database has (after a restart); finishes deletions cut short. */
+  /**
+   * Starts the deployments the database has for this node (after a restart); finishes deletions
+   * cut short. In a cluster, rows of no node (from before nodes were recorded) are claimed by the
+   * first node that starts; another node's are left to it.
+   */
   async init(): Promise<void> {
-    for (const row of await this.deps.store.all()) {
+    const { store, nodeId, clustered } = this.deps;
+    for (const row of await store.all()) {
       if (row.status === "deleting") {
-        await this.deps.store.remove(row.id);
+        if (clustered && row.node_id !== nodeId && row.node_id !== null) continue;
+        await store.remove(row.id);
         fs.rmSync(this.fileCopy(row.id), { force: true });
         continue;
       }
-      let launch: { launch: (port: number) => Launch; tools: boolean };
+      if (row.node_id !== nodeId) {
+        if (clustered && row.node_id !== null) continue;
+        if (!(await store.claim(row.id, row.node_id, nodeId))) continue;
+        row.node_id = nodeId;
+      }
+      await this.restart(row);
+    }
+  }
+
+  /** Starts a deployment of the database here, or keeps it failed (with why) when its model cannot run here. */
+  private async restart(row: DeploymentRow): Promise<void> {
+    let launch: { launch: (port: number) => Launch; tools: boolean };
+    try {
+      launch = this.launcher(row.model_name, row, row.gpu_model !== null);
+    } catch (err) {
+      row.status = "failed";
+      row.reason = (err as Error).message;
+      await this.deps.store.setStatus(row.id, "failed", row.reason);
+      this.start(row, undefined);
+      return;
+    }
+    if (row.status !== "failed") {
+      row.status = "creating";
+      row.reason = null;
+      await this.deps.store.setStatus(row.id, "creating", null);
+    }
+    this.start(row, row.status === "failed" ? undefined : launch);
+  }
+
+  /**
+   * Takes over one deployment of a lost node, if one is left that this node can run: its model is
+   * here (a stored file's copy is made again from /v1/files) and its min_replicas fit this host's
+   * cap. The claim in the database is conditional on the lost node still being the deployment's,
+   * so of the nodes that try at once exactly one takes it. The deployment's id, or undefined when
+   * none is left for this node (one at a time: the survivors share a lost node's deployments).
+   */
+  async adoptFrom(lostNode: string): Promise<string | undefined> {
+    const { store, nodeId, config } = this.deps;
+    for (const row of await store.all()) {
+      if (row.node_id !== lostNode || row.status === "deleting" || this.byId.has(row.id)) continue;
+      if (this.reservedReplicas() + row.min_replicas > config.maxHostReplicas) continue;
+      const copied = FILE_ID.test(row.model_name) && !fs.existsSync(this.fileCopy(row.id));
       try {
-        launch = this.launcher(row.model_name, row, row.gpu_model !== null);
+        if (copied) await this.copyStoredFile(row.tenant_id, row.model_name, row.id);
+        if (row.status !== "failed") this.launcher(row.model_name, row, row.gpu_model !== null);
       } catch (err) {
-        row.status = "failed";
-        row.reason = (err as Error).message;
-        await this.deps.store.setStatus(row.id, "failed", row.reason);
-        this.start(row, undefined);
+        if (copied) fs.rmSync(this.fileCopy(row.id), { force: true });
+        this.deps.log("warn", "cannot take over a lost node's deployment here", {
+          deployment: row.id,
+          node: lostNode,
+          error: (err as Error).message,
+        });
         continue;
       }
-      if (row.status !== "failed") {
-        row.status = "creating";
-        row.reason = null;
-        await this.deps.store.setStatus(row.id, "creating", null);
+      if (!(await store.claim(row.id, lostNode, nodeId))) {
+        if (copied) fs.rmSync(this.fileCopy(row.id), { force: true });
+        continue;
       }
-      this.start(row, row.status === "failed" ? undefined : launch);
+      row.node_id = nodeId;
+      this.deps.log("info", "took over a lost node's deployment", { deployment: row.id, node: lostNode });
+      await this.restart(row);
+      return row.id;
+    }
+    return undefined;
+  }
+
+  /**
+   * Stops here the deployments another node has taken over (this node was cut off long enough to be
+   * declared lost): their replicas end, their rows stay with the node that has them now.
+   */
+  async keepOwned(): Promise<void> {
+    if (this.byId.size === 0) return;
+    const owners = new Map((await this.deps.store.all()).map((row) => [row.id, row.node_id]));
+    for (const [id, d] of this.byId) {
+      const owner = owners.get(id);
+      // No row: created since the rows were read (or being removed); not another node's either way.
+      if (owner === undefined || owner === this.deps.nodeId || d.row.status === "deleting") continue;
+      this.byId.delete(id);
+      if (this.byName.get(`${d.row.tenant_id}\n${d.row.name}`) === d) this.byName.delete(`${d.row.tenant_id}\n${d.row.name}`);
+      this.deps.log("warn", "a deployment was taken over by another node; stopping its replicas here", { deployment: id, node: owner });
+      await d.close();
     }
   }
 
@@ -275,13 +356,19 @@ export class DeploymentService implements ModelSource {
    * host's min_replicas would go over its cap. Rows being inserted count (`inserting`): checked
    * and reserved in one synchronous step, so two creates cannot both pass while one awaits the store.
    */
+  /** Replicas the min_replicas of this node's deployments (and of creates being inserted) always hold. */
+  private reservedReplicas(): number {
+    const live = [...[...this.byId.values()].map((d) => d.row), ...this.inserting.values()];
+    return live.reduce((n, row) => n + (row.status === "deleting" || row.status === "failed" ? 0 : row.min_replicas), 0);
+  }
+
   private admit(tenantId: string, name: string, min: number): void {
     const { config } = this.deps;
     const live = [...[...this.byId.values()].map((d) => d.row), ...this.inserting.values()];
     const mine = live.filter((row) => row.tenant_id === tenantId && row.status !== "deleting");
     if (mine.some((row) => row.name === name)) throw new ApiError("conflict", `A deployment named '${name}' already exists`);
     // Every deployment's min_replicas always run: they must fit the host's cap together.
-    const reserved = live.reduce((n, row) => n + (row.status === "deleting" || row.status === "failed" ? 0 : row.min_replicas), 0);
+    const reserved = this.reservedReplicas();
     if (reserved + min > config.maxHostReplicas)
       throw new ApiError(
         "at_capacity",
@@ -348,6 +435,7 @@ export class DeploymentService implements ModelSource {
       status: "creating",
       reason: null,
       created_at: new Date().toISOString(),
+      node_id: this.deps.nodeId,
     };
     // Checked again after the awaits above, and reserved until the row is in (or refused).
     try {
@@ -369,7 +457,7 @@ export class DeploymentService implements ModelSource {
       throw new ApiError("conflict", `A deployment named '${name}' already exists`);
     }
     this.start(row, launch);
-    const { tenant_id: _, id: deployment_id, name: deployment_name, reason: __, ...rest } = row;
+    const { tenant_id: _, id: deployment_id, name: deployment_name, reason: __, node_id: ___, ...rest } = row;
     return {
       deployment_id,
       message: `Deployment '${name}' is being created with ${min} replica${min === 1 ? "" : "s"}`,

@@ -27,6 +27,8 @@ export async function openDeployments(
   logger: Logger,
   modelFile: string | undefined,
   settings: DeploymentsConfig = loadDeploymentsConfig(),
+  /** A node of a cluster: it runs only the deployments recorded on it, and takes over lost nodes' ones. */
+  clustered = false,
 ): Promise<DeploymentsArea> {
   const accelerators = new Accelerators();
   const store: DeploymentStore =
@@ -38,6 +40,8 @@ export async function openDeployments(
     modelFile,
     accelerators,
     log: (level, msg, extra) => logger[level](extra ?? {}, msg),
+    nodeId: config.nodeId,
+    clustered,
   });
   // Asked before the providers file: a tenant's deployment name is what that tenant means.
   providers.addSource(deployments, "first");

@@ -22,6 +22,7 @@ export const PG_DEPLOYMENT_MIGRATIONS: PgMigration[] = [
        UNIQUE (tenant_id, name)
      )`,
   },
+  { area: "deployments", version: 2, sql: `ALTER TABLE deployments ADD COLUMN node_id TEXT COLLATE "C"` },
 ];
 
 export class PgDeploymentStore implements DeploymentStore {
@@ -35,8 +36,8 @@ export class PgDeploymentStore implements DeploymentStore {
   async insert(r: DeploymentRow): Promise<boolean> {
     // ON CONFLICT DO NOTHING: the tenant's name taken (or the id) inserts nothing.
     const res = await this.pool.query(
-      `INSERT INTO deployments (id, tenant_id, name, model_name, hw_type, gpu_model, gpu_count, min_replicas, max_replicas, status, reason, created_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) ON CONFLICT DO NOTHING`,
+      `INSERT INTO deployments (id, tenant_id, name, model_name, hw_type, gpu_model, gpu_count, min_replicas, max_replicas, status, reason, created_at, node_id)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) ON CONFLICT DO NOTHING`,
       [
         r.id,
         r.tenant_id,
@@ -50,6 +51,7 @@ export class PgDeploymentStore implements DeploymentStore {
         r.status,
         r.reason,
         r.created_at,
+        r.node_id,
       ],
     );
     return res.rowCount === 1;
@@ -65,5 +67,13 @@ export class PgDeploymentStore implements DeploymentStore {
 
   async remove(id: string): Promise<void> {
     await this.pool.query("DELETE FROM deployments WHERE id = $1", [id]);
+  }
+
+  async claim(id: string, from: string | null, to: string): Promise<boolean> {
+    const res = await this.pool.query(
+      "UPDATE deployments SET node_id = $1 WHERE id = $2 AND node_id IS NOT DISTINCT FROM $3 AND status <> 'deleting'",
+      [to, id, from],
+    );
+    return res.rowCount === 1;
   }
 }

@@ -1,5 +1,6 @@
-// Deployment rows: what each tenant asked to run (model, replica bounds, hardware) and the
-// deployment's last known status. The replicas themselves live only in memory (src/deployments/).
+// Deployment rows: what each tenant asked to run (model, replica bounds, hardware), the
+// deployment's last known status, and the node that runs its replicas. The replicas themselves
+// live only in that node's memory (src/deployments/).
 import { type Db, type Migration, migrate } from "../store/db.js";
 
 export type DeploymentStatus = "creating" | "running" | "failed" | "deleting";
@@ -18,6 +19,11 @@ export interface DeploymentRow {
   /** Why the deployment failed (a replica's last words), or null. */
   reason: string | null;
   created_at: string;
+  /**
+   * The node that runs its replicas (AGENTBOX_NODE_ID); null in rows from before nodes were
+   * recorded. In a cluster, a lost node's deployments are claimed by another node (claim()).
+   */
+  node_id: string | null;
 }
 
 export interface DeploymentStore {
@@ -27,6 +33,11 @@ export interface DeploymentStore {
   all(): Promise<DeploymentRow[]>;
   setStatus(id: string, status: DeploymentStatus, reason: string | null): Promise<void>;
   remove(id: string): Promise<void>;
+  /**
+   * Makes `to` the node of a deployment still on `from` (and not being deleted), in one
+   * conditional update: of several nodes claiming one deployment at once, one gets true.
+   */
+  claim(id: string, from: string | null, to: string): Promise<boolean>;
 }
 
 export const DEPLOYMENT_MIGRATIONS: Migration[] = [
@@ -53,6 +64,11 @@ export const DEPLOYMENT_MIGRATIONS: Migration[] = [
         )`,
       ),
   },
+  {
+    area: "deployments",
+    version: 2,
+    up: (db) => db.exec("ALTER TABLE deployments ADD COLUMN node_id TEXT"),
+  },
 ];
 
 export class SqliteDeploymentStore implements DeploymentStore {
@@ -63,13 +79,14 @@ export class SqliteDeploymentStore implements DeploymentStore {
     this.stmts = {
       insert: db.prepare(
         `INSERT OR IGNORE INTO deployments (id, tenant_id, name, model_name, hw_type, gpu_model, gpu_count, min_replicas,
-          max_replicas, status, reason, created_at)
+          max_replicas, status, reason, created_at, node_id)
          VALUES (@id, @tenant_id, @name, @model_name, @hw_type, @gpu_model, @gpu_count, @min_replicas, @max_replicas,
-          @status, @reason, @created_at)`,
+          @status, @reason, @created_at, @node_id)`,
       ),
       all: db.prepare<[], DeploymentRow>("SELECT * FROM deployments ORDER BY created_at, id"),
       setStatus: db.prepare("UPDATE deployments SET status = ?, reason = ? WHERE id = ?"),
       remove: db.prepare("DELETE FROM deployments WHERE id = ?"),
+      claim: db.prepare("UPDATE deployments SET node_id = ? WHERE id = ? AND node_id IS ? AND status <> 'deleting'"),
     };
   }
 
@@ -87,5 +104,9 @@ export class SqliteDeploymentStore implements DeploymentStore {
 
   async remove(id: string): Promise<void> {
     this.stmts.remove.run(id);
+  }
+
+  async claim(id: string, from: string | null, to: string): Promise<boolean> {
+    return this.stmts.claim.run(to, id, from).changes === 1;
   }
 }

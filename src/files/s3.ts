@@ -109,11 +109,12 @@ export class S3Storage implements FileStorage {
     await this.client.send(new DeleteObjectCommand({ Bucket: this.s3.bucket, Key: this.key(key) }));
   }
 
+  /** The objects directly under the prefix: not those of a deeper prefix (snapshot archives under `snapshots/`, say). */
   async *keys(): AsyncIterable<string> {
     let token: string | undefined;
     do {
       const page = await this.client.send(
-        new ListObjectsV2Command({ Bucket: this.s3.bucket, Prefix: this.s3.prefix, ContinuationToken: token }),
+        new ListObjectsV2Command({ Bucket: this.s3.bucket, Prefix: this.s3.prefix, Delimiter: "/", ContinuationToken: token }),
       );
       for (const o of page.Contents ?? []) if (o.Key) yield o.Key.slice(this.s3.prefix.length);
       token = page.IsTruncated ? page.NextContinuationToken : undefined;

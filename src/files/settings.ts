@@ -10,6 +10,8 @@ export interface S3Settings {
   region: string;
   /** Key prefix every object of this service gets, so a bucket can be shared. */
   prefix: string;
+  /** Key prefix of snapshot archives (kept apart from the stored files', whose sweep would take them for orphans). */
+  snapshotsPrefix: string;
   /** Path-style URLs (bucket in the path): what MinIO, Ceph and most self-hosted stores expect. */
   forcePathStyle: boolean;
   accessKeyId: string | undefined;
@@ -82,6 +84,11 @@ export const filesSettingsSchema = defineSettings({
     allowEmpty: true,
     doc: "S3 backend: key prefix of this service's objects.",
   }),
+  s3SnapshotsPrefix: setting.string("AGENTBOX_S3_SNAPSHOTS_PREFIX", {
+    default: "snapshots/",
+    allowEmpty: true,
+    doc: "S3 backend: key prefix of snapshot archives (any node of a cluster then resumes or forks any snapshot); must differ from `AGENTBOX_S3_PREFIX`.",
+  }),
   s3ForcePathStyle: setting.boolean("AGENTBOX_S3_FORCE_PATH_STYLE", {
     default: true,
     doc: "S3 backend: bucket in the path (MinIO, Ceph); `false` for virtual-hosted style.",
@@ -100,6 +107,10 @@ export const filesSettingsSchema = defineSettings({
 export function loadFilesConfig(dataDir: string, env: NodeJS.ProcessEnv = process.env): FilesConfig {
   const s = readSettings(filesSettingsSchema, env);
   if (s.backend === "s3" && !s.s3Bucket) throw new Error("AGENTBOX_FILES_BACKEND=s3 needs AGENTBOX_S3_BUCKET");
+  // The stored files' start-up sweep lists their prefix one level deep: snapshot archives must not be in that level.
+  if (s.backend === "s3" && s.s3SnapshotsPrefix.startsWith(s.s3Prefix) && !s.s3SnapshotsPrefix.slice(s.s3Prefix.length).includes("/")) {
+    throw new Error("AGENTBOX_S3_SNAPSHOTS_PREFIX must not put snapshot archives among the stored files of AGENTBOX_S3_PREFIX");
+  }
   return {
     backend: s.backend,
     dir: path.resolve(s.dir ?? path.join(dataDir, "files")),
@@ -108,6 +119,7 @@ export function loadFilesConfig(dataDir: string, env: NodeJS.ProcessEnv = proces
       bucket: s.s3Bucket ?? "",
       region: s.s3Region,
       prefix: s.s3Prefix,
+      snapshotsPrefix: s.s3SnapshotsPrefix,
       forcePathStyle: s.s3ForcePathStyle,
       accessKeyId: s.s3AccessKeyId,
       secretAccessKey: s.s3SecretAccessKey,

@@ -44,6 +44,18 @@ export async function openStorageQuota(
   return quota;
 }
 
+/**
+ * Where snapshot archives are kept for every node: with the S3 backend, the object store under
+ * AGENTBOX_S3_SNAPSHOTS_PREFIX (a snapshot taken on one node is resumed or forked on any other);
+ * with the local backend none (each node keeps its archives on its own disk). No start-up sweep
+ * of that prefix: in a cluster another node may be writing an archive its record does not name yet.
+ */
+export async function openSnapshotArchives(config: FilesConfig): Promise<FileStorage | undefined> {
+  if (config.backend !== "s3") return undefined;
+  const { S3Storage } = await import("./s3.js");
+  return new S3Storage({ ...config.s3, prefix: config.s3.snapshotsPrefix });
+}
+
 export async function openFiles(
   config: FilesConfig,
   persistence: Persistence,

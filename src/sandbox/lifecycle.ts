@@ -374,7 +374,7 @@ export class Lifecycle {
       try {
         await this.host.assign(box, record.tenantId);
         if (Object.keys(record.envVars).length) await box.setEnv(record.envVars);
-        await this.keeper.files.restore(box, this.keeper.files.pathOf(h.snapshot.id), h.snapshot.sha256);
+        await this.keeper.restore(box, h.snapshot);
       } catch (err) {
         await this.host.release(box, false, true);
         throw err;
@@ -519,7 +519,7 @@ export class Lifecycle {
       envVars: input.envVars ?? s.settings.envVars,
       metadata: input.metadata ?? s.settings.metadata,
       onTimeout: input.onTimeout ?? onTimeout,
-      restore: (box: Box) => this.keeper.files.restore(box, this.keeper.files.pathOf(s.id), s.sha256),
+      restore: (box: Box) => this.keeper.restore(box, s),
       afterCreate: (record) => this.applyNetwork(record, s.settings.extra?.network),
     };
   }
@@ -537,11 +537,12 @@ export class Lifecycle {
     this.registry.checkRoom(tenantId, count);
     // The copies' archive is on disk while they are made: it takes room in the storage quota until then.
     const bytes = await this.keeper.reserveStorage(tenantId);
-    let source: { file: string; sha256: string; temp?: string } | undefined;
+    let source: { restore: (box: Box) => Promise<number>; temp?: string } | undefined;
     try {
       if (h) {
-        source = { file: this.keeper.files.pathOf(h.snapshot.id), sha256: h.snapshot.sha256 };
-        return await this.copies(tenantId, count, h, source, h.snapshot.settings.extra?.network);
+        const snapshot = h.snapshot;
+        source = { restore: (box) => this.keeper.restore(box, snapshot) };
+        return await this.copies(tenantId, count, h, source, snapshot.settings.extra?.network);
       }
       const l = live as Live;
       const policy = this.network?.capture(tenantId, id);
@@ -550,8 +551,10 @@ export class Lifecycle {
         if (paused) await l.box.resume();
         try {
           const temp = `fork_${crypto.randomUUID()}`;
+          // The copies are made on this node: the archive stays on its disk.
           const info = await this.keeper.files.write(l.box, temp, (size) => bytes.grow(size));
-          return { file: this.keeper.files.pathOf(temp), sha256: info.sha256, temp };
+          const file = this.keeper.files.pathOf(temp);
+          return { restore: (box: Box) => this.keeper.files.restore(box, file, info.sha256), temp };
         } finally {
           if (paused) await l.box.pause().catch(() => {});
         }
@@ -568,7 +571,7 @@ export class Lifecycle {
     tenantId: string,
     count: number,
     base: { record: SandboxRecord; lifeS: number; onTimeout: OnTimeout },
-    source: { file: string; sha256: string },
+    source: { restore: (box: Box) => Promise<number> },
     policy: unknown,
   ): Promise<SandboxRecord[]> {
     // Copies made at once: as many creates as one tenant may have waiting for a sandbox start
@@ -580,7 +583,7 @@ export class Lifecycle {
       metadata: base.record.metadata,
       timeoutS: base.lifeS,
       onTimeout: base.onTimeout,
-      restore: (box: Box) => this.keeper.files.restore(box, source.file, source.sha256),
+      restore: source.restore,
       afterCreate: (record) => this.applyNetwork(record, policy),
     };
     const settled = await Promise.allSettled(Array.from({ length: count }, () => limiter.run(() => this.creates.create(tenantId, input))));

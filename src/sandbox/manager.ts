@@ -9,6 +9,7 @@ import { type SandboxConfig, tenantQuotaDefaults } from "./settings.js";
 import { ApiError } from "../errors.js";
 import { type EndedBy, LifecycleBus } from "../events/bus.js";
 import type { StorageQuota } from "../files/quota.js";
+import type { FileStorage } from "../files/storage.js";
 import type { ListFilter, SandboxRecord, SandboxStore } from "./store/sandboxes.js";
 import type { SnapshotStore } from "./store/snapshots.js";
 import type { TenantDirectory } from "../tenancy/tenant-directory.js";
@@ -64,6 +65,8 @@ export class SandboxManager {
      * pool), creates are refused, and the records are still read and written (ends of lost nodes' sandboxes).
      */
     readonly runsSandboxes = true,
+    /** The object store of snapshot archives every node shares, if any (see SnapshotKeeper). */
+    archives?: FileStorage,
   ) {
     this.log = log;
     this.templates = builtInTemplates(config.limits);
@@ -80,7 +83,7 @@ export class SandboxManager {
             }),
         )
       : new NoHost();
-    this.keeper = new SnapshotKeeper(config, snapshots, storage, log);
+    this.keeper = new SnapshotKeeper(config, snapshots, storage, log, archives);
     this.registry = new Registry(
       store,
       config.maxSandboxes,

@@ -299,7 +299,7 @@ export const sandboxSettingsSchema = defineSettings({
   snapshotDir: sandbox.string("AGENTBOX_SNAPSHOT_DIR", {
     table: "snapshots",
     defaultDoc: "`<data dir>/snapshots`",
-    doc: "Where snapshot archives live (one `snap_<uuid>.tar` each, mode 0600). Keep it on persistent disk with the database; a full disk makes snapshots fail with 507 and leaves no partial file.",
+    doc: "Where snapshot archives live (one `snap_<uuid>.tar` each, mode 0600). Keep it on persistent disk with the database; a full disk makes snapshots fail with 507 and leaves no partial file. With `AGENTBOX_FILES_BACKEND=s3` it holds only archives being written and forks' archives: a snapshot's archive is kept in the object store (`AGENTBOX_S3_SNAPSHOTS_PREFIX`).",
   }),
   snapshotMaxBytes: sandbox.number("AGENTBOX_SNAPSHOT_MAX_BYTES", {
     table: "snapshots",

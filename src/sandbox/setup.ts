@@ -3,6 +3,7 @@
 import type { Logger } from "pino";
 import type { SandboxConfig } from "./settings.js";
 import type { StorageQuota } from "../files/quota.js";
+import type { FileStorage } from "../files/storage.js";
 import type { Persistence } from "../store/persistence.js";
 import type { TenantDirectory } from "../tenancy/tenant-directory.js";
 import { SandboxManager } from "./manager.js";
@@ -31,13 +32,15 @@ export async function openSandboxes(
   storageOf: (snapshots: SnapshotStore) => Promise<StorageQuota>,
   /** False on a cluster's API-only node: no sandbox host is opened (see SandboxManager). */
   runsSandboxes = true,
+  /** Where snapshot archives are kept for every node (the S3 backend); none: on this node's disk. */
+  archives?: FileStorage,
 ): Promise<SandboxesArea> {
   const p = persistence;
   // The records of this node's sandboxes carry its id (config.nodeId): it re-adopts only its own.
   const records: SandboxStore = p.kind === "pg" ? await PgSandboxStore.open(p.pool, p.nodeId) : new SqliteSandboxStore(p.db, p.nodeId);
   const snapshots: SnapshotStore = p.kind === "pg" ? await PgSnapshotStore.open(p.pool) : new SqliteSnapshotStore(p.db);
   const storage = await storageOf(snapshots);
-  const sandboxes = new SandboxManager(config, records, tenants, logger, snapshots, storage, runsSandboxes);
+  const sandboxes = new SandboxManager(config, records, tenants, logger, snapshots, storage, runsSandboxes, archives);
   return { sandboxes, storage };
 }
 

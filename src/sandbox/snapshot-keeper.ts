@@ -1,13 +1,19 @@
-// The tenants' snapshots as kept things: their archives on disk (./snapshots.ts) and their records,
-// the cap on how many a tenant keeps, and the storage quota their bytes count against as they
-// arrive. Knows nothing of live sandboxes: it is handed the box to copy and the settings to keep.
+// The tenants' snapshots as kept things: their archives (written on disk by ./snapshots.ts, then
+// kept there or, when the service has a shared store, in the object store every node reads) and
+// their records, the cap on how many a tenant keeps, and the storage quota their bytes count
+// against as they arrive. Knows nothing of live sandboxes: it is handed the box to copy and the
+// settings to keep.
 import crypto from "node:crypto";
+import fs from "node:fs";
+import type { Readable } from "node:stream";
 import type { Logger } from "pino";
 import type { SandboxConfig } from "./settings.js";
 import { ApiError } from "../errors.js";
 import type { Reservation, StorageQuota } from "../files/quota.js";
+import type { FileStorage } from "../files/storage.js";
 import type { SnapshotKind, SnapshotRecord, SnapshotSettings, SnapshotStore } from "./store/snapshots.js";
 import type { Box } from "./box.js";
+import { FILE_CHUNK } from "./protocol.js";
 import { SnapshotFiles } from "./snapshots.js";
 
 export type SnapshotKeeperConfig = Pick<SandboxConfig, "snapshotsPerTenant" | "snapshotDir" | "snapshotMaxBytes">;
@@ -23,8 +29,62 @@ export class SnapshotKeeper {
     /** Tenants' stored bytes (stored files and snapshots together): snapshots are held to it. */
     private readonly storage: StorageQuota,
     private readonly log: Logger,
+    /**
+     * The object store every node shares (the S3 backend), or none: archives then stay on this
+     * node's disk. With one, an archive is written on disk, copied there, and removed from disk
+     * before its record exists, so any node restores any snapshot.
+     */
+    private readonly shared?: FileStorage,
   ) {
     this.files = new SnapshotFiles(config.snapshotDir, config.snapshotMaxBytes);
+  }
+
+  /** Moves a just-written archive from this node's disk to the shared store (nothing when there is none). */
+  private async share(id: string): Promise<void> {
+    if (!this.shared) return;
+    try {
+      await this.shared.put(id, fs.createReadStream(this.files.pathOf(id), { highWaterMark: FILE_CHUNK }));
+    } catch (err) {
+      this.log.error({ err, snapshot_id: id }, "could not store a snapshot archive in the object store");
+      throw new ApiError("internal_error", "The snapshot failed: its archive could not be stored in the object store; retry");
+    } finally {
+      await this.files.remove(id);
+    }
+  }
+
+  /**
+   * The archive's bytes: from this node's disk when it is there (no shared store, or a snapshot
+   * written before there was one), otherwise from the shared store, whichever node wrote it.
+   */
+  private async open(id: string): Promise<Readable> {
+    try {
+      const handle = await fs.promises.open(this.files.pathOf(id), "r");
+      return handle.createReadStream({ highWaterMark: FILE_CHUNK });
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
+    }
+    if (!this.shared) {
+      throw new ApiError("internal_error", `The archive of snapshot '${id}' is not on this node (it was written on another one)`);
+    }
+    try {
+      return await this.shared.open(id);
+    } catch (err) {
+      if ((err as { name?: string }).name === "NoSuchKey") {
+        throw new ApiError("internal_error", `The archive of snapshot '${id}' is missing from the object store`);
+      }
+      throw err;
+    }
+  }
+
+  /** Unpacks the snapshot's archive into the box's /home/user (checked against its checksum); the entries unpacked. */
+  async restore(box: Box, snapshot: SnapshotRecord): Promise<number> {
+    return this.files.restoreFrom(box, await this.open(snapshot.id), snapshot.sha256);
+  }
+
+  /** Removes an archive wherever it is kept. */
+  private async discard(id: string): Promise<void> {
+    await this.files.remove(id);
+    await this.shared?.remove(id);
   }
 
   /**
@@ -83,6 +143,7 @@ export class SnapshotKeeper {
     try {
       const id = `snap_${crypto.randomUUID()}`;
       const info = await this.files.write(box, id, (size) => bytes.grow(size));
+      await this.share(id);
       const snapshot: SnapshotRecord = {
         id,
         tenantId: of.tenantId,
@@ -110,7 +171,8 @@ export class SnapshotKeeper {
     try {
       bytes.grow(source.sizeBytes);
       const id = `snap_${crypto.randomUUID()}`;
-      await this.files.link(source.id, id);
+      if (this.shared) await this.shared.put(id, await this.open(source.id));
+      else await this.files.link(source.id, id);
       const snapshot: SnapshotRecord = { ...source, id, kind: "manual", createdAt: new Date().toISOString() };
       await this.commit(bytes, snapshot);
       return snapshot;
@@ -125,7 +187,9 @@ export class SnapshotKeeper {
     try {
       await bytes.commit(() => this.snapshots.insert(snapshot));
     } catch (err) {
-      await this.files.remove(snapshot.id);
+      await this.discard(snapshot.id).catch((e) =>
+        this.log.error({ err: e, snapshot_id: snapshot.id }, "could not remove a snapshot archive"),
+      );
       throw err;
     }
   }
@@ -154,8 +218,6 @@ export class SnapshotKeeper {
   async remove(snapshot: SnapshotRecord): Promise<void> {
     // The row first: a crash between the two leaves an orphan file, never a row without its file.
     if (await this.snapshots.delete(snapshot.id)) this.storage.removed(snapshot.tenantId, snapshot.sizeBytes);
-    return this.files
-      .remove(snapshot.id)
-      .catch((err) => this.log.error({ err, snapshot_id: snapshot.id }, "could not remove a snapshot file"));
+    return this.discard(snapshot.id).catch((err) => this.log.error({ err, snapshot_id: snapshot.id }, "could not remove a snapshot file"));
   }
 }

@@ -7,6 +7,7 @@
 import crypto from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
+import type { Readable } from "node:stream";
 import { ApiError } from "../errors.js";
 import type { ArchiveEvent } from "./archive-protocol.js";
 import type { Box } from "./box.js";
@@ -56,6 +57,30 @@ async function sha256File(file: string): Promise<string> {
   const hash = crypto.createHash("sha256");
   for await (const chunk of fs.createReadStream(file, { highWaterMark: FILE_CHUNK })) hash.update(chunk as Buffer);
   return hash.digest("hex");
+}
+
+/**
+ * `source`'s bytes in chunks of FILE_CHUNK (the last one shorter): an object store's answer comes
+ * in pieces of a few KiB, each of which would otherwise be a round trip to the sandbox.
+ */
+async function* inChunks(source: AsyncIterable<Buffer>): AsyncGenerator<Buffer> {
+  let parts: Buffer[] = [];
+  let held = 0;
+  for await (const piece of source) {
+    if (held === 0 && piece.length === FILE_CHUNK) {
+      yield piece; // a local file's chunk, as it is
+      continue;
+    }
+    parts.push(piece);
+    held += piece.length;
+    while (held >= FILE_CHUNK) {
+      const all = Buffer.concat(parts, held);
+      yield all.subarray(0, FILE_CHUNK);
+      parts = [all.subarray(FILE_CHUNK)];
+      held -= FILE_CHUNK;
+    }
+  }
+  if (held > 0) yield Buffer.concat(parts, held);
 }
 
 async function writeAll(fh: fs.promises.FileHandle, data: Buffer): Promise<void> {
@@ -151,13 +176,23 @@ export class SnapshotFiles {
    * Unpacks the archive `file` into the sandbox's /home/user; the bytes sent are checked against
    * `sha256` (a file changed on disk since it was written is refused). Returns the entries unpacked.
    */
-  async restore(box: Box, file: string, sha256: string): Promise<number> {
+  restore(box: Box, file: string, sha256: string): Promise<number> {
+    return this.restoreFrom(box, fs.createReadStream(file, { highWaterMark: FILE_CHUNK }), sha256);
+  }
+
+  /** As restore(), from an archive's bytes however they come (a file, an object store's answer); `source` is closed after. */
+  async restoreFrom(box: Box, source: Readable, sha256: string): Promise<number> {
     const hash = crypto.createHash("sha256");
-    const handle = accepted(await box.request({ op: "archive_extract", limit: this.maxBytes }), "restore").handle ?? -1;
+    let handle: number;
+    try {
+      handle = accepted(await box.request({ op: "archive_extract", limit: this.maxBytes }), "restore").handle ?? -1;
+    } catch (err) {
+      source.destroy();
+      throw err;
+    }
     let done = false;
     try {
-      for await (const chunk of fs.createReadStream(file, { highWaterMark: FILE_CHUNK })) {
-        const data = chunk as Buffer;
+      for await (const data of inChunks(source)) {
         hash.update(data);
         const reply = await box.request({ op: "archive_write", handle }, data, { timeoutMs: ARCHIVE_STEP_MS });
         if (reply.ev !== "ok") {
@@ -174,6 +209,8 @@ export class SnapshotFiles {
     } catch (err) {
       if (!done) await box.request({ op: "archive_close", handle }).catch(() => {});
       throw err;
+    } finally {
+      source.destroy();
     }
   }
 

@@ -3,8 +3,17 @@
 // applied in its own transaction, under an advisory lock so that nodes starting together apply each
 // version once. A database that cannot be reached is typed here, once: every query of the pool and
 // every transaction fails with 503 `database_unavailable` (Retry-After) instead of the driver's error.
-import pg from "pg";
+import { createRequire } from "node:module";
+import type pg from "pg";
 import { ApiError } from "../errors.js";
+
+let driver: typeof pg | undefined;
+/** node-postgres, loaded on first use: a service on SQLite (the default) never needs it, and loading
+ * it is a noticeable part of a start (~70 ms of CPU). */
+const loadPg = (): typeof pg => {
+  driver ??= createRequire(import.meta.url)("pg") as typeof pg;
+  return driver;
+};
 
 export type PgPool = pg.Pool;
 export type PgClient = pg.PoolClient;
@@ -23,8 +32,9 @@ export interface PgMigration {
  * epoch time kept here is far below 2^53. */
 const types = {
   getTypeParser: ((oid: number, format?: "text" | "binary") => {
-    if (oid === pg.types.builtins.INT8 || oid === pg.types.builtins.NUMERIC) return (v: string) => Number(v);
-    return format === undefined ? pg.types.getTypeParser(oid) : pg.types.getTypeParser(oid, format);
+    const { types } = loadPg();
+    if (oid === types.builtins.INT8 || oid === types.builtins.NUMERIC) return (v: string) => Number(v);
+    return format === undefined ? types.getTypeParser(oid) : types.getTypeParser(oid, format);
   }) as typeof pg.types.getTypeParser,
 };
 
@@ -83,7 +93,7 @@ function rethrowUnavailable(err: unknown): never {
 /** A pool of `max` connections to the database at `url` (a `postgres://` URL; a search_path may be
  * given in its `options`); opening one waits at most `connectTimeoutMs` (also for a free one). */
 export function openPgPool(url: string, max: number, connectTimeoutMs = 5000): PgPool {
-  const pool = new pg.Pool({ connectionString: url, max, types, connectionTimeoutMillis: connectTimeoutMs });
+  const pool = new (loadPg().Pool)({ connectionString: url, max, types, connectionTimeoutMillis: connectTimeoutMs });
   // An idle connection the server drops (a restart) is an error event on the pool, not a crash: the
   // next query opens a new one.
   pool.on("error", () => {});

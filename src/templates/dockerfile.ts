@@ -3,11 +3,20 @@
 // copies out of an earlier one), RUN a `run` step in the build sandbox, COPY/ADD `copy_file`
 // steps from the request's context, ENV/WORKDIR the template's defaults (and the environment of the
 // RUN steps after them). Whatever cannot be honoured is a 400 naming its line, before anything runs.
+import { createRequire } from "node:module";
 import path from "node:path";
-import { DockerfileParser, type Instruction, JSONInstruction, ModifiableInstruction, PropertyInstruction } from "dockerfile-ast";
+import type { Instruction } from "dockerfile-ast";
 import { ApiError } from "../errors.js";
 import { commandLine, shellQuote } from "../sandbox/service.js";
 import type { Step } from "./steps.js";
+
+let parserModule: typeof import("dockerfile-ast") | undefined;
+/** The Dockerfile parser, loaded on first use: most services never read a Dockerfile, and loading it
+ * is a noticeable part of a start (~60 ms of CPU). */
+const ast = (): typeof import("dockerfile-ast") => {
+  parserModule ??= createRequire(import.meta.url)("dockerfile-ast") as typeof import("dockerfile-ast");
+  return parserModule;
+};
 
 /** One stage of a Dockerfile: its base and its steps. */
 export interface StagePlan {
@@ -87,7 +96,7 @@ export function readContext(context: Record<string, string>, maxBytes: number): 
 }
 
 function execForm(ins: Instruction): string[] | undefined {
-  if (!(ins instanceof JSONInstruction) || !ins.getOpeningBracket()) return undefined;
+  if (!(ins instanceof ast().JSONInstruction) || !ins.getOpeningBracket()) return undefined;
   // The text itself, as Docker reads it (the parser's own JSON values drop spaces inside strings);
   // what is not a JSON array of strings is the shell form, as in Docker.
   try {
@@ -99,12 +108,12 @@ function execForm(ins: Instruction): string[] | undefined {
 
 /** The instruction's flags as written (`--from=x`). */
 function flags(ins: Instruction): string[] {
-  if (!(ins instanceof ModifiableInstruction)) return [];
+  if (!(ins instanceof ast().ModifiableInstruction)) return [];
   return ins.getFlags().map((f) => (f.getValue() === null ? `--${f.getName()}` : `--${f.getName()}=${f.getValue()}`));
 }
 
 function properties(ins: Instruction, vars: Record<string, string>): [string, string][] {
-  if (!(ins instanceof PropertyInstruction)) return [];
+  if (!(ins instanceof ast().PropertyInstruction)) return [];
   return ins.getProperties().map((p) => [p.getName(), substitute(p.getValue() ?? "", vars)]);
 }
 
@@ -121,7 +130,7 @@ function stageOf(stages: Stage[], ref: string): number | undefined {
 }
 
 export function translateDockerfile(text: string, context: Map<string, Buffer>): DockerfilePlan {
-  const dockerfile = DockerfileParser.parse(text);
+  const dockerfile = ast().DockerfileParser.parse(text);
   const stages: Stage[] = [];
   let plan: Stage = { name: undefined, from: "", steps: [], environment: {}, workdir: null, labels: {}, stages: [] };
   /** ARG values (for substitution and RUN) and ENV values (also kept). */

@@ -43,6 +43,7 @@ const deployment = (id: string, name: string, over: Partial<DeploymentRow> = {})
   status: "creating",
   reason: null,
   created_at: "2026-01-01T00:00:00.000Z",
+  node_id: "node-a",
   ...over,
 });
 
@@ -83,6 +84,31 @@ export function describeDeploymentStoreContract(name: string, makeStore: () => P
       await store.remove("nothing");
       assert.deepEqual(await store.all(), []);
       assert.equal(await store.insert(deployment("d2", "llm")), true);
+    });
+
+    test("claim moves a deployment from its node to another once; not one being deleted, not from another node", async () => {
+      const store = await makeStore();
+      await store.insert(deployment("d1", "llm"));
+      await store.insert(deployment("d2", "old", { node_id: null }));
+      await store.insert(deployment("d3", "gone"));
+      await store.setStatus("d3", "deleting", null);
+      const won = await Promise.all(["node-b", "node-c", "node-d"].map((to) => store.claim("d1", "node-a", to)));
+      assert.equal(won.filter(Boolean).length, 1);
+      const owner = (await store.all()).find((d) => d.id === "d1")?.node_id;
+      assert.equal(owner, ["node-b", "node-c", "node-d"][won.indexOf(true)]);
+      assert.equal(await store.claim("d1", "node-a", "node-e"), false, "no longer on node-a");
+      assert.equal(await store.claim("d2", "node-a", "node-b"), false, "not on node-a");
+      assert.equal(await store.claim("d2", null, "node-b"), true, "a row of no node");
+      assert.equal(await store.claim("d3", "node-a", "node-b"), false, "being deleted");
+      assert.equal(await store.claim("nothing", "node-a", "node-b"), false);
+      assert.deepEqual(
+        (await store.all()).map((d) => [d.id, d.node_id]),
+        [
+          ["d1", owner],
+          ["d2", "node-b"],
+          ["d3", "node-a"],
+        ],
+      );
     });
   });
 }

@@ -142,6 +142,11 @@ test("the areas' settings keep today's names, defaults and rules", () => {
     /AGENTBOX_FILES_BACKEND must be 'local' or 's3', got 'ftp'/,
   );
   assert.throws(() => loadFilesConfig("/tmp/d", { AGENTBOX_FILES_BACKEND: "s3" }), /needs AGENTBOX_S3_BUCKET/);
+  assert.equal(files.s3.snapshotsPrefix, "snapshots/");
+  assert.throws(
+    () => loadFilesConfig("/tmp/d", { AGENTBOX_FILES_BACKEND: "s3", AGENTBOX_S3_BUCKET: "b", AGENTBOX_S3_SNAPSHOTS_PREFIX: "files/snap-" }),
+    /AGENTBOX_S3_SNAPSHOTS_PREFIX must not put snapshot archives among the stored files/,
+  );
   const d = loadDeploymentsConfig({ AGENTBOX_DEPLOYMENT_QUEUE_TIMEOUT_S: "2", AGENTBOX_REPLICA_THREADS: "0" });
   assert.equal(d.queueTimeoutMs, 2000);
   assert.equal(d.threads, undefined);

@@ -59,6 +59,7 @@ async function service(overrides: Partial<FilesConfig> = {}) {
       bucket: "",
       region: "",
       prefix: "",
+      snapshotsPrefix: "snapshots/",
       forcePathStyle: true,
       accessKeyId: undefined,
       secretAccessKey: undefined,

@@ -7154,6 +7154,8 @@ export interface paths {
                                 gpu_count: number;
                                 min_replicas: number;
                                 max_replicas: number;
+                                /** @description The node that runs its replicas (AGENTBOX_NODE_ID); in a cluster, another node once that one is lost */
+                                node_id: string | null;
                                 replicas: {
                                     replica_id: string;
                                     /** @description starting, ready, restarting, stopping, stopped or failed */
@@ -7232,6 +7234,8 @@ export interface paths {
                             gpu_count: number;
                             min_replicas: number;
                             max_replicas: number;
+                            /** @description The node that runs its replicas (AGENTBOX_NODE_ID); in a cluster, another node once that one is lost */
+                            node_id: string | null;
                             replicas: {
                                 replica_id: string;
                                 /** @description starting, ready, restarting, stopping, stopped or failed */

@@ -1,0 +1,129 @@
+// Deployments across the nodes of a cluster (PostgreSQL, Redis, two executors): a deployment runs
+// its replica on the node that created it; when that node is killed (-9) another executor takes it
+// over, exactly once (a conditional claim of its row), starts its replica and answers its chat
+// requests, and the deployment's record names the node that runs it now.
+import assert from "node:assert/strict";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { after, before, test } from "node:test";
+import pg from "pg";
+import { startCluster, type TestCluster } from "./helpers/cluster.js";
+import { writeTinyLlama } from "./helpers/gguf.js";
+import { startPostgres, type TestPostgres } from "./helpers/postgres.js";
+import { client, type TestServer } from "./helpers/server.js";
+
+const LEASE_MS = 3000;
+
+interface DeploymentItem {
+  deployment_id: string;
+  status: string;
+  node_id: string | null;
+  replicas: { replica_id: string; state: string; pid: number | null }[];
+}
+
+let postgres: TestPostgres;
+let databaseUrl: string;
+let cluster: TestCluster;
+let modelDir: string;
+let env: Record<string, string>;
+
+before(async () => {
+  postgres = await startPostgres();
+  databaseUrl = await postgres.createDatabase("agentbox");
+  modelDir = fs.mkdtempSync(path.join(os.tmpdir(), "agentbox-model-"));
+  const model = path.join(modelDir, "tiny.gguf");
+  writeTinyLlama(model);
+  fs.chmodSync(model, 0o644);
+  // Each node has the model (as a pulled model would be on every executor).
+  env = {
+    AGENTBOX_MODEL: model,
+    AGENTBOX_REPLICA_THREADS: "1",
+    AGENTBOX_REPLICA_MEMORY_MB: "1024",
+    AGENTBOX_REPLICA_HEALTH_INTERVAL_MS: "500",
+  };
+  cluster = await startCluster({ leaseMs: LEASE_MS, databaseUrl });
+});
+
+after(async () => {
+  await cluster?.dispose();
+  await postgres?.stop();
+  if (modelDir) fs.rmSync(modelDir, { recursive: true, force: true });
+});
+
+async function until<T>(what: string, timeoutMs: number, probe: () => Promise<T | undefined>): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await probe();
+    if (v !== undefined) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+const chat = (call: ReturnType<typeof client>, model: string) =>
+  call<{ model: string; choices: { message: { content: string } }[] }>("POST", "/v1/inference/chat/completions", {
+    model,
+    messages: [{ role: "user", content: "hello world the cat" }],
+    max_tokens: 4,
+    temperature: 0,
+  });
+
+test("a killed node's deployment is taken over by the other executor, once, and answers through it", async (t) => {
+  const a: TestServer = await cluster.node("node-a", "both", env);
+  const b: TestServer = await cluster.node("node-b", "both", env);
+  const callA = client({ url: a.url, key: cluster.key });
+  const callB = client({ url: b.url, key: cluster.key });
+
+  const made = await callA<{ deployment_id: string }>("POST", "/v1/deployments/create", {
+    deployment_name: "moving",
+    model_name: "tiny",
+    hw_type: "cpu",
+    min_replicas: 1,
+    max_replicas: 1,
+  });
+  assert.equal(made.status, 200, JSON.stringify(made.body));
+  const id = made.body.deployment_id;
+  const onA = await until("the replica on node A", 60_000, async () => {
+    const res = await callA<DeploymentItem>("GET", `/v1/deployments/${id}`);
+    return res.body.status === "running" ? res.body : undefined;
+  });
+  assert.equal(onA.node_id, "node-a");
+  assert.equal((await chat(callA, "moving")).status, 200);
+
+  await a.crash();
+  const killedAt = Date.now();
+  const onB = await until("the replica on node B", LEASE_MS + 60_000, async () => {
+    const res = await callB<DeploymentItem>("GET", `/v1/deployments/${id}`);
+    return res.status === 200 && res.body.status === "running" && res.body.replicas.some((r) => r.state === "ready") ? res.body : undefined;
+  });
+  t.diagnostic(`running on node B ${Date.now() - killedAt} ms after node A was killed (lease ${LEASE_MS} ms)`);
+  assert.equal(onB.node_id, "node-b");
+  assert.equal(onB.replicas.length, 1);
+  const answer = await chat(callB, "moving");
+  assert.equal(answer.status, 200, JSON.stringify(answer.body));
+  assert.equal(answer.body.model, "moving");
+  assert.ok(typeof answer.body.choices[0]?.message.content === "string");
+
+  // Once: the row names node B, and node B lists the deployment once.
+  const sql = new pg.Client({ connectionString: databaseUrl });
+  await sql.connect();
+  try {
+    const rows = (await sql.query<{ node_id: string }>("SELECT node_id FROM deployments WHERE id = $1", [id])).rows;
+    assert.deepEqual(rows, [{ node_id: "node-b" }]);
+  } finally {
+    await sql.end();
+  }
+  const list = await callB<{ deployments: DeploymentItem[] }>("GET", "/v1/deployments/list");
+  assert.deepEqual(
+    list.body.deployments.map((d) => d.deployment_id),
+    [id],
+  );
+
+  // Node A started again under its old name does not start it a second time.
+  const again = await cluster.node("node-a", "both", { ...env });
+  const callA2 = client({ url: again.url, key: cluster.key });
+  await new Promise((r) => setTimeout(r, LEASE_MS));
+  assert.equal((await callA2("GET", `/v1/deployments/${id}`)).status, 404);
+  assert.equal((await callB<DeploymentItem>("GET", `/v1/deployments/${id}`)).body.node_id, "node-b");
+});

@@ -2,7 +2,8 @@
 // tenants, sandbox records (with their owner node), snapshots, network policies, events, webhooks
 // and their deliveries and stored files' records there, not in its SQLite file; a second node on the
 // same database, with a data directory of its own, serves the same keys and records and leaves the
-// first node's running sandboxes alone; the CLI's local commands write to the same database.
+// first node's running sandboxes (and their network policies) alone; the CLI's local commands write
+// to the same database.
 import assert from "node:assert/strict";
 import fs from "node:fs";
 import http from "node:http";
@@ -161,7 +162,10 @@ describe("durable state in PostgreSQL", () => {
   });
 
   test("a second node on the same database serves the same keys and records, and leaves the first node's sandboxes running", async () => {
-    const liveId = await createSandbox(call);
+    const liveId = await createSandbox(call, { network: { allow_out: ["pypi.test"] } });
+    const policyOf = (id: string) => rows("SELECT tenant_id, policy FROM sandbox_network WHERE sandbox_id = $1", [id]);
+    const livePolicy = await policyOf(liveId);
+    assert.equal(livePolicy.length, 1, "node A stored the live sandbox's network policy");
     nodeB = await startServer({ env: env("node-b") });
     const callB = client({ url: nodeB.url, key });
 
@@ -196,6 +200,9 @@ describe("durable state in PostgreSQL", () => {
     assert.deepEqual(await rows("SELECT status, node_id FROM sandboxes WHERE id = $1", [liveId]), [
       { status: "running", node_id: "node-a" },
     ]);
+    // ... nor its network policy: node B's start sweeps only the policies of sandboxes that ended
+    // or were its own, and node A needs this one to give the sandbox its policy back when it restarts.
+    assert.deepEqual(await policyOf(liveId), livePolicy);
     assert.equal(await pythonStdout(call, liveId, "print('still here')"), "still here\n");
     assert.deepEqual(
       (await sandboxEvents(call, liveId)).body.map((e) => e.type),

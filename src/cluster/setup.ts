@@ -116,6 +116,8 @@ export async function openCluster(settings: ClusterSettings, deps: ClusterDeps):
   sub.on("error", onError);
   await connected(redis, settings.redisUrl);
   const { sandboxes } = deps;
+  // A tenant's max_sandboxes and stored bytes hold over every node: counted from the shared records.
+  sandboxes.countQuotasOverCluster();
   const membership = new Membership(redis, {
     id: nodeId,
     url: settings.nodeUrl ?? defaultNodeUrl(deps.host, deps.port),

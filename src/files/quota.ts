@@ -13,6 +13,8 @@ export interface StoredBytesSource {
   limit(tenantId: string): number;
   /** Bytes every tenant's records hold (stored files and snapshots), read once at start. */
   committedPerTenant(): Promise<Map<string, number>>;
+  /** Bytes one tenant's records hold now (every node's writes, in a cluster). */
+  committedOf(tenantId: string): Promise<number>;
 }
 
 /**
@@ -30,8 +32,28 @@ export interface Account {
 
 export class StorageQuota {
   private readonly accounts = new Map<string, Account>();
+  /** A node of a cluster: other nodes write and delete the tenant's records too (see refresh()). */
+  private overCluster = false;
 
   constructor(private readonly source: StoredBytesSource) {}
+
+  /** This node is one of a cluster sharing the records: a write first reads what the tenant holds again. */
+  countOverCluster(): void {
+    this.overCluster = true;
+  }
+
+  /**
+   * In a cluster, before a write: the tenant's committed bytes are read again from the records, so
+   * what other nodes stored or deleted since counts (their writes still in flight do not: the
+   * quota can be passed by those). A write of this node's committed while the records are read
+   * may be missed until the tenant's next write reads them again. On one node, nothing: this
+   * node's own count is the truth.
+   */
+  async refresh(tenantId: string): Promise<void> {
+    if (!this.overCluster) return;
+    const bytes = await this.source.committedOf(tenantId);
+    this.account(tenantId).committed = bytes;
+  }
 
   /** Reads what every tenant holds; before the first reservation. */
   async load(): Promise<void> {

@@ -154,6 +154,7 @@ export class FileService {
 
   /** Refuses at once what cannot fit: too many files, or a known size over the limit or the quota. */
   async precheck(tenantId: string, knownBytes?: number): Promise<void> {
+    await this.deps.quota.refresh(tenantId);
     const usage = await this.deps.store.usage(tenantId);
     if (usage.files >= this.config.maxFilesPerTenant) {
       throw new ApiError("quota_exceeded", `This tenant already holds ${usage.files} files, the most allowed; delete some first`);

@@ -21,7 +21,8 @@ async function openFileStore(p: Persistence): Promise<FileStore> {
 
 /**
  * The stored bytes of each tenant (its files and its snapshots) against its storage_mb quota, or
- * AGENTBOX_TENANT_FILES_MB when the operator set none; what each holds is read once, here.
+ * AGENTBOX_TENANT_FILES_MB when the operator set none; what each holds is read once, here (and
+ * again for its tenant before each write in a cluster, see StorageQuota.refresh).
  */
 export async function openStorageQuota(
   config: FilesConfig,
@@ -37,6 +38,7 @@ export async function openStorageQuota(
       for (const [tenantId, bytes] of await snapshots.bytesPerTenant()) total.set(tenantId, (total.get(tenantId) ?? 0) + bytes);
       return total;
     },
+    committedOf: async (tenantId) => (await files.usage(tenantId)).bytes + (await snapshots.bytesByTenant(tenantId)),
   });
   await quota.load();
   return quota;

@@ -89,9 +89,9 @@ export class NetworkService {
   }
 
   /**
-   * Gives re-adopted sandboxes their policy back and forgets the policies of sandboxes that ended;
-   * leaves alone those of sandboxes another node of a cluster runs (the nodes share the database).
-   * Removes socket directories no sandbox owns.
+   * Gives re-adopted sandboxes their policy back and removes the stored policies of sandboxes that
+   * ended; removes socket directories no sandbox owns. With a database shared by several nodes,
+   * another node's running sandbox keeps its policy: that node needs it when it restarts.
    */
   async init(): Promise<void> {
     for (const row of await this.store.all()) {

@@ -538,7 +538,7 @@ export class Lifecycle {
     const live = h ? undefined : await this.liveOf(tenantId, id);
     this.registry.checkRoom(tenantId, count);
     // The copies' archive is on disk while they are made: it takes room in the storage quota until then.
-    const bytes = this.keeper.reserveStorage(tenantId);
+    const bytes = await this.keeper.reserveStorage(tenantId);
     let source: { restore: (box: Box) => Promise<number>; temp?: string } | undefined;
     try {
       if (h) {

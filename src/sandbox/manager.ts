@@ -20,7 +20,7 @@ import type { CreateInput, CustomTemplate, EndCause, SandboxHost, ServiceState, 
 import { Host } from "./host.js";
 import { Lifecycle } from "./lifecycle.js";
 import { NO_SANDBOXES_HERE, NoHost } from "./no-host.js";
-import { Registry } from "./registry.js";
+import { Registry, tenantQuotaExceeded } from "./registry.js";
 import { SnapshotKeeper } from "./snapshot-keeper.js";
 import { builtInTemplates, type Template } from "./templates.js";
 import { TemplatePools } from "./template-pools.js";
@@ -44,6 +44,8 @@ export class SandboxManager {
   private readonly quotaDefaults: EffectiveQuotas;
   private readonly log: Logger;
   private reaper: NodeJS.Timeout | undefined;
+  /** In a cluster: a tenant's max_sandboxes counts its running sandboxes on every node (see countQuotasOverCluster). */
+  private quotaOverCluster = false;
   /** useTemplates() was called: unknown template names are asked of the catalogue. */
   private catalogSet = false;
   /** Refills the pool (after a create's reply is written). */
@@ -57,7 +59,7 @@ export class SandboxManager {
     log: Logger,
     snapshots: SnapshotStore,
     /** Tenants' stored bytes (stored files and snapshots together): snapshots are held to it. */
-    storage: StorageQuota,
+    private readonly storage: StorageQuota,
     /**
      * False on a cluster's API-only node: no host is opened (no spawner, cgroup, workspace or warm
      * pool), creates are refused, and the records are still read and written (ends of lost nodes' sandboxes).
@@ -321,6 +323,18 @@ export class SandboxManager {
     return this.templatePools.size(templateId);
   }
 
+  /**
+   * A node of a cluster: a create counts the tenant's running sandboxes on every node, from the
+   * shared records, not only this node's. The records are the truth (a lost node's sandboxes end
+   * there), so no count drifts and none needs Redis; the record's insert is refused, atomically
+   * against every node's inserts, when the tenant's quota is full.
+   */
+  countQuotasOverCluster(): void {
+    this.quotaOverCluster = true;
+    // Stored files and snapshots: what other nodes store counts too (src/files/quota.ts).
+    this.storage.countOverCluster();
+  }
+
   async create(tenantId: string, given: CreateInput): Promise<SandboxRecord> {
     if (!this.runsSandboxes) throw new ApiError("at_capacity", NO_SANDBOXES_HERE, 5);
     this.pool.asked();
@@ -337,6 +351,9 @@ export class SandboxManager {
     this.registry.reserve(tenantId);
     let box: Box | undefined;
     try {
+      // Refused before a sandbox is taken when the tenant's records on every node fill its quota already.
+      if (this.quotaOverCluster && (await this.store.countRunning(tenantId)) >= quota.maxSandboxes)
+        throw tenantQuotaExceeded(quota.maxSandboxes, 1);
       if (custom) {
         box = await this.takeCustom(custom);
         this.templatePools.served(custom.id);
@@ -369,7 +386,9 @@ export class SandboxManager {
       };
       // Written before the sandbox is live (on the create's path, as it always was): a sandbox
       // the service runs always has its record, so a restart re-adopts or ends it.
-      await this.store.insert(record);
+      if (!this.quotaOverCluster) await this.store.insert(record);
+      // Creates on other nodes may have filled the quota since the count above: the insert decides.
+      else if (!(await this.store.insertWithin(record, quota.maxSandboxes))) throw tenantQuotaExceeded(quota.maxSandboxes, 1);
       await this.lifecycle.rememberOnTimeout(record.id, input.onTimeout);
       this.registry.join(record, box, timeoutS, input.onTimeout ?? "kill");
       this.events.emit({

@@ -8,6 +8,17 @@ import type { Box } from "./box.js";
 import { DeadlineQueue } from "./deadlines.js";
 import type { Hibernated, Live, OnTimeout, RegistryDoor, ServiceState } from "./doors.js";
 
+/** 429: `count` more sandboxes would take the tenant past its max_sandboxes (`max`). */
+export function tenantQuotaExceeded(max: number, count: number): ApiError {
+  return new ApiError(
+    "quota_exceeded",
+    count === 1
+      ? `Your tenant already has ${max} live sandboxes, its quota`
+      : `${count} more sandboxes would take your tenant over its quota of ${max} live sandboxes`,
+    10,
+  );
+}
+
 export class Registry implements RegistryDoor {
   private readonly live = new Map<string, Live>();
   /** Live sandboxes per tenant (the tenant quota counts them without a query). */
@@ -152,15 +163,8 @@ export class Registry implements RegistryDoor {
     if (this.state.lowMemory) throw new ApiError("at_capacity", "The host is low on memory; no sandbox can be started now", 5);
     const quota = this.quotaOf(tenantId);
     const tenantPending = this.pendingByTenant.get(tenantId) ?? 0;
-    if ((this.liveByTenant.get(tenantId) ?? 0) + tenantPending + count > quota.maxSandboxes) {
-      throw new ApiError(
-        "quota_exceeded",
-        count === 1
-          ? `Your tenant already has ${quota.maxSandboxes} live sandboxes, its quota`
-          : `${count} more sandboxes would take your tenant over its quota of ${quota.maxSandboxes} live sandboxes`,
-        10,
-      );
-    }
+    if ((this.liveByTenant.get(tenantId) ?? 0) + tenantPending + count > quota.maxSandboxes)
+      throw tenantQuotaExceeded(quota.maxSandboxes, count);
     return quota;
   }
 

@@ -102,6 +102,8 @@ export class SnapshotKeeper {
    * worst (a refusal too many), never missed.
    */
   private async reserveSlot(tenantId: string): Promise<() => void> {
+    // In a cluster: the storage quota sees the other nodes' files and snapshots (their bytes are reserved after this).
+    await this.storage.refresh(tenantId);
     const others = this.writing.get(tenantId) ?? 0;
     this.writing.set(tenantId, others + 1);
     const release = () => {
@@ -198,7 +200,8 @@ export class SnapshotKeeper {
   }
 
   /** Bytes reserved against the tenant's storage quota as they arrive (a fork's temporary archive). */
-  reserveStorage(tenantId: string): Reservation {
+  async reserveStorage(tenantId: string): Promise<Reservation> {
+    await this.storage.refresh(tenantId);
     return this.storage.reserve(tenantId);
   }
 

@@ -125,6 +125,22 @@ export function describeSandboxStoreContract(name: string, makeStore: () => Prom
       await store.setPaused("a", true);
       assert.deepEqual(await listed(), [["a", "terminated"]]);
     });
+
+    test("insertWithin: inserted only while the tenant's running sandboxes on every node are fewer than the quota", async () => {
+      const store = await makeStore();
+      assert.equal(await store.insertWithin(sandbox("q1"), 2), true);
+      assert.equal(await store.insertWithin(sandbox("q2", { nodeId: "n2" }), 2), true);
+      assert.equal(await store.insertWithin(sandbox("q3"), 2), false);
+      assert.equal(await store.get("q3"), undefined);
+      assert.equal(await store.insertWithin(sandbox("other", { tenantId: "t2" }), 2), true);
+      await store.end("q1", "terminated", "2026-01-01T01:00:00.000Z");
+      assert.equal(await store.insertWithin(sandbox("q3"), 2), true);
+      assert.equal(await store.countRunning("t1"), 2);
+      // At once: exactly as many as the quota leaves.
+      const made = await Promise.all(["c1", "c2", "c3", "c4", "c5"].map((id) => store.insertWithin(sandbox(id, { tenantId: "t3" }), 3)));
+      assert.equal(made.filter(Boolean).length, 3);
+      assert.equal(await store.countRunning("t3"), 3);
+    });
   });
 }
 

@@ -14,6 +14,8 @@ export interface TestCluster {
   redis: TestRedis;
   key: string;
   adminKey: string;
+  /** AGENTBOX_CLUSTER_SECRET of every node (a test signs a request as a node would, see src/cluster/channel-auth.ts). */
+  secret: string;
   /** The nodes started so far, in order. */
   readonly nodes: readonly TestServer[];
   /** Starts a node (one after the other: the first one creates the shared database's tables), on `port` if given. */
@@ -59,6 +61,7 @@ export async function startCluster(opts: {
     redis,
     key,
     adminKey,
+    secret,
     nodes,
     async node(id, roles, env = {}, port) {
       const slot = nodes.length;

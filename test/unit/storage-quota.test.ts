@@ -19,6 +19,10 @@ async function setup(limit = 4 * MiB, rows = new Map<string, number>()) {
       reads += 1;
       return new Map(rows);
     },
+    committedOf: async (tenantId) => {
+      reads += 1;
+      return rows.get(tenantId) ?? 0;
+    },
   });
   await quota.load();
   return { quota, reads: () => reads };
@@ -112,7 +116,7 @@ test("stored bytes are read from the records once, at load; commits and removals
 test("a snapshot kept past the quota (a quota lowered by the operator) leaves no room for more", async () => {
   let limit = 4 * MiB;
   const rows = new Map<string, number>([["t", 3 * MiB]]);
-  const quota = new StorageQuota({ limit: () => limit, committedPerTenant: async () => rows });
+  const quota = new StorageQuota({ limit: () => limit, committedPerTenant: async () => rows, committedOf: async (t) => rows.get(t) ?? 0 });
   await quota.load();
   limit = 2 * MiB;
   assert.throws(
@@ -124,4 +128,23 @@ test("a snapshot kept past the quota (a quota lowered by the operator) leaves no
     (e: unknown) => e instanceof ApiError && e.code === "quota_exceeded",
   );
   assert.deepEqual(quota.usage("t"), { committed: 3 * MiB, reserved: 0 });
+});
+
+test("in a cluster a write first reads what the tenant's records hold (other nodes' writes and deletes); on one node it reads nothing", async () => {
+  const rows = new Map<string, number>();
+  const { quota, reads } = await setup(4 * MiB, rows);
+  // Another node stored 3 MiB for the tenant.
+  rows.set("t", 3 * MiB);
+  await quota.refresh("t");
+  assert.equal(reads(), 1, "one node: its own count is the truth, no read");
+  quota.check("t", 2 * MiB);
+  quota.countOverCluster();
+  await quota.refresh("t");
+  assert.equal(reads(), 2);
+  assert.deepEqual(quota.usage("t"), { committed: 3 * MiB, reserved: 0 });
+  assert.throws(() => quota.check("t", 2 * MiB), refused);
+  // ... and deleted it again: the room is back at the next write.
+  rows.set("t", 0);
+  await quota.refresh("t");
+  quota.check("t", 4 * MiB);
 });

@@ -1,6 +1,6 @@
 // Sandbox records in PostgreSQL (the twin of sandboxes.ts), shared by every node: each record names
 // its owner node, and a node re-adopts or ends only its own running sandboxes when it starts.
-import { migratePg, type PgMigration, type PgPool } from "../../store/pg.js";
+import { inTransaction, migratePg, type PgMigration, type PgPool } from "../../store/pg.js";
 import {
   type EndedStatus,
   type ListFilter,
@@ -41,11 +41,20 @@ export const PG_SANDBOX_MIGRATIONS: PgMigration[] = [
     // Set while a running sandbox is paused (see SandboxStore.setPaused).
     sql: "ALTER TABLE sandboxes ADD COLUMN paused BOOLEAN NOT NULL DEFAULT false",
   },
+  {
+    area: "sandboxes",
+    version: 3,
+    // A tenant's running sandboxes, counted at every create in a cluster (its max_sandboxes).
+    sql: "CREATE INDEX sandboxes_tenant_running ON sandboxes (tenant_id) WHERE status = 'running'",
+  },
 ];
 
 const INSERT = `INSERT INTO sandboxes (${SANDBOX_COLUMNS}) VALUES (${SANDBOX_COLUMNS.split(",")
   .map((_, i) => `$${i + 1}`)
   .join(", ")})`;
+const COUNT_RUNNING_TENANT = "SELECT COUNT(*) AS n FROM sandboxes WHERE status = 'running' AND tenant_id = $1";
+/** The advisory lock of one tenant's sandbox count (hashtext: a 32-bit key from the id). */
+const TENANT_LOCK = "SELECT pg_advisory_xact_lock(hashtext($1))";
 
 export class PgSandboxStore implements SandboxStore {
   private constructor(
@@ -61,6 +70,18 @@ export class PgSandboxStore implements SandboxStore {
 
   async insert(r: SandboxRecord): Promise<void> {
     await this.pool.query(INSERT, sandboxValues(r));
+  }
+
+  async insertWithin(r: SandboxRecord, max: number): Promise<boolean> {
+    // Creates of one tenant on every node take turns on its lock; the count, a statement after the
+    // lock (its own snapshot), sees every insert and end committed before.
+    return inTransaction(this.pool, async (c) => {
+      await c.query(TENANT_LOCK, [`sandboxes:${r.tenantId}`]);
+      const { rows } = await c.query<{ n: number }>(COUNT_RUNNING_TENANT, [r.tenantId]);
+      if ((rows[0]?.n ?? 0) >= max) return false;
+      await c.query(INSERT, sandboxValues(r));
+      return true;
+    });
   }
 
   async get(id: string): Promise<SandboxRecord | undefined> {
@@ -103,9 +124,7 @@ export class PgSandboxStore implements SandboxStore {
     const { rows } =
       tenantId === undefined
         ? await this.pool.query<{ n: number }>("SELECT COUNT(*) AS n FROM sandboxes WHERE status = 'running'")
-        : await this.pool.query<{ n: number }>("SELECT COUNT(*) AS n FROM sandboxes WHERE status = 'running' AND tenant_id = $1", [
-            tenantId,
-          ]);
+        : await this.pool.query<{ n: number }>(COUNT_RUNNING_TENANT, [tenantId]);
     return rows[0]?.n ?? 0;
   }
 

@@ -50,6 +50,12 @@ export interface SandboxRecord {
  */
 export interface SandboxStore {
   insert(record: SandboxRecord): Promise<void>;
+  /**
+   * Inserts the record only if its tenant then has fewer than `max` running sandboxes on every
+   * node together (hibernated ones included: their records say running), the count and the insert
+   * one atomic step against every node's inserts; false, and nothing written, when it had `max`.
+   */
+  insertWithin(record: SandboxRecord, max: number): Promise<boolean>;
   get(id: string): Promise<SandboxRecord | undefined>;
   listByTenant(
     tenantId: string,
@@ -161,6 +167,7 @@ const metadataText = (n: number) =>
  * there another id is another node, whose live sandboxes are its own (or node_lost, not adopted). */
 export class SqliteSandboxStore implements SandboxStore {
   private readonly stmts;
+  private readonly insertIfRoom;
   /** Filtered list queries, by shape (status or not, number of metadata keys): a handful at most. */
   private readonly filtered = new Map<string, { page: ReturnType<Db["prepare"]>; count: ReturnType<Db["prepare"]> }>();
 
@@ -196,10 +203,21 @@ export class SqliteSandboxStore implements SandboxStore {
       setPaused: db.prepare("UPDATE sandboxes SET paused = ? WHERE id = ? AND status = 'running'"),
       end: db.prepare("UPDATE sandboxes SET status = ?, ended_at = ? WHERE id = ? AND status = 'running'"),
     };
+    const { insert, countRunningTenant } = this.stmts;
+    this.insertIfRoom = db.transaction((r: SandboxRecord, max: number) => {
+      if ((countRunningTenant.get(r.tenantId)?.n ?? 0) >= max) return false;
+      insert.run(...sandboxValues(r));
+      return true;
+    });
   }
 
   async insert(r: SandboxRecord): Promise<void> {
     this.stmts.insert.run(...sandboxValues(r));
+  }
+
+  async insertWithin(r: SandboxRecord, max: number): Promise<boolean> {
+    // IMMEDIATE: the file's write lock is taken before the count, so processes sharing the file take turns.
+    return this.insertIfRoom.immediate(r, max);
   }
 
   async get(id: string): Promise<SandboxRecord | undefined> {

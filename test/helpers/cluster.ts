@@ -126,6 +126,21 @@ export async function startCluster(opts: {
  * Redis and keep the directories, so a server started again with the same dataDir (and port) is
  * the same cluster again (the same node ids on the same data dirs).
  */
+/**
+ * Waits until `api` lists `count` executors up: its view of the cluster is a heartbeat old, and a
+ * create placed before it has seen them is a 503 (asking for the list renews the view).
+ */
+async function untilExecutorsUp(api: TestServer, adminKey: string, count: number): Promise<void> {
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    const res = await fetch(`${api.url}/v1/admin/nodes`, { headers: { authorization: `Bearer ${adminKey}` } });
+    const body = (await res.json()) as { nodes?: Array<{ roles: string; state: string }> };
+    if ((body.nodes ?? []).filter((n) => n.roles !== "api" && n.state === "up").length >= count) return;
+    if (Date.now() > deadline) throw new Error(`the API node never saw ${count} executors up: ${JSON.stringify(body)}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
 export async function startClusterServer(opts: ServerOptions): Promise<TestServer> {
   const dataDir = opts.dataDir ?? fs.mkdtempSync(path.join(os.tmpdir(), "agentbox-test-"));
   const workspaceDir = opts.workspaceDir ?? path.join("/run/agentbox-test", path.basename(dataDir));
@@ -139,6 +154,7 @@ export async function startClusterServer(opts: ServerOptions): Promise<TestServe
     // failure stops the cluster, so no node is left starting.
     const executors = await Promise.allSettled([cluster.node("exec-1", "executor", env), cluster.node("exec-2", "executor", env)]);
     for (const e of executors) if (e.status === "rejected") throw e.reason;
+    await untilExecutorsUp(api, cluster.adminKey, 2);
   } catch (err) {
     await cluster.stop();
     throw err;

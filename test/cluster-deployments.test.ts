@@ -12,6 +12,7 @@ import { startCluster, type TestCluster } from "./helpers/cluster.js";
 import { writeTinyLlama } from "./helpers/gguf.js";
 import { startPostgres, type TestPostgres } from "./helpers/postgres.js";
 import { client, type TestServer } from "./helpers/server.js";
+import { until } from "./helpers/leftovers.js";
 
 const LEASE_MS = 3000;
 
@@ -50,16 +51,6 @@ after(async () => {
   await postgres?.stop();
   if (modelDir) fs.rmSync(modelDir, { recursive: true, force: true });
 });
-
-async function until<T>(what: string, timeoutMs: number, probe: () => Promise<T | undefined>): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await probe();
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
 
 const chat = (call: ReturnType<typeof client>, model: string) =>
   call<{ model: string; choices: { message: { content: string } }[] }>("POST", "/v1/inference/chat/completions", {

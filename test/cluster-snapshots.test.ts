@@ -4,16 +4,15 @@
 // forked there; deleting the snapshot through B removes its archive from the store.
 import assert from "node:assert/strict";
 import fs from "node:fs";
-import os from "node:os";
 import path from "node:path";
 import { after, before, test } from "node:test";
-import { ListObjectsV2Command, S3Client } from "@aws-sdk/client-s3";
 import { Redis } from "ioredis";
-import S3rver from "s3rver";
 import { createSandbox, pythonStdout } from "./helpers/api.js";
 import { startCluster, type TestCluster } from "./helpers/cluster.js";
+import { until } from "./helpers/leftovers.js";
 import { startPostgres, type TestPostgres } from "./helpers/postgres.js";
-import { client, freePort, type TestServer } from "./helpers/server.js";
+import { startS3, type TestS3 } from "./helpers/s3.js";
+import { client, type TestServer } from "./helpers/server.js";
 
 const LEASE_MS = 3000;
 const BUCKET = "agentbox-cluster";
@@ -21,27 +20,11 @@ const BUCKET = "agentbox-cluster";
 let postgres: TestPostgres;
 let cluster: TestCluster;
 let redis: Redis;
-let s3: S3rver;
-let s3Dir: string;
-let s3Client: S3Client;
-let s3Env: Record<string, string>;
+let s3: TestS3;
 
 before(async () => {
   postgres = await startPostgres();
-  s3Dir = fs.mkdtempSync(path.join(os.tmpdir(), "agentbox-s3-"));
-  const port = await freePort();
-  s3 = new S3rver({ address: "127.0.0.1", port, silent: true, directory: s3Dir, configureBuckets: [{ name: BUCKET, configs: [] }] });
-  await s3.run();
-  const endpoint = `http://127.0.0.1:${port}`;
-  const credentials = { accessKeyId: "S3RVER", secretAccessKey: "S3RVER" };
-  s3Client = new S3Client({ region: "us-east-1", endpoint, forcePathStyle: true, credentials });
-  s3Env = {
-    AGENTBOX_FILES_BACKEND: "s3",
-    AGENTBOX_S3_ENDPOINT: endpoint,
-    AGENTBOX_S3_BUCKET: BUCKET,
-    AGENTBOX_S3_ACCESS_KEY_ID: credentials.accessKeyId,
-    AGENTBOX_S3_SECRET_ACCESS_KEY: credentials.secretAccessKey,
-  };
+  s3 = await startS3(BUCKET);
   cluster = await startCluster({ leaseMs: LEASE_MS, databaseUrl: await postgres.createDatabase("agentbox") });
   redis = new Redis(cluster.redis.url);
 });
@@ -49,25 +32,9 @@ before(async () => {
 after(async () => {
   redis?.disconnect();
   await cluster?.dispose();
-  await s3?.close();
+  await s3?.stop();
   await postgres?.stop();
-  if (s3Dir) fs.rmSync(s3Dir, { recursive: true, force: true });
 });
-
-async function bucketKeys(): Promise<string[]> {
-  const res = await s3Client.send(new ListObjectsV2Command({ Bucket: BUCKET }));
-  return (res.Contents ?? []).map((o) => o.Key ?? "").sort();
-}
-
-async function until<T>(what: string, timeoutMs: number, probe: () => Promise<T | undefined>): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await probe();
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 /** Files of several sizes (one past S3's 5 MiB part, so the archive is a multipart upload), and their digest. */
 const WRITE = `
@@ -88,7 +55,7 @@ const ownerOf = async (id: string) => (await redis.get(`abx:route:${id}`))?.spli
 
 test("a snapshot taken on node A is started and forked on node B after A is killed", async () => {
   // Node A alone first, so the sandbox is A's.
-  const a: TestServer = await cluster.node("node-a", "both", s3Env);
+  const a: TestServer = await cluster.node("node-a", "both", s3.env);
   const callA = client({ url: a.url, key: cluster.key });
   const source = await createSandbox(callA);
   assert.equal(await ownerOf(source), "node-a");
@@ -97,11 +64,11 @@ test("a snapshot taken on node A is started and forked on node B after A is kill
   assert.equal(snap.status, 201, JSON.stringify(snap.body));
   const snapshotId = snap.body.snapshot_id;
   // In the object store, under its own prefix; nothing of it left on A's disk.
-  assert.deepEqual(await bucketKeys(), [`snapshots/${snapshotId}`]);
+  assert.deepEqual(await s3.keys(), [`snapshots/${snapshotId}`]);
   const left = fs.readdirSync(path.join(a.dataDir, "snapshots")).filter((f) => f.includes(snapshotId.slice(5)));
   assert.deepEqual(left, [], "the archive is not kept on the node that wrote it");
 
-  const b: TestServer = await cluster.node("node-b", "both", s3Env);
+  const b: TestServer = await cluster.node("node-b", "both", s3.env);
   const callB = client({ url: b.url, key: cluster.key });
   const adminB = client({ url: b.url, key: cluster.adminKey });
   await a.crash();
@@ -132,9 +99,9 @@ test("a snapshot taken on node A is started and forked on node B after A is kill
   // A second snapshot, taken on B, is in the store too; deleting snapshots through B removes their archives.
   const second = await callB<{ snapshot_id: string }>("POST", `/v1/agents/sandboxes/${copy}/snapshots`);
   assert.equal(second.status, 201, JSON.stringify(second.body));
-  assert.deepEqual(await bucketKeys(), [`snapshots/${snapshotId}`, `snapshots/${second.body.snapshot_id}`].sort());
+  assert.deepEqual(await s3.keys(), [`snapshots/${snapshotId}`, `snapshots/${second.body.snapshot_id}`].sort());
   for (const id of [snapshotId, second.body.snapshot_id]) {
     assert.equal((await callB("DELETE", `/v1/agents/snapshots/${id}`)).status, 200);
   }
-  assert.deepEqual(await bucketKeys(), []);
+  assert.deepEqual(await s3.keys(), []);
 });

@@ -18,6 +18,10 @@ import { createSandbox, pythonStdout, sandboxEvents } from "./helpers/api.js";
 import { startCluster, type TestCluster } from "./helpers/cluster.js";
 import { sse } from "./helpers/sse.js";
 import { client, type TestServer } from "./helpers/server.js";
+import { until as pollUntil } from "./helpers/leftovers.js";
+
+/** Polled every 50 ms: some checks here time how soon a node is found lost. */
+const until = <T>(what: string, ms: number, probe: () => Promise<T | undefined>) => pollUntil(what, ms, probe, 50);
 
 // Short for the test, long enough for a busy machine's pauses (a node that cannot renew it in time is lost).
 const LEASE_MS = 3000;
@@ -50,16 +54,6 @@ async function ownerOf(id: string): Promise<string> {
   const route = await redisClient.get(`abx:route:${id}`);
   assert.ok(route, `no route for ${id}`);
   return route.split(" ")[0] as string;
-}
-
-async function until<T>(what: string, timeoutMs: number, probe: () => Promise<T | undefined>): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await probe();
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
 }
 
 /** E2B's host names ({port}-{sandboxID}.{domain}) on every node. */

@@ -3,55 +3,27 @@
 // objects as the bucket lists them, a cut-off upload leaving no object, delete removing it.
 import assert from "node:assert/strict";
 import crypto from "node:crypto";
-import fs from "node:fs";
-import os from "node:os";
-import path from "node:path";
 import { after, before, test } from "node:test";
-import { ListObjectsV2Command, S3Client } from "@aws-sdk/client-s3";
-import S3rver from "s3rver";
-import { client, freePort, startServer, type TestServer } from "./helpers/server.js";
+import { client, startServer, type TestServer } from "./helpers/server.js";
 import { multipartUpload, patternChunks, patternSha256 } from "./helpers/multipart.js";
+import { startS3, type TestS3 } from "./helpers/s3.js";
 
 const BUCKET = "agentbox-files";
 const MiB = 2 ** 20;
 
-let s3: S3rver;
-let s3Dir: string;
-let s3Client: S3Client;
+let s3: TestS3;
 let server: TestServer;
 
 before(async () => {
-  s3Dir = fs.mkdtempSync(path.join(os.tmpdir(), "agentbox-s3-"));
-  const port = await freePort();
-  s3 = new S3rver({ address: "127.0.0.1", port, silent: true, directory: s3Dir, configureBuckets: [{ name: BUCKET, configs: [] }] });
-  await s3.run();
-  const endpoint = `http://127.0.0.1:${port}`;
-  // s3rver accepts any credentials with its default key pair.
-  const credentials = { accessKeyId: "S3RVER", secretAccessKey: "S3RVER" };
-  s3Client = new S3Client({ region: "us-east-1", endpoint, forcePathStyle: true, credentials });
+  s3 = await startS3(BUCKET);
   // This file starts no sandbox: no warm pool (its two sandboxes would take ~1.5 s of CPU from the tests).
-  server = await startServer({
-    env: {
-      AGENTBOX_WARM_POOL: "0",
-      AGENTBOX_FILES_BACKEND: "s3",
-      AGENTBOX_S3_ENDPOINT: endpoint,
-      AGENTBOX_S3_BUCKET: BUCKET,
-      AGENTBOX_S3_ACCESS_KEY_ID: credentials.accessKeyId,
-      AGENTBOX_S3_SECRET_ACCESS_KEY: credentials.secretAccessKey,
-    },
-  });
+  server = await startServer({ env: { AGENTBOX_WARM_POOL: "0", ...s3.env } });
 });
 
 after(async () => {
   await server?.dispose();
-  await s3?.close();
-  fs.rmSync(s3Dir, { recursive: true, force: true });
+  await s3?.stop();
 });
-
-async function bucketKeys(): Promise<string[]> {
-  const res = await s3Client.send(new ListObjectsV2Command({ Bucket: BUCKET }));
-  return (res.Contents ?? []).map((o) => o.Key ?? "").sort();
-}
 
 test("upload, read back (whole and a range), list in the bucket, delete", async () => {
   const size = 12 * MiB + 7;
@@ -67,7 +39,7 @@ test("upload, read back (whole and a range), list in the bucket, delete", async 
   const f = up.body as { id: string; bytes: number; sha256: string };
   assert.equal(f.bytes, size);
   assert.equal(f.sha256, patternSha256(size, seed));
-  assert.deepEqual(await bucketKeys(), [`files/${f.id}`]);
+  assert.deepEqual(await s3.keys(), [`files/${f.id}`]);
 
   const call = client(server);
   const whole = await fetch(`${server.url}/v1/files/${f.id}/content`, { headers: { authorization: `Bearer ${server.key}` } });
@@ -81,7 +53,7 @@ test("upload, read back (whole and a range), list in the bucket, delete", async 
   assert.deepEqual(Buffer.from(await part.arrayBuffer()), bytes.subarray(5242870, 5242890));
 
   assert.equal((await call("DELETE", `/v1/files/${f.id}`)).status, 200);
-  assert.deepEqual(await bucketKeys(), []);
+  assert.deepEqual(await s3.keys(), []);
 });
 
 test("an upload cut off halfway leaves no object in the bucket", async () => {
@@ -97,7 +69,7 @@ test("an upload cut off halfway leaves no object in the bucket", async () => {
   );
   // Give the service a moment to abort the multipart upload, then nothing is listed.
   await new Promise((r) => setTimeout(r, 500));
-  assert.deepEqual(await bucketKeys(), []);
+  assert.deepEqual(await s3.keys(), []);
   const list = await client(server)<{ data: unknown[] }>("GET", "/v1/files");
   assert.deepEqual(list.body.data, []);
 });

@@ -121,3 +121,14 @@ export function createKey(dataDir: string, name: string, tenant?: string): { key
   const parsed = JSON.parse(res.stdout) as { key: string; id: string; tenant_id: string };
   return { key: parsed.key, id: parsed.id, tenantId: parsed.tenant_id };
 }
+
+/** Polls `probe` until it gives a value (every `stepMs`), and returns it; past `timeoutMs`, throws naming `what`. */
+export async function until<T>(what: string, timeoutMs: number, probe: () => Promise<T | undefined>, stepMs = 100): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await probe();
+    if (v !== undefined) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, stepMs));
+  }
+}

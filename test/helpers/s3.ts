@@ -1,0 +1,53 @@
+// A real S3-compatible server on loopback for tests (s3rver, files in a temporary directory): its
+// client, the service settings that point the files backend at it, and its stop.
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { ListObjectsV2Command, S3Client } from "@aws-sdk/client-s3";
+import S3rver from "s3rver";
+import { freePort } from "./server.js";
+
+export interface TestS3 {
+  client: S3Client;
+  /** AGENTBOX_FILES_BACKEND=s3 and the AGENTBOX_S3_* settings of this server and bucket. */
+  env: Record<string, string>;
+  /** The bucket's object keys, sorted. */
+  keys(): Promise<string[]>;
+  stop(): Promise<void>;
+}
+
+export async function startS3(bucket: string): Promise<TestS3> {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "agentbox-s3-"));
+  const port = await freePort();
+  const server = new S3rver({
+    address: "127.0.0.1",
+    port,
+    silent: true,
+    directory: dir,
+    configureBuckets: [{ name: bucket, configs: [] }],
+  });
+  await server.run();
+  const endpoint = `http://127.0.0.1:${port}`;
+  // s3rver accepts any credentials with its default key pair.
+  const credentials = { accessKeyId: "S3RVER", secretAccessKey: "S3RVER" };
+  const client = new S3Client({ region: "us-east-1", endpoint, forcePathStyle: true, credentials });
+  return {
+    client,
+    env: {
+      AGENTBOX_FILES_BACKEND: "s3",
+      AGENTBOX_S3_ENDPOINT: endpoint,
+      AGENTBOX_S3_BUCKET: bucket,
+      AGENTBOX_S3_ACCESS_KEY_ID: credentials.accessKeyId,
+      AGENTBOX_S3_SECRET_ACCESS_KEY: credentials.secretAccessKey,
+    },
+    async keys() {
+      const res = await client.send(new ListObjectsV2Command({ Bucket: bucket }));
+      return (res.Contents ?? []).map((o) => o.Key ?? "").sort();
+    },
+    async stop() {
+      client.destroy();
+      await server.close();
+      fs.rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}

@@ -7,7 +7,8 @@ import { recordBytes } from "../../src/vectors/store.js";
 const T0 = "2026-01-01T00:00:00.000Z";
 const T1 = "2026-01-02T00:00:00.000Z";
 
-const index = (id: string, name: string, over: Partial<IndexRow> = {}): IndexRow => ({
+/** An index's catalog row (tenant t1, 2 dimensions, cosine) with `over` applied. */
+export const index = (id: string, name: string, over: Partial<IndexRow> = {}): IndexRow => ({
   id,
   tenant_id: "t1",
   name,

@@ -13,6 +13,7 @@ import type { IndexSpec } from "../../src/vectors/engine.js";
 import { exactNearest } from "../../src/vectors/exact.js";
 import { VectorDb } from "../../src/vectors/store.js";
 import { clustered } from "../helpers/vectors-data.js";
+import { index } from "../contract/vectors.js";
 
 const DIM = 16;
 const N = 10_000;
@@ -50,22 +51,10 @@ test("while an index loads after a restart, searches read its vectors file with 
     };
 
     let { store, engine, logs } = open(dir);
-    await store.insertIndex({
-      id: spec.id,
-      tenant_id: "t",
-      name: "file",
-      dimension: DIM,
-      metric: "euclidean",
-      vector_type: "dense",
-      cloud_provider: null,
-      region: null,
-      index_type: null,
-      metadata: "{}",
-      delete_protection: 0,
-      created_at: new Date().toISOString(),
-      updated_at: new Date().toISOString(),
-      target_recall: null,
-    });
+    const now = new Date().toISOString();
+    await store.insertIndex(
+      index(spec.id, "file", { tenant_id: "t", dimension: DIM, metric: "euclidean", created_at: now, updated_at: now }),
+    );
     engine.createIndex(spec);
     for (let b = 0; b < N / 1000; b++) {
       const batch = Array.from({ length: 1000 }, (_, j) => b * 1000 + j);

@@ -11,6 +11,7 @@ import { ApiError } from "../../src/errors.js";
 import { type VectorQuota, VectorLimits } from "../../src/vectors/limits.js";
 import { readRecords } from "../../src/vectors/record-loader.js";
 import { type IndexRow, VectorDb } from "../../src/vectors/store.js";
+import { index } from "../contract/vectors.js";
 
 const dirs: string[] = [];
 after(() => {
@@ -25,22 +26,7 @@ function tempDir(): string {
 
 function indexRow(id: string, tenant: string, name: string): IndexRow {
   const now = new Date().toISOString();
-  return {
-    id,
-    tenant_id: tenant,
-    name,
-    dimension: 2,
-    metric: "cosine",
-    vector_type: "dense",
-    cloud_provider: null,
-    region: null,
-    index_type: null,
-    metadata: "{}",
-    delete_protection: 0,
-    created_at: now,
-    updated_at: now,
-    target_recall: null,
-  };
+  return index(id, name, { tenant_id: tenant, created_at: now, updated_at: now });
 }
 
 const vec = (id: string) => ({ id, embedding: Float32Array.of(1, 2), metadata: {}, delete_protection: false });

@@ -9,10 +9,13 @@ import { test } from "node:test";
 
 const ROOT = path.resolve(path.dirname(new URL(import.meta.url).pathname), "..");
 
-/** Code runs and files (the routes agents call most), and lifecycle events with pause and the list filters. */
-const CLUSTER_PART = ["test/files.test.ts", "test/events.test.ts"];
+/**
+ * Files (the routes agents call most), lifecycle events with pause and the list filters, and port
+ * URLs (which must name the node the client called, also when the request is relayed before Fastify).
+ */
+const CLUSTER_PART = ["test/files.test.ts", "test/events.test.ts", "test/ports.test.ts"];
 
-test("files and events pass against a three-node cluster", { timeout: 300_000 }, async () => {
+test("files, events and ports pass against a three-node cluster", { timeout: 300_000 }, async () => {
   const env: NodeJS.ProcessEnv = { ...process.env, AGENTBOX_TEST_CLUSTER: "1" };
   // Set by the runner of this file: a child `node --test` that sees it reports as a subprocess of it.
   delete env.NODE_TEST_CONTEXT;

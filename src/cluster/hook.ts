@@ -23,6 +23,12 @@ import { mayTarget, targetOf } from "./targets.js";
  */
 export const ORIGIN_HOST = "x-agentbox-origin-host";
 
+/** What a forwarded request carries besides its own headers: the node's signature and the client's Host. */
+function forwardedHeaders(auth: ChannelAuth, method: string, url: string, host: string | undefined): Record<string, string> {
+  const signed = auth.sign(method, url);
+  return host === undefined ? signed : { ...signed, [ORIGIN_HOST]: host };
+}
+
 export interface HookDeps {
   membership: Membership;
   routing: RoutingMap;
@@ -37,9 +43,8 @@ export function installClusterHook(app: FastifyInstance, deps: HookDeps): void {
 
   const forward = (request: FastifyRequest, reply: FastifyReply, owner: { id: string; url: string }, sandboxId?: string) => {
     reply.hijack();
-    const signed = auth.sign(request.method, request.url);
-    const host = request.headers.host;
-    forwarder.forward(request.raw, reply.raw, owner, host === undefined ? signed : { ...signed, [ORIGIN_HOST]: host }, () => {
+    const extra = forwardedHeaders(auth, request.method, request.url, request.headers.host);
+    forwarder.forward(request.raw, reply.raw, owner, extra, () => {
       if (sandboxId) routing.forget(sandboxId);
     });
     return reply;
@@ -157,7 +162,7 @@ export function clusterRelay(deps: HookDeps): (req: IncomingMessage, res: Server
     if (!route || routeTarget(route, { id: membership.self.id, epoch: membership.epoch }, leaseEpochOf) !== "forward") return false;
     const owner = membership.node(route.node);
     if (!owner) return false;
-    forwarder.forward(req, res, owner, channel.sign(method, url), () => routing.forget(id));
+    forwarder.forward(req, res, owner, forwardedHeaders(channel, method, url, headers.host), () => routing.forget(id));
     return true;
   };
 }

@@ -73,7 +73,14 @@ export class RootfsStore {
     await sanitize(tree, maxBytes);
     await prepareMountPoints(tree);
     await fs.promises.chmod(tree, 0o755);
-    await fs.promises.rename(tree, dest);
+    try {
+      await fs.promises.rename(tree, dest);
+    } catch (err) {
+      // Another build of the same image (builds run in parallel) adopted it meanwhile: use theirs.
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code !== "ENOTEMPTY" && code !== "EEXIST") throw err;
+      await fs.promises.rm(tree, { recursive: true, force: true });
+    }
     return findPython(dest);
   }
 

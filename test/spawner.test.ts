@@ -73,7 +73,8 @@ test("sandbox processes are the spawner's children, and a dead spawner is replac
   // The new spawner is forked as soon as the old one's exit is seen; on a busy host that can come
   // after the run above was answered (the sandbox survived), so wait for it rather than race it.
   let now = childrenOf(servicePid).filter(([, name]) => name !== "esbuild");
-  for (let i = 0; i < 100 && now.length !== 1; i++) {
+  // (Until it is reaped, the killed spawner is still listed as the one child: wait past that too.)
+  for (let i = 0; i < 100 && (now.length !== 1 || now[0]?.[0] === spawnerPid); i++) {
     await new Promise((r) => setTimeout(r, 100));
     now = childrenOf(servicePid).filter(([, name]) => name !== "esbuild");
   }

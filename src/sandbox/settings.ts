@@ -251,13 +251,16 @@ export const sandboxSettingsSchema = defineSettings({
     table: "node",
     default: 0,
     defaultDoc: "`0`: no fixed count",
-    doc: "A fixed cap on creates waiting for a start when the warm pool is empty. By default a create may wait if its place is expected within `AGENTBOX_CREATE_WAIT_MS`, from the measured start time and the starts running now (~15–20 places on a quiet 2-core host, a few or none on a crowded one; when nothing is starting, the first create is let in: it sets a start going); past it, 503 `at_capacity` at once, with `Retry-After` (the time between two starts, at least 1 s). A tenant alone may fill the queue; when several want it, one holding less than its equal part takes the newest place of the tenant holding most (that create gets the 503).",
+    doc: "A fixed cap on creates waiting for a start when the warm pool is empty. By default a create may wait if its place is expected within `AGENTBOX_CREATE_WAIT_MS`, from the measured start time and the starts running now (~8–10 places on a quiet 2-core host, a few or none on a crowded one; when nothing is starting, the first create is let in: it sets a start going); past it, 503 `at_capacity` at once, with `Retry-After` (the time between two starts, at least 1 s). A tenant alone may fill the queue; when several want it, one holding less than its equal part takes the newest place of the tenant holding most (that create gets the 503).",
   }),
   // A create accepted into the start queue is served within about this (the queue is sized from
   // the measured start speed; one still waiting at 1.8 times this is 503, its sandbox going to the pool).
+  // Half a second: with 1 s, clients on a loaded 2-core host saw accepted creates' p99 at 2.0–2.5 s
+  // (the reply and the client's own scheduling come on top of the bound); with 0.5 s, 1.5 s, and as
+  // many creates served (README, load benchmark).
   createWaitMs: sandbox.number("AGENTBOX_CREATE_WAIT_MS", {
     table: "node",
-    default: 1000,
+    default: 500,
     doc: "The longest a create may be expected to wait for a sandbox start to be let into the start queue. A create still waiting at 1.8 times this is 503 `at_capacity`, `Retry-After: 1` (its sandbox goes to the pool for the retry), so an accepted create is answered within twice this (the last tenth is left for the record and the reply), whatever the machine.",
   }),
   // A pool sandbox costs ~11 MiB and no CPU while it waits: keep enough that a burst of creates

@@ -130,6 +130,7 @@ async function main(): Promise<void> {
     openRequests,
     logger,
     deployments: deploymentsArea.deployments,
+    gates: sandbox.gates,
   });
   const app = await buildApp(
     {

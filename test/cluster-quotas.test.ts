@@ -2,8 +2,9 @@
 // Redis. max_sandboxes: creates placed on each node in turn, and at once on both, get exactly the
 // quota together, then 429 quota_exceeded on both nodes; a sandbox ended on one node frees its
 // place for a create on the other. Stored bytes: a file stored through one node counts on the
-// other, and its deletion gives the room back there. (A key's per-minute rate limit across nodes:
-// test/cluster.test.ts.)
+// other, and its deletion gives the room back there. Executions at once: runs held on one node
+// count against the tenant's max_concurrent_runs on the other. (A key's per-minute rate limit
+// across nodes: test/cluster.test.ts.)
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import { sign } from "../src/cluster/channel-auth.js";
@@ -125,4 +126,48 @@ test("stored bytes: a file stored through one node counts on the other; its dele
   const again = await upload(c);
   assert.equal(again.status, 200, JSON.stringify(again.body));
   assertError(await upload(b), 429, "quota_exceeded");
+});
+
+test("executions at once: runs held on one node count against the tenant's max_concurrent_runs on the other", async () => {
+  const RUNS = 2;
+  const admin = client({ url: b.url, key: cluster.adminKey });
+  assert.equal((await admin("PUT", `/v1/admin/tenants/${TENANT}`, { max_concurrent_runs: RUNS })).status, 200);
+  const ids: string[] = [];
+  for (const node of [b, c]) {
+    const res = await createOn(node);
+    assert.equal(res.status, 201, JSON.stringify(res.body));
+    ids.push(res.body.sandbox_id);
+  }
+  const [onB, onC] = ids as [string, string];
+  const run = (node: TestServer, id: string, code: string) =>
+    call(node)<{ logs: { stdout: string }; error: string | null }>("POST", `${CREATE}/${id}/code/run`, { language: "python", code });
+  // Warm node C's kernel first: its quick runs below then take a moment each.
+  assert.equal((await run(c, onC, "print(1)")).status, 200);
+  // The tenant's whole quota is held on node B (two runs in its one sandbox: one runs, one queues
+  // for the kernel; both hold a slot). Node C hears of them within an exchange or two.
+  const held = Array.from({ length: RUNS }, () => run(b, onB, "import time; time.sleep(6); print('held')"));
+  let refusedOnC: Awaited<ReturnType<typeof run>> | undefined;
+  for (const deadline = Date.now() + 5000; Date.now() < deadline; ) {
+    const res = await run(c, onC, "print(2)");
+    if (res.status === 429) {
+      refusedOnC = res;
+      break;
+    }
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  assert.ok(refusedOnC, "a run on node C is refused while the tenant's quota is held on node B");
+  assertError(refusedOnC, 429, "rate_limited");
+  assert.ok(Number(refusedOnC.headers.get("retry-after")) > 0, "Retry-After");
+  // Once node B's runs end, node C runs again.
+  for (const res of await Promise.all(held)) assert.equal(res.status, 200, JSON.stringify(res.body));
+  let again = await run(c, onC, "print(3)");
+  for (const deadline = Date.now() + 5000; again.status === 429 && Date.now() < deadline; ) {
+    await new Promise((r) => setTimeout(r, 100));
+    again = await run(c, onC, "print(3)");
+  }
+  assert.equal(again.status, 200, JSON.stringify(again.body));
+  assert.equal(again.body.logs.stdout, "3\n");
+  assert.equal((await admin("PUT", `/v1/admin/tenants/${TENANT}`, { max_concurrent_runs: null })).status, 200);
+  await killAll(ids);
 });

@@ -15,5 +15,7 @@ export const route = (sandboxId: string) => `abx:route:${sandboxId}`;
 export const owned = (id: string, epoch: number) => `abx:owned:${id}:${epoch}`;
 /** Taken (SET NX) by the one node that ends a lost epoch's sandboxes. */
 export const lostLock = (id: string, epoch: number) => `abx:lost:${id}:${epoch}`;
+/** The runs in flight on a node, by tenant and key (JSON, expiring unless renewed: run-counts.ts). */
+export const runCounts = (id: string) => `abx:runs:${id}`;
 /** Pub/sub: what every node must hear at once (key revocations, tenant changes). */
 export const BUS = "abx:bus";

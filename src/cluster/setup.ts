@@ -22,6 +22,7 @@ import { machineLoad, Membership, type NodeView } from "./membership.js";
 import { defaultNodeUrl } from "./single-node.js";
 import { NodeLoss } from "./node-loss.js";
 import { RoutingMap } from "./routing.js";
+import { type RunCountGates, RunCounts } from "./run-counts.js";
 import type { ClusterSettings } from "./settings.js";
 
 /** What the cluster asks of the deployments area (src/deployments/service.ts). */
@@ -53,6 +54,8 @@ export interface ClusterDeps {
   logger: Logger;
   /** Deployments: an executor takes over a lost node's (absent: none are moved). */
   deployments?: DeploymentMoves;
+  /** The execution gates, whose per-tenant and per-key limits then hold over the cluster. */
+  gates: RunCountGates;
 }
 
 export interface ClusterArea {
@@ -192,6 +195,14 @@ export async function openCluster(settings: ClusterSettings, deps: ClusterDeps):
   };
 
   const forwarder = new Forwarder();
+  // Executions at once: each key's and tenant's limit counts the runs of every node that runs code.
+  const runCounts = new RunCounts(
+    redis,
+    nodeId,
+    deps.gates,
+    () => membership.nodes().flatMap((n) => (n.id !== nodeId && n.state !== "lost" && n.roles !== "api" ? [n.id] : [])),
+    onError,
+  );
   // The heartbeat and the sweep for lost nodes each run one at a time, apart: ending a lost node's
   // many sandboxes never delays this node's own renewals.
   let beating = false;
@@ -279,6 +290,8 @@ export async function openCluster(settings: ClusterSettings, deps: ClusterDeps):
       // At least every second: a lost node is found within a second of its lease expiring (lease + 2 s in all).
       timer = setInterval(() => void tick(), Math.max(100, Math.min(1000, Math.floor(settings.leaseMs / 3))));
       timer.unref();
+      // An API-only node runs no code: it has nothing to publish and no gate to count with.
+      if (settings.roles !== "api") runCounts.start();
       log.info({ node: nodeId, epoch: membership.epoch, roles: settings.roles }, "cluster: joined");
     },
     routes: async (app) => {
@@ -286,6 +299,7 @@ export async function openCluster(settings: ClusterSettings, deps: ClusterDeps):
     },
     async close() {
       clearInterval(timer);
+      await runCounts.close();
       stopListening();
       forwarder.close();
       await routing.flush().catch(() => {});

@@ -51,10 +51,23 @@ function bump(map: Map<string, number>, id: string, by: number): void {
   else map.set(id, n);
 }
 
+/** Executions in flight, by tenant and by API key (what a node tells the others in a cluster). */
+export interface InFlightCounts {
+  tenants: Record<string, number>;
+  keys: Record<string, number>;
+}
+
 export class ExecutionGates {
   private running = 0;
   private readonly byKey = new Map<string, number>();
   private readonly byTenant = new Map<string, number>();
+  /**
+   * In a cluster, the runs the other nodes hold for each key and tenant (src/cluster/run-counts.ts),
+   * counted against the same per-key and per-tenant limits, so that they hold over the cluster.
+   * Empty on one node: two lookups in empty maps are all it costs a run.
+   */
+  private elsewhereByKey = new Map<string, number>();
+  private elsewhereByTenant = new Map<string, number>();
   readonly global: number;
   readonly shareFloor: number;
 
@@ -66,7 +79,7 @@ export class ExecutionGates {
   /** Takes a slot or throws (429 rate_limited, 503 at_capacity); the returned function gives it back, once. */
   acquire(req: SlotRequest): () => void {
     const keyNow = this.byKey.get(req.keyId) ?? 0;
-    if (req.keyMax > 0 && keyNow >= req.keyMax) {
+    if (req.keyMax > 0 && keyNow + (this.elsewhereByKey.get(req.keyId) ?? 0) >= req.keyMax) {
       throw this.reject(
         "concurrent_runs",
         new ApiError(
@@ -77,7 +90,7 @@ export class ExecutionGates {
       );
     }
     const tenantNow = this.byTenant.get(req.tenantId) ?? 0;
-    if (req.tenantMax > 0 && tenantNow >= req.tenantMax) {
+    if (req.tenantMax > 0 && tenantNow + (this.elsewhereByTenant.get(req.tenantId) ?? 0) >= req.tenantMax) {
       throw this.reject(
         "tenant_concurrent_runs",
         new ApiError(
@@ -137,6 +150,17 @@ export class ExecutionGates {
 
   inFlight(): number {
     return this.running;
+  }
+
+  /** This node's runs in flight by tenant and key (keys and tenants with none are left out). */
+  inFlightCounts(): InFlightCounts {
+    return { tenants: Object.fromEntries(this.byTenant), keys: Object.fromEntries(this.byKey) };
+  }
+
+  /** The runs other nodes hold (replaces what was known before; the fair share stays this node's own). */
+  countElsewhere(counts: InFlightCounts): void {
+    this.elsewhereByTenant = new Map(Object.entries(counts.tenants));
+    this.elsewhereByKey = new Map(Object.entries(counts.keys));
   }
 
   keyInFlight(keyId: string): number {

@@ -3,6 +3,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { ApiError } from "../../src/errors.js";
+import { sumCounts } from "../../src/cluster/run-counts.js";
 import { defaultShareFloor, ExecutionGates, fairShare, type RejectReason, type SlotRequest } from "../../src/sandbox/gates.js";
 
 const slot = (tenantId: string, over: Partial<SlotRequest> = {}): SlotRequest => ({
@@ -63,6 +64,29 @@ test("a key's cap is per key; a tenant's cap is over all of its keys", () => {
   const k2 = fill(gates, slot("t", { keyId: "k2", keyMax: 2, tenantMax: 3 }));
   assert.equal(k2.held.length, 1, "the tenant's cap of 3 is over both keys");
   assert.equal(k2.refusal.message.includes("tenant"), true);
+});
+
+test("in a cluster, the runs other nodes hold count against the key's and the tenant's caps, not the fair share", () => {
+  const gates = new ExecutionGates({ global: 100 });
+  // What two other nodes published (one unreadable record, one node with nothing running).
+  const elsewhere = sumCounts([
+    JSON.stringify({ tenants: { t: 2, u: 5 }, keys: { k1: 1, k2: 1 } }),
+    JSON.stringify({ tenants: { t: 1 }, keys: { k1: 1 } }),
+    "not json",
+    null,
+  ]);
+  assert.deepEqual(elsewhere, { tenants: { t: 3, u: 5 }, keys: { k1: 2, k2: 1 } });
+  gates.countElsewhere(elsewhere);
+  const k1 = fill(gates, slot("t", { keyId: "k1", keyMax: 3, tenantMax: 10 }));
+  assert.equal(k1.held.length, 1, "the key holds 2 of its 3 on other nodes");
+  assert.equal(k1.refusal.message.includes("API key"), true);
+  const k3 = fill(gates, slot("t", { keyId: "k3", keyMax: 0, tenantMax: 5 }));
+  assert.equal(k3.held.length, 1, "the tenant holds 3 elsewhere and 1 here of its 5");
+  assert.equal(k3.refusal.message.includes("tenant"), true);
+  assert.deepEqual(gates.inFlightCounts(), { tenants: { t: 2 }, keys: { k1: 1, k3: 1 } }, "only this node's own are published");
+  // The other nodes' runs end: the caps are this node's alone again.
+  gates.countElsewhere(sumCounts([]));
+  assert.equal(fill(gates, slot("t", { keyId: "k1", keyMax: 3, tenantMax: 10 })).held.length, 2);
 });
 
 test("the machine's cap is a 503 at_capacity when the caller is within its share", () => {

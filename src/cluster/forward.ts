@@ -42,7 +42,8 @@ export class Forwarder {
   /**
    * Sends the request to `target` (the owner's base URL) with `extra` headers added and pipes the
    * answer back. Before the owner answered, a failure is a 503 `node_unavailable`; after, the
-   * client's connection is cut (its answer cannot be completed).
+   * client's connection is cut (its answer cannot be completed). `body`: the request's body, read
+   * already (a completion whose `model` said where it goes); without it the request is streamed on.
    */
   forward(
     req: IncomingMessage,
@@ -50,6 +51,7 @@ export class Forwarder {
     owner: { id: string; url: string },
     extra: Record<string, string>,
     onFail: () => void,
+    body?: Buffer,
   ): void {
     const to = this.target(owner.url);
     const headers: Record<string, string | string[]> = {};
@@ -59,6 +61,10 @@ export class Forwarder {
     }
     Object.assign(headers, extra);
     headers.host = to.host;
+    if (body) {
+      delete headers["transfer-encoding"];
+      headers["content-length"] = String(body.length);
+    }
     const out = http.request({
       host: to.hostname,
       port: to.port,
@@ -89,7 +95,7 @@ export class Forwarder {
         res.destroy();
         return;
       }
-      const err = new ApiError("node_unavailable", "The node that runs this sandbox did not answer; retry shortly", 1);
+      const err = new ApiError("node_unavailable", "The node that runs this sandbox or deployment did not answer; retry shortly", 1);
       res.writeHead(err.status, { "content-type": "application/json; charset=utf-8", "retry-after": "1" });
       res.end(JSON.stringify({ error: { code: err.code, message: err.message } }));
     });
@@ -97,7 +103,8 @@ export class Forwarder {
     res.on("close", () => {
       if (!res.writableFinished) out.destroy();
     });
-    req.pipe(out);
+    if (body) out.end(body);
+    else req.pipe(out);
   }
 
   /**

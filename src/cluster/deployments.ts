@@ -42,6 +42,14 @@ export function deploymentTargetOf(method: string, url: string): DeploymentTarge
 /** The gateway's routes a forwarded completion comes in on. */
 const INFERENCE = "/v1/inference/";
 
+/**
+ * How long the node of a tenant's model name is reused without reading the rows again: every
+ * completion asks (a deployment's name comes before the providers file's models, as on its own
+ * node), so a model of the providers file costs one read per tenant every 2 s, not one per request.
+ */
+const NAME_CACHE_MS = 2000;
+const NAME_CACHE_MAX = 10_000;
+
 const noop = () => {};
 
 export interface DeploymentRoutingDeps {
@@ -53,7 +61,27 @@ export interface DeploymentRoutingDeps {
 }
 
 export class DeploymentRouting {
+  /** `tenant\nname` → the node of that deployment (undefined: none elsewhere), as read at `at`. */
+  private readonly names = new Map<string, { node: string | undefined; at: number }>();
+
   constructor(private readonly deps: DeploymentRoutingDeps) {}
+
+  /** The other node that runs the tenant's deployment of that name, if any (rows read at most every NAME_CACHE_MS). */
+  private async nodeOfName(tenantId: string, name: string, now = Date.now()): Promise<string | undefined> {
+    const key = `${tenantId}\n${name}`;
+    const hit = this.names.get(key);
+    if (hit && now - hit.at < NAME_CACHE_MS) return hit.node;
+    let node: string | undefined;
+    try {
+      node = await this.deps.directory.nodeOfName(tenantId, name);
+    } catch {
+      // The rows cannot be read now (the database is away): the model is answered here, as it can be.
+      return hit?.node;
+    }
+    if (this.names.size >= NAME_CACHE_MAX) this.names.clear();
+    this.names.set(key, { node, at: now });
+    return node;
+  }
 
   /** The node a deployment runs on while it is alive (a node not in the view yet is read now); undefined when lost. */
   private async reachable(nodeId: string): Promise<NodeView | undefined> {
@@ -102,9 +130,8 @@ export class DeploymentRouting {
    * always is).
    */
   async forwardModel(request: FastifyRequest, reply: FastifyReply, model: string, body: Buffer): Promise<boolean> {
-    const { channel, directory } = this.deps;
-    if (channel.verify(request.headers, request.method, request.url) !== "none") return false;
-    const nodeId = await directory.nodeOfName(request.apiKey.tenantId, model);
+    if (this.deps.channel.verify(request.headers, request.method, request.url) !== "none") return false;
+    const nodeId = await this.nodeOfName(request.apiKey.tenantId, model);
     if (nodeId === undefined) return false;
     const owner = await this.reachable(nodeId);
     if (!owner)

@@ -5,8 +5,8 @@ import type { ProviderRegistry } from "../providers.js";
 import type { ModelInfo, Provider } from "../types.js";
 
 /**
- * Forwards a completion whose model this node does not serve to the node of a cluster that does (a
- * deployment there), with the request's bytes; false when no other node serves it either.
+ * Forwards a completion whose model is a deployment another node of a cluster runs to that node,
+ * with the request's bytes; false when it is answered here.
  */
 export type ModelElsewhere = (request: FastifyRequest, reply: FastifyReply, model: string, body: Buffer) => Promise<boolean>;
 
@@ -59,11 +59,11 @@ export function servingProvider(deps: ServingDeps, model: string, tenantId: stri
 }
 
 /**
- * In a cluster, a completion for a model this node does not serve but another node does (a
- * deployment it runs) is forwarded there as it arrived: true, and the reply is that node's.
+ * In a cluster, a completion for a deployment another node runs is forwarded there as it arrived:
+ * true, and the reply is that node's. Asked first, as deployments come before the providers file.
  */
 export async function servedElsewhere(deps: ServingDeps, request: FastifyRequest, reply: FastifyReply, model: string): Promise<boolean> {
   const { elsewhere } = deps;
-  if (!elsewhere || deps.providers.find(model, { tenantId: request.apiKey.tenantId })) return false;
+  if (!elsewhere) return false;
   return elsewhere(request, reply, model, rawBody(request) ?? Buffer.from(JSON.stringify(request.body)));
 }

@@ -116,6 +116,21 @@ test("a deployment created through the API node runs on an executor and answers 
     assert.equal(typeof answer.body.choices[0]?.message.content, "string");
   }
 
+  // A forwarded completion counts once against the key's requests per minute (the forwarding node
+  // counted it; the node that answers, whose RateLimit headers come back, does not count it again).
+  const remaining = async () => {
+    const answer = await chat(api.url, "everywhere");
+    assert.equal(answer.status, 200, JSON.stringify(answer.body));
+    const left = answer.headers.get("ratelimit-remaining");
+    assert.ok(left !== null, "the answer carries the key's RateLimit headers");
+    return Number(left);
+  };
+  let counts: number[] = [];
+  // Two in a row within one window (the window is a fixed minute: if it ended between them, again).
+  for (let i = 0; i < 3 && !(counts.length === 2 && (counts[1] as number) <= (counts[0] as number)); i++)
+    counts = [await remaining(), await remaining()];
+  assert.equal((counts[0] as number) - (counts[1] as number), 1, `remaining ${counts.join(" then ")}`);
+
   // Chat, streamed, through the API node: the node's events as they come, to the end.
   const stream = await fetch(`${api.url}/v1/inference/chat/completions`, {
     method: "POST",

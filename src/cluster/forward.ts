@@ -44,6 +44,7 @@ export class Forwarder {
    * answer back. Before the owner answered, a failure is a 503 `node_unavailable`; after, the
    * client's connection is cut (its answer cannot be completed). `body`: the request's body, read
    * already (a completion whose `model` said where it goes); without it the request is streamed on.
+   * `own`: headers this node has set for the answer already (the owner's win).
    */
   forward(
     req: IncomingMessage,
@@ -52,6 +53,7 @@ export class Forwarder {
     extra: Record<string, string>,
     onFail: () => void,
     body?: Buffer,
+    own?: Record<string, string | number | string[] | undefined>,
   ): void {
     const to = this.target(owner.url);
     const headers: Record<string, string | string[]> = {};
@@ -78,6 +80,10 @@ export class Forwarder {
     out.on("response", (answer) => {
       answered = true;
       const back: Record<string, string | string[]> = {};
+      // This node's own headers of the answer (its RateLimit-* count), where the owner sets none.
+      if (own)
+        for (const [name, value] of Object.entries(own))
+          if (value !== undefined) back[name] = typeof value === "number" ? String(value) : value;
       for (const name in answer.headers) {
         const value = answer.headers[name];
         if (value !== undefined && !HOP.has(name)) back[name] = value;

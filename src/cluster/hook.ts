@@ -44,7 +44,8 @@ export interface HookDeps {
 
 /**
  * Forwards a request Fastify has taken to `owner` (its answer goes back as it comes); `body`: the
- * bytes of a body Fastify has already read (else the request's own stream is sent on).
+ * bytes of a body Fastify has already read (else the request's own stream is sent on). Such a
+ * request passed this node's rate limit: the headers that set on the reply go back with the answer.
  */
 export function forwardRequest(
   deps: Pick<HookDeps, "forwarder" | "channel">,
@@ -56,7 +57,7 @@ export function forwardRequest(
 ): FastifyReply {
   reply.hijack();
   const extra = forwardedHeaders(deps.channel, request.method, request.url, request.headers.host);
-  deps.forwarder.forward(request.raw, reply.raw, owner, extra, onFail, body);
+  deps.forwarder.forward(request.raw, reply.raw, owner, extra, onFail, body, body && reply.getHeaders());
   return reply;
 }
 

@@ -6,7 +6,8 @@
 // the deployments of the database at start, and is the gateway's model source for deployments.
 // In a cluster each deployment runs on one node (its row's node_id): a node starts its own at
 // start, takes over those of a lost node (adoptFrom), and lets go of those another node took
-// while it was cut off (keepOwned).
+// while it was cut off (keepOwned); it tells the cluster where the others run (nodeOf,
+// nodeOfName: their requests are forwarded there), and lists and counts them from the rows.
 import { spawnSync } from "node:child_process";
 import crypto from "node:crypto";
 import fs from "node:fs";

@@ -42,7 +42,9 @@ export class Forwarder {
   /**
    * Sends the request to `target` (the owner's base URL) with `extra` headers added and pipes the
    * answer back. Before the owner answered, a failure is a 503 `node_unavailable`; after, the
-   * client's connection is cut (its answer cannot be completed).
+   * client's connection is cut (its answer cannot be completed). `body`: the request's body, read
+   * already (a completion whose `model` said where it goes); without it the request is streamed on.
+   * `own`: headers this node has set for the answer already (the owner's win).
    */
   forward(
     req: IncomingMessage,
@@ -50,6 +52,8 @@ export class Forwarder {
     owner: { id: string; url: string },
     extra: Record<string, string>,
     onFail: () => void,
+    body?: Buffer,
+    own?: Record<string, string | number | string[] | undefined>,
   ): void {
     const to = this.target(owner.url);
     const headers: Record<string, string | string[]> = {};
@@ -59,6 +63,10 @@ export class Forwarder {
     }
     Object.assign(headers, extra);
     headers.host = to.host;
+    if (body) {
+      delete headers["transfer-encoding"];
+      headers["content-length"] = String(body.length);
+    }
     const out = http.request({
       host: to.hostname,
       port: to.port,
@@ -72,6 +80,10 @@ export class Forwarder {
     out.on("response", (answer) => {
       answered = true;
       const back: Record<string, string | string[]> = {};
+      // This node's own headers of the answer (its RateLimit-* count), where the owner sets none.
+      if (own)
+        for (const [name, value] of Object.entries(own))
+          if (value !== undefined) back[name] = typeof value === "number" ? String(value) : value;
       for (const name in answer.headers) {
         const value = answer.headers[name];
         if (value !== undefined && !HOP.has(name)) back[name] = value;
@@ -89,7 +101,7 @@ export class Forwarder {
         res.destroy();
         return;
       }
-      const err = new ApiError("node_unavailable", "The node that runs this sandbox did not answer; retry shortly", 1);
+      const err = new ApiError("node_unavailable", "The node that runs this sandbox or deployment did not answer; retry shortly", 1);
       res.writeHead(err.status, { "content-type": "application/json; charset=utf-8", "retry-after": "1" });
       res.end(JSON.stringify({ error: { code: err.code, message: err.message } }));
     });
@@ -97,7 +109,8 @@ export class Forwarder {
     res.on("close", () => {
       if (!res.writableFinished) out.destroy();
     });
-    req.pipe(out);
+    if (body) out.end(body);
+    else req.pipe(out);
   }
 
   /**

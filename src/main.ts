@@ -131,7 +131,10 @@ async function main(): Promise<void> {
     logger,
     deployments: deploymentsArea.deployments,
     gates: sandbox.gates,
+    templates,
   });
+  // A template's files another node holds are fetched from it at its first sandbox here.
+  if (cluster) templates.usePeers(cluster.peers);
   const app = await buildApp(
     {
       config,

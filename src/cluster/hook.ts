@@ -13,7 +13,7 @@ import type { Forwarder } from "./forward.js";
 import { routeTarget } from "./lease.js";
 import type { Membership, NodeView } from "./membership.js";
 import { parseReadBodies, readCreateBody, templateNamed } from "./create-body.js";
-import { type Candidate, choose } from "./placement.js";
+import { type Candidate, choose, preferHolders } from "./placement.js";
 import type { RoutingMap } from "./routing.js";
 import { mayTarget, targetOf } from "./targets.js";
 
@@ -126,9 +126,9 @@ export function installClusterHook(app: FastifyInstance, deps: HookDeps): void {
     if (!deps.templates || executors.length < 2 || tenantId === undefined) return { node: place(executors) };
     const body = await readCreateBody(request.raw);
     const name = body && templateNamed(request.url, body);
-    const holders = name ? await deps.templates.copiesOf(tenantId, name) : undefined;
-    const holding = holders ? executors.filter((n) => holders.includes(n.id)) : [];
-    return { node: place(holding.length > 0 ? holding : executors), body };
+    // Records out of reach (the database away): placed by load, as a create of a built-in is.
+    const holders = name ? await deps.templates.copiesOf(tenantId, name).catch(() => undefined) : undefined;
+    return { node: place(preferHolders(executors, holders)), body };
   };
 
   if (deps.templates) parseReadBodies(app);

@@ -1,11 +1,11 @@
 // Tenants' own templates on every executor of a cluster (a private Redis, one SQLite file shared by
 // an API node and two executors, each executor with a template directory of its own): a template
 // built on executor 1 has its creates placed there while it alone holds it, even when load alone
-// would place them on executor 2 (as it does a built-in's); a create made on
-// executor 2 fetches its root filesystem from executor 1 (over the signed internal channel, checked
-// against its content digest) and runs in it; a template saved from a sandbox on executor 2 (its
-// /home/user kept) starts on executor 1 with those files. The internal route refuses a request
-// without a node's signature.
+// would place them on executor 2 (as it does a built-in's); a create made on executor 2 fetches its
+// root filesystem from executor 1 (over the signed internal channel, checked against its content
+// digest) and runs in it; a damaged copy is refused and nothing of it kept; a template saved from a
+// sandbox on executor 2 (its /home/user kept) starts on executor 1 with those files. The internal
+// route refuses a request without a node's signature.
 import assert from "node:assert/strict";
 import fs from "node:fs";
 import path from "node:path";
@@ -120,6 +120,46 @@ test("a template built on executor 1 is placed there while only it holds its fil
   for (const id of [...busy, builtIn.body.sandbox_id]) assert.equal((await call(api)("DELETE", `${CREATE}/${id}`)).status, 200);
 });
 
+test("the internal route answers only a node of the cluster", { skip }, async () => {
+  assert.ok(templateId, "built by the test before");
+  const route = `/v1/internal/templates/${templateId}/rootfs`;
+  const bare = await fetch(`${exec1.url}${route}`);
+  assert.equal(bare.status, 401);
+  const withKey = await fetch(`${exec1.url}${route}`, { headers: { authorization: `Bearer ${cluster.key}` } });
+  assert.equal(withKey.status, 401);
+  const forged = await fetch(`${exec1.url}${route}`, { headers: sign("not-the-secret", "exec-2", "GET", route) });
+  assert.equal(forged.status, 401);
+  const signed = await fetch(`${exec1.url}${route}`, { headers: sign(cluster.secret, "exec-2", "GET", route) });
+  assert.equal(signed.status, 200);
+  assert.equal(signed.headers.get("content-type"), "application/x-tar");
+  await signed.body?.cancel();
+});
+
+test("a copy that does not match the content digest is refused, and nothing of it is kept", { skip }, async () => {
+  assert.ok(rootfsDigest, "built by the test before");
+  // Its content digest was recorded when executor 1 first served it (the test before); then its
+  // tree is damaged on executor 1's disk.
+  const marker = path.join(templateDirs["exec-1"] as string, "rootfs", rootfsDigest, "opt/marker/MARKER");
+  const original = fs.readFileSync(marker);
+  fs.writeFileSync(marker, "damaged\n");
+  try {
+    const res = await call(exec2)<{ error: { code: string; message: string } }>(
+      "POST",
+      CREATE,
+      { template: templateId },
+      sign(cluster.secret, "placer", "POST", CREATE),
+    );
+    assert.equal(res.status, 503, JSON.stringify(res.body));
+    assert.equal(res.body.error.code, "node_unavailable");
+    assert.match(res.body.error.message, /exec-1: the root filesystem from node exec-1 does not match its content digest/);
+    assert.ok(Number(res.headers.get("retry-after")) > 0, "Retry-After");
+    assert.deepEqual(fs.readdirSync(path.join(templateDirs["exec-2"] as string, "rootfs")), [], "nothing adopted");
+    assert.deepEqual(fs.readdirSync(path.join(templateDirs["exec-2"] as string, "work")), [], "nothing left unpacked");
+  } finally {
+    fs.writeFileSync(marker, original);
+  }
+});
+
 test("executor 2 fetches the template's root filesystem from executor 1 at its first sandbox of it", { skip }, async () => {
   assert.ok(templateId, "built by the test before");
   const ids = await Promise.all([createOn(exec2, templateId), createOn(exec2, "bare")]);
@@ -148,19 +188,4 @@ test("a template saved from a sandbox on executor 2 starts on executor 1 with it
   assert.equal(await ownerOf(copy), "exec-1");
   assert.equal(await pythonStdout(call(api), copy, "print(open('/home/user/note.txt').read())"), "saved on executor 2\n");
   for (const id of [source, copy]) assert.equal((await call(api)("DELETE", `${CREATE}/${id}`)).status, 200);
-});
-
-test("the internal route answers only a node of the cluster", { skip }, async () => {
-  assert.ok(templateId, "built by the test before");
-  const route = `/v1/internal/templates/${templateId}/rootfs`;
-  const bare = await fetch(`${exec1.url}${route}`);
-  assert.equal(bare.status, 401);
-  const withKey = await fetch(`${exec1.url}${route}`, { headers: { authorization: `Bearer ${cluster.key}` } });
-  assert.equal(withKey.status, 401);
-  const forged = await fetch(`${exec1.url}${route}`, { headers: sign("not-the-secret", "exec-2", "GET", route) });
-  assert.equal(forged.status, 401);
-  const signed = await fetch(`${exec1.url}${route}`, { headers: sign(cluster.secret, "exec-2", "GET", route) });
-  assert.equal(signed.status, 200);
-  assert.equal(signed.headers.get("content-type"), "application/x-tar");
-  await signed.body?.cancel();
 });

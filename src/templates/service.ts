@@ -288,6 +288,8 @@ export class TemplateService {
         await this.recordCopy(t.id).catch((err) => this.d.log({ err, template_id: t.id }, "template copy not recorded"));
       return;
     }
+    // Recorded here but gone (removed by hand, a disk replaced): no longer offered to placement.
+    if (this.held.delete(t.id)) await this.d.store.removeCopy(t.id, this.d.nodeId).catch(() => {});
     let fetching = this.fetching.get(t.id);
     if (!fetching) {
       fetching = this.fetch(t, asked).finally(() => this.fetching.delete(t.id));

@@ -1,9 +1,10 @@
 // Each index's vectors as one flat file beside its graph (`<index>.vectors`), so that a search
 // while the index's records load after a start is answered from a file read at disk speed instead
 // of a pass over the database's rows (record-scan-main.ts). Written whole when the index is saved
-// (idle, and on a graceful stop); it covers every write up to `upTo` and is used after a start only
-// when the index's write sequence is still `upTo` then (any later write makes it stale until the
-// next save). Layout, little-endian: a 64-byte header, then the collection's slots as they are
+// (idle, and on a graceful stop); it covers every write up to `upTo`. A file older than its index
+// (writes after the save, then a `kill -9`) is brought up to date after a start with the writes
+// after `upTo` (vector-file-since.ts); the tombstones after it are kept until the next file is
+// written. Layout, little-endian: a 64-byte header, then the collection's slots as they are
 // (`slots` × `dim` float32, a freed slot's vector left in place), each slot's label (float64, -1
 // for a freed slot), and the slots' ids as one JSON array (null for a freed slot).
 import fs from "node:fs";

@@ -111,7 +111,7 @@ function search(r: ScanRequest): ScanReply {
 }
 
 /** Reads the index's vectors file and the writes after it; the rows answer when it cannot be used. */
-function openFile(indexId: string, file: string, dim: number): ScanFileReply {
+async function openFile(indexId: string, file: string, dim: number): Promise<ScanFileReply> {
   const t0 = performance.now();
   const reply = (r: Omit<ScanFileReply, "kind" | "indexId" | "ms">): ScanFileReply => ({
     kind: "file",
@@ -120,7 +120,7 @@ function openFile(indexId: string, file: string, dim: number): ScanFileReply {
     ms: performance.now() - t0,
   });
   try {
-    const f = VectorFileScan.open(file, dim);
+    const f = await VectorFileScan.open(file, dim);
     if (!f) return reply({ used: false, reason: "missing, incomplete or of another dimension" });
     const w = since.read(indexId, f.summary());
     if ("reason" in w) return reply({ used: false, reason: w.reason, upTo: f.upTo });
@@ -132,7 +132,16 @@ function openFile(indexId: string, file: string, dim: number): ScanFileReply {
   }
 }
 
+/** Messages for an index whose file is being read, handled in order once it is: the thread answers
+ * the other indexes' searches meanwhile (a large index's file takes seconds to read). */
+const opening = new Map<string, ScanMessage[]>();
+
 function handle(m: ScanMessage): void {
+  const waiting = opening.get(m.indexId);
+  if (waiting) {
+    waiting.push(m);
+    return;
+  }
   switch (m.kind) {
     case "search": {
       let reply: ScanReply;
@@ -146,7 +155,13 @@ function handle(m: ScanMessage): void {
     }
     case "file": {
       files.set(m.indexId, undefined);
-      port.postMessage(openFile(m.indexId, m.file, m.dim));
+      opening.set(m.indexId, []);
+      void openFile(m.indexId, m.file, m.dim).then((reply) => {
+        port.postMessage(reply);
+        const queued = opening.get(m.indexId) ?? [];
+        opening.delete(m.indexId);
+        for (const q of queued) handle(q);
+      });
       return;
     }
     case "writes": {

@@ -53,8 +53,8 @@ export class VectorFileScan {
   }
 
   /** Reads the file; undefined when it is missing, incomplete or of another dimension. */
-  static open(file: string, dim: number): VectorFileScan | undefined {
-    const f = readVectorFile(file);
+  static async open(file: string, dim: number): Promise<VectorFileScan | undefined> {
+    const f = await readVectorFile(file);
     if (!f || f.dim !== dim) return undefined;
     if (f.live === f.slots) return new VectorFileScan(dim, f.upTo, f.vecs, f.labels, f.ids as string[]);
     // Freed slots are left out once here, so that a search need not skip them.

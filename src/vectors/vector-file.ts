@@ -113,11 +113,12 @@ export function readVectorFileHeader(file: string): VectorFileHeader | undefined
   }
 }
 
-/** Reads the whole file (in the record scanner's thread); undefined when it is not a complete one. */
-export function readVectorFile(file: string): VectorFileData | undefined {
+/** Reads the whole file (in the record scanner's thread), a piece at a time: between pieces the
+ * thread answers the searches of other indexes. Undefined when it is not a complete one. */
+export async function readVectorFile(file: string): Promise<VectorFileData | undefined> {
   const h = readVectorFileHeader(file);
   if (!h) return undefined;
-  const fd = fs.openSync(file, "r");
+  const fh = await fs.promises.open(file, "r");
   try {
     const vecs = new Float32Array(h.slots * h.dim);
     const labels = new Float64Array(h.slots);
@@ -126,9 +127,9 @@ export function readVectorFile(file: string): VectorFileData | undefined {
     for (const part of [new Uint8Array(vecs.buffer), new Uint8Array(labels.buffer), idBytes]) {
       let done = 0;
       while (done < part.length) {
-        const n = fs.readSync(fd, part, done, Math.min(part.length - done, PIECE), at + done);
-        if (n === 0) return undefined;
-        done += n;
+        const { bytesRead } = await fh.read(part, done, Math.min(part.length - done, PIECE), at + done);
+        if (bytesRead === 0) return undefined;
+        done += bytesRead;
       }
       at += part.length;
     }
@@ -136,6 +137,6 @@ export function readVectorFile(file: string): VectorFileData | undefined {
     if (ids.length !== h.slots) return undefined;
     return { ...h, vecs, labels, ids };
   } finally {
-    fs.closeSync(fd);
+    await fh.close();
   }
 }

@@ -84,8 +84,8 @@ test("a vectors file and the writes after it in the database answer exactly what
     assert.equal(await writeVectorFile(file, snap, () => true), true);
 
     /** The file brought up to date now, checked against the index's rows on 10 queries. */
-    const check = (what: string, resend?: (f: VectorFileScan) => void) => {
-      const f = VectorFileScan.open(file, DIM);
+    const check = async (what: string, resend?: (f: VectorFileScan) => void) => {
+      const f = await VectorFileScan.open(file, DIM);
       assert.ok(f, what);
       const w = new WritesSinceReader(reader).read(IDX, f.summary());
       assert.ok(!("reason" in w), `${what}: ${JSON.stringify(w)}`);
@@ -109,7 +109,7 @@ test("a vectors file and the writes after it in the database answer exactly what
       }
       return w;
     };
-    assert.equal(check("no writes since").ids.length, 0);
+    assert.equal((await check("no writes since")).ids.length, 0);
 
     // The file's last row deleted, then a new row: it takes the freed rowid (the table's top).
     const top = `v${N - 1}`;
@@ -117,7 +117,7 @@ test("a vectors file and the writes after it in the database answer exactly what
     await store.delete(IDX, [top]);
     await put(IDX, ["after1"]);
     assert.equal(rowidOf("after1"), freed, "the new row did not take the freed rowid (nothing tested)");
-    let w = check("a freed rowid taken again");
+    let w = await check("a freed rowid taken again");
     assert.deepEqual(w.ids, ["after1"]);
     assert.deepEqual(w.dropped.length, 1);
 
@@ -137,7 +137,7 @@ test("a vectors file and the writes after it in the database answer exactly what
       IDX,
       Array.from({ length: 30 }, (_, j) => `new${j}`),
     );
-    w = check("replaced, deleted and new vectors", (f) => {
+    w = await check("replaced, deleted and new vectors", (f) => {
       for (const x of [...replaced, ...added]) f.put(x.replaced ?? -1, x.label, x.id, written.get(x.id) as Float32Array);
       for (const g of gone) f.remove(g.label);
     });
@@ -151,13 +151,13 @@ test("a vectors file and the writes after it in the database answer exactly what
     await store.delete(IDX, recent);
     await put(IDX, ["after2", "after3"]);
     await put(OTHER, ["o-later"]);
-    w = check("every recent row of the file gone");
+    w = await check("every recent row of the file gone");
     assert.ok(w.ids.includes("after2") && w.ids.includes("after3"));
 
     // Tombstones after the file pruned (a save before they were kept with the file): the sum does
     // not add up, and the file is not used.
     await store.pruneTombstones(IDX, await store.seq(IDX));
-    const f = VectorFileScan.open(file, DIM) as VectorFileScan;
+    const f = (await VectorFileScan.open(file, DIM)) as VectorFileScan;
     const refused = new WritesSinceReader(reader).read(IDX, f.summary());
     assert.ok("reason" in refused && /vectors/.test(refused.reason), JSON.stringify(refused));
   } finally {

@@ -92,12 +92,14 @@ export class VectorFileScan {
     };
   }
 
-  /** Brings the file up to date with the writes after it (read before any sent by the main thread). */
+  /** Brings the file up to date with the writes after it (read before any sent by the main thread);
+   * the vectors dropped are left out now when many, rather than at the first search. */
   catchUp(w: WritesSince): void {
     for (const l of w.dropped) this.remove(l);
     w.ids.forEach((id, i) => {
       this.put(-1, w.labels[i] as number, id, w.vectors.subarray(i * this.dim, (i + 1) * this.dim));
     });
+    if (this.dropped.size > COMPACT_AT) this.compact();
   }
 
   /** A write acknowledged since the start: `replaced` (if any) goes, then the vector is added. */
@@ -115,18 +117,23 @@ export class VectorFileScan {
     } else this.dropped.add(label);
   }
 
-  /** Packs the file's vectors again without the dropped ones. */
+  /** Packs the file's vectors again without the dropped ones (in place: each kept row moves down). */
   private compact(): void {
     const dim = this.dim;
-    const keep: number[] = [];
-    for (let r = 0; r < this.labels.length; r++) if (!this.dropped.has(this.labels[r] as number)) keep.push(r);
-    const vecs = new Float32Array(keep.length * dim);
-    keep.forEach((r, i) => {
-      vecs.set(this.vecs.subarray(r * dim, (r + 1) * dim), i * dim);
-    });
-    this.vecs = vecs;
-    this.labels = Float64Array.from(keep, (r) => this.labels[r] as number);
-    this.ids = keep.map((r) => this.ids[r] as string);
+    let kept = 0;
+    for (let r = 0; r < this.labels.length; r++) {
+      const label = this.labels[r] as number;
+      if (this.dropped.has(label)) continue;
+      if (kept !== r) {
+        this.vecs.copyWithin(kept * dim, r * dim, (r + 1) * dim);
+        this.labels[kept] = label;
+        this.ids[kept] = this.ids[r] as string;
+      }
+      kept++;
+    }
+    this.vecs = this.vecs.subarray(0, kept * dim);
+    this.labels = this.labels.subarray(0, kept);
+    this.ids.length = kept;
     this.dropped = new Set();
   }
 

@@ -8,7 +8,7 @@
 // the queue is bounded (room(): past the bound a write waits for the graph), which bounds that cost.
 // While the index's records load, writes are kept and applied after them; while its graph loads or
 // is rebuilt, every search is exact (SIMD brute force, exact.ts), and so is a small index's while
-// the graph worker is busy with long work (another index's graph loading, say).
+// the graph worker is busy with another index's long work (its graph loading, say).
 import type { Hit, Metric } from "./engine.js";
 import { exactNearest } from "./exact.js";
 import type { Metadata, Predicate } from "./filter.js";
@@ -33,9 +33,9 @@ export const RESCORE_EXTRA = 8;
  * walks max(this, candidates asked)), so the width can change per search and per index. */
 const GRAPH_MIN_EF = 16;
 /** An index of at most this many floats (vectors × dimension: 16 MiB, 32,768 vectors of 128
- * dimensions) is searched exactly while the graph worker is busy with long work, its own or another
- * index's (a graph loaded from its file or saved, a rebuild's insertions: seconds at a million
- * vectors), instead of waiting behind it: one SIMD pass over it takes a few milliseconds. */
+ * dimensions) is searched exactly while the graph worker is busy with another index's long work (a
+ * graph loaded from its file or saved, a rebuild's insertions: seconds at a million vectors),
+ * instead of waiting behind it: one SIMD pass over it takes a few milliseconds. */
 const EXACT_WHEN_BUSY_FLOATS = 1 << 22;
 /** Below this many vectors exact scoring is cheaper than a gather into one buffer. */
 const GATHER_MIN = 64;
@@ -600,7 +600,8 @@ export class Collection {
     const qNorm = norm(query);
     const cands: Candidate[] = [];
     const graphSize = this.annCount;
-    const exact = how.exact || this.building || (this.graphs.busy && this.used * this.dim <= EXACT_WHEN_BUSY_FLOATS);
+    const exact =
+      how.exact || this.building || (this.used * this.dim <= EXACT_WHEN_BUSY_FLOATS && this.graphs.busyWithOthers?.(this.graphId) === true);
     if (exact) {
       this.exactAll(query, qNorm, topK, pred, cands);
     } else {

@@ -39,8 +39,8 @@ export class GraphWorker {
   private readonly waiting = new Map<number, Waiter>();
   private dead: Error | undefined;
   /** Calls in flight that can take long (a graph loaded from its file or saved, a large insertion
-   * such as a rebuild's): a search posted now waits behind them. */
-  private long = 0;
+   * such as a rebuild's), by graph: a search posted now waits behind them. */
+  private readonly long = new Map<string, number>();
 
   constructor(searchThreads = 1) {
     const workerData: GraphWorkerData = { searchThreads };
@@ -77,19 +77,22 @@ export class GraphWorker {
       this.waiting.set(id, { resolve: resolve as (v: never) => void, reject });
       this.worker.postMessage({ ...msg, id }, transfer);
     });
+    const graph = msg.graph;
     if (long) {
-      this.long++;
+      this.long.set(graph, (this.long.get(graph) ?? 0) + 1);
       const done = () => {
-        this.long--;
+        const n = (this.long.get(graph) ?? 1) - 1;
+        if (n > 0) this.long.set(graph, n);
+        else this.long.delete(graph);
       };
       p.then(done, done);
     }
     return p;
   }
 
-  /** Whether a search posted now would wait behind long work (of any graph). */
-  get busy(): boolean {
-    return this.long > 0;
+  /** Whether a search of `graph` posted now would wait behind another graph's long work. */
+  busyWithOthers(graph: string): boolean {
+    return this.long.size > (this.long.has(graph) ? 1 : 0);
   }
 
   /** Creates a graph, loading it from `file` when given; resolves to its size. */

@@ -7,7 +7,8 @@
 // requests. Until then they are scored exactly, so the next search sees every acknowledged write;
 // the queue is bounded (room(): past the bound a write waits for the graph), which bounds that cost.
 // While the index's records load, writes are kept and applied after them; while its graph loads or
-// is rebuilt, every search is exact (SIMD brute force, exact.ts).
+// is rebuilt, every search is exact (SIMD brute force, exact.ts), and so is a small index's while
+// the graph worker is busy with another index's long work (its graph loading, say).
 import type { Hit, Metric } from "./engine.js";
 import { exactNearest } from "./exact.js";
 import type { Metadata, Predicate } from "./filter.js";
@@ -31,6 +32,11 @@ export const RESCORE_EXTRA = 8;
 /** The graph's own minimum search width: each search asks for its width in candidates (usearch
  * walks max(this, candidates asked)), so the width can change per search and per index. */
 const GRAPH_MIN_EF = 16;
+/** An index of at most this many floats (vectors × dimension: 16 MiB, 32,768 vectors of 128
+ * dimensions) is searched exactly while the graph worker is busy with another index's long work (a
+ * graph loaded from its file or saved, a rebuild's insertions: seconds at a million vectors),
+ * instead of waiting behind it: one SIMD pass over it takes a few milliseconds. */
+const EXACT_WHEN_BUSY_FLOATS = 1 << 22;
 /** Below this many vectors exact scoring is cheaper than a gather into one buffer. */
 const GATHER_MIN = 64;
 /** Graphs smaller than this are not measured (their searches walk most of them anyway). */
@@ -594,7 +600,9 @@ export class Collection {
     const qNorm = norm(query);
     const cands: Candidate[] = [];
     const graphSize = this.annCount;
-    if (how.exact || this.building) {
+    const exact =
+      how.exact || this.building || (this.used * this.dim <= EXACT_WHEN_BUSY_FLOATS && this.graphs.busyWithOthers?.(this.graphId) === true);
+    if (exact) {
       this.exactAll(query, qNorm, topK, pred, cands);
     } else {
       // Vectors not yet in the graph: scored exactly.
@@ -605,7 +613,7 @@ export class Collection {
       }
       this.exact(query, qNorm, waiting, topK, cands);
     }
-    if (graphSize > 0 && !how.exact && !this.building) {
+    if (graphSize > 0 && !exact) {
       if (!pred) {
         // The graph walks `width` candidates and they are rescored exactly here (at least topK +
         // RESCORE_EXTRA, what bfloat16's coarser distances may misorder).

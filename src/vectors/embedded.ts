@@ -6,9 +6,9 @@
 // reads the records in a worker (record-loader.ts) and the graph file in the graph worker, so the
 // service keeps answering meanwhile. Writes never wait for a load (committed to SQLite at once,
 // applied in memory after the records); searches never wait either: while the records load they
-// are answered exactly by a worker (record-scan.ts), from the index's vectors file when it was
-// current at the start (vector-file.ts: written with each save) or else from the database, then
-// exactly from memory until the graph is loaded or rebuilt.
+// are answered exactly by a worker (record-scan.ts), from the index's vectors file (vector-file.ts:
+// written with each save) and the writes after it, or else from the database, then exactly from
+// memory until the graph is loaded or rebuilt. Smaller indexes are loaded first.
 import fs from "node:fs";
 import path from "node:path";
 import { Collection, QUANTIZATION } from "./collection.js";
@@ -70,10 +70,8 @@ export class EmbeddedEngine implements VectorEngine {
   private readonly scanner: RecordScanner | undefined;
   private saving: Promise<void> | undefined;
   private readonly saveIdleMs: number;
-  /** The write sequence each index's vectors file holds (absent: none, or not known current). */
+  /** The write sequence each index's vectors file on disk holds (absent: none, or not usable). */
   private readonly vectorsSaved = new Map<string, number>();
-  /** Indexes written to since the start (their vectors file is no longer the start's state). */
-  private readonly writtenSinceStart = new Set<string>();
   /** Indexes whose first search while loading was logged. */
   private readonly loggedScan = new Set<string>();
 
@@ -83,15 +81,29 @@ export class EmbeddedEngine implements VectorEngine {
     private readonly log: (msg: string, fields?: Record<string, unknown>) => void = () => {},
     private readonly settings: VectorSettings = VECTOR_DEFAULTS,
   ) {
-    this.scanner = store.scanFile === undefined ? undefined : new RecordScanner(store.scanFile);
+    this.scanner =
+      store.scanFile === undefined
+        ? undefined
+        : new RecordScanner(store.scanFile, (r) => {
+            const fields = {
+              index: r.indexId,
+              up_to: r.upTo,
+              written_since: r.writtenSince,
+              dropped_since: r.droppedSince,
+              ms: Math.round(r.ms),
+            };
+            if (r.used) this.log("vectors file in use while the index loads", fields);
+            else this.log("vectors file not used while the index loads", { ...fields, reason: r.reason });
+          });
     this.dir = path.join(dataDir, "vector-graphs");
     fs.mkdirSync(this.dir, { recursive: true, mode: 0o700 });
     // Started with the service (before it listens) when there are indexes to load, so that it is
     // ready for the first search (a thread's start, compiling its module, can take longer than the
-    // scan itself), and given each vectors file that holds its index as it is now.
-    void store.allIndexes().then(async (rows) => {
+    // scan itself), and given each index's vectors file, smallest index first (the thread reads
+    // them one after another, and a search waits behind the files read before it).
+    void store.allIndexes().then((rows) => {
       if (rows.length > 0) this.scanner?.start();
-      for (const row of rows) await this.useVectorsFile(row.id, row.dimension);
+      for (const row of this.smallestFirst(rows)) this.useVectorsFile(row.id, row.dimension);
     });
     this.saveIdleMs = settings.saveIdleS * 1000;
     this.timer = setInterval(() => void this.saveAll(false), Math.min(this.saveIdleMs, 30_000));
@@ -123,15 +135,19 @@ export class EmbeddedEngine implements VectorEngine {
     };
   }
 
-  /** At start: searches of the index while it loads read its vectors file when the file holds
-   * every write the index had (its write sequence and vector count), and none came since. */
-  private async useVectorsFile(indexId: string, dim: number): Promise<void> {
+  /** Indexes (or their specs) by their vector count, smallest first. */
+  private smallestFirst<T extends { id: string }>(rows: T[]): T[] {
+    return [...rows].sort((a, b) => this.store.count(a.id) - this.store.count(b.id));
+  }
+
+  /** At start: searches of the index while it loads read its vectors file, with the writes after
+   * it (the scanner thread reads those from the database and checks the sum against the index's
+   * vector count; when it does not add up, the rows answer). */
+  private useVectorsFile(indexId: string, dim: number): void {
     if (!this.scanner) return;
     const file = this.files(indexId).vectors;
     const h = readVectorFileHeader(file);
-    if (!h || h.dim !== dim || h.live !== this.store.count(indexId) || h.upTo !== (await this.store.seq(indexId))) return;
-    // (A write acknowledged meanwhile was not passed on to the scanner.)
-    if (this.writtenSinceStart.has(indexId)) return;
+    if (!h || h.dim !== dim) return;
     this.vectorsSaved.set(indexId, h.upTo);
     this.scanner.useFile(indexId, file, dim);
   }
@@ -263,7 +279,8 @@ export class EmbeddedEngine implements VectorEngine {
   async warm(specs: IndexSpec[]): Promise<void> {
     // Records one index at a time (each load reads them in a worker; its graph loads meanwhile in
     // the graph worker); an index used first starts its own load at once.
-    for (const s of specs) await this.coll(s).recordsLoaded.catch(() => {});
+    // Smallest first: a large index's minutes of loading do not hold back the small ones.
+    for (const s of this.smallestFirst(specs)) await this.coll(s).recordsLoaded.catch(() => {});
     // Needed again only if a load failed (the next use loads that index again).
     if (![...this.open.values()].some((c) => c.loading)) await this.scanner?.close();
   }
@@ -302,7 +319,6 @@ export class EmbeddedEngine implements VectorEngine {
     // Past the index's bound on vectors waiting for its graph, written once the graph caught up.
     await c.room();
     const written = await this.store.upsert(spec.id, vectors, admit);
-    this.writtenSinceStart.add(spec.id);
     this.scanner?.wrote(
       spec.id,
       written,
@@ -318,7 +334,6 @@ export class EmbeddedEngine implements VectorEngine {
   async delete(spec: IndexSpec, ids: string[], refuseProtected?: (protectedIds: string[]) => void): Promise<number> {
     const c = this.coll(spec);
     const gone = await this.store.delete(spec.id, ids, refuseProtected);
-    this.writtenSinceStart.add(spec.id);
     this.scanner?.deleted(
       spec.id,
       gone.map((g) => g.label),
@@ -434,7 +449,8 @@ export class EmbeddedEngine implements VectorEngine {
           const saved: GraphState = { upTo, dimension: c.dim, metric: c.metric, quantization: QUANTIZATION, bytes, recall: c.recall };
           fs.writeFileSync(tmp, JSON.stringify(saved));
           fs.renameSync(tmp, state);
-          await this.store.pruneTombstones(id, upTo);
+          // The tombstones after the vectors file stay with it: after a crash they bring it up to date.
+          await this.store.pruneTombstones(id, Math.min(upTo, this.vectorsSaved.get(id) ?? upTo));
         } catch (err) {
           c.dirty = true;
           this.log("saving a vector graph failed; it will be rebuilt on start", { index: id, error: String(err) });

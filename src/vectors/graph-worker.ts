@@ -27,6 +27,9 @@ export interface GraphMatches {
 }
 
 const GRAPH_WORKER_MAIN = workerEntry(import.meta.url, "graph-worker-main");
+/** An insertion of this many vectors or more counts as long work (a rebuild inserts 512 at a time;
+ * the insertions of ordinary writes are sized to take about 3 ms each). */
+const LONG_ADD = 256;
 
 type Waiter = { resolve: (v: never) => void; reject: (e: Error) => void };
 
@@ -35,6 +38,9 @@ export class GraphWorker {
   private nextId = 1;
   private readonly waiting = new Map<number, Waiter>();
   private dead: Error | undefined;
+  /** Calls in flight that can take long (a graph loaded from its file or saved, a large insertion
+   * such as a rebuild's), by graph: a search posted now waits behind them. */
+  private readonly long = new Map<string, number>();
 
   constructor(searchThreads = 1) {
     const workerData: GraphWorkerData = { searchThreads };
@@ -64,23 +70,43 @@ export class GraphWorker {
     else w.resolve(value as never);
   }
 
-  private call<T>(msg: GraphRequestBody, transfer: ArrayBuffer[] = []): Promise<T> {
+  private call<T>(msg: GraphRequestBody, transfer: ArrayBuffer[] = [], long = false): Promise<T> {
     if (this.dead) return Promise.reject(this.dead);
     const id = this.nextId++;
-    return new Promise<T>((resolve, reject) => {
+    const p = new Promise<T>((resolve, reject) => {
       this.waiting.set(id, { resolve: resolve as (v: never) => void, reject });
       this.worker.postMessage({ ...msg, id }, transfer);
     });
+    const graph = msg.graph;
+    if (long) {
+      this.long.set(graph, (this.long.get(graph) ?? 0) + 1);
+      const done = () => {
+        const n = (this.long.get(graph) ?? 1) - 1;
+        if (n > 0) this.long.set(graph, n);
+        else this.long.delete(graph);
+      };
+      p.then(done, done);
+    }
+    return p;
+  }
+
+  /** Whether a search of `graph` posted now would wait behind another graph's long work. */
+  busyWithOthers(graph: string): boolean {
+    return this.long.size > (this.long.has(graph) ? 1 : 0);
   }
 
   /** Creates a graph, loading it from `file` when given; resolves to its size. */
   open(graph: string, p: GraphParams, file?: string): Promise<number> {
-    return this.call({ op: "open", graph, file, p: { ...p, metric: USEARCH_METRIC[p.metric] } });
+    return this.call({ op: "open", graph, file, p: { ...p, metric: USEARCH_METRIC[p.metric] } }, [], file !== undefined);
   }
   /** Inserts vectors (the arrays are handed over to the worker); resolves to the graph's size and
    * the time the insertion took in the worker. */
   add(graph: string, keys: BigUint64Array, data: Float32Array, threads: number): Promise<{ size: number; ms: number }> {
-    return this.call({ op: "add", graph, keys, data, threads }, [keys.buffer as ArrayBuffer, data.buffer as ArrayBuffer]);
+    return this.call(
+      { op: "add", graph, keys, data, threads },
+      [keys.buffer as ArrayBuffer, data.buffer as ArrayBuffer],
+      keys.length >= LONG_ADD,
+    );
   }
   remove(graph: string, keys: BigUint64Array): Promise<number> {
     return this.call({ op: "remove", graph, keys });
@@ -90,7 +116,7 @@ export class GraphWorker {
   }
   /** Saves atomically (a temporary file renamed over the previous one). */
   save(graph: string, file: string): Promise<number> {
-    return this.call({ op: "save", graph, file });
+    return this.call({ op: "save", graph, file }, [], true);
   }
   drop(graph: string): Promise<number> {
     return this.call({ op: "drop", graph });

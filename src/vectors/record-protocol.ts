@@ -48,8 +48,10 @@ export interface ScanRequest {
   includeMetadata: boolean;
 }
 
-/** The index's vectors file held every write up to the start: searches of it read the file, and
- * every write to the index acknowledged since is sent after this (ScanWrites). */
+/** Searches of the index read its vectors file from now on, brought up to date with the writes
+ * after it that are in the database when the thread reads them (vector-file-since.ts); every
+ * write to the index acknowledged from now on is sent after this too (ScanWrites, ScanDeletes:
+ * one the thread read already changes nothing when sent again). Answered by a ScanFileReply. */
 export interface ScanUseFile {
   kind: "file";
   indexId: string;
@@ -84,7 +86,23 @@ export interface ScanForget {
 
 export type ScanMessage = ScanRequest | ScanUseFile | ScanWrites | ScanDeletes | ScanForget;
 
+/** Whether the index's vectors file is in use, and what it took to bring it up to date. */
+export interface ScanFileReply {
+  kind: "file";
+  indexId: string;
+  used: boolean;
+  /** Why not, when not. */
+  reason?: string;
+  /** The file's write sequence, and the writes after it read from the database at start. */
+  upTo?: number;
+  writtenSince?: number;
+  droppedSince?: number;
+  /** Reading the file and the writes since, in the scanner thread. */
+  ms: number;
+}
+
 export interface ScanReply {
+  kind?: undefined;
   id: number;
   hits?: Array<{ id: string; score: number; values?: number[]; metadata?: Record<string, unknown> }>;
   /** What answered: the index's vectors file (with the writes since), or a pass over its rows. */

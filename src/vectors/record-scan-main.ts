@@ -1,7 +1,9 @@
 // The record scanner thread: answers a search of an index whose records are still loading after a
-// start, exactly, for RecordScanner (record-scan.ts). An index whose vectors file was current at
-// the start (vector-file.ts) is searched in that file's vectors, read once, and the writes
-// acknowledged since (vector-file-scan.ts); its hits' metadata is read from the vectors database.
+// start, exactly, for RecordScanner (record-scan.ts). An index with a vectors file (vector-file.ts)
+// is searched in that file's vectors, read once, brought up to date with the writes after it that
+// are in the database (vector-file-since.ts: after a `kill -9` the file is older than the index),
+// and the writes acknowledged since (vector-file-scan.ts); its hits' metadata is read from the
+// vectors database.
 // Otherwise, and for a filtered search (the filter needs every record's metadata), each search is
 // one read transaction over the index's records in the database (its own read-only connection), a
 // chunk at a time (SIMD brute force per chunk, the filter applied to each record's metadata), so it
@@ -10,8 +12,9 @@ import { parentPort, workerData } from "node:worker_threads";
 import Database from "better-sqlite3";
 import { exactNearest, metricDistance } from "./exact.js";
 import { compileFilter, type Metadata } from "./filter.js";
-import type { RecordScanData, ScanMessage, ScanReply, ScanRequest } from "./record-protocol.js";
+import type { RecordScanData, ScanFileReply, ScanMessage, ScanReply, ScanRequest } from "./record-protocol.js";
 import { VectorFileScan } from "./vector-file-scan.js";
+import { WritesSinceReader } from "./vector-file-since.js";
 
 type Hits = NonNullable<ScanReply["hits"]>;
 
@@ -30,6 +33,7 @@ const byId = db.prepare<[string, string], { label: number; metadata: string }>(
   "SELECT label, metadata FROM vectors WHERE index_id = ? AND id = ?",
 );
 const CHUNK = 20_000;
+const since = new WritesSinceReader(db);
 
 /** Indexes searched from their vectors file (undefined: the file could not be read). */
 const files = new Map<string, VectorFileScan | undefined>();
@@ -106,7 +110,38 @@ function search(r: ScanRequest): ScanReply {
   return { id: r.id, hits: scanRecords(r), source: "records", ms: performance.now() - t0 };
 }
 
+/** Reads the index's vectors file and the writes after it; the rows answer when it cannot be used. */
+async function openFile(indexId: string, file: string, dim: number): Promise<ScanFileReply> {
+  const t0 = performance.now();
+  const reply = (r: Omit<ScanFileReply, "kind" | "indexId" | "ms">): ScanFileReply => ({
+    kind: "file",
+    indexId,
+    ...r,
+    ms: performance.now() - t0,
+  });
+  try {
+    const f = await VectorFileScan.open(file, dim);
+    if (!f) return reply({ used: false, reason: "missing, incomplete or of another dimension" });
+    const w = since.read(indexId, f.summary());
+    if ("reason" in w) return reply({ used: false, reason: w.reason, upTo: f.upTo });
+    f.catchUp(w);
+    files.set(indexId, f);
+    return reply({ used: true, upTo: f.upTo, writtenSince: w.ids.length, droppedSince: w.dropped.length });
+  } catch (err) {
+    return reply({ used: false, reason: String((err as Error | undefined)?.message ?? err) });
+  }
+}
+
+/** Messages for an index whose file is being read, handled in order once it is: the thread answers
+ * the other indexes' searches meanwhile (a large index's file takes seconds to read). */
+const opening = new Map<string, ScanMessage[]>();
+
 function handle(m: ScanMessage): void {
+  const waiting = opening.get(m.indexId);
+  if (waiting) {
+    waiting.push(m);
+    return;
+  }
   switch (m.kind) {
     case "search": {
       let reply: ScanReply;
@@ -119,13 +154,14 @@ function handle(m: ScanMessage): void {
       return;
     }
     case "file": {
-      let f: VectorFileScan | undefined;
-      try {
-        f = VectorFileScan.open(m.file, m.dim);
-      } catch {
-        // unreadable: the rows answer
-      }
-      files.set(m.indexId, f);
+      files.set(m.indexId, undefined);
+      opening.set(m.indexId, []);
+      void openFile(m.indexId, m.file, m.dim).then((reply) => {
+        port.postMessage(reply);
+        const queued = opening.get(m.indexId) ?? [];
+        opening.delete(m.indexId);
+        for (const q of queued) handle(q);
+      });
       return;
     }
     case "writes": {

@@ -1,12 +1,14 @@
 // Exact searches of an index whose records are still loading after a start, answered by a worker
 // thread (record-scan-main.ts) instead of waiting for the load (seconds; minutes at a million):
-// from the index's vectors file when it was current at the start (read once; every write
-// acknowledged since is sent to the thread too, before the write's answer), else by a pass over the
-// index's records in the vectors database. Searches are handled one after another.
+// from the index's vectors file (read once, with the writes after it that the database holds; every
+// write acknowledged since is sent to the thread too, before the write's answer), else by a pass
+// over the index's records in the vectors database. Searches are handled one after another.
 import type { Worker } from "node:worker_threads";
 import { startWorker, workerEntry } from "../workers.js";
 import type { IndexSpec, SearchOptions } from "./engine.js";
-import type { RecordScanData, ScanMessage, ScanReply, ScanRequest } from "./record-protocol.js";
+import type { RecordScanData, ScanFileReply, ScanMessage, ScanReply, ScanRequest } from "./record-protocol.js";
+
+export type { ScanFileReply } from "./record-protocol.js";
 
 const RECORD_SCAN_MAIN = workerEntry(import.meta.url, "record-scan-main");
 
@@ -17,7 +19,11 @@ export class RecordScanner {
   /** Indexes the current thread searches in their vectors file (lost with the thread). */
   private readonly fromFile = new Set<string>();
 
-  constructor(private readonly file: string) {}
+  constructor(
+    private readonly file: string,
+    /** Told whether each index's vectors file is in use (see useFile). */
+    private readonly onFile: (r: ScanFileReply) => void = () => {},
+  ) {}
 
   /** Starts the thread (before the first search needs it: a start compiles its module). */
   start(): Worker {
@@ -25,7 +31,11 @@ export class RecordScanner {
     const workerData: RecordScanData = { file: this.file };
     const w = startWorker(RECORD_SCAN_MAIN, { workerData });
     w.unref();
-    w.on("message", (m: ScanReply) => {
+    w.on("message", (m: ScanReply | ScanFileReply) => {
+      if (m.kind === "file") {
+        this.onFile(m);
+        return;
+      }
       const p = this.waiting.get(m.id);
       this.waiting.delete(m.id);
       if (m.error !== undefined) p?.reject(new Error(m.error));
@@ -49,8 +59,9 @@ export class RecordScanner {
     this.start().postMessage(m);
   }
 
-  /** The index's vectors file holds every write up to now: searches read it from now on, and each
-   * write acknowledged from now on must be passed on (wrote, deleted) before it is answered. */
+  /** Searches of the index read its vectors file from now on (brought up to date in the thread with
+   * the writes after it; onFile says whether it could be), and each write acknowledged from now on
+   * must be passed on (wrote, deleted) before it is answered. */
   useFile(indexId: string, file: string, dim: number): void {
     this.post({ kind: "file", indexId, file, dim });
     this.fromFile.add(indexId);

@@ -1,11 +1,13 @@
 // One index's vectors as the record scanner holds them while the index loads after a start: its
-// vectors file (vector-file.ts, current as of the start), less the labels deleted or replaced
-// since, plus the vectors written since (both sent by the main thread as each write is
-// acknowledged). Its nearest vectors are found by SIMD brute force over the file's vectors (read
-// once) and over those written since.
+// vectors file (vector-file.ts), less the labels deleted or replaced since the file, plus the
+// vectors written since (both read from the database at start when the file is older than the
+// index, vector-file-since.ts, and then sent by the main thread as each write is acknowledged). Its
+// nearest vectors are found by SIMD brute force over the file's vectors (read once) and over those
+// written since.
 import type { Metric } from "./engine.js";
 import { exactNearest, metricDistance } from "./exact.js";
 import { readVectorFile } from "./vector-file.js";
+import type { FileSummary, WritesSince } from "./vector-file-since.js";
 
 /** A candidate: its label, id, exact distance and vector. */
 export interface FileHit {
@@ -15,19 +17,29 @@ export interface FileHit {
   vector: Float32Array;
 }
 
+/** The file's most recent vectors handed to the reader of the writes since (see FileSummary). */
+const LATEST = 32;
+/** Past this many dropped labels the file's vectors are packed again without them (each search
+ * asks the brute force for as many more as were dropped). */
+const COMPACT_AT = 1_024;
+
 export class VectorFileScan {
   /** The file's live vectors, packed (freed slots left out), with their labels and ids. */
   private vecs: Float32Array;
   private labels: Float64Array;
   private ids: string[];
   /** Labels of the file's vectors deleted or replaced since. */
-  private readonly dropped = new Set<number>();
+  private dropped = new Set<number>();
   /** Vectors written since, by label; packed for a search on demand. */
   private readonly added = new Map<number, { id: string; vector: Float32Array }>();
   private packed: { vecs: Float32Array; labels: number[] } | undefined;
+  /** The highest label in the file: labels above it were given after the file. */
+  readonly maxLabel: number;
 
   private constructor(
     readonly dim: number,
+    /** Every write up to this sequence number is in the file. */
+    readonly upTo: number,
     vecs: Float32Array,
     labels: Float64Array,
     ids: string[],
@@ -35,13 +47,16 @@ export class VectorFileScan {
     this.vecs = vecs;
     this.labels = labels;
     this.ids = ids;
+    let max = -1;
+    for (const l of labels) if (l > max) max = l;
+    this.maxLabel = max;
   }
 
   /** Reads the file; undefined when it is missing, incomplete or of another dimension. */
-  static open(file: string, dim: number): VectorFileScan | undefined {
-    const f = readVectorFile(file);
+  static async open(file: string, dim: number): Promise<VectorFileScan | undefined> {
+    const f = await readVectorFile(file);
     if (!f || f.dim !== dim) return undefined;
-    if (f.live === f.slots) return new VectorFileScan(dim, f.vecs, f.labels, f.ids as string[]);
+    if (f.live === f.slots) return new VectorFileScan(dim, f.upTo, f.vecs, f.labels, f.ids as string[]);
     // Freed slots are left out once here, so that a search need not skip them.
     const vecs = new Float32Array(f.live * dim);
     const labels = new Float64Array(f.live);
@@ -53,7 +68,38 @@ export class VectorFileScan {
       labels[ids.length] = f.labels[s] as number;
       ids.push(f.ids[s] as string);
     }
-    return ids.length === f.live ? new VectorFileScan(dim, vecs, labels, ids) : undefined;
+    return ids.length === f.live ? new VectorFileScan(dim, f.upTo, vecs, labels, ids) : undefined;
+  }
+
+  /** What the reader of the writes since needs to know of the file. */
+  summary(): FileSummary {
+    // The LATEST highest labels, highest first (one pass; the list stays short).
+    const top: number[] = [];
+    for (let r = 0; r < this.labels.length; r++) {
+      const l = this.labels[r] as number;
+      if (top.length === LATEST && l <= (this.labels[top[LATEST - 1] as number] as number)) continue;
+      let at = top.length;
+      while (at > 0 && (this.labels[top[at - 1] as number] as number) < l) at--;
+      top.splice(at, 0, r);
+      if (top.length > LATEST) top.pop();
+    }
+    return {
+      dim: this.dim,
+      upTo: this.upTo,
+      live: this.labels.length,
+      maxLabel: this.maxLabel,
+      latest: top.map((r) => ({ label: this.labels[r] as number, id: this.ids[r] as string })),
+    };
+  }
+
+  /** Brings the file up to date with the writes after it (read before any sent by the main thread);
+   * the vectors dropped are left out now when many, rather than at the first search. */
+  catchUp(w: WritesSince): void {
+    for (const l of w.dropped) this.remove(l);
+    w.ids.forEach((id, i) => {
+      this.put(-1, w.labels[i] as number, id, w.vectors.subarray(i * this.dim, (i + 1) * this.dim));
+    });
+    if (this.dropped.size > COMPACT_AT) this.compact();
   }
 
   /** A write acknowledged since the start: `replaced` (if any) goes, then the vector is added. */
@@ -63,14 +109,37 @@ export class VectorFileScan {
     this.packed = undefined;
   }
 
-  /** A delete (or the old version of a replaced vector) acknowledged since the start. */
+  /** A delete (or the old version of a replaced vector). The writes read at start may hold it
+   * already: sent again, it changes nothing (a label is given once and leaves once). */
   remove(label: number): void {
-    if (this.added.delete(label)) this.packed = undefined;
-    else this.dropped.add(label);
+    if (label > this.maxLabel) {
+      if (this.added.delete(label)) this.packed = undefined;
+    } else this.dropped.add(label);
+  }
+
+  /** Packs the file's vectors again without the dropped ones (in place: each kept row moves down). */
+  private compact(): void {
+    const dim = this.dim;
+    let kept = 0;
+    for (let r = 0; r < this.labels.length; r++) {
+      const label = this.labels[r] as number;
+      if (this.dropped.has(label)) continue;
+      if (kept !== r) {
+        this.vecs.copyWithin(kept * dim, r * dim, (r + 1) * dim);
+        this.labels[kept] = label;
+        this.ids[kept] = this.ids[r] as string;
+      }
+      kept++;
+    }
+    this.vecs = this.vecs.subarray(0, kept * dim);
+    this.labels = this.labels.subarray(0, kept);
+    this.ids.length = kept;
+    this.dropped = new Set();
   }
 
   /** The `topK` nearest live vectors, nearest first, each with its exact distance. */
   nearest(q: Float32Array, topK: number, metric: Metric): FileHit[] {
+    if (this.dropped.size > COMPACT_AT) this.compact();
     const dim = this.dim;
     const qNorm = Math.sqrt(q.reduce((a, x) => a + x * x, 0));
     const out: FileHit[] = [];

@@ -1,9 +1,10 @@
 // Each index's vectors as one flat file beside its graph (`<index>.vectors`), so that a search
 // while the index's records load after a start is answered from a file read at disk speed instead
 // of a pass over the database's rows (record-scan-main.ts). Written whole when the index is saved
-// (idle, and on a graceful stop); it covers every write up to `upTo` and is used after a start only
-// when the index's write sequence is still `upTo` then (any later write makes it stale until the
-// next save). Layout, little-endian: a 64-byte header, then the collection's slots as they are
+// (idle, and on a graceful stop); it covers every write up to `upTo`. A file older than its index
+// (writes after the save, then a `kill -9`) is brought up to date after a start with the writes
+// after `upTo` (vector-file-since.ts); the tombstones after it are kept until the next file is
+// written. Layout, little-endian: a 64-byte header, then the collection's slots as they are
 // (`slots` × `dim` float32, a freed slot's vector left in place), each slot's label (float64, -1
 // for a freed slot), and the slots' ids as one JSON array (null for a freed slot).
 import fs from "node:fs";
@@ -112,11 +113,12 @@ export function readVectorFileHeader(file: string): VectorFileHeader | undefined
   }
 }
 
-/** Reads the whole file (in the record scanner's thread); undefined when it is not a complete one. */
-export function readVectorFile(file: string): VectorFileData | undefined {
+/** Reads the whole file (in the record scanner's thread), a piece at a time: between pieces the
+ * thread answers the searches of other indexes. Undefined when it is not a complete one. */
+export async function readVectorFile(file: string): Promise<VectorFileData | undefined> {
   const h = readVectorFileHeader(file);
   if (!h) return undefined;
-  const fd = fs.openSync(file, "r");
+  const fh = await fs.promises.open(file, "r");
   try {
     const vecs = new Float32Array(h.slots * h.dim);
     const labels = new Float64Array(h.slots);
@@ -125,9 +127,9 @@ export function readVectorFile(file: string): VectorFileData | undefined {
     for (const part of [new Uint8Array(vecs.buffer), new Uint8Array(labels.buffer), idBytes]) {
       let done = 0;
       while (done < part.length) {
-        const n = fs.readSync(fd, part, done, Math.min(part.length - done, PIECE), at + done);
-        if (n === 0) return undefined;
-        done += n;
+        const { bytesRead } = await fh.read(part, done, Math.min(part.length - done, PIECE), at + done);
+        if (bytesRead === 0) return undefined;
+        done += bytesRead;
       }
       at += part.length;
     }
@@ -135,6 +137,6 @@ export function readVectorFile(file: string): VectorFileData | undefined {
     if (ids.length !== h.slots) return undefined;
     return { ...h, vecs, labels, ids };
   } finally {
-    fs.closeSync(fd);
+    await fh.close();
   }
 }

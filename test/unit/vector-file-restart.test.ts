@@ -1,13 +1,15 @@
 // The vectors file across restarts of the engine, on a real vectors database: after a graceful
 // stop, searches while the index loads are answered from its vectors file, exactly, with every
 // write acknowledged since (deletes, replacements, new vectors); a file older than the index's last
-// write (as a crash leaves it) is not used, and the stored records answer instead, exactly. Deletes
-// during the load leave the saved graph in use.
+// write (as a crash leaves it) is used too, brought up to date with the writes after it, exactly;
+// one that cannot be (its tombstones gone) is not, and the stored records answer. Deletes during
+// the load leave the saved graph in use.
 import assert from "node:assert/strict";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { test } from "node:test";
+import Database from "better-sqlite3";
 import { EmbeddedEngine } from "../../src/vectors/embedded.js";
 import type { IndexSpec } from "../../src/vectors/engine.js";
 import { exactNearest } from "../../src/vectors/exact.js";
@@ -33,7 +35,7 @@ function open(dir: string): { store: VectorDb; engine: EmbeddedEngine; logs: Log
 
 const scanSource = (logs: Logged[]) => logs.find((l) => l.msg === "first search of a loading vector index answered")?.fields?.from;
 
-test("while an index loads after a restart, searches read its vectors file with the writes since, exactly; a stale file is not used", async () => {
+test("while an index loads after a restart, searches read its vectors file with the writes since, exactly, also when the file is older than the index", async () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "vector-file-restart-"));
   try {
     const data = clustered(N + 100, DIM, 20, 11);
@@ -69,7 +71,10 @@ test("while an index loads after a restart, searches read its vectors file with 
     await store.close();
     const vectorsFile = path.join(dir, "vector-graphs", `${spec.id}.vectors`);
     assert.ok(fs.existsSync(vectorsFile), "no vectors file after a graceful stop");
-    const afterStop = fs.readFileSync(vectorsFile);
+    // The saved files as the graceful stop left them (a crash after the writes below leaves these).
+    const graphs = path.join(dir, "vector-graphs");
+    const savedGraphs = path.join(dir, "saved-graphs");
+    fs.cpSync(graphs, savedGraphs, { recursive: true });
 
     // Restarted: writes at once (they start the load), then searches while it still loads.
     ({ store, engine, logs } = open(dir));
@@ -99,6 +104,17 @@ test("while an index loads after a restart, searches read its vectors file with 
     );
     // Each hit's metadata as stored now.
     for (const h of hits) assert.deepEqual(h.metadata, h.id === replaced || h.id.startsWith("new") ? {} : meta(live.get(h.id) as number));
+    // What a `kill -9` now would leave of the database (every write committed, none under way).
+    const crashed = path.join(dir, "crashed");
+    fs.mkdirSync(crashed);
+    for (const f of ["vectors.db", "vectors.db-wal"]) fs.copyFileSync(path.join(dir, f), path.join(crashed, f));
+    /** The data directory as that crash would have left it. */
+    const crash = () => {
+      fs.rmSync(graphs, { recursive: true });
+      fs.cpSync(savedGraphs, graphs, { recursive: true });
+      fs.rmSync(path.join(dir, "vectors.db-shm"), { force: true });
+      for (const f of ["vectors.db", "vectors.db-wal"]) fs.copyFileSync(path.join(crashed, f), path.join(dir, f));
+    };
     await engine.close();
     await store.close();
     // The deletes and the replacement during the load left the saved graph usable (before, a delete
@@ -106,17 +122,40 @@ test("while an index loads after a restart, searches read its vectors file with 
     const loaded = logs.find((l) => l.msg === "vector index loaded");
     assert.equal(loaded?.fields?.from_saved_graph, true, JSON.stringify(logs));
 
-    // As after a crash that left the file from before the last writes: it is not used.
-    fs.writeFileSync(vectorsFile, afterStop);
+    // After that crash the file is from before the last writes: it is brought up to date with them
+    // (the deletes, the replacement and the new vectors above).
+    crash();
     ({ store, engine, logs } = open(dir));
     await new Promise((r) => setImmediate(r));
-    const q2 = row(N + 4);
-    // The first use starts the load: this search is answered while it runs.
-    const hits2 = await engine.search(spec, q2, { topK: 10, includeValues: false, includeMetadata: false });
-    assert.equal(scanSource(logs), "records", "a stale vectors file was used");
+    // The first use starts the load: these searches are answered while it runs.
+    for (const q2 of [q, row(N + 4)]) {
+      const hits2 = await engine.search(spec, q2, { topK: 10, includeValues: false, includeMetadata: false });
+      assert.deepEqual(
+        hits2.map((h) => h.id),
+        exact(q2),
+      );
+    }
+    assert.equal(scanSource(logs), "file", `a vectors file older than the index was not used: ${JSON.stringify(logs)}`);
+    const inUse = logs.find((l) => l.msg === "vectors file in use while the index loads")?.fields;
+    assert.deepEqual([inUse?.written_since, inUse?.dropped_since], [3, 4], JSON.stringify(logs));
+    await engine.close();
+    await store.close();
+
+    // Its tombstones gone (as a save by an older version pruned them): the sum does not add up,
+    // the file is not used and the stored records answer, exactly.
+    crash();
+    const db = new Database(path.join(dir, "vectors.db"));
+    db.prepare("DELETE FROM vector_tombstones").run();
+    db.close();
+    ({ store, engine, logs } = open(dir));
+    await new Promise((r) => setImmediate(r));
+    const q3 = row(N + 5);
+    const hits3 = await engine.search(spec, q3, { topK: 10, includeValues: false, includeMetadata: false });
+    assert.equal(scanSource(logs), "records", "a vectors file that does not add up was used");
+    assert.ok(logs.some((l) => l.msg === "vectors file not used while the index loads"));
     assert.deepEqual(
-      hits2.map((h) => h.id),
-      exact(q2),
+      hits3.map((h) => h.id),
+      exact(q3),
     );
     await engine.close();
     await store.close();

@@ -35,7 +35,7 @@ test("a vectors file and the writes after it answer exactly what the index holds
     const h = readVectorFileHeader(file);
     assert.deepEqual(h && { dim: h.dim, live: h.live, upTo: h.upTo }, { dim: DIM, live: N - 100, upTo: seq });
 
-    const scan = VectorFileScan.open(file, DIM);
+    const scan = await VectorFileScan.open(file, DIM);
     assert.ok(scan);
     // After the file: 50 deleted, 50 replaced (new label, new vector), 100 new.
     const live = new Map<string, number>();
@@ -76,7 +76,7 @@ test("a vectors file and the writes after it answer exactly what the index holds
     // Cut short: not a vectors file.
     fs.truncateSync(file, fs.statSync(file).size - 1);
     assert.equal(readVectorFileHeader(file), undefined);
-    assert.equal(VectorFileScan.open(file, DIM), undefined);
+    assert.equal(await VectorFileScan.open(file, DIM), undefined);
     // Changed while written: discarded, and the file before it stays.
     const other = path.join(dir, "u.vectors");
     assert.equal(await writeVectorFile(other, c.slotsSnapshot(), () => false), false);

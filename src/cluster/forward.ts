@@ -51,6 +51,49 @@ export class Forwarder {
     extra: Record<string, string>,
     onFail: () => void,
   ): void {
+    const out = this.request(req, owner, extra);
+    this.hold(owner.id, out);
+    this.relay(out, req, res, onFail);
+  }
+
+  /**
+   * Opens the request to the owner and waits for its connection, without reading the client's body:
+   * undefined when the owner cannot be reached within `waitMs` (refused, unreachable), and the
+   * request is then still whole, to be answered here. The connection made, relay() sends it on.
+   */
+  connect(
+    req: IncomingMessage,
+    owner: { id: string; url: string },
+    extra: Record<string, string>,
+    waitMs: number,
+  ): Promise<http.ClientRequest | undefined> {
+    const out = this.request(req, owner, extra);
+    return new Promise((resolve) => {
+      const fail = () => {
+        clearTimeout(timer);
+        out.off("error", fail);
+        // A destroyed request may still report its error: nobody is listening for it any more.
+        out.on("error", () => {});
+        out.destroy();
+        resolve(undefined);
+      };
+      const connected = () => {
+        clearTimeout(timer);
+        out.off("error", fail);
+        this.hold(owner.id, out);
+        resolve(out);
+      };
+      const timer = setTimeout(fail, waitMs);
+      out.once("error", fail);
+      out.once("socket", (socket) => {
+        // A kept-alive connection is connected already.
+        if (socket.connecting) socket.once("connect", connected);
+        else connected();
+      });
+    });
+  }
+
+  private request(req: IncomingMessage, owner: { url: string }, extra: Record<string, string>): http.ClientRequest {
     const to = this.target(owner.url);
     const headers: Record<string, string | string[]> = {};
     for (const name in req.headers) {
@@ -59,7 +102,7 @@ export class Forwarder {
     }
     Object.assign(headers, extra);
     headers.host = to.host;
-    const out = http.request({
+    return http.request({
       host: to.hostname,
       port: to.port,
       method: req.method,
@@ -67,8 +110,17 @@ export class Forwarder {
       headers,
       agent: this.agent,
     });
+  }
+
+  /** Pipes the client's request into `out` and the owner's answer back (see forward()); `failure`: the 503's message. */
+  relay(
+    out: http.ClientRequest,
+    req: IncomingMessage,
+    res: ServerResponse,
+    onFail: () => void,
+    failure = "The node that runs this sandbox did not answer; retry shortly",
+  ): void {
     let answered = false;
-    this.hold(owner.id, out);
     out.on("response", (answer) => {
       answered = true;
       const back: Record<string, string | string[]> = {};
@@ -89,7 +141,7 @@ export class Forwarder {
         res.destroy();
         return;
       }
-      const err = new ApiError("node_unavailable", "The node that runs this sandbox did not answer; retry shortly", 1);
+      const err = new ApiError("node_unavailable", failure, 1);
       res.writeHead(err.status, { "content-type": "application/json; charset=utf-8", "retry-after": "1" });
       res.end(JSON.stringify({ error: { code: err.code, message: err.message } }));
     });

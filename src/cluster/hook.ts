@@ -35,7 +35,12 @@ export interface HookDeps {
   forwarder: Forwarder;
   channel: ChannelAuth;
   placementSample: number;
+  /** A request for one vector index: forwarded to its owner (vector-routing.ts); absent when vectors are not shared. */
+  vectorRequest?: (request: FastifyRequest, reply: FastifyReply) => Promise<FastifyReply | undefined>;
 }
+
+/** Where the vectors area's routes begin: the only other requests the hook looks at. */
+const VECTORS = "/v1/vectors/";
 
 export function installClusterHook(app: FastifyInstance, deps: HookDeps): void {
   const { membership, routing, forwarder, channel: auth } = deps;
@@ -62,9 +67,20 @@ export function installClusterHook(app: FastifyInstance, deps: HookDeps): void {
     return membership.node(chosen.id);
   };
 
+  const { vectorRequest } = deps;
+  /** A request for a vector index: forwarded to the index's owner unless a node sent it here. */
+  const vectors = async (request: FastifyRequest, reply: FastifyReply) => {
+    if (!vectorRequest || !request.url.startsWith(VECTORS)) return;
+    const channel = auth.verify(request.headers, request.method, request.url);
+    if (channel === "invalid") throw new ApiError("unauthorized", "A forwarded request's node signature is invalid or too old");
+    // Forwarded here by a node that takes this one for the owner: answered here, never forwarded again.
+    if (channel === "valid") return;
+    return vectorRequest(request, reply);
+  };
+
   app.addHook("onRequest", async (request, reply) => {
     const url = request.url;
-    if (!mayTarget(url)) return;
+    if (!mayTarget(url)) return vectors(request, reply);
     const channel = auth.verify(request.headers, request.method, url);
     if (channel === "invalid") throw new ApiError("unauthorized", "A forwarded request's node signature is invalid or too old");
     if (channel === "valid") {

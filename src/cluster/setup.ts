@@ -24,6 +24,8 @@ import { NodeLoss } from "./node-loss.js";
 import { RoutingMap } from "./routing.js";
 import { type RunCountGates, RunCounts } from "./run-counts.js";
 import type { ClusterSettings } from "./settings.js";
+import { VectorOwners } from "./vector-owners.js";
+import { type VectorIndexes, vectorRouting } from "./vector-routing.js";
 
 /** What the cluster asks of the deployments area (src/deployments/service.ts). */
 export interface DeploymentMoves {
@@ -56,6 +58,8 @@ export interface ClusterDeps {
   deployments?: DeploymentMoves;
   /** The execution gates, whose per-tenant and per-key limits then hold over the cluster. */
   gates: RunCountGates;
+  /** Vector indexes whose records every node shares (PostgreSQL): each is owned by one executor (absent: each node answers its own). */
+  vectors?: VectorIndexes;
 }
 
 export interface ClusterArea {
@@ -203,6 +207,18 @@ export async function openCluster(settings: ClusterSettings, deps: ClusterDeps):
     () => membership.nodes().flatMap((n) => (n.id !== nodeId && n.state !== "lost" && n.roles !== "api" ? [n.id] : [])),
     onError,
   );
+  const channel = new ChannelAuth(settings.secret ?? "", nodeId);
+  const owners = new VectorOwners(membership);
+  /** The owners' generation the vectors area was last told of (-1: never). */
+  let heldGeneration = -1;
+  /** Tells the vectors area which indexes are this node's now (it loads those, drops the others' after a grace). */
+  const holdVectors = async () => {
+    if (!deps.vectors) return;
+    owners.update();
+    const changed = owners.generation !== heldGeneration;
+    heldGeneration = owners.generation;
+    await deps.vectors.hold((id) => owners.ownership(id), changed);
+  };
   // The heartbeat and the sweep for lost nodes each run one at a time, apart: ending a lost node's
   // many sandboxes never delays this node's own renewals.
   let beating = false;
@@ -238,6 +254,7 @@ export async function openCluster(settings: ClusterSettings, deps: ClusterDeps):
       for (const n of nodes) if (n.state === "lost") forwarder.abort(n.id);
       await loss.sweep(nodes);
       await moveDeployments(nodes);
+      await holdVectors();
     } catch (err) {
       onError(err);
     } finally {
@@ -273,8 +290,19 @@ export async function openCluster(settings: ClusterSettings, deps: ClusterDeps):
     membership,
     routing,
     forwarder,
-    channel: new ChannelAuth(settings.secret ?? "", nodeId),
+    channel,
     placementSample: settings.placementSample,
+    vectorRequest:
+      deps.vectors &&
+      vectorRouting({
+        indexes: deps.vectors,
+        owners,
+        forwarder,
+        channel,
+        selfId: nodeId,
+        leaseMs: settings.leaseMs,
+        warn: (msg, fields) => log.warn(fields, msg),
+      }),
   };
   return {
     redis,
@@ -287,6 +315,8 @@ export async function openCluster(settings: ClusterSettings, deps: ClusterDeps):
       for (const { id } of sandboxes.liveSandboxes()) routing.claim(id);
       await routing.flush();
       await membership.refresh();
+      // The indexes this node owns start loading now (in the background).
+      await holdVectors().catch(onError);
       // At least every second: a lost node is found within a second of its lease expiring (lease + 2 s in all).
       timer = setInterval(() => void tick(), Math.max(100, Math.min(1000, Math.floor(settings.leaseMs / 3))));
       timer.unref();

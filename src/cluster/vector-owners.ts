@@ -69,7 +69,9 @@ export class VectorOwners {
     return id === undefined ? undefined : this.membership.node(id);
   }
 
+  /** Whose index it is, from the view now. */
   ownership(indexId: string): IndexOwnership {
+    this.update();
     const id = this.ownerId(indexId);
     return id === undefined ? "none" : id === this.membership.self.id ? "mine" : "theirs";
   }

@@ -38,8 +38,13 @@ before(async () => {
   // The API node first: it makes the database's tables.
   api = await cluster.node("api", "api", env);
   const started = await Promise.allSettled(EXECUTORS.map((id) => cluster.node(id, "executor", env)));
-  for (const s of started) if (s.status === "rejected") throw s.reason;
-  executors = new Map(EXECUTORS.map((id, i) => [id, cluster.nodes[i + 1] as TestServer]));
+  executors = new Map(
+    started.map((s, i) => {
+      if (s.status === "rejected") throw s.reason;
+      // By id (cluster.nodes is in the order the nodes finished starting).
+      return [EXECUTORS[i] as string, s.value];
+    }),
+  );
   // Every node sees both executors (asking renews a node's view), so they agree on the owners.
   for (const node of cluster.nodes) await untilExecutorsUp(node, cluster.adminKey, 2);
 });
@@ -129,11 +134,21 @@ test("writes and searches of one index through every node agree, and only its ow
     ]);
   }
 
+  // A list through the API node, which never holds it, shows it ready with the count it last read.
+  const listed = await viaApi<{ indexes: { id: string; status: string; vector_count: number }[] }>("GET", "/v1/vectors/indexes");
+  assert.deepEqual(
+    listed.body.indexes.map((i) => [i.id, i.status, i.vector_count]),
+    [[indexId, "ready", 59]],
+  );
+
   // The owner holds it, loaded from its records once (written through three nodes, never reloaded);
   // the API node and the other executor never loaded it.
-  assert.deepEqual(await holding(owner), { loaded: 1, loads: 1 });
-  assert.deepEqual(await holding(other), { loaded: 0, loads: 0 });
-  assert.deepEqual(await holding(api), { loaded: 0, loads: 0 });
+  const held = { owner: await holding(owner), other: await holding(other), api: await holding(api) };
+  assert.deepEqual(
+    held,
+    { owner: { loaded: 1, loads: 1 }, other: { loaded: 0, loads: 0 }, api: { loaded: 0, loads: 0 } },
+    `${ownerId} owns ${indexId}`,
+  );
 });
 
 test("the owner killed: the index is answered at once through the other nodes with the same results, then owned and held by the other executor", async () => {
@@ -143,7 +158,16 @@ test("the owner killed: the index is answered at once through the other nodes wi
   // At once, while the dead owner still has its lease: answered from the records, the same.
   assert.deepEqual(await answers(call(api)), before);
   assert.deepEqual(await answers(call(other)), before);
-  // The surviving executor owns it once the owner is found lost, and holds it.
+  // The surviving executor owns it once the owner is found lost, and holds it (loaded again if the
+  // copy it made while answering for the dead owner was dropped meanwhile).
+  const ownerId = rendezvousOwner(indexId, EXECUTORS) as string;
+  await until("the owner found lost", 30_000, async () => {
+    const res = await client({ url: other.url, key: cluster.adminKey })<{ nodes: { id: string; state: string }[] }>(
+      "GET",
+      "/v1/admin/nodes",
+    );
+    return res.body.nodes.some((n) => n.id === ownerId && n.state === "lost") ? true : undefined;
+  });
   await until("the surviving executor holds the index", 30_000, async () => ((await holding(other)).loaded === 1 ? true : undefined));
   // Writes and searches go on through both nodes, with the same answers.
   await ok(
@@ -154,5 +178,8 @@ test("the owner killed: the index is answered at once through the other nodes wi
   assert.deepEqual(await answers(call(other)), after);
   // The copy the API node made while the owner could not be reached is dropped after the grace.
   await until("the API node drops its copy", 30_000, async () => ((await holding(api)).loaded === 0 ? true : undefined));
+  // The new owner keeps it past the grace.
+  await new Promise((r) => setTimeout(r, (RELEASE_S + 2) * 1000));
   assert.equal((await holding(other)).loaded, 1);
+  assert.deepEqual(await answers(call(api)), after);
 });

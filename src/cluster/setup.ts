@@ -254,7 +254,8 @@ export async function openCluster(settings: ClusterSettings, deps: ClusterDeps):
       for (const n of nodes) if (n.state === "lost") forwarder.abort(n.id);
       await loss.sweep(nodes);
       await moveDeployments(nodes);
-      await holdVectors();
+      // Not awaited: dropping a copy waits for its load to end, which must not hold up the sweep.
+      void holdVectors().catch(onError);
     } catch (err) {
       onError(err);
     } finally {

@@ -134,6 +134,9 @@ export class VectorService {
 
   private view(row: IndexRow): IndexView {
     const health = this.engine.health(this.spec(row));
+    // An index another node owns is not loaded here, and is not loading either: a list through
+    // this node says "ready" (its owner answers GET /indexes/{id} with its own state).
+    if (health.status === "loading" && this.ownership(row.id) === "theirs") health.status = "ready";
     return {
       id: row.id,
       name: row.name,
@@ -232,8 +235,7 @@ export class VectorService {
       throw err;
     }
     // Another node owns it: made in memory there, at its first use (a new index has nothing to load).
-    if (this.ownership(row.id) === "theirs") return { ...this.view(row), status: "ready" };
-    this.engine.createIndex(this.spec(row));
+    if (this.ownership(row.id) !== "theirs") this.engine.createIndex(this.spec(row));
     return this.view(row);
   }
 

@@ -4,6 +4,7 @@
 // request is counted, parsed and answered once, by its owner. A sandbox this node runs is served
 // here without asking Redis. Its hot path (clusterRelay) runs before Fastify: a request whose route
 // is already known is relayed without Fastify's routing, hooks or authentication, which the owner runs.
+// A request for one vector index goes to the index's owner node the same way (vector-routing.ts).
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Duplex } from "node:stream";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";

@@ -19,7 +19,7 @@ export class IndexHolding {
     private readonly service: VectorService,
     private readonly engine: VectorEngine,
     private readonly releaseMs: number,
-    private readonly log: (msg: string, fields: Record<string, unknown>) => void,
+    private readonly log: { info(msg: string, fields: Record<string, unknown>): void; error(msg: string, err: unknown): void },
   ) {}
 
   /**
@@ -46,7 +46,7 @@ export class IndexHolding {
       } while (this.loadAgain);
     };
     this.loading = run()
-      .catch((err: unknown) => this.log("loading vector indexes failed", { error: String(err) }))
+      .catch((err: unknown) => this.log.error("loading vector indexes failed", err))
       .finally(() => {
         this.loading = undefined;
       });
@@ -69,7 +69,7 @@ export class IndexHolding {
         if (now - since < this.releaseMs) continue;
         this.othersSince.delete(id);
         await this.engine.release(id);
-        this.log("dropped a vector index another node owns", { index: id });
+        this.log.info("dropped a vector index another node owns", { index: id });
       }
     } finally {
       this.releasing = false;

@@ -39,7 +39,10 @@ export async function openVectors(
   const store: VectorCatalog = persistence.kind === "pg" ? await PgVectorCatalog.open(persistence.pool) : new VectorDb(dataDir);
   const engine = new EmbeddedEngine(store, dataDir, (msg, fields) => logger.info(fields ?? {}, msg), settings);
   const vectors = new VectorService(store, engine, new VectorLimits(store, limits), embeddings);
-  const holding = new IndexHolding(vectors, engine, settings.releaseS * 1000, (msg, fields) => logger.info(fields, msg));
+  const holding = new IndexHolding(vectors, engine, settings.releaseS * 1000, {
+    info: (msg, fields) => logger.info(fields, msg),
+    error: (msg, err) => logger.error({ err }, msg),
+  });
   return {
     vectors,
     warm: () => holding.loadOwned(),

@@ -57,18 +57,22 @@ export class Forwarder {
   }
 
   /**
-   * Opens the request to the owner and waits for its connection, without reading the client's body:
-   * undefined when the owner cannot be reached within `waitMs` (refused, unreachable), and the
-   * request is then still whole, to be answered here. The connection made, relay() sends it on.
+   * Sends the request's head to the owner with `Expect: 100-continue` and waits for the owner's
+   * HTTP server to answer it, without reading the client's body: undefined when the owner does not
+   * answer within `waitMs` (refused, unreachable, or a kept-alive connection to a node that died),
+   * and the request is then still whole, to be answered here. Answered: relay() sends the body on
+   * (with `answer`, when the owner's answer came at once, as a GET's may).
    */
   connect(
     req: IncomingMessage,
     owner: { id: string; url: string },
     extra: Record<string, string>,
     waitMs: number,
-  ): Promise<http.ClientRequest | undefined> {
-    const out = this.request(req, owner, extra);
+  ): Promise<{ out: http.ClientRequest; answer?: IncomingMessage } | undefined> {
+    // The head goes out at once (Node sends it without waiting for a body when this is set).
+    const out = this.request(req, owner, { ...extra, expect: "100-continue" });
     return new Promise((resolve) => {
+      let answer: IncomingMessage | undefined;
       const fail = () => {
         clearTimeout(timer);
         out.off("error", fail);
@@ -77,19 +81,25 @@ export class Forwarder {
         out.destroy();
         resolve(undefined);
       };
-      const connected = () => {
+      const early = (a: IncomingMessage) => {
+        answer = a;
+      };
+      const answered = () => {
         clearTimeout(timer);
         out.off("error", fail);
         this.hold(owner.id, out);
-        resolve(out);
+        // The answer may follow the 100 in the same packet, before relay() listens: kept for it.
+        out.once("response", early);
+        resolve({
+          out,
+          get answer() {
+            return answer;
+          },
+        });
       };
       const timer = setTimeout(fail, waitMs);
       out.once("error", fail);
-      out.once("socket", (socket) => {
-        // A kept-alive connection is connected already.
-        if (socket.connecting) socket.once("connect", connected);
-        else connected();
-      });
+      out.once("continue", answered);
     });
   }
 
@@ -112,16 +122,20 @@ export class Forwarder {
     });
   }
 
-  /** Pipes the client's request into `out` and the owner's answer back (see forward()); `failure`: the 503's message. */
+  /**
+   * Pipes the client's request into `out` and the owner's answer back (see forward()); `failure`:
+   * the 503's message; `early`: the owner's answer if it came already (connect()).
+   */
   relay(
     out: http.ClientRequest,
     req: IncomingMessage,
     res: ServerResponse,
     onFail: () => void,
     failure = "The node that runs this sandbox did not answer; retry shortly",
+    early?: IncomingMessage,
   ): void {
     let answered = false;
-    out.on("response", (answer) => {
+    const onAnswer = (answer: IncomingMessage) => {
       answered = true;
       const back: Record<string, string | string[]> = {};
       for (const name in answer.headers) {
@@ -134,7 +148,9 @@ export class Forwarder {
       if (String(answer.headers["content-type"]).startsWith("text/event-stream")) res.flushHeaders();
       answer.pipe(res);
       answer.on("error", () => res.destroy());
-    });
+    };
+    if (early) onAnswer(early);
+    else out.on("response", onAnswer);
     out.on("error", () => {
       onFail();
       if (answered || res.headersSent) {

@@ -1,10 +1,11 @@
 // Requests for one vector index in a cluster (`/v1/vectors/indexes/{index}`, `/v1/vectors/{index}/...`):
 // one that reaches a node other than the index's owner (vector-owners.ts) is forwarded there over
 // the internal channel, before rate limits and body parsing, as a sandbox's request is to its node;
-// the owner answers from the copy it holds. An owner that cannot be reached (refused, or no
-// connection within CONNECT_WAIT_MS) is not waited for: the request is answered here from the
-// records, as any node could (correct, slower the first time: the index loads here), and the owner
-// is passed over for a lease, by when it is either back or lost (and another node owns its indexes).
+// the owner answers from the copy it holds. An owner that cannot be reached (refused, or no answer
+// to the request's head within CONNECT_WAIT_MS: see Forwarder.connect) is not waited for: the
+// request is answered here from the records, as any node could (correct, slower the first time: the
+// index loads here), and the owner is passed over for a lease, by when it is either back or lost
+// (and another node owns its indexes).
 import type { FastifyReply, FastifyRequest } from "fastify";
 import type { ChannelAuth } from "./channel-auth.js";
 import type { Forwarder } from "./forward.js";
@@ -21,8 +22,12 @@ export interface VectorIndexes {
   hold(ownership: (indexId: string) => "mine" | "theirs" | "none", changed: boolean): Promise<void>;
 }
 
-/** How long a forward waits for the owner's connection before the request is answered here instead. */
-const CONNECT_WAIT_MS = 1000;
+/**
+ * How long a forward waits for the owner to answer the request's head (its 100 Continue) before the
+ * request is answered here instead: a node that died leaves no connection to answer, and a busy
+ * owner answers well within it (its event loop is not held that long).
+ */
+const CONNECT_WAIT_MS = 2000;
 
 export interface VectorRoutingDeps {
   indexes: VectorIndexes;
@@ -60,8 +65,8 @@ export function vectorRouting(
       if (Date.now() < until) return undefined;
       unreachable.delete(owner.id);
     }
-    const out = await forwarder.connect(request.raw, owner, channel.sign(request.method, request.url), CONNECT_WAIT_MS);
-    if (!out) {
+    const opened = await forwarder.connect(request.raw, owner, channel.sign(request.method, request.url), CONNECT_WAIT_MS);
+    if (!opened) {
       unreachable.set(owner.id, Date.now() + deps.leaseMs);
       deps.warn("cluster: the owner of a vector index cannot be reached; its requests are answered here meanwhile", {
         node: owner.id,
@@ -70,7 +75,8 @@ export function vectorRouting(
       return undefined;
     }
     reply.hijack();
-    forwarder.relay(out, request.raw, reply.raw, () => {}, "The node that holds this vector index did not answer; retry shortly");
+    const failure = "The node that holds this vector index did not answer; retry shortly";
+    forwarder.relay(opened.out, request.raw, reply.raw, () => {}, failure, opened.answer);
     return reply;
   };
 }

@@ -1,7 +1,7 @@
 // Deployments across the nodes of a cluster (PostgreSQL, Redis, two executors): a deployment runs
-// its replica on the node that created it; when that node is killed (-9) another executor takes it
-// over, exactly once (a conditional claim of its row), starts its replica and answers its chat
-// requests, and the deployment's record names the node that runs it now.
+// its replica on the node its create was placed on; when that node is killed (-9) the other
+// executor takes it over, exactly once (a conditional claim of its row), starts its replica and
+// answers its chat requests, and the deployment's record names the node that runs it now.
 import assert from "node:assert/strict";
 import fs from "node:fs";
 import os from "node:os";
@@ -13,6 +13,7 @@ import { writeTinyLlama } from "./helpers/gguf.js";
 import { startPostgres, type TestPostgres } from "./helpers/postgres.js";
 import { client, type TestServer } from "./helpers/server.js";
 import { until } from "./helpers/leftovers.js";
+import { sign } from "../src/cluster/channel-auth.js";
 
 const LEASE_MS = 3000;
 
@@ -61,11 +62,11 @@ const chat = (call: ReturnType<typeof client>, model: string) =>
   });
 
 test("a killed node's deployment is taken over by the other executor, once, and answers through it", async (t) => {
-  const a: TestServer = await cluster.node("node-a", "both", env);
-  const b: TestServer = await cluster.node("node-b", "both", env);
-  const callA = client({ url: a.url, key: cluster.key });
-  const callB = client({ url: b.url, key: cluster.key });
+  const nodes = new Map<string, TestServer>();
+  for (const id of ["node-a", "node-b"]) nodes.set(id, await cluster.node(id, "both", env));
+  const callA = client({ url: (nodes.get("node-a") as TestServer).url, key: cluster.key });
 
+  // Placed by load on either node; answered through node A wherever it runs.
   const made = await callA<{ deployment_id: string }>("POST", "/v1/deployments/create", {
     deployment_name: "moving",
     model_name: "tiny",
@@ -75,46 +76,63 @@ test("a killed node's deployment is taken over by the other executor, once, and 
   });
   assert.equal(made.status, 200, JSON.stringify(made.body));
   const id = made.body.deployment_id;
-  const onA = await until("the replica on node A", 60_000, async () => {
+  const first = await until("the first replica", 60_000, async () => {
     const res = await callA<DeploymentItem>("GET", `/v1/deployments/${id}`);
-    return res.body.status === "running" ? res.body : undefined;
+    return res.body.status === "running" && res.body.replicas.some((r) => r.state === "ready") ? res.body : undefined;
   });
-  assert.equal(onA.node_id, "node-a");
+  const lost = first.node_id as string;
+  assert.ok(nodes.has(lost), `runs on a node of the cluster, not on ${lost}`);
+  const survivor = lost === "node-a" ? "node-b" : "node-a";
+  const callSurvivor = client({ url: (nodes.get(survivor) as TestServer).url, key: cluster.key });
   assert.equal((await chat(callA, "moving")).status, 200);
 
-  await a.crash();
+  await (nodes.get(lost) as TestServer).crash();
   const killedAt = Date.now();
-  const onB = await until("the replica on node B", LEASE_MS + 60_000, async () => {
-    const res = await callB<DeploymentItem>("GET", `/v1/deployments/${id}`);
-    return res.status === 200 && res.body.status === "running" && res.body.replicas.some((r) => r.state === "ready") ? res.body : undefined;
+  const taken = await until("the replica on the surviving node", LEASE_MS + 60_000, async () => {
+    const res = await callSurvivor<DeploymentItem>("GET", `/v1/deployments/${id}`);
+    return res.status === 200 &&
+      res.body.node_id === survivor &&
+      res.body.status === "running" &&
+      res.body.replicas.some((r) => r.state === "ready")
+      ? res.body
+      : undefined;
   });
-  t.diagnostic(`running on node B ${Date.now() - killedAt} ms after node A was killed (lease ${LEASE_MS} ms)`);
-  assert.equal(onB.node_id, "node-b");
-  assert.equal(onB.replicas.length, 1);
-  const answer = await chat(callB, "moving");
+  t.diagnostic(`running on ${survivor} ${Date.now() - killedAt} ms after ${lost} was killed (lease ${LEASE_MS} ms)`);
+  assert.equal(taken.replicas.length, 1);
+  const answer = await chat(callSurvivor, "moving");
   assert.equal(answer.status, 200, JSON.stringify(answer.body));
   assert.equal(answer.body.model, "moving");
   assert.ok(typeof answer.body.choices[0]?.message.content === "string");
 
-  // Once: the row names node B, and node B lists the deployment once.
+  // Once: the row names the survivor, and the list has the deployment once.
   const sql = new pg.Client({ connectionString: databaseUrl });
   await sql.connect();
   try {
     const rows = (await sql.query<{ node_id: string }>("SELECT node_id FROM deployments WHERE id = $1", [id])).rows;
-    assert.deepEqual(rows, [{ node_id: "node-b" }]);
+    assert.deepEqual(rows, [{ node_id: survivor }]);
   } finally {
     await sql.end();
   }
-  const list = await callB<{ deployments: DeploymentItem[] }>("GET", "/v1/deployments/list");
+  const list = await callSurvivor<{ deployments: DeploymentItem[] }>("GET", "/v1/deployments/list");
   assert.deepEqual(
     list.body.deployments.map((d) => d.deployment_id),
     [id],
   );
 
-  // Node A started again under its old name does not start it a second time.
-  const again = await cluster.node("node-a", "both", { ...env });
-  const callA2 = client({ url: again.url, key: cluster.key });
+  // The killed node started again under its old name does not start it a second time: asked as a
+  // node would (not forwarded), it runs no replica of it; asked as a client, it forwards to the survivor.
+  const again = await cluster.node(lost, "both", { ...env });
   await new Promise((r) => setTimeout(r, LEASE_MS));
-  assert.equal((await callA2("GET", `/v1/deployments/${id}`)).status, 404);
-  assert.equal((await callB<DeploymentItem>("GET", `/v1/deployments/${id}`)).body.node_id, "node-b");
+  const route = `/v1/deployments/${id}`;
+  const own = await client({ url: again.url, key: cluster.key })<DeploymentItem>(
+    "GET",
+    route,
+    undefined,
+    sign(cluster.secret, survivor, "GET", route),
+  );
+  assert.equal(own.status, 200, JSON.stringify(own.body));
+  assert.deepEqual([own.body.node_id, own.body.replicas], [survivor, []]);
+  const forwarded = await client({ url: again.url, key: cluster.key })<DeploymentItem>("GET", route);
+  assert.equal(forwarded.body.node_id, survivor);
+  assert.equal(forwarded.body.replicas.length, 1);
 });

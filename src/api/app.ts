@@ -181,7 +181,8 @@ export async function buildApp(services: Services, logger: Logger): Promise<Fast
   // In a cluster: requests for other nodes' sandboxes are forwarded before they are counted or parsed,
   // and the per-minute counters are shared by every node through Redis.
   services.cluster?.install(app);
-  await installRateLimits(app, services, services.cluster ? { redis: services.cluster.redis } : {});
+  const { cluster } = services;
+  await installRateLimits(app, services, cluster ? { redis: cluster.redis, exempt: (request) => cluster.counted(request) } : {});
 
   app.get("/health", { schema: { hide: true } }, async () => ({ status: "ok", live_sandboxes: services.sandboxes.liveCount() }));
   app.get("/openapi.json", { schema: { hide: true } }, async () => app.swagger());
@@ -247,7 +248,9 @@ export async function buildApp(services: Services, logger: Logger): Promise<Fast
     await app.register(storedFileRoutes, { prefix: "/v1", files: services.files, maxFileBytes: services.files.maxFileBytes });
   if (services.inference) {
     // The gateway's code tool runs code through the same service (and gates) as POST /code/run.
-    const deps = { ...services.inference, sandboxes: services.sandbox, maxJsonDepth: config.maxJsonDepth };
+    // In a cluster, a completion naming a deployment another node runs is forwarded there.
+    const elsewhere = cluster?.forwardModel;
+    const deps = { ...services.inference, sandboxes: services.sandbox, maxJsonDepth: config.maxJsonDepth, elsewhere };
     await app.register(inferenceRoutes, { prefix: "/v1/inference", deps });
     const embeddings = services.inference.embeddings;
     if (embeddings) await app.register(embeddingRoutes, { prefix: "/v1/inference", embeddings });

@@ -18,6 +18,8 @@ export interface RateLimitStoreOptions {
   redis?: any;
   /** Or any store implementing the plugin's store interface. */
   store?: FastifyRateLimitStoreCtor;
+  /** Requests counted already (by the cluster node that forwarded them here): not counted again. */
+  exempt?: (request: FastifyRequest) => boolean;
 }
 
 /** The authenticated key of a request; undefined on public routes (health, metrics, documents). */
@@ -32,6 +34,7 @@ function keyOf(request: FastifyRequest): ApiKeyRecord | undefined {
 export async function installRateLimits(app: FastifyInstance, services: Services, stores: RateLimitStoreOptions = {}): Promise<void> {
   const { config, metrics } = services;
   const perMinute = (key: ApiKeyRecord) => key.rateLimitPerMinute ?? config.rateLimitPerMinute;
+  const { exempt } = stores;
 
   await app.register(rateLimit, {
     global: true,
@@ -45,10 +48,15 @@ export async function installRateLimits(app: FastifyInstance, services: Services
       return key ? perMinute(key) : 0;
     },
     // Public routes carry no key and are not limited; a limit of 0 means none.
-    allowList: (request) => {
-      const key = keyOf(request);
-      return key === undefined || perMinute(key) === 0;
-    },
+    allowList: exempt
+      ? (request) => {
+          const key = keyOf(request);
+          return key === undefined || perMinute(key) === 0 || exempt(request);
+        }
+      : (request) => {
+          const key = keyOf(request);
+          return key === undefined || perMinute(key) === 0;
+        },
     // A store that fails (e.g. Redis down) lets requests through rather than failing them.
     skipOnError: true,
     ...(stores.redis ? { redis: stores.redis, nameSpace: "agentbox-rl-" } : {}),

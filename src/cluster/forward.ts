@@ -42,7 +42,9 @@ export class Forwarder {
   /**
    * Sends the request to `target` (the owner's base URL) with `extra` headers added and pipes the
    * answer back. Before the owner answered, a failure is a 503 `node_unavailable`; after, the
-   * client's connection is cut (its answer cannot be completed).
+   * client's connection is cut (its answer cannot be completed). `body`: the request's body, read
+   * already (a completion whose `model` said where it goes); without it the request is streamed on.
+   * `own`: headers this node has set for the answer already (the owner's win).
    */
   forward(
     req: IncomingMessage,
@@ -50,10 +52,12 @@ export class Forwarder {
     owner: { id: string; url: string },
     extra: Record<string, string>,
     onFail: () => void,
+    body?: Buffer,
+    own?: Record<string, string | number | string[] | undefined>,
   ): void {
-    const out = this.request(req, owner, extra);
+    const out = this.request(req, owner, extra, body);
     this.hold(owner.id, out);
-    this.relay(out, req, res, onFail);
+    this.relay(out, req, res, onFail, { body, own });
   }
 
   /**
@@ -103,7 +107,7 @@ export class Forwarder {
     });
   }
 
-  private request(req: IncomingMessage, owner: { url: string }, extra: Record<string, string>): http.ClientRequest {
+  private request(req: IncomingMessage, owner: { url: string }, extra: Record<string, string>, body?: Buffer): http.ClientRequest {
     const to = this.target(owner.url);
     const headers: Record<string, string | string[]> = {};
     for (const name in req.headers) {
@@ -112,6 +116,10 @@ export class Forwarder {
     }
     Object.assign(headers, extra);
     headers.host = to.host;
+    if (body) {
+      delete headers["transfer-encoding"];
+      headers["content-length"] = String(body.length);
+    }
     return http.request({
       host: to.hostname,
       port: to.port,
@@ -123,21 +131,31 @@ export class Forwarder {
   }
 
   /**
-   * Pipes the client's request into `out` and the owner's answer back (see forward()); `failure`:
-   * the 503's message; `early`: the owner's answer if it came already (connect()).
+   * Sends the client's request's body into `out` (`body`, or its own stream) and pipes the owner's
+   * answer back (see forward()). `failure`: the 503's message; `early`: the owner's answer if it
+   * came already (connect()); `own`: see forward().
    */
   relay(
     out: http.ClientRequest,
     req: IncomingMessage,
     res: ServerResponse,
     onFail: () => void,
-    failure = "The node that runs this sandbox did not answer; retry shortly",
-    early?: IncomingMessage,
+    opts: {
+      failure?: string;
+      early?: IncomingMessage;
+      body?: Buffer;
+      own?: Record<string, string | number | string[] | undefined>;
+    } = {},
   ): void {
+    const { own, body } = opts;
     let answered = false;
     const onAnswer = (answer: IncomingMessage) => {
       answered = true;
       const back: Record<string, string | string[]> = {};
+      // This node's own headers of the answer (its RateLimit-* count), where the owner sets none.
+      if (own)
+        for (const [name, value] of Object.entries(own))
+          if (value !== undefined) back[name] = typeof value === "number" ? String(value) : value;
       for (const name in answer.headers) {
         const value = answer.headers[name];
         if (value !== undefined && !HOP.has(name)) back[name] = value;
@@ -149,7 +167,7 @@ export class Forwarder {
       answer.pipe(res);
       answer.on("error", () => res.destroy());
     };
-    if (early) onAnswer(early);
+    if (opts.early) onAnswer(opts.early);
     else out.on("response", onAnswer);
     out.on("error", () => {
       onFail();
@@ -157,7 +175,8 @@ export class Forwarder {
         res.destroy();
         return;
       }
-      const err = new ApiError("node_unavailable", failure, 1);
+      const message = opts.failure ?? "The node that runs this sandbox or deployment did not answer; retry shortly";
+      const err = new ApiError("node_unavailable", message, 1);
       res.writeHead(err.status, { "content-type": "application/json; charset=utf-8", "retry-after": "1" });
       res.end(JSON.stringify({ error: { code: err.code, message: err.message } }));
     });
@@ -165,7 +184,8 @@ export class Forwarder {
     res.on("close", () => {
       if (!res.writableFinished) out.destroy();
     });
-    req.pipe(out);
+    if (body) out.end(body);
+    else req.pipe(out);
   }
 
   /**

@@ -12,7 +12,7 @@ import { ApiError } from "../errors.js";
 import { type ChannelAuth, FORWARDED_BY } from "./channel-auth.js";
 import type { Forwarder } from "./forward.js";
 import { routeTarget } from "./lease.js";
-import type { Membership } from "./membership.js";
+import type { Membership, NodeView } from "./membership.js";
 import { choose } from "./placement.js";
 import type { RoutingMap } from "./routing.js";
 import { mayTarget, targetOf } from "./targets.js";
@@ -24,8 +24,11 @@ import { mayTarget, targetOf } from "./targets.js";
  */
 export const ORIGIN_HOST = "x-agentbox-origin-host";
 
+/** The deployments' routes that name one deployment or create one (./deployments.ts). */
+const DEPLOYMENTS = "/v1/deployments/";
+
 /** What a forwarded request carries besides its own headers: the node's signature and the client's Host. */
-function forwardedHeaders(auth: ChannelAuth, method: string, url: string, host: string | undefined): Record<string, string> {
+export function forwardedHeaders(auth: ChannelAuth, method: string, url: string, host: string | undefined): Record<string, string> {
   const signed = auth.sign(method, url);
   return host === undefined ? signed : { ...signed, [ORIGIN_HOST]: host };
 }
@@ -38,23 +41,47 @@ export interface HookDeps {
   placementSample: number;
   /** A request for one vector index: forwarded to its owner (vector-routing.ts); absent when vectors are not shared. */
   vectorRequest?: (request: FastifyRequest, reply: FastifyReply) => Promise<FastifyReply | undefined>;
+  /** Deployments' requests (/v1/deployments/...), forwarded to the node that runs each (./deployments.ts). */
+  deployments?: { route(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | undefined> };
+}
+
+/**
+ * Forwards a request Fastify has taken to `owner` (its answer goes back as it comes); `body`: the
+ * bytes of a body Fastify has already read (else the request's own stream is sent on). Such a
+ * request passed this node's rate limit: the headers that set on the reply go back with the answer.
+ */
+export function forwardRequest(
+  deps: Pick<HookDeps, "forwarder" | "channel">,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  owner: { id: string; url: string },
+  onFail: () => void,
+  body?: Buffer,
+): FastifyReply {
+  reply.hijack();
+  const extra = forwardedHeaders(deps.channel, request.method, request.url, request.headers.host);
+  deps.forwarder.forward(request.raw, reply.raw, owner, extra, onFail, body, body && reply.getHeaders());
+  return reply;
+}
+
+/** The executor a create goes to (sampled by load, placement.ts), undefined when none takes new work. */
+export function placeCreate(membership: Membership, sample: number): NodeView | undefined {
+  const candidates = membership.nodes().filter((n) => n.state === "up" && n.roles !== "api");
+  const chosen = choose(candidates, sample);
+  return chosen && membership.node(chosen.id);
 }
 
 /** Where the vectors area's routes begin: the only other requests the hook looks at. */
 const VECTORS = "/v1/vectors/";
 
 export function installClusterHook(app: FastifyInstance, deps: HookDeps): void {
-  const { membership, routing, forwarder, channel: auth } = deps;
+  const { membership, routing, channel: auth } = deps;
   const selfId = membership.self.id;
 
-  const forward = (request: FastifyRequest, reply: FastifyReply, owner: { id: string; url: string }, sandboxId?: string) => {
-    reply.hijack();
-    const extra = forwardedHeaders(auth, request.method, request.url, request.headers.host);
-    forwarder.forward(request.raw, reply.raw, owner, extra, () => {
+  const forward = (request: FastifyRequest, reply: FastifyReply, owner: { id: string; url: string }, sandboxId?: string) =>
+    forwardRequest(deps, request, reply, owner, () => {
       if (sandboxId) routing.forget(sandboxId);
     });
-    return reply;
-  };
 
   const leaseHeld = () => {
     if (!membership.leaseHeld()) throw new ApiError("node_unavailable", "This node cannot renew its cluster lease now; retry shortly", 1);
@@ -62,10 +89,9 @@ export function installClusterHook(app: FastifyInstance, deps: HookDeps): void {
 
   /** The executor a create goes to: this node when it is chosen, another, or none (503). */
   const place = () => {
-    const candidates = membership.nodes().filter((n) => n.state === "up" && n.roles !== "api");
-    const chosen = choose(candidates, deps.placementSample);
+    const chosen = placeCreate(membership, deps.placementSample);
     if (!chosen) throw new ApiError("at_capacity", "No executor node of the cluster takes new sandboxes now; retry shortly", 5);
-    return membership.node(chosen.id);
+    return chosen;
   };
 
   const { vectorRequest } = deps;
@@ -81,7 +107,10 @@ export function installClusterHook(app: FastifyInstance, deps: HookDeps): void {
 
   app.addHook("onRequest", async (request, reply) => {
     const url = request.url;
-    if (!mayTarget(url)) return vectors(request, reply);
+    if (!mayTarget(url)) {
+      if (deps.deployments && url.startsWith(DEPLOYMENTS)) return deps.deployments.route(request, reply);
+      return vectors(request, reply);
+    }
     const channel = auth.verify(request.headers, request.method, url);
     if (channel === "invalid") throw new ApiError("unauthorized", "A forwarded request's node signature is invalid or too old");
     if (channel === "valid") {

@@ -4,7 +4,7 @@
 // the hand-over of a lost node's deployments to the executors that survive it.
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Duplex } from "node:stream";
-import type { FastifyInstance } from "fastify";
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { Redis } from "ioredis";
 import type { Logger } from "pino";
 import type { OpenRequests } from "../api/open-requests.js";
@@ -14,6 +14,7 @@ import type { KeyDirectory } from "../tenancy/key-directory.js";
 import { TENANT_SUSPENDED } from "../tenancy/suspensions.js";
 import type { TenantDirectory } from "../tenancy/tenant-directory.js";
 import { clusterAdminRoutes } from "./admin-routes.js";
+import { type DeploymentDirectory, DeploymentRouting } from "./deployments.js";
 import { Broadcast } from "./broadcast.js";
 import { ChannelAuth } from "./channel-auth.js";
 import { Forwarder } from "./forward.js";
@@ -21,16 +22,21 @@ import { clusterRelay, clusterUpgrade, type HookDeps, installClusterHook } from 
 import { machineLoad, Membership, type NodeView } from "./membership.js";
 import { defaultNodeUrl } from "./single-node.js";
 import { NodeLoss } from "./node-loss.js";
+import { score } from "./placement.js";
 import { RoutingMap } from "./routing.js";
 import { type RunCountGates, RunCounts } from "./run-counts.js";
 import type { ClusterSettings } from "./settings.js";
 import { VectorOwners } from "./vector-owners.js";
 import { type VectorIndexes, vectorRouting } from "./vector-routing.js";
 
-/** What the cluster asks of the deployments area (src/deployments/service.ts). */
-export interface DeploymentMoves {
-  /** Takes over one deployment of a lost node (a claim in the database: one node gets it); its id, or undefined when none is left for this node. */
-  adoptFrom(lostNode: string): Promise<string | undefined>;
+/** What the cluster asks of the deployments area (src/deployments/service.ts): where each runs, and moving them. */
+export interface DeploymentMoves extends DeploymentDirectory {
+  /**
+   * Takes over one deployment of a lost node (a claim in the database: one node gets it); its id,
+   * `later` when other surviving executors (`executors`, in placement order) are less loaded and go
+   * first (`waitedMs` since this node found the node lost), or undefined when none is left for this node.
+   */
+  adoptFrom(lostNode: string, executors: readonly string[], waitedMs: number): Promise<string | "later" | undefined>;
   /** Stops here the deployments another node has taken over. */
   keepOwned(): Promise<void>;
 }
@@ -80,6 +86,13 @@ export interface ClusterArea {
    * the service listens, so that no start-up work stalls the first renewals.
    */
   join(): Promise<void>;
+  /**
+   * Forwards a completion whose `model` is a deployment another node runs to that node (`body`: its
+   * bytes as they arrived); false when it is answered here.
+   */
+  forwardModel(request: FastifyRequest, reply: FastifyReply, model: string, body: Buffer): Promise<boolean>;
+  /** A completion another node forwarded here after counting it against the key's rate limit: not counted again. */
+  counted(request: FastifyRequest): boolean;
   /** Registers GET /v1/admin/nodes and POST /v1/admin/nodes/{id}/drain. */
   routes(app: FastifyInstance): Promise<void>;
   close(): Promise<void>;
@@ -225,21 +238,33 @@ export async function openCluster(settings: ClusterSettings, deps: ClusterDeps):
   let sweeping = false;
   /** Lost epochs (`node epoch`) whose deployments this node has taken all it could of. */
   const adopted = new Set<string>();
+  /** When this node found each lost epoch lost (executors less loaded than this one go first). */
+  const lostSeenAt = new Map<string, number>();
   let ownedCheckedAt = Date.now();
   /**
-   * An executor takes over one deployment of each lost node per sweep, so the survivors share
-   * them. Every few seconds it also checks that what it runs is still its own: a node restarted
-   * just as another found its old epoch lost may have started a deployment the other then took.
+   * An executor takes over one deployment of each lost node per sweep, the least loaded surviving
+   * executors first, so the survivors share them. Every few seconds it also checks that what it
+   * runs is still its own: a node restarted just as another found its old epoch lost may have
+   * started a deployment the other then took.
    */
   const moveDeployments = async (nodes: readonly NodeView[]) => {
     const moves = deps.deployments;
     if (!moves || settings.roles === "api" || membership.draining) return;
+    // The survivors in placement order (most memory per live sandbox first, then the id).
+    const executors = nodes
+      .filter((n) => n.state === "up" && n.roles !== "api")
+      .sort((a, b) => score(b) - score(a) || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
+      .map((n) => n.id);
     for (const n of nodes) {
       const memo = `${n.id} ${n.epoch}`;
       if (n.id === nodeId || n.state !== "lost" || adopted.has(memo)) continue;
-      const id = await moves.adoptFrom(n.id);
-      if (id === undefined) adopted.add(memo);
-      else log.warn({ node: n.id, deployment: id }, "cluster: took over a deployment of a lost node");
+      const seenAt = lostSeenAt.get(memo) ?? Date.now();
+      lostSeenAt.set(memo, seenAt);
+      const id = await moves.adoptFrom(n.id, executors, Date.now() - seenAt);
+      if (id === undefined) {
+        adopted.add(memo);
+        lostSeenAt.delete(memo);
+      } else if (id !== "later") log.warn({ node: n.id, deployment: id }, "cluster: took over a deployment of a lost node");
     }
     if (Date.now() - ownedCheckedAt >= OWNED_CHECK_MS) {
       ownedCheckedAt = Date.now();
@@ -287,12 +312,16 @@ export async function openCluster(settings: ClusterSettings, deps: ClusterDeps):
   };
   let timer: NodeJS.Timeout | undefined;
 
+  const deploymentRouting =
+    deps.deployments &&
+    new DeploymentRouting({ membership, forwarder, channel, placementSample: settings.placementSample, directory: deps.deployments });
   const hookDeps: HookDeps = {
     membership,
     routing,
     forwarder,
     channel,
     placementSample: settings.placementSample,
+    deployments: deploymentRouting,
     vectorRequest:
       deps.vectors &&
       vectorRouting({
@@ -311,6 +340,9 @@ export async function openCluster(settings: ClusterSettings, deps: ClusterDeps):
     install: (app) => installClusterHook(app, hookDeps),
     relay: clusterRelay(hookDeps),
     upgrade: clusterUpgrade(hookDeps),
+    forwardModel: async (request, reply, model, body) =>
+      deploymentRouting ? deploymentRouting.forwardModel(request, reply, model, body) : false,
+    counted: (request) => deploymentRouting?.counted(request) ?? false,
     async join() {
       await membership.join(load(), { starting: true });
       for (const { id } of sandboxes.liveSandboxes()) routing.claim(id);

@@ -76,7 +76,7 @@ export function vectorRouting(
     }
     reply.hijack();
     const failure = "The node that holds this vector index did not answer; retry shortly";
-    forwarder.relay(opened.out, request.raw, reply.raw, () => {}, failure, opened.answer);
+    forwarder.relay(opened.out, request.raw, reply.raw, () => {}, { failure, early: opened.answer });
     return reply;
   };
 }

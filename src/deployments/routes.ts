@@ -44,7 +44,7 @@ export const deploymentRoutes: FastifyPluginAsyncTypebox<{ deps: DeploymentRoute
     {
       schema: { tags, summary: "List deployments", response: { 200: DeploymentList, ...errors(401) } },
     },
-    async (request) => ({ deployments: deployments.list(request.apiKey.tenantId) }),
+    async (request) => ({ deployments: await deployments.list(request.apiKey.tenantId) }),
   );
 
   app.get(

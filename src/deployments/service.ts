@@ -6,7 +6,8 @@
 // the deployments of the database at start, and is the gateway's model source for deployments.
 // In a cluster each deployment runs on one node (its row's node_id): a node starts its own at
 // start, takes over those of a lost node (adoptFrom), and lets go of those another node took
-// while it was cut off (keepOwned).
+// while it was cut off (keepOwned); it tells the cluster where the others run (nodeOf,
+// nodeOfName: their requests are forwarded there), and lists and counts them from the rows.
 import { spawnSync } from "node:child_process";
 import crypto from "node:crypto";
 import fs from "node:fs";
@@ -22,6 +23,7 @@ import type { DeploymentRow, DeploymentStore } from "./store.js";
 import type { Accelerators } from "./accelerators.js";
 import type { DeploymentsConfig } from "./settings.js";
 import { Deployment } from "./deployment.js";
+import { mayTakeOver } from "./takeover.js";
 import type { Launch, ReplicaSettings } from "./replica.js";
 
 /** Same rule as a provider name: what clients put in `model`. */
@@ -199,13 +201,18 @@ export class DeploymentService implements ModelSource {
    * Takes over one deployment of a lost node, if one is left that this node can run: its model is
    * here (a stored file's copy is made again from /v1/files) and its min_replicas fit this host's
    * cap. The claim in the database is conditional on the lost node still being the deployment's,
-   * so of the nodes that try at once exactly one takes it. The deployment's id, or undefined when
-   * none is left for this node (one at a time: the survivors share a lost node's deployments).
+   * so of the nodes that try at once exactly one takes it. The deployment's id, `later` when it is
+   * not this node's turn yet (the least loaded of the surviving `executors` go first, takeover.ts;
+   * `waitedMs`: since this node found the node lost), or undefined when none is left for this node
+   * (one at a time: the survivors share a lost node's deployments).
    */
-  async adoptFrom(lostNode: string): Promise<string | undefined> {
+  async adoptFrom(lostNode: string, executors: readonly string[], waitedMs: number): Promise<string | "later" | undefined> {
     const { store, nodeId, config } = this.deps;
-    for (const row of await store.all()) {
-      if (row.node_id !== lostNode || row.status === "deleting" || this.byId.has(row.id)) continue;
+    const rows = await store.all();
+    const left = rows.filter((row) => row.node_id === lostNode && row.status !== "deleting" && !this.byId.has(row.id));
+    if (left.length === 0) return undefined;
+    if (!mayTakeOver(rows, executors, nodeId, waitedMs)) return "later";
+    for (const row of left) {
       if (this.reservedReplicas() + row.min_replicas > config.maxHostReplicas) continue;
       const copied = FILE_ID.test(row.model_name) && !fs.existsSync(this.fileCopy(row.id));
       try {
@@ -362,7 +369,8 @@ export class DeploymentService implements ModelSource {
     return live.reduce((n, row) => n + (row.status === "deleting" || row.status === "failed" ? 0 : row.min_replicas), 0);
   }
 
-  private admit(tenantId: string, name: string, min: number): void {
+  /** `elsewhere`: the tenant's deployments on other nodes of a cluster (they count towards its limit). */
+  private admit(tenantId: string, name: string, min: number, elsewhere: number): void {
     const { config } = this.deps;
     const live = [...[...this.byId.values()].map((d) => d.row), ...this.inserting.values()];
     const mine = live.filter((row) => row.tenant_id === tenantId && row.status !== "deleting");
@@ -375,8 +383,8 @@ export class DeploymentService implements ModelSource {
         `This host runs at most ${config.maxHostReplicas} replicas and ${reserved} are reserved by min_replicas of existing deployments`,
         60,
       );
-    if (mine.length >= config.maxPerTenant)
-      throw new ApiError("quota_exceeded", `This tenant has ${mine.length} deployments, the most allowed; delete one first`);
+    if (mine.length + elsewhere >= config.maxPerTenant)
+      throw new ApiError("quota_exceeded", `This tenant has ${mine.length + elsewhere} deployments, the most allowed; delete one first`);
   }
 
   async create(tenantId: string, input: CreateDeployment): Promise<CreateResult> {
@@ -412,7 +420,9 @@ export class DeploymentService implements ModelSource {
           `This host has no ${gpuCount > 1 ? `${gpuCount} GPUs` : "GPU"} '${gpuModel}' (GET /v1/accelerators lists its hardware; hw_type 'cpu' runs on the CPU)`,
         );
     }
-    this.admit(tenantId, name, min);
+    // In a cluster the tenant's limit holds over every node (creates are placed by load, so they spread).
+    const elsewhere = this.deps.clustered ? await this.deployedElsewhere(tenantId) : 0;
+    this.admit(tenantId, name, min, elsewhere);
     const id = `dep_${crypto.randomBytes(10).toString("hex")}`;
     if (FILE_ID.test(input.model_name)) await this.copyStoredFile(tenantId, input.model_name, id);
     let launch: ReturnType<DeploymentService["launcher"]>;
@@ -439,7 +449,7 @@ export class DeploymentService implements ModelSource {
     };
     // Checked again after the awaits above, and reserved until the row is in (or refused).
     try {
-      this.admit(tenantId, name, min);
+      this.admit(tenantId, name, min, elsewhere);
     } catch (err) {
       fs.rmSync(this.fileCopy(id), { force: true });
       throw err;
@@ -467,6 +477,12 @@ export class DeploymentService implements ModelSource {
     };
   }
 
+  /** The tenant's deployments that other nodes run (not being deleted), from the shared rows. */
+  private async deployedElsewhere(tenantId: string): Promise<number> {
+    const rows = await this.deps.store.ofTenant(tenantId);
+    return rows.filter((row) => row.status !== "deleting" && !this.byId.has(row.id) && !this.inserting.has(row.id)).length;
+  }
+
   private activeReplicas(): number {
     let n = 0;
     for (const d of this.byId.values()) n += d.active().length;
@@ -485,8 +501,19 @@ export class DeploymentService implements ModelSource {
     };
   }
 
-  list(tenantId: string): DeploymentView[] {
-    return [...this.byId.values()].filter((d) => d.row.tenant_id === tenantId).map((d) => this.view(d));
+  /** A deployment another node runs, as its row says (its replicas are that node's to tell: GET of it is forwarded there). */
+  private rowView(row: DeploymentRow): DeploymentView {
+    const { id, tenant_id: _, name, ...rest } = row;
+    return { deployment_id: id, deployment_name: name, user_email: null, ...rest, replicas: [], queued: 0 };
+  }
+
+  /** The tenant's deployments: this node's, or in a cluster every node's (from the shared rows). */
+  async list(tenantId: string): Promise<DeploymentView[]> {
+    if (!this.deps.clustered) return [...this.byId.values()].filter((d) => d.row.tenant_id === tenantId).map((d) => this.view(d));
+    return (await this.deps.store.ofTenant(tenantId)).map((row) => {
+      const d = this.byId.get(row.id);
+      return d ? this.view(d) : this.rowView(row);
+    });
   }
 
   private own(tenantId: string, id: string): Deployment {
@@ -496,8 +523,42 @@ export class DeploymentService implements ModelSource {
     return d;
   }
 
-  get(tenantId: string, id: string): DeploymentView {
-    return this.view(this.own(tenantId, id));
+  /**
+   * One deployment. In a cluster a deployment this node does not run is forwarded to its node
+   * (src/cluster/hook.ts); what reaches this node anyway (its node lost, being taken over) is
+   * answered from its row.
+   */
+  async get(tenantId: string, id: string): Promise<DeploymentView> {
+    const d = this.byId.get(id);
+    if (d || !this.deps.clustered) return this.view(this.own(tenantId, id));
+    const row = await this.deps.store.get(id);
+    if (!row || row.tenant_id !== tenantId) throw new ApiError("not_found", `Deployment '${id}' was not found`);
+    return this.rowView(row);
+  }
+
+  // --- where a deployment runs, for the cluster's forwarding ---
+
+  /** Whether this node runs the deployment (then its requests are answered here). */
+  runsHere(id: string): boolean {
+    return this.byId.has(id);
+  }
+
+  /** The node that runs a tenant's deployment when that is not this one; undefined: answered here (or a 404). */
+  async nodeOf(tenantId: string, id: string): Promise<string | undefined> {
+    if (this.byId.has(id)) return undefined;
+    return this.elsewhere(await this.deps.store.get(id), tenantId, true);
+  }
+
+  /** The node that serves a tenant's deployment name (`model`) when that is not this one. */
+  async nodeOfName(tenantId: string, name: string): Promise<string | undefined> {
+    if (this.byName.has(`${tenantId}\n${name}`)) return undefined;
+    return this.elsewhere(await this.deps.store.named(tenantId, name), tenantId, false);
+  }
+
+  /** `deleting`: whether one being deleted counts (its status and delete do; the gateway no longer routes its name). */
+  private elsewhere(row: DeploymentRow | undefined, tenantId: string, deleting: boolean): string | undefined {
+    if (!row || row.tenant_id !== tenantId || row.node_id === null || (row.status === "deleting" && !deleting)) return undefined;
+    return row.node_id === this.deps.nodeId ? undefined : row.node_id;
   }
 
   /**

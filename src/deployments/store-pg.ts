@@ -61,6 +61,20 @@ export class PgDeploymentStore implements DeploymentStore {
     return (await this.pool.query<DeploymentRow>("SELECT * FROM deployments ORDER BY created_at, id")).rows;
   }
 
+  async get(id: string): Promise<DeploymentRow | undefined> {
+    return (await this.pool.query<DeploymentRow>("SELECT * FROM deployments WHERE id = $1", [id])).rows[0];
+  }
+
+  async named(tenantId: string, name: string): Promise<DeploymentRow | undefined> {
+    const res = await this.pool.query<DeploymentRow>("SELECT * FROM deployments WHERE tenant_id = $1 AND name = $2", [tenantId, name]);
+    return res.rows[0];
+  }
+
+  async ofTenant(tenantId: string): Promise<DeploymentRow[]> {
+    const res = await this.pool.query<DeploymentRow>("SELECT * FROM deployments WHERE tenant_id = $1 ORDER BY created_at, id", [tenantId]);
+    return res.rows;
+  }
+
   async setStatus(id: string, status: DeploymentStatus, reason: string | null): Promise<void> {
     await this.pool.query("UPDATE deployments SET status = $1, reason = $2 WHERE id = $3", [status, reason, id]);
   }

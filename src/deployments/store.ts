@@ -31,6 +31,12 @@ export interface DeploymentStore {
   insert(row: DeploymentRow): Promise<boolean>;
   /** Every row, oldest first. */
   all(): Promise<DeploymentRow[]>;
+  /** One row by id, or undefined. */
+  get(id: string): Promise<DeploymentRow | undefined>;
+  /** The tenant's row of that name, or undefined. */
+  named(tenantId: string, name: string): Promise<DeploymentRow | undefined>;
+  /** The tenant's rows, oldest first. */
+  ofTenant(tenantId: string): Promise<DeploymentRow[]>;
   setStatus(id: string, status: DeploymentStatus, reason: string | null): Promise<void>;
   remove(id: string): Promise<void>;
   /**
@@ -84,6 +90,9 @@ export class SqliteDeploymentStore implements DeploymentStore {
           @status, @reason, @created_at, @node_id)`,
       ),
       all: db.prepare<[], DeploymentRow>("SELECT * FROM deployments ORDER BY created_at, id"),
+      get: db.prepare<[string], DeploymentRow>("SELECT * FROM deployments WHERE id = ?"),
+      named: db.prepare<[string, string], DeploymentRow>("SELECT * FROM deployments WHERE tenant_id = ? AND name = ?"),
+      ofTenant: db.prepare<[string], DeploymentRow>("SELECT * FROM deployments WHERE tenant_id = ? ORDER BY created_at, id"),
       setStatus: db.prepare("UPDATE deployments SET status = ?, reason = ? WHERE id = ?"),
       remove: db.prepare("DELETE FROM deployments WHERE id = ?"),
       claim: db.prepare("UPDATE deployments SET node_id = ? WHERE id = ? AND node_id IS ? AND status <> 'deleting'"),
@@ -96,6 +105,18 @@ export class SqliteDeploymentStore implements DeploymentStore {
 
   async all(): Promise<DeploymentRow[]> {
     return this.stmts.all.all();
+  }
+
+  async get(id: string): Promise<DeploymentRow | undefined> {
+    return this.stmts.get.get(id);
+  }
+
+  async named(tenantId: string, name: string): Promise<DeploymentRow | undefined> {
+    return this.stmts.named.get(tenantId, name);
+  }
+
+  async ofTenant(tenantId: string): Promise<DeploymentRow[]> {
+    return this.stmts.ofTenant.all(tenantId);
   }
 
   async setStatus(id: string, status: DeploymentStatus, reason: string | null): Promise<void> {

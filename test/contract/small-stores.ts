@@ -65,6 +65,23 @@ export function describeDeploymentStoreContract(name: string, makeStore: () => P
       );
     });
 
+    test("one row by id, by a tenant's name, and a tenant's rows oldest first; others' are not theirs", async () => {
+      const store = await makeStore();
+      await store.insert(deployment("d2", "llm", { created_at: "2026-01-02T00:00:00.000Z" }));
+      await store.insert(deployment("d1", "other"));
+      await store.insert(deployment("d4", "llm", { tenant_id: "t2", node_id: "node-b" }));
+      assert.deepEqual(await store.get("d4"), deployment("d4", "llm", { tenant_id: "t2", node_id: "node-b" }));
+      assert.equal(await store.get("nothing"), undefined);
+      assert.equal((await store.named("t1", "llm"))?.id, "d2");
+      assert.equal((await store.named("t2", "llm"))?.id, "d4");
+      assert.equal(await store.named("t2", "other"), undefined);
+      assert.deepEqual(
+        (await store.ofTenant("t1")).map((d) => d.id),
+        ["d1", "d2"],
+      );
+      assert.deepEqual(await store.ofTenant("t3"), []);
+    });
+
     test("concurrent inserts of one name: exactly one wins", async () => {
       const store = await makeStore();
       const won = await Promise.all(Array.from({ length: 5 }, (_, i) => store.insert(deployment(`d${i}`, "same"))));

@@ -1,9 +1,10 @@
 // The cluster's pure rules: placement by load, the lease and fencing rules, routes as stored in
-// Redis, which sandbox a request is for, the internal channel's signatures, and which node owns a
-// vector index.
+// Redis, which sandbox or deployment a request is for, the internal channel's signatures, and which
+// node owns a vector index.
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { ChannelAuth, sign, verify } from "../../src/cluster/channel-auth.js";
+import { deploymentTargetOf } from "../../src/cluster/deployments.js";
 import { formatRoute, isLost, mayServe, parseRoute, routeTarget } from "../../src/cluster/lease.js";
 import { choose } from "../../src/cluster/placement.js";
 import { mayTarget, targetOf } from "../../src/cluster/targets.js";
@@ -129,6 +130,17 @@ test("channel: a node's signatures are reused for a second, and a checked one is
   }
   assert.equal(new ChannelAuth("other", "node-b").verify(first, "POST", run, now), "invalid");
   assert.equal(owner.verify({}, "POST", "/", now), "none");
+});
+
+test("targets: a deployment's status and delete name it, a create is placed, the list is neither", () => {
+  assert.equal(deploymentTargetOf("POST", "/v1/deployments/create"), "create");
+  assert.equal(deploymentTargetOf("GET", "/v1/deployments/create"), undefined);
+  assert.deepEqual(deploymentTargetOf("GET", "/v1/deployments/dep_1?x=1"), { deployment: "dep_1", method: "GET" });
+  assert.deepEqual(deploymentTargetOf("DELETE", "/v1/deployments/delete/dep_%31"), { deployment: "dep_1", method: "DELETE" });
+  assert.equal(deploymentTargetOf("GET", "/v1/deployments/list"), undefined);
+  assert.equal(deploymentTargetOf("DELETE", "/v1/deployments/dep_1"), undefined);
+  assert.equal(deploymentTargetOf("GET", "/v1/deployments/delete/dep_1"), undefined);
+  assert.equal(deploymentTargetOf("GET", "/v1/deployments/%E0%A4%A"), undefined);
 });
 
 test("vector owners: one owner per index whatever the nodes' order, indexes spread over the nodes, and a node joining or leaving moves only its own", () => {

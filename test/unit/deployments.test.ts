@@ -1,8 +1,11 @@
-// Deployments' pure parts: nvidia-smi's CSV, and the operator's server-command setting.
+// Deployments' pure parts: nvidia-smi's CSV, the operator's server-command setting, and which
+// surviving executor takes over a lost node's deployments first.
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { gpuMatches, parseNvidiaSmi } from "../../src/deployments/accelerators.js";
 import { loadDeploymentsConfig } from "../../src/deployments/settings.js";
+import type { DeploymentRow } from "../../src/deployments/store.js";
+import { mayTakeOver, reservedByNode, TAKEOVER_STEP_MS, takeoverRank } from "../../src/deployments/takeover.js";
 
 function withServers<T>(value: string | undefined, fn: () => T): T {
   const before = process.env.AGENTBOX_DEPLOYMENT_SERVERS;
@@ -46,4 +49,66 @@ test("gpu_model in the spellings clients use matches the GPU; another model or t
   for (const name of ["NVIDIA_A100_80GB", "nvidia-a100", "A100", "gpu-0"]) assert.ok(gpuMatches(name, a100), name);
   for (const name of ["NVIDIA_T4_16GB", "t4", "Tesla T4"]) assert.ok(gpuMatches(name, t4), name);
   for (const name of ["NVIDIA H100", "NVIDIA", "16GB", "", "gpu-1"]) assert.ok(!gpuMatches(name, a100), name);
+});
+
+const row = (id: string, node: string | null, over: Partial<DeploymentRow> = {}): DeploymentRow => ({
+  id,
+  tenant_id: "t1",
+  name: id,
+  model_name: "tiny",
+  hw_type: "cpu",
+  gpu_model: null,
+  gpu_count: 0,
+  min_replicas: 1,
+  max_replicas: 1,
+  status: "running",
+  reason: null,
+  created_at: "2026-01-01T00:00:00.000Z",
+  node_id: node,
+  ...over,
+});
+
+test("takeover: the least loaded survivor by reserved replicas goes first, the others after a step each", () => {
+  const rows = [
+    row("a1", "a", { min_replicas: 2 }),
+    row("b1", "b"),
+    row("b2", "b", { status: "failed" }),
+    row("c1", "c", { status: "deleting", min_replicas: 5 }),
+    row("lost1", "lost"),
+  ];
+  assert.deepEqual(
+    [...reservedByNode(rows)],
+    [
+      ["a", 2],
+      ["b", 1],
+      ["lost", 1],
+    ],
+  );
+  // Placement order a, b, c: c holds nothing (its one is being deleted), then b (1), then a (2).
+  const executors = ["a", "b", "c"];
+  assert.deepEqual(
+    executors.map((n) => takeoverRank(rows, executors, n)),
+    [2, 1, 0],
+  );
+  assert.equal(mayTakeOver(rows, executors, "c", 0), true);
+  assert.equal(mayTakeOver(rows, executors, "b", 0), false);
+  assert.equal(mayTakeOver(rows, executors, "b", TAKEOVER_STEP_MS), true);
+  assert.equal(mayTakeOver(rows, executors, "a", TAKEOVER_STEP_MS), false);
+  assert.equal(mayTakeOver(rows, executors, "a", 2 * TAKEOVER_STEP_MS), true);
+  // Ties keep the placement order; a node not among the survivors comes last.
+  assert.deepEqual(
+    ["y", "x"].map((n) => takeoverRank([], ["y", "x"], n)),
+    [0, 1],
+  );
+  assert.equal(takeoverRank([], ["y", "x"], "z"), 2);
+});
+
+test("takeover: once the first survivor has taken one, the next one is the least loaded (the lost node's spread)", () => {
+  const lost = [row("d1", "lost"), row("d2", "lost")];
+  const executors = ["a", "b"];
+  assert.equal(takeoverRank(lost, executors, "a"), 0);
+  // a claimed d1: b now holds fewer.
+  const after = [row("d1", "a"), row("d2", "lost")];
+  assert.equal(takeoverRank(after, executors, "b"), 0);
+  assert.equal(takeoverRank(after, executors, "a"), 1);
 });

@@ -11,7 +11,7 @@ import type { ChatRequest, OutgoingRequest, Usage } from "../types.js";
 import type { UsageLog } from "../usage.js";
 import { answerWhole, streamPlain, upstreamRefusal } from "./answer.js";
 import { withCodeTool } from "./code-tool.js";
-import { rawBody, type ServingDeps, servingProvider } from "./serving.js";
+import { rawBody, type ServingDeps, servedElsewhere, servingProvider } from "./serving.js";
 
 export interface ChatCompletionDeps {
   serving: ServingDeps;
@@ -35,6 +35,7 @@ export const chatCompletionRoutes: FastifyPluginAsyncTypebox<ChatCompletionDeps>
     },
     async (request, reply) => {
       const body = request.body as ChatRequest;
+      if (await servedElsewhere(serving, request, reply as FastifyReply, body.model)) return reply;
       const provider = servingProvider(serving, body.model, request.apiKey.tenantId, "chat");
       const codeTool = findCodeTool(body.tools);
       if (codeTool && !provider.supportsTools)

@@ -8,7 +8,7 @@ import { TextCompletionRequestSchema, TextCompletionSchema } from "../schemas.js
 import type { OutgoingTextRequest, TextCompletionRequest, Usage } from "../types.js";
 import type { UsageLog } from "../usage.js";
 import { answerWhole, streamPlain, upstreamRefusal } from "./answer.js";
-import { rawBody, type ServingDeps, servingProvider } from "./serving.js";
+import { rawBody, type ServingDeps, servedElsewhere, servingProvider } from "./serving.js";
 
 export const completionRoutes: FastifyPluginAsyncTypebox<{ serving: ServingDeps; usageLog: UsageLog }> = async (
   app,
@@ -28,6 +28,7 @@ export const completionRoutes: FastifyPluginAsyncTypebox<{ serving: ServingDeps;
     },
     async (request, reply) => {
       const body = request.body as TextCompletionRequest;
+      if (await servedElsewhere(serving, request, reply as FastifyReply, body.model)) return reply;
       const provider = servingProvider(serving, body.model, request.apiKey.tenantId, "completions");
       const { completeText, streamText } = provider;
       if (!completeText || !streamText)

@@ -1,14 +1,22 @@
 // Which provider serves a completion, and the request bytes it is sent: shared by the completion routes.
-import type { FastifyRequest } from "fastify";
+import type { FastifyReply, FastifyRequest } from "fastify";
 import { ApiError } from "../../errors.js";
 import type { ProviderRegistry } from "../providers.js";
 import type { ModelInfo, Provider } from "../types.js";
+
+/**
+ * Forwards a completion whose model is a deployment another node of a cluster runs to that node,
+ * with the request's bytes; false when it is answered here.
+ */
+export type ModelElsewhere = (request: FastifyRequest, reply: FastifyReply, model: string, body: Buffer) => Promise<boolean>;
 
 /** What choosing a provider needs: the chat providers, and the embedding models (to say why one is the wrong kind). */
 export interface ServingDeps {
   providers: ProviderRegistry;
   /** The embedding models served by POST /embeddings (listed with the chat models). */
   embeddings?: { models(): ModelInfo[] };
+  /** In a cluster: the nodes that serve what this one does not. */
+  elsewhere?: ModelElsewhere;
 }
 
 /** What a 404 says when the gateway has no chat model at all (a fresh install): the three ways to get one. */
@@ -48,4 +56,14 @@ export function servingProvider(deps: ServingDeps, model: string, tenantId: stri
   if (deps.providers.models(scope).length === 0)
     throw new ApiError("model_not_found", `The model '${model}' is not served here: ${NO_CHAT_MODEL}`);
   return deps.providers.resolve(model, scope);
+}
+
+/**
+ * In a cluster, a completion for a deployment another node runs is forwarded there as it arrived:
+ * true, and the reply is that node's. Asked first, as deployments come before the providers file.
+ */
+export async function servedElsewhere(deps: ServingDeps, request: FastifyRequest, reply: FastifyReply, model: string): Promise<boolean> {
+  const { elsewhere } = deps;
+  if (!elsewhere) return false;
+  return elsewhere(request, reply, model, rawBody(request) ?? Buffer.from(JSON.stringify(request.body)));
 }

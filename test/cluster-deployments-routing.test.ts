@@ -1,0 +1,173 @@
+// A deployment's requests through any node of a cluster (an API-only node and two executors, as
+// startClusterServer() runs them): a create through the API node is placed on an executor, and its
+// status, chat completions (whole and streamed), the list and its delete are answered through the
+// API node and through the executor that does not run it, forwarded to the one that does.
+import assert from "node:assert/strict";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { after, before, test } from "node:test";
+import { startCluster, type TestCluster } from "./helpers/cluster.js";
+import { writeTinyLlama } from "./helpers/gguf.js";
+import { until } from "./helpers/leftovers.js";
+import { client, type TestServer } from "./helpers/server.js";
+
+interface DeploymentItem {
+  deployment_id: string;
+  deployment_name: string;
+  status: string;
+  node_id: string | null;
+  replicas: { replica_id: string; state: string; pid: number | null }[];
+}
+
+let cluster: TestCluster;
+let modelDir: string;
+let api: TestServer;
+const executors = new Map<string, TestServer>();
+
+before(async () => {
+  modelDir = fs.mkdtempSync(path.join(os.tmpdir(), "agentbox-model-"));
+  const model = path.join(modelDir, "tiny.gguf");
+  writeTinyLlama(model);
+  fs.chmodSync(model, 0o644);
+  // The executors have the model (as a pulled model would be on each); the API node runs none.
+  const env = {
+    AGENTBOX_MODEL: model,
+    AGENTBOX_REPLICA_THREADS: "1",
+    AGENTBOX_REPLICA_MEMORY_MB: "1024",
+    AGENTBOX_REPLICA_HEALTH_INTERVAL_MS: "500",
+  };
+  // Generous: no node is meant to be lost here, also on a loaded machine.
+  cluster = await startCluster({ leaseMs: 15_000 });
+  api = await cluster.node("api", "api", { AGENTBOX_WARM_POOL: "0" });
+  for (const id of ["exec-1", "exec-2"]) executors.set(id, await cluster.node(id, "executor", env));
+  // The API node's view of the cluster is a heartbeat old: a create placed before it sees an executor is a 503.
+  await until("the API node sees both executors", 60_000, async () => {
+    const res = await client({ url: api.url, key: cluster.adminKey })<{ nodes: { roles: string; state: string }[] }>(
+      "GET",
+      "/v1/admin/nodes",
+    );
+    return res.body.nodes.filter((n) => n.roles === "executor" && n.state === "up").length === 2 ? true : undefined;
+  });
+});
+
+after(async () => {
+  await cluster?.dispose();
+  if (modelDir) fs.rmSync(modelDir, { recursive: true, force: true });
+});
+
+const chat = (url: string, model: string) =>
+  client({ url, key: cluster.key })<{ model: string; choices: { message: { content: string } }[] }>(
+    "POST",
+    "/v1/inference/chat/completions",
+    { model, messages: [{ role: "user", content: "hello world the cat" }], max_tokens: 4, temperature: 0 },
+  );
+
+test("a deployment created through the API node runs on an executor and answers through every node", async () => {
+  const callApi = client({ url: api.url, key: cluster.key });
+  const made = await callApi<{ deployment_id: string; status: string }>("POST", "/v1/deployments/create", {
+    deployment_name: "everywhere",
+    model_name: "tiny",
+    hw_type: "cpu",
+    min_replicas: 1,
+    max_replicas: 1,
+  });
+  assert.equal(made.status, 200, JSON.stringify(made.body));
+  assert.equal(made.body.status, "creating");
+  const id = made.body.deployment_id;
+
+  // Its status through the API node is its node's own (forwarded: the replica and its state are there).
+  const running = await until("the deployment running, seen through the API node", 60_000, async () => {
+    const res = await callApi<DeploymentItem>("GET", `/v1/deployments/${id}`);
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    return res.body.status === "running" && res.body.replicas.some((r) => r.state === "ready") ? res.body : undefined;
+  });
+  const runner = running.node_id as string;
+  assert.ok(executors.has(runner), `placed on an executor, not on ${runner}`);
+  assert.equal(running.replicas.length, 1);
+  const other = [...executors.keys()].find((n) => n !== runner) as string;
+  const otherUrl = (executors.get(other) as TestServer).url;
+  const callOther = client({ url: otherUrl, key: cluster.key });
+
+  // The executor that does not run it answers its status as the one that does.
+  const seen = await callOther<DeploymentItem>("GET", `/v1/deployments/${id}`);
+  assert.equal(seen.status, 200, JSON.stringify(seen.body));
+  assert.equal(seen.body.node_id, runner);
+  assert.deepEqual(
+    seen.body.replicas.map((r) => [r.replica_id, r.state]),
+    running.replicas.map((r) => [r.replica_id, "ready"]),
+  );
+
+  // The list is the cluster's, through any node.
+  for (const url of [api.url, otherUrl]) {
+    const list = await client({ url, key: cluster.key })<{ deployments: DeploymentItem[] }>("GET", "/v1/deployments/list");
+    assert.equal(list.status, 200);
+    assert.deepEqual(
+      list.body.deployments.map((d) => [d.deployment_id, d.deployment_name, d.node_id]),
+      [[id, "everywhere", runner]],
+    );
+  }
+
+  // Chat, whole, through the API node and through the other executor.
+  for (const url of [api.url, otherUrl]) {
+    const answer = await chat(url, "everywhere");
+    assert.equal(answer.status, 200, JSON.stringify(answer.body));
+    assert.equal(answer.body.model, "everywhere");
+    assert.equal(typeof answer.body.choices[0]?.message.content, "string");
+  }
+
+  // A forwarded completion counts once against the key's requests per minute (the forwarding node
+  // counted it; the node that answers, whose RateLimit headers come back, does not count it again).
+  const remaining = async () => {
+    const answer = await chat(api.url, "everywhere");
+    assert.equal(answer.status, 200, JSON.stringify(answer.body));
+    const left = answer.headers.get("ratelimit-remaining");
+    assert.ok(left !== null, "the answer carries the key's RateLimit headers");
+    return Number(left);
+  };
+  let counts: number[] = [];
+  // Two in a row within one window (the window is a fixed minute: if it ended between them, again).
+  for (let i = 0; i < 3 && !(counts.length === 2 && (counts[1] as number) <= (counts[0] as number)); i++)
+    counts = [await remaining(), await remaining()];
+  assert.equal((counts[0] as number) - (counts[1] as number), 1, `remaining ${counts.join(" then ")}`);
+
+  // Chat, streamed, through the API node: the node's events as they come, to the end.
+  const stream = await fetch(`${api.url}/v1/inference/chat/completions`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${cluster.key}`, "content-type": "application/json" },
+    body: JSON.stringify({
+      model: "everywhere",
+      messages: [{ role: "user", content: "hello world the cat" }],
+      max_tokens: 4,
+      temperature: 0,
+      stream: true,
+    }),
+  });
+  const text = await stream.text();
+  assert.equal(stream.status, 200, text);
+  assert.match(stream.headers.get("content-type") ?? "", /^text\/event-stream/);
+  const data = text
+    .split("\n")
+    .filter((line) => line.startsWith("data: "))
+    .map((line) => line.slice(6));
+  assert.equal(data.at(-1), "[DONE]");
+  const chunks = data.slice(0, -1).map((d) => JSON.parse(d) as { object: string; model: string });
+  assert.ok(chunks.length >= 1, text);
+  for (const c of chunks) {
+    assert.equal(c.object, "chat.completion.chunk");
+    assert.equal(c.model, "everywhere");
+  }
+
+  // Deleted through the executor that does not run it: its node stops it, every node then says so.
+  const deleted = await callOther<{ deployment_id: string; status: string }>("DELETE", `/v1/deployments/delete/${id}`);
+  assert.equal(deleted.status, 200, JSON.stringify(deleted.body));
+  assert.equal(deleted.body.deployment_id, id);
+  await until("the deployment gone, through the API node", 60_000, async () =>
+    (await callApi("GET", `/v1/deployments/${id}`)).status === 404 ? true : undefined,
+  );
+  assert.equal((await callOther("GET", `/v1/deployments/${id}`)).status, 404);
+  const gone = await chat(api.url, "everywhere");
+  assert.equal(gone.status, 404, JSON.stringify(gone.body));
+  assert.equal((gone.body as unknown as { error: { code: string } }).error.code, "model_not_found");
+  assert.deepEqual((await callApi<{ deployments: DeploymentItem[] }>("GET", "/v1/deployments/list")).body.deployments, []);
+});

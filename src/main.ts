@@ -133,7 +133,10 @@ async function main(): Promise<void> {
     deployments: deploymentsArea.deployments,
     gates: sandbox.gates,
     vectors: vectorsArea.cluster,
+    templates,
   });
+  // A template's files another node holds are fetched from it at its first sandbox here.
+  if (cluster) templates.usePeers(cluster.peers);
   const app = await buildApp(
     {
       config,

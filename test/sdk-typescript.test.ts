@@ -188,12 +188,9 @@ describe("TypeScript SDK", () => {
     await sbx.kill();
   });
 
-  // Not in a cluster: a template's files stay on the node that made it, and placement does not
-  // send its sandboxes there yet (docs/cluster.md, Templates in a cluster).
-  const templatesLocal = testCluster && "a template's files stay on the node that made it";
-  test("templates: a sandbox saved as one, created from, got, listed and deleted; a build followed to its end and its log", {
-    skip: templatesLocal,
-  }, async () => {
+  // In a cluster too: the saved template's sandbox goes to the executor holding its files
+  // (docs/cluster.md, Templates in a cluster).
+  test("templates: a sandbox saved as one, created from, got, listed and deleted; a build followed to its end and its log", async () => {
     const sbx = await ab.sandboxes.create();
     await sbx.files.write("prepared.txt", "from the source");
     const saved = await sbx.saveAsTemplate("sdk-saved", { description: "saved by the SDK" });

@@ -13,7 +13,8 @@ import { type ChannelAuth, FORWARDED_BY } from "./channel-auth.js";
 import type { Forwarder } from "./forward.js";
 import { routeTarget } from "./lease.js";
 import type { Membership, NodeView } from "./membership.js";
-import { choose } from "./placement.js";
+import { parseReadBodies, readCreateBody, templateNamed } from "./create-body.js";
+import { type Candidate, choose, preferHolders } from "./placement.js";
 import type { RoutingMap } from "./routing.js";
 import { mayTarget, targetOf } from "./targets.js";
 
@@ -33,6 +34,12 @@ export function forwardedHeaders(auth: ChannelAuth, method: string, url: string,
   return host === undefined ? signed : { ...signed, [ORIGIN_HOST]: host };
 }
 
+/** What placement asks of the templates area: the nodes that hold a tenant's template's files. */
+export interface TemplateCopies {
+  /** Undefined for a built-in or unknown template (placed by load alone). */
+  copiesOf(tenantId: string, idOrName: string): Promise<string[] | undefined>;
+}
+
 export interface HookDeps {
   membership: Membership;
   routing: RoutingMap;
@@ -43,6 +50,8 @@ export interface HookDeps {
   vectorRequest?: (request: FastifyRequest, reply: FastifyReply) => Promise<FastifyReply | undefined>;
   /** Deployments' requests (/v1/deployments/...), forwarded to the node that runs each (./deployments.ts). */
   deployments?: { route(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | undefined> };
+  /** Absent: creates are placed by load alone. */
+  templates?: TemplateCopies;
 }
 
 /**
@@ -64,9 +73,20 @@ export function forwardRequest(
   return reply;
 }
 
-/** The executor a create goes to (sampled by load, placement.ts), undefined when none takes new work. */
-export function placeCreate(membership: Membership, sample: number): NodeView | undefined {
-  const candidates = membership.nodes().filter((n) => n.state === "up" && n.roles !== "api");
+/** The executors that take new work now, as this node's view of the cluster has them. */
+export function executorsUp(membership: Membership): NodeView[] {
+  return membership.nodes().filter((n) => n.state === "up" && n.roles !== "api");
+}
+
+/**
+ * The executor a create goes to (sampled by load, placement.ts) among `candidates` (default: every
+ * executor up), undefined when none takes new work.
+ */
+export function placeCreate(
+  membership: Membership,
+  sample: number,
+  candidates: readonly Candidate[] = executorsUp(membership),
+): NodeView | undefined {
   const chosen = choose(candidates, sample);
   return chosen && membership.node(chosen.id);
 }
@@ -78,18 +98,25 @@ export function installClusterHook(app: FastifyInstance, deps: HookDeps): void {
   const { membership, routing, channel: auth } = deps;
   const selfId = membership.self.id;
 
-  const forward = (request: FastifyRequest, reply: FastifyReply, owner: { id: string; url: string }, sandboxId?: string) =>
-    forwardRequest(deps, request, reply, owner, () => {
-      if (sandboxId) routing.forget(sandboxId);
-    });
+  const forward = (request: FastifyRequest, reply: FastifyReply, owner: { id: string; url: string }, sandboxId?: string, body?: Buffer) =>
+    forwardRequest(
+      deps,
+      request,
+      reply,
+      owner,
+      () => {
+        if (sandboxId) routing.forget(sandboxId);
+      },
+      body,
+    );
 
   const leaseHeld = () => {
     if (!membership.leaseHeld()) throw new ApiError("node_unavailable", "This node cannot renew its cluster lease now; retry shortly", 1);
   };
 
-  /** The executor a create goes to: this node when it is chosen, another, or none (503). */
-  const place = () => {
-    const chosen = placeCreate(membership, deps.placementSample);
+  /** The executor a create goes to, among `candidates` (default: every executor up): this node when it is chosen, another, or none (503). */
+  const place = (candidates?: readonly Candidate[]) => {
+    const chosen = placeCreate(membership, deps.placementSample, candidates);
     if (!chosen) throw new ApiError("at_capacity", "No executor node of the cluster takes new sandboxes now; retry shortly", 5);
     return chosen;
   };
@@ -104,6 +131,24 @@ export function installClusterHook(app: FastifyInstance, deps: HookDeps): void {
     if (channel === "valid") return;
     return vectorRequest(request, reply);
   };
+
+  /**
+   * A create of one of the tenant's templates goes to an executor that holds its files when one
+   * is up (any executor otherwise, which fetches them): its body is read first, when there is a
+   * choice to make and it is small JSON. The body read, if any, is returned to be sent on.
+   */
+  const placeByTemplate = async (request: FastifyRequest) => {
+    const executors = executorsUp(membership);
+    const tenantId = (request.apiKey as FastifyRequest["apiKey"] | undefined)?.tenantId;
+    if (!deps.templates || executors.length < 2 || tenantId === undefined) return { node: place(executors) };
+    const body = await readCreateBody(request.raw);
+    const name = body && templateNamed(request.url, body);
+    // Records out of reach (the database away): placed by load, as a create of a built-in is.
+    const holders = name ? await deps.templates.copiesOf(tenantId, name).catch(() => undefined) : undefined;
+    return { node: place(preferHolders(executors, holders)), body };
+  };
+
+  if (deps.templates) parseReadBodies(app);
 
   app.addHook("onRequest", async (request, reply) => {
     const url = request.url;
@@ -125,9 +170,11 @@ export function installClusterHook(app: FastifyInstance, deps: HookDeps): void {
         throw new ApiError("at_capacity", "This node is draining and takes no new sandboxes; retry shortly", 5);
       // Forwarded here by the node that placed it: created here.
       if (channel === "valid") return leaseHeld();
-      const chosen = place();
+      const { node: chosen, body } = await placeByTemplate(request);
       if (!chosen || chosen.id === selfId) return leaseHeld();
-      return forward(request, reply, chosen);
+      // Its body, when read for placement, is sent on as read (the only header this node has set
+      // on the reply yet, its request id, gives way to the executor's).
+      return forward(request, reply, chosen, undefined, body);
     }
     const id = target.sandbox;
     if (routing.local.has(id)) return leaseHeld();
@@ -192,15 +239,19 @@ const RELAYED = /^(?:\/v1\/agents|\/v1\/admin)?\/sandboxes\/[^/?#]/;
  * node never authenticated nor counted past the key lookup). False when anything else is to be
  * decided: Fastify then takes the request, and the hook with it.
  */
-export function clusterRelay(deps: HookDeps): (req: IncomingMessage, res: ServerResponse) => boolean {
+export function clusterRelay(
+  deps: HookDeps,
+  internal: (req: IncomingMessage, res: ServerResponse) => boolean,
+): (req: IncomingMessage, res: ServerResponse) => boolean {
   const { membership, routing, forwarder, channel } = deps;
   const leaseEpochOf = (node: string) => membership.node(node)?.leaseEpoch;
   return (req, res) => {
     const url = req.url as string;
     const method = req.method as string;
     const headers = req.headers;
-    // No key (the owner would refuse it: Fastify does here, without asking Redis) or a node's request.
-    if (!RELAYED.test(url) || headers.authorization === undefined || headers[FORWARDED_BY] !== undefined) return false;
+    // No key (the owner would refuse it: Fastify does here, without asking Redis) or a node's
+    // request; the nodes' own internal routes (template copies) are answered here too.
+    if (!RELAYED.test(url) || headers.authorization === undefined || headers[FORWARDED_BY] !== undefined) return internal(req, res);
     const target = targetOf(method, url, headers);
     if (typeof target !== "object" || routing.local.has(target.sandbox)) return false;
     const id = target.sandbox;

@@ -1,5 +1,6 @@
 // Placement of a new sandbox: the best of a few executors sampled at random ("power of k
-// choices"), by free memory per live sandbox. Pure: the membership view and the random source are given.
+// choices"), by free memory per live sandbox, among those that hold its template's files when
+// any does. Pure: the membership view and the random source are given.
 
 export interface Candidate {
   id: string;
@@ -34,4 +35,15 @@ export function choose(candidates: readonly Candidate[], sample: number, random:
       best = c;
   }
   return best;
+}
+
+/**
+ * The executors a create of a template goes to: those of `executors` that hold its files
+ * (`holders`, node ids) when any of them does; all of them otherwise (the one chosen fetches the
+ * files), and for a template whose files are everywhere (a built-in: `holders` undefined).
+ */
+export function preferHolders<C extends { id: string }>(executors: readonly C[], holders: readonly string[] | undefined): readonly C[] {
+  if (!holders) return executors;
+  const holding = executors.filter((n) => holders.includes(n.id));
+  return holding.length > 0 ? holding : executors;
 }

@@ -18,7 +18,7 @@ import { type DeploymentDirectory, DeploymentRouting } from "./deployments.js";
 import { Broadcast } from "./broadcast.js";
 import { ChannelAuth } from "./channel-auth.js";
 import { Forwarder } from "./forward.js";
-import { clusterRelay, clusterUpgrade, type HookDeps, installClusterHook } from "./hook.js";
+import { clusterRelay, clusterUpgrade, type HookDeps, installClusterHook, type TemplateCopies } from "./hook.js";
 import { machineLoad, Membership, type NodeView } from "./membership.js";
 import { defaultNodeUrl } from "./single-node.js";
 import { NodeLoss } from "./node-loss.js";
@@ -28,6 +28,7 @@ import { type RunCountGates, RunCounts } from "./run-counts.js";
 import type { ClusterSettings } from "./settings.js";
 import { VectorOwners } from "./vector-owners.js";
 import { type VectorIndexes, vectorRouting } from "./vector-routing.js";
+import { internalRoutes, type TemplateCopySource, templatePeers } from "./template-copies.js";
 
 /** What the cluster asks of the deployments area (src/deployments/service.ts): where each runs, and moving them. */
 export interface DeploymentMoves extends DeploymentDirectory {
@@ -66,6 +67,11 @@ export interface ClusterDeps {
   gates: RunCountGates;
   /** Vector indexes whose records every node shares (PostgreSQL): each is owned by one executor (absent: each node answers its own). */
   vectors?: VectorIndexes;
+  /**
+   * Tenants' templates (src/templates/service.ts): creates of one go to the executors holding its
+   * files, and this node serves the files it holds to the others (absent: neither).
+   */
+  templates?: TemplateCopies & TemplateCopySource;
 }
 
 export interface ClusterArea {
@@ -95,6 +101,8 @@ export interface ClusterArea {
   counted(request: FastifyRequest): boolean;
   /** Registers GET /v1/admin/nodes and POST /v1/admin/nodes/{id}/drain. */
   routes(app: FastifyInstance): Promise<void>;
+  /** The other nodes as the templates area fetches a template's files from them. */
+  peers: ReturnType<typeof templatePeers>;
   close(): Promise<void>;
 }
 
@@ -333,12 +341,17 @@ export async function openCluster(settings: ClusterSettings, deps: ClusterDeps):
         leaseMs: settings.leaseMs,
         warn: (msg, fields) => log.warn(fields, msg),
       }),
+    ...(deps.templates ? { templates: deps.templates } : {}),
   };
   return {
     redis,
     nodeId: nodeId,
     install: (app) => installClusterHook(app, hookDeps),
-    relay: clusterRelay(hookDeps),
+    relay: clusterRelay(
+      hookDeps,
+      internalRoutes(channel, deps.templates, (fields, msg) => log.warn(fields, msg)),
+    ),
+    peers: templatePeers(membership, channel),
     upgrade: clusterUpgrade(hookDeps),
     forwardModel: async (request, reply, model, body) =>
       deploymentRouting ? deploymentRouting.forwardModel(request, reply, model, body) : false,

@@ -90,7 +90,7 @@ async function writeAll(fh: fs.promises.FileHandle, data: Buffer): Promise<void>
 export class SnapshotFiles {
   constructor(
     readonly dir: string,
-    private readonly maxBytes: number,
+    readonly maxBytes: number,
   ) {
     fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
     // Temporary files of snapshots a crash interrupted: never a snapshot (no record points to them).

@@ -6,6 +6,7 @@ import { execFile } from "node:child_process";
 import crypto from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
+import type { Readable } from "node:stream";
 import { promisify } from "node:util";
 import { Limiter } from "../common/limiter.js";
 import { ApiError, invalid } from "../errors.js";
@@ -18,13 +19,14 @@ import type { SnapshotFiles } from "../sandbox/snapshots.js";
 import type { Template } from "../sandbox/templates.js";
 import { BuildLog } from "./build-log.js";
 import { warmBytecode } from "./bytecode.js";
+import { type CopyPart, contentDigest, CopyError, packTree, receiveFile, requestCopy, type TemplatePeers, unpackTree } from "./copies.js";
 import { pullImage, type RegistryAuth, ToolError } from "./pull.js";
 import { type StagePlan as DockerfileStage, readContext, translateDockerfile } from "./dockerfile.js";
 import { checkAllowed, type ImageRef, parseImageRef } from "./reference.js";
 import type { RootfsStore } from "./rootfs.js";
 import type { TemplateSettings } from "./settings.js";
 import { checkSteps, runSteps, type Step } from "./steps.js";
-import type { BuildRecord, TemplateRecord, TemplateStore } from "./store.js";
+import type { BuildRecord, TemplateFiles, TemplateRecord, TemplateStore } from "./store.js";
 
 export interface BuildInput {
   name: string;
@@ -63,6 +65,8 @@ export interface SandboxSource {
 
 export interface TemplateDeps {
   store: TemplateStore;
+  /** This node's id (AGENTBOX_NODE_ID): the records say which nodes hold which template's files. */
+  nodeId: string;
   rootfs: RootfsStore;
   /** Archives of templates' /home/user files, one per template (named by its id). */
   homes: SnapshotFiles;
@@ -192,12 +196,25 @@ export class TemplateService {
   private readonly writes = new Map<string, Promise<void>>();
 
   private net: BuildNetwork | undefined;
+  /** The other nodes of a cluster, to fetch a template's files from; absent on one node. */
+  private peers: TemplatePeers | undefined;
+  /** Templates this node holds the files of and has recorded so (no write at each create). */
+  private readonly held = new Set<string>();
+  /** Fetches in progress, per template: a node's creates of one template wait for one fetch. */
+  private readonly fetching = new Map<string, Promise<void>>();
+  /** Content digests being computed, per root filesystem (its first copy served). */
+  private readonly digesting = new Map<string, Promise<string>>();
 
   constructor(private readonly d: TemplateDeps) {}
 
   /** Builds whose request gives `network` reach it through this (the network area opens after this one). */
   useNetwork(net: BuildNetwork): void {
     this.net = net;
+  }
+
+  /** In a cluster: a template whose files are on other nodes is fetched from one of them (the cluster opens after this area). */
+  usePeers(peers: TemplatePeers): void {
+    this.peers = peers;
   }
 
   /** After a restart: builds that were running are failed (their scratch is gone), unused root filesystems removed. */
@@ -210,6 +227,147 @@ export class TemplateService {
     const used = new Set(await this.d.store.allRootfs());
     for (const digest of this.d.rootfs.existing()) if (!used.has(digest)) await this.d.rootfs.remove(digest);
     await this.d.homes.sweep(async (id) => (await this.d.store.template(id))?.home != null);
+    // What this node holds, as the records say it (placement and other nodes' fetches read them).
+    for (const f of await this.d.store.readyFiles()) if (this.holds(f)) this.held.add(f.id);
+    for (const id of await this.d.store.copiesOn(this.d.nodeId)) if (!this.held.has(id)) await this.d.store.removeCopy(id, this.d.nodeId);
+    for (const id of this.held) await this.d.store.addCopy(id, this.d.nodeId);
+  }
+
+  /** Whether this node has the template's files (a template without any has none to have). */
+  private holds(t: TemplateFiles): boolean {
+    if (!(t.rootfs || t.home)) return false;
+    return (!t.rootfs || this.d.rootfs.has(t.rootfs)) && (!t.home || fs.existsSync(this.d.homes.pathOf(t.id)));
+  }
+
+  /** Records that this node holds the template's files. */
+  private async recordCopy(templateId: string): Promise<void> {
+    await this.d.store.addCopy(templateId, this.d.nodeId);
+    this.held.add(templateId);
+  }
+
+  /**
+   * The nodes that hold the files of the tenant's template `idOrName` (placement prefers them);
+   * undefined for a built-in or a template the tenant does not have (placed by load alone).
+   */
+  async copiesOf(tenantId: string, idOrName: string): Promise<string[] | undefined> {
+    if (this.d.builtIns.some((t) => t.id === idOrName)) return undefined;
+    const t = await this.find(tenantId, idOrName);
+    return t ? this.d.store.copies(t.id) : undefined;
+  }
+
+  /**
+   * This node's copy of a template's files, for another node that fetches them: a tar stream of
+   * its root filesystem (its content digest recorded first, for the fetcher to check) or the
+   * archive of its saved /home/user. Undefined when this node does not hold it.
+   */
+  async copySource(templateId: string, part: CopyPart): Promise<Readable | undefined> {
+    const t = await this.d.store.template(templateId);
+    if (t?.state !== "ready") return undefined;
+    if (part === "home") {
+      const file = this.d.homes.pathOf(t.id);
+      return t.home && fs.existsSync(file) ? fs.createReadStream(file) : undefined;
+    }
+    const rootfs = t.rootfs;
+    if (!rootfs || !this.d.rootfs.has(rootfs)) return undefined;
+    if ((await this.d.store.contentDigest(rootfs)) === undefined) {
+      let digesting = this.digesting.get(rootfs);
+      if (!digesting) {
+        digesting = contentDigest(this.d.rootfs.pathOf(rootfs)).finally(() => this.digesting.delete(rootfs));
+        this.digesting.set(rootfs, digesting);
+      }
+      await this.d.store.setContentDigest(rootfs, await digesting);
+    }
+    return packTree(this.d.rootfs.pathOf(rootfs));
+  }
+
+  /** Makes sure this node has the template's files: fetched from a node that holds them when it lacks them. */
+  private async ensureFiles(t: TemplateRecord, asked: string): Promise<void> {
+    if (this.holds(t)) {
+      // Files another template brought here (a shared root filesystem): recorded once.
+      if (!this.held.has(t.id))
+        await this.recordCopy(t.id).catch((err) => this.d.log({ err, template_id: t.id }, "template copy not recorded"));
+      return;
+    }
+    // Recorded here but gone (removed by hand, a disk replaced): no longer offered to placement.
+    if (this.held.delete(t.id)) await this.d.store.removeCopy(t.id, this.d.nodeId).catch(() => {});
+    let fetching = this.fetching.get(t.id);
+    if (!fetching) {
+      fetching = this.fetch(t, asked).finally(() => this.fetching.delete(t.id));
+      this.fetching.set(t.id, fetching);
+    }
+    await fetching;
+  }
+
+  /** Fetches the template's files from the first node holding them that answers; nothing is left of a failed fetch. */
+  private async fetch(t: TemplateRecord, asked: string): Promise<void> {
+    const peers = this.peers;
+    // One node (or a node outside a cluster's channel): the files are where the template was made.
+    if (!peers)
+      throw new ApiError(
+        "node_unavailable",
+        `Template '${asked}' has its files on the node that made it, not on this node; its sandboxes start there only`,
+        1,
+      );
+    const holders = (await this.d.store.copies(t.id)).filter((id) => id !== peers.self);
+    const from = peers.reachable(holders);
+    if (from.length === 0) {
+      throw new ApiError(
+        "node_unavailable",
+        `Template '${asked}' has its files on no node that is up now (${holders.length > 0 ? `held by ${holders.join(", ")}` : "no node holds them"})`,
+        5,
+      );
+    }
+    const errors: string[] = [];
+    for (const peer of from) {
+      const signal = AbortSignal.timeout(this.d.settings.fetchTimeoutS * 1000);
+      try {
+        if (t.rootfs && !this.d.rootfs.has(t.rootfs)) await this.fetchRootfs(t, t.rootfs, peer, peers, signal);
+        if (t.home && !fs.existsSync(this.d.homes.pathOf(t.id))) await this.fetchHome(t, t.home, peer, peers, signal);
+        await this.recordCopy(t.id);
+        return;
+      } catch (err) {
+        if (!(err instanceof CopyError)) this.d.log({ err, template_id: t.id, node: peer.id }, "template fetch failed");
+        errors.push(`${peer.id}: ${err instanceof CopyError ? err.message : "internal error"}`);
+      }
+    }
+    throw new ApiError("node_unavailable", `Template '${asked}''s files could not be fetched (${errors.join("; ")}); retry shortly`, 5);
+  }
+
+  private async fetchRootfs(
+    t: TemplateRecord,
+    rootfs: string,
+    peer: { id: string; url: string },
+    peers: TemplatePeers,
+    signal: AbortSignal,
+  ) {
+    const maxBytes = this.d.settings.maxRootfsMb * 2 ** 20;
+    // Scratch beside the builds' (swept at start): renamed into place by adopt, removed otherwise.
+    const staging = await fs.promises.mkdtemp(path.join(this.d.rootfs.workRoot, "fetch-"));
+    try {
+      const body = await requestCopy(peer, peers, t.id, "rootfs", signal);
+      // Headers and padding: a tar of a tree is somewhat larger than the tree; adopt() holds the tree itself to the limit.
+      await unpackTree(body, staging, maxBytes + maxBytes / 4 + 2 ** 24, signal);
+      const want = await this.d.store.contentDigest(rootfs);
+      if (want === undefined) throw new CopyError(`node ${peer.id} recorded no content digest for the root filesystem`);
+      const got = await contentDigest(staging);
+      if (got !== want) throw new CopyError(`the root filesystem from node ${peer.id} does not match its content digest`);
+      await this.d.rootfs.adopt(staging, rootfs, maxBytes);
+    } finally {
+      await fs.promises.rm(staging, { recursive: true, force: true });
+    }
+  }
+
+  private async fetchHome(t: TemplateRecord, sha256: string, peer: { id: string; url: string }, peers: TemplatePeers, signal: AbortSignal) {
+    const final = this.d.homes.pathOf(t.id);
+    const tmp = path.join(path.dirname(final), `.${t.id}.fetch-${crypto.randomBytes(4).toString("hex")}.tmp`);
+    try {
+      const body = await requestCopy(peer, peers, t.id, "home", signal);
+      const got = await receiveFile(body, tmp, this.d.homes.maxBytes, signal);
+      if (got !== sha256) throw new CopyError(`the saved files from node ${peer.id} do not match their SHA-256`);
+      await fs.promises.rename(tmp, final);
+    } finally {
+      await fs.promises.rm(tmp, { force: true });
+    }
   }
 
   /** Built-ins first, then the tenant's own ready templates. */
@@ -258,14 +416,9 @@ export class TemplateService {
       );
     }
     // With a database shared by several nodes the record is everywhere, but the root filesystem and
-    // the saved files are only on the node that made them (docs/cluster.md): refused here rather
-    // than started on nothing.
-    if ((t.rootfs && !this.d.rootfs.has(t.rootfs)) || (t.home && !fs.existsSync(this.d.homes.pathOf(t.id))))
-      throw new ApiError(
-        "node_unavailable",
-        `Template '${idOrName}' has its files on the node that made it, not on this node; its sandboxes start there only`,
-        1,
-      );
+    // the saved files are on the nodes that made or fetched them (docs/cluster.md): fetched here
+    // first when this node lacks them, never started on nothing.
+    await this.ensureFiles(t, idOrName);
     return {
       id: t.id,
       ...(t.rootfs
@@ -297,6 +450,7 @@ export class TemplateService {
     const users = this.d.sandboxesOf(t.id);
     if (users > 0) throw new ApiError("conflict", `Template '${id}' is used by ${users} live sandbox(es); kill them first`);
     await this.d.store.deleteTemplate(t.id);
+    this.held.delete(t.id);
     await this.d.dropPool(t.id);
     if (t.rootfs && (await this.d.store.rootfsUsers(t.rootfs)) === 0) await this.d.rootfs.remove(t.rootfs);
     await this.d.homes.remove(t.id);
@@ -441,6 +595,7 @@ export class TemplateService {
       await this.d.homes.remove(id);
       throw err;
     }
+    await this.recordCopy(id).catch((err) => this.d.log({ err, template_id: id }, "template copy not recorded"));
     return this.get(tenantId, id);
   }
 
@@ -719,6 +874,8 @@ export class TemplateService {
     try {
       await this.update(b, { status: "running", phase: "preparing", progress: 5, startedAt: new Date().toISOString() });
       const work = await this.d.rootfs.workDir(b.id, s.buildUid);
+      // The tenant's templates this build stands on, here (fetched from another node if need be).
+      for (const st of [plan, ...(plan.stages ?? [])]) if (st.base) await this.ensureFiles(st.base, st.base.name);
       if (plan.base?.home) await this.d.homes.link(plan.base.id, t.id);
       const ctx: StageContext = {
         t,
@@ -747,6 +904,7 @@ export class TemplateService {
           : "the image has no usable python3: the service's own runs code/run python",
       );
       await this.d.store.setBuilt(t.id, digest, python, new Date().toISOString());
+      await this.recordCopy(t.id);
       await this.finish(b, null);
       log.add("build completed");
     } catch (err) {

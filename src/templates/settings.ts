@@ -38,6 +38,12 @@ export const templateSettingsSchema = defineSettings({
     maximum: 86400,
     doc: "One build's deadline: past it its tools are killed, its step ended, and it fails with that reason.",
   }),
+  fetchTimeoutS: setting.integer("AGENTBOX_TEMPLATE_FETCH_TIMEOUT_S", {
+    default: 600,
+    minimum: 5,
+    maximum: 86400,
+    doc: "In a cluster: how long a node may take to fetch a template's files (its root filesystem, its saved `/home/user`) from a node that holds them, at the first sandbox of it there; past it the create is 503 `node_unavailable` and nothing fetched is kept.",
+  }),
   parallelBuilds: setting.integer("AGENTBOX_TEMPLATE_PARALLEL_BUILDS", {
     default: 1,
     minimum: 1,

@@ -19,12 +19,13 @@ export async function openTemplates(
   logger: Logger,
   settings: TemplateSettings,
 ): Promise<TemplateService> {
-  // The records follow the other areas' (PostgreSQL with a database URL); root filesystems stay on
-  // this node's disk (docs/cluster.md, templates in a cluster).
+  // The records follow the other areas' (PostgreSQL with a database URL); root filesystems are on
+  // the disks of the nodes that made or fetched them (docs/cluster.md, templates in a cluster).
   const store: TemplateStore =
     persistence.kind === "pg" ? await PgTemplateStore.open(persistence.pool, persistence.nodeId) : new SqliteTemplateStore(persistence.db);
   const templates = new TemplateService({
     store,
+    nodeId: persistence.nodeId,
     rootfs: new RootfsStore(settings.dir),
     // A saved sandbox's files are held to the snapshot size limit: they are restored as a snapshot is.
     homes: new SnapshotFiles(path.join(settings.dir, "homes"), config.snapshotMaxBytes),

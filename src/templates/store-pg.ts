@@ -7,6 +7,7 @@ import {
   type BuildRow,
   type TemplateRecord,
   type TemplateRow,
+  type TemplateFiles,
   type TemplateState,
   type TemplateStore,
   toBuild,
@@ -57,6 +58,23 @@ export const PG_TEMPLATE_MIGRATIONS: PgMigration[] = [
      CREATE INDEX template_builds_template ON template_builds (template_id, created_at);
      CREATE INDEX template_builds_tenant ON template_builds (tenant_id, created_at);
      CREATE INDEX template_builds_unfinished ON template_builds (node_id) WHERE status NOT IN ('completed', 'failed');`,
+  },
+  {
+    area: "templates",
+    version: 2,
+    sql: `-- Which nodes hold a template's files (its root filesystem, its saved /home/user): placement
+     -- prefers them, and a node without them fetches them from one (docs/cluster.md).
+     CREATE TABLE template_copies (
+       template_id TEXT COLLATE "C" NOT NULL,
+       node_id TEXT COLLATE "C" NOT NULL,
+       PRIMARY KEY (template_id, node_id)
+     );
+     CREATE INDEX template_copies_node ON template_copies (node_id);
+     -- A root filesystem's content digest, which a fetched copy is checked against.
+     CREATE TABLE rootfs_contents (
+       rootfs TEXT COLLATE "C" PRIMARY KEY,
+       sha256 TEXT COLLATE "C" NOT NULL
+     );`,
   },
 ];
 
@@ -144,6 +162,7 @@ export class PgTemplateStore implements TemplateStore {
   async deleteTemplate(id: string): Promise<void> {
     await inTransaction(this.pool, async (client) => {
       await client.query("DELETE FROM template_builds WHERE template_id = $1", [id]);
+      await client.query("DELETE FROM template_copies WHERE template_id = $1", [id]);
       await client.query("DELETE FROM templates WHERE id = $1", [id]);
     });
   }
@@ -155,6 +174,45 @@ export class PgTemplateStore implements TemplateStore {
   async allRootfs(): Promise<string[]> {
     const { rows } = await this.pool.query<{ rootfs: string }>("SELECT DISTINCT rootfs FROM templates WHERE rootfs IS NOT NULL");
     return rows.map((r) => r.rootfs);
+  }
+
+  async readyFiles(): Promise<TemplateFiles[]> {
+    return (await this.pool.query<TemplateFiles>("SELECT id, rootfs, home FROM templates WHERE state = 'ready'")).rows;
+  }
+
+  async addCopy(templateId: string, nodeId: string): Promise<void> {
+    await this.pool.query("INSERT INTO template_copies (template_id, node_id) VALUES ($1, $2) ON CONFLICT DO NOTHING", [
+      templateId,
+      nodeId,
+    ]);
+  }
+
+  async removeCopy(templateId: string, nodeId: string): Promise<void> {
+    await this.pool.query("DELETE FROM template_copies WHERE template_id = $1 AND node_id = $2", [templateId, nodeId]);
+  }
+
+  async copies(templateId: string): Promise<string[]> {
+    const { rows } = await this.pool.query<{ node_id: string }>(
+      "SELECT node_id FROM template_copies WHERE template_id = $1 ORDER BY node_id",
+      [templateId],
+    );
+    return rows.map((r) => r.node_id);
+  }
+
+  async copiesOn(nodeId: string): Promise<string[]> {
+    const { rows } = await this.pool.query<{ template_id: string }>(
+      "SELECT template_id FROM template_copies WHERE node_id = $1 ORDER BY template_id",
+      [nodeId],
+    );
+    return rows.map((r) => r.template_id);
+  }
+
+  async contentDigest(rootfs: string): Promise<string | undefined> {
+    return (await this.one<{ sha256: string }>("SELECT sha256 FROM rootfs_contents WHERE rootfs = $1", [rootfs]))?.sha256;
+  }
+
+  async setContentDigest(rootfs: string, sha256: string): Promise<void> {
+    await this.pool.query("INSERT INTO rootfs_contents (rootfs, sha256) VALUES ($1, $2) ON CONFLICT DO NOTHING", [rootfs, sha256]);
   }
 
   async insertBuild(b: BuildRecord): Promise<void> {

@@ -156,7 +156,30 @@ export const TEMPLATE_MIGRATIONS: Migration[] = [
   },
   { area: "templates", version: 2, up: (db) => db.exec("ALTER TABLE templates ADD COLUMN workdir TEXT") },
   { area: "templates", version: 3, up: (db) => db.exec("ALTER TABLE templates ADD COLUMN home TEXT") },
+  {
+    area: "templates",
+    version: 4,
+    up: (db) =>
+      db.exec(
+        `CREATE TABLE IF NOT EXISTS template_copies (
+         template_id TEXT NOT NULL,
+         node_id TEXT NOT NULL,
+         PRIMARY KEY (template_id, node_id)
+       );
+       CREATE TABLE IF NOT EXISTS rootfs_contents (
+         rootfs TEXT PRIMARY KEY,
+         sha256 TEXT NOT NULL
+       );`,
+      ),
+  },
 ];
+
+/** A ready template's files, as a node holds them (or not). */
+export interface TemplateFiles {
+  id: string;
+  rootfs: string | null;
+  home: string | null;
+}
 
 /**
  * The templates' and builds' records. Promise-returning so that another database can stand behind
@@ -182,6 +205,20 @@ export interface TemplateStore {
   rootfsUsers(rootfs: string): Promise<number>;
   /** Every root filesystem a template points at. */
   allRootfs(): Promise<string[]>;
+  /** Every ready template's files (what a node's start checks it holds). */
+  readyFiles(): Promise<TemplateFiles[]>;
+  /** Node `nodeId` holds the template's files (its root filesystem, its saved /home/user); idempotent. */
+  addCopy(templateId: string, nodeId: string): Promise<void>;
+  /** The node no longer holds them; an unknown pair is harmless. */
+  removeCopy(templateId: string, nodeId: string): Promise<void>;
+  /** The nodes recorded to hold the template's files, by id. */
+  copies(templateId: string): Promise<string[]>;
+  /** The templates a node is recorded to hold. */
+  copiesOn(nodeId: string): Promise<string[]>;
+  /** The content digest of a root filesystem's tree (./rootfs.ts contentDigest), once a node recorded it. */
+  contentDigest(rootfs: string): Promise<string | undefined>;
+  /** Records it; the first one recorded stays (every node computes the same from the same tree). */
+  setContentDigest(rootfs: string, sha256: string): Promise<void>;
   insertBuild(b: BuildRecord): Promise<void>;
   build(id: string): Promise<BuildRecord | undefined>;
   /** The template's newest build, or undefined. */
@@ -219,6 +256,16 @@ export class SqliteTemplateStore implements TemplateStore {
       deleteBuilds: db.prepare("DELETE FROM template_builds WHERE template_id = ?"),
       rootfsUsers: db.prepare<[string], { n: number }>("SELECT COUNT(*) AS n FROM templates WHERE rootfs = ?"),
       allRootfs: db.prepare<[], { rootfs: string }>("SELECT DISTINCT rootfs FROM templates WHERE rootfs IS NOT NULL"),
+      readyFiles: db.prepare<[], TemplateFiles>("SELECT id, rootfs, home FROM templates WHERE state = 'ready'"),
+      addCopy: db.prepare("INSERT OR IGNORE INTO template_copies (template_id, node_id) VALUES (?, ?)"),
+      removeCopy: db.prepare("DELETE FROM template_copies WHERE template_id = ? AND node_id = ?"),
+      deleteCopies: db.prepare("DELETE FROM template_copies WHERE template_id = ?"),
+      copies: db.prepare<[string], { node_id: string }>("SELECT node_id FROM template_copies WHERE template_id = ? ORDER BY node_id"),
+      copiesOn: db.prepare<[string], { template_id: string }>(
+        "SELECT template_id FROM template_copies WHERE node_id = ? ORDER BY template_id",
+      ),
+      contentDigest: db.prepare<[string], { sha256: string }>("SELECT sha256 FROM rootfs_contents WHERE rootfs = ?"),
+      setContentDigest: db.prepare("INSERT OR IGNORE INTO rootfs_contents (rootfs, sha256) VALUES (?, ?)"),
       insertBuild: db.prepare(
         `INSERT INTO template_builds (id, template_id, tenant_id, status, phase, progress, error, started_at, completed_at, created_at)
          VALUES (@id, @template_id, @tenant_id, @status, @phase, @progress, @error, @started_at, @completed_at, @created_at)`,
@@ -238,6 +285,7 @@ export class SqliteTemplateStore implements TemplateStore {
     };
     this.deleteTemplateAndBuilds = db.transaction((id: string) => {
       this.stmts.deleteBuilds.run(id);
+      this.stmts.deleteCopies.run(id);
       this.stmts.deleteTemplate.run(id);
     });
   }
@@ -301,6 +349,34 @@ export class SqliteTemplateStore implements TemplateStore {
 
   async allRootfs(): Promise<string[]> {
     return this.stmts.allRootfs.all().map((r) => r.rootfs);
+  }
+
+  async readyFiles(): Promise<TemplateFiles[]> {
+    return this.stmts.readyFiles.all();
+  }
+
+  async addCopy(templateId: string, nodeId: string): Promise<void> {
+    this.stmts.addCopy.run(templateId, nodeId);
+  }
+
+  async removeCopy(templateId: string, nodeId: string): Promise<void> {
+    this.stmts.removeCopy.run(templateId, nodeId);
+  }
+
+  async copies(templateId: string): Promise<string[]> {
+    return this.stmts.copies.all(templateId).map((r) => r.node_id);
+  }
+
+  async copiesOn(nodeId: string): Promise<string[]> {
+    return this.stmts.copiesOn.all(nodeId).map((r) => r.template_id);
+  }
+
+  async contentDigest(rootfs: string): Promise<string | undefined> {
+    return this.stmts.contentDigest.get(rootfs)?.sha256;
+  }
+
+  async setContentDigest(rootfs: string, sha256: string): Promise<void> {
+    this.stmts.setContentDigest.run(rootfs, sha256);
   }
 
   async insertBuild(b: BuildRecord): Promise<void> {

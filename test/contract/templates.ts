@@ -181,5 +181,40 @@ export function describeTemplateStoreContract(name: string, makeStore: () => Pro
       assert.equal(await store.countTemplates("t1"), 1);
       assert.equal(await store.insertTemplate(template("tpl_c", "a")), true);
     });
+
+    test("copies: which nodes hold a template's files; idempotent; removed per node and with the template", async () => {
+      const store = await makeStore();
+      await store.insertTemplate(template("tpl_a", "a"));
+      await store.insertTemplate(template("tpl_b", "b"));
+      await store.addCopy("tpl_a", "node-2");
+      await store.addCopy("tpl_a", "node-1");
+      await store.addCopy("tpl_a", "node-1");
+      await store.addCopy("tpl_b", "node-1");
+      assert.deepEqual(await store.copies("tpl_a"), ["node-1", "node-2"]);
+      assert.deepEqual(await store.copiesOn("node-1"), ["tpl_a", "tpl_b"]);
+      await store.removeCopy("tpl_a", "node-2");
+      await store.removeCopy("tpl_a", "nowhere");
+      assert.deepEqual(await store.copies("tpl_a"), ["node-1"]);
+      await store.deleteTemplate("tpl_a");
+      assert.deepEqual(await store.copies("tpl_a"), []);
+      assert.deepEqual(await store.copiesOn("node-1"), ["tpl_b"]);
+      assert.deepEqual(await store.copies("nothing"), []);
+    });
+
+    test("ready templates' files; a root filesystem's content digest: the first recorded stays", async () => {
+      const store = await makeStore();
+      await store.insertTemplate(template("tpl_a", "a", { state: "ready", rootfs: "d1", home: "h1" }));
+      await store.insertTemplate(template("tpl_b", "b"));
+      await store.insertTemplate(template("tpl_c", "c", { state: "ready", home: "h2" }));
+      const files = (await store.readyFiles()).sort((x, y) => x.id.localeCompare(y.id));
+      assert.deepEqual(files, [
+        { id: "tpl_a", rootfs: "d1", home: "h1" },
+        { id: "tpl_c", rootfs: null, home: "h2" },
+      ]);
+      assert.equal(await store.contentDigest("d1"), undefined);
+      await store.setContentDigest("d1", "c1");
+      await store.setContentDigest("d1", "c2");
+      assert.equal(await store.contentDigest("d1"), "c1");
+    });
   });
 }

@@ -6,7 +6,7 @@ import { test } from "node:test";
 import { ChannelAuth, sign, verify } from "../../src/cluster/channel-auth.js";
 import { deploymentTargetOf } from "../../src/cluster/deployments.js";
 import { formatRoute, isLost, mayServe, parseRoute, routeTarget } from "../../src/cluster/lease.js";
-import { choose } from "../../src/cluster/placement.js";
+import { choose, preferHolders } from "../../src/cluster/placement.js";
 import { mayTarget, targetOf } from "../../src/cluster/targets.js";
 import { rendezvousOwner, servesVectors } from "../../src/cluster/vector-owners.js";
 
@@ -42,6 +42,21 @@ test("placement: sampling two of many spreads creates and avoids the loaded node
   }
   assert.equal(picks.get("full"), undefined, "the loaded node loses every pair it is drawn in");
   assert.ok((picks.get("n0") ?? 0) > (picks.get("n8") ?? 0));
+});
+
+test("placement: a template's creates go to the executors holding its files, any executor when none does", () => {
+  const nodes = [node("a", 8000, 0), node("b", 1000, 5), node("c", 1000, 3)];
+  // Held by b and c: the best of those, though a has the most room.
+  assert.equal(choose(preferHolders(nodes, ["b", "c", "api"]), 3)?.id, "c");
+  assert.deepEqual(
+    preferHolders(nodes, ["b"]).map((n) => n.id),
+    ["b"],
+  );
+  // Held by no executor that is up (a node lost, or the API node that built it): any executor.
+  assert.equal(preferHolders(nodes, ["gone"]), nodes);
+  assert.equal(preferHolders(nodes, []), nodes);
+  // A built-in (no holders to prefer): by load alone.
+  assert.equal(preferHolders(nodes, undefined), nodes);
 });
 
 test("lease: an epoch is lost when its lease expired or a later join replaced it", () => {

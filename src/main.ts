@@ -106,6 +106,7 @@ async function main(): Promise<void> {
     },
     settings.vectors,
   );
+  metrics.watchVectors(vectorsArea.vectors.engine);
   const deploymentsArea = await openDeployments(
     config,
     persistence,
@@ -131,6 +132,7 @@ async function main(): Promise<void> {
     logger,
     deployments: deploymentsArea.deployments,
     gates: sandbox.gates,
+    vectors: vectorsArea.cluster,
     templates,
   });
   // A template's files another node holds are fetched from it at its first sandbox here.

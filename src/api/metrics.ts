@@ -89,6 +89,28 @@ export class Metrics {
     });
   }
 
+  /** The vector indexes this node holds in memory, and how often one was loaded, read at each scrape. */
+  watchVectors(source: { loaded(): string[]; readonly loads: number }): void {
+    new Gauge({
+      name: "agentbox_vector_indexes_loaded",
+      help: "Vector indexes held in this node's memory (in a cluster: those it owns, and for a while those it answered while their owner could not be reached)",
+      registers: [this.registry],
+      collect() {
+        this.set(source.loaded().length);
+      },
+    });
+    new Counter({
+      name: "agentbox_vector_index_loads_total",
+      help: "Loads of a vector index into this node's memory from its records (its first use after a start, a copy found stale, a change of owner)",
+      registers: [this.registry],
+      collect() {
+        // A count kept by the engine: the counter shows it as it is at the scrape.
+        this.reset();
+        this.inc(source.loads);
+      },
+    });
+  }
+
   /** The built-in embedding model's queue and state, read at each scrape. */
   watchEmbeddings(source: { queuedJobs(): number; modelLoaded(): boolean }): void {
     new Gauge({

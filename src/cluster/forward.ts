@@ -55,6 +55,59 @@ export class Forwarder {
     body?: Buffer,
     own?: Record<string, string | number | string[] | undefined>,
   ): void {
+    const out = this.request(req, owner, extra, body);
+    this.hold(owner.id, out);
+    this.relay(out, req, res, onFail, { body, own });
+  }
+
+  /**
+   * Sends the request's head to the owner with `Expect: 100-continue` and waits for the owner's
+   * HTTP server to answer it, without reading the client's body: undefined when the owner does not
+   * answer within `waitMs` (refused, unreachable, or a kept-alive connection to a node that died),
+   * and the request is then still whole, to be answered here. Answered: relay() sends the body on
+   * (with `answer`, when the owner's answer came at once, as a GET's may).
+   */
+  connect(
+    req: IncomingMessage,
+    owner: { id: string; url: string },
+    extra: Record<string, string>,
+    waitMs: number,
+  ): Promise<{ out: http.ClientRequest; answer?: IncomingMessage } | undefined> {
+    // The head goes out at once (Node sends it without waiting for a body when this is set).
+    const out = this.request(req, owner, { ...extra, expect: "100-continue" });
+    return new Promise((resolve) => {
+      let answer: IncomingMessage | undefined;
+      const fail = () => {
+        clearTimeout(timer);
+        out.off("error", fail);
+        // A destroyed request may still report its error: nobody is listening for it any more.
+        out.on("error", () => {});
+        out.destroy();
+        resolve(undefined);
+      };
+      const early = (a: IncomingMessage) => {
+        answer = a;
+      };
+      const answered = () => {
+        clearTimeout(timer);
+        out.off("error", fail);
+        this.hold(owner.id, out);
+        // The answer may follow the 100 in the same packet, before relay() listens: kept for it.
+        out.once("response", early);
+        resolve({
+          out,
+          get answer() {
+            return answer;
+          },
+        });
+      };
+      const timer = setTimeout(fail, waitMs);
+      out.once("error", fail);
+      out.once("continue", answered);
+    });
+  }
+
+  private request(req: IncomingMessage, owner: { url: string }, extra: Record<string, string>, body?: Buffer): http.ClientRequest {
     const to = this.target(owner.url);
     const headers: Record<string, string | string[]> = {};
     for (const name in req.headers) {
@@ -67,7 +120,7 @@ export class Forwarder {
       delete headers["transfer-encoding"];
       headers["content-length"] = String(body.length);
     }
-    const out = http.request({
+    return http.request({
       host: to.hostname,
       port: to.port,
       method: req.method,
@@ -75,9 +128,28 @@ export class Forwarder {
       headers,
       agent: this.agent,
     });
+  }
+
+  /**
+   * Sends the client's request's body into `out` (`body`, or its own stream) and pipes the owner's
+   * answer back (see forward()). `failure`: the 503's message; `early`: the owner's answer if it
+   * came already (connect()); `own`: see forward().
+   */
+  relay(
+    out: http.ClientRequest,
+    req: IncomingMessage,
+    res: ServerResponse,
+    onFail: () => void,
+    opts: {
+      failure?: string;
+      early?: IncomingMessage;
+      body?: Buffer;
+      own?: Record<string, string | number | string[] | undefined>;
+    } = {},
+  ): void {
+    const { own, body } = opts;
     let answered = false;
-    this.hold(owner.id, out);
-    out.on("response", (answer) => {
+    const onAnswer = (answer: IncomingMessage) => {
       answered = true;
       const back: Record<string, string | string[]> = {};
       // This node's own headers of the answer (its RateLimit-* count), where the owner sets none.
@@ -94,14 +166,17 @@ export class Forwarder {
       if (String(answer.headers["content-type"]).startsWith("text/event-stream")) res.flushHeaders();
       answer.pipe(res);
       answer.on("error", () => res.destroy());
-    });
+    };
+    if (opts.early) onAnswer(opts.early);
+    else out.on("response", onAnswer);
     out.on("error", () => {
       onFail();
       if (answered || res.headersSent) {
         res.destroy();
         return;
       }
-      const err = new ApiError("node_unavailable", "The node that runs this sandbox or deployment did not answer; retry shortly", 1);
+      const message = opts.failure ?? "The node that runs this sandbox or deployment did not answer; retry shortly";
+      const err = new ApiError("node_unavailable", message, 1);
       res.writeHead(err.status, { "content-type": "application/json; charset=utf-8", "retry-after": "1" });
       res.end(JSON.stringify({ error: { code: err.code, message: err.message } }));
     });

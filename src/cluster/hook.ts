@@ -4,6 +4,7 @@
 // request is counted, parsed and answered once, by its owner. A sandbox this node runs is served
 // here without asking Redis. Its hot path (clusterRelay) runs before Fastify: a request whose route
 // is already known is relayed without Fastify's routing, hooks or authentication, which the owner runs.
+// A request for one vector index goes to the index's owner node the same way (vector-routing.ts).
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Duplex } from "node:stream";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
@@ -45,6 +46,8 @@ export interface HookDeps {
   forwarder: Forwarder;
   channel: ChannelAuth;
   placementSample: number;
+  /** A request for one vector index: forwarded to its owner (vector-routing.ts); absent when vectors are not shared. */
+  vectorRequest?: (request: FastifyRequest, reply: FastifyReply) => Promise<FastifyReply | undefined>;
   /** Deployments' requests (/v1/deployments/...), forwarded to the node that runs each (./deployments.ts). */
   deployments?: { route(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | undefined> };
   /** Absent: creates are placed by load alone. */
@@ -88,6 +91,9 @@ export function placeCreate(
   return chosen && membership.node(chosen.id);
 }
 
+/** Where the vectors area's routes begin: the only other requests the hook looks at. */
+const VECTORS = "/v1/vectors/";
+
 export function installClusterHook(app: FastifyInstance, deps: HookDeps): void {
   const { membership, routing, channel: auth } = deps;
   const selfId = membership.self.id;
@@ -115,6 +121,17 @@ export function installClusterHook(app: FastifyInstance, deps: HookDeps): void {
     return chosen;
   };
 
+  const { vectorRequest } = deps;
+  /** A request for a vector index: forwarded to the index's owner unless a node sent it here. */
+  const vectors = async (request: FastifyRequest, reply: FastifyReply) => {
+    if (!vectorRequest || !request.url.startsWith(VECTORS)) return;
+    const channel = auth.verify(request.headers, request.method, request.url);
+    if (channel === "invalid") throw new ApiError("unauthorized", "A forwarded request's node signature is invalid or too old");
+    // Forwarded here by a node that takes this one for the owner: answered here, never forwarded again.
+    if (channel === "valid") return;
+    return vectorRequest(request, reply);
+  };
+
   /**
    * A create of one of the tenant's templates goes to an executor that holds its files when one
    * is up (any executor otherwise, which fetches them): its body is read first, when there is a
@@ -137,7 +154,7 @@ export function installClusterHook(app: FastifyInstance, deps: HookDeps): void {
     const url = request.url;
     if (!mayTarget(url)) {
       if (deps.deployments && url.startsWith(DEPLOYMENTS)) return deps.deployments.route(request, reply);
-      return;
+      return vectors(request, reply);
     }
     const channel = auth.verify(request.headers, request.method, url);
     if (channel === "invalid") throw new ApiError("unauthorized", "A forwarded request's node signature is invalid or too old");

@@ -26,6 +26,8 @@ import { score } from "./placement.js";
 import { RoutingMap } from "./routing.js";
 import { type RunCountGates, RunCounts } from "./run-counts.js";
 import type { ClusterSettings } from "./settings.js";
+import { VectorOwners } from "./vector-owners.js";
+import { type VectorIndexes, vectorRouting } from "./vector-routing.js";
 import { internalRoutes, type TemplateCopySource, templatePeers } from "./template-copies.js";
 
 /** What the cluster asks of the deployments area (src/deployments/service.ts): where each runs, and moving them. */
@@ -63,6 +65,8 @@ export interface ClusterDeps {
   deployments?: DeploymentMoves;
   /** The execution gates, whose per-tenant and per-key limits then hold over the cluster. */
   gates: RunCountGates;
+  /** Vector indexes whose records every node shares (PostgreSQL): each is owned by one executor (absent: each node answers its own). */
+  vectors?: VectorIndexes;
   /**
    * Tenants' templates (src/templates/service.ts): creates of one go to the executors holding its
    * files, and this node serves the files it holds to the others (absent: neither).
@@ -224,6 +228,18 @@ export async function openCluster(settings: ClusterSettings, deps: ClusterDeps):
     () => membership.nodes().flatMap((n) => (n.id !== nodeId && n.state !== "lost" && n.roles !== "api" ? [n.id] : [])),
     onError,
   );
+  const channel = new ChannelAuth(settings.secret ?? "", nodeId);
+  const owners = new VectorOwners(membership);
+  /** The owners' generation the vectors area was last told of (-1: never). */
+  let heldGeneration = -1;
+  /** Tells the vectors area which indexes are this node's now (it loads those, drops the others' after a grace). */
+  const holdVectors = async () => {
+    if (!deps.vectors) return;
+    owners.update();
+    const changed = owners.generation !== heldGeneration;
+    heldGeneration = owners.generation;
+    await deps.vectors.hold((id) => owners.ownership(id), changed);
+  };
   // The heartbeat and the sweep for lost nodes each run one at a time, apart: ending a lost node's
   // many sandboxes never delays this node's own renewals.
   let beating = false;
@@ -271,6 +287,8 @@ export async function openCluster(settings: ClusterSettings, deps: ClusterDeps):
       for (const n of nodes) if (n.state === "lost") forwarder.abort(n.id);
       await loss.sweep(nodes);
       await moveDeployments(nodes);
+      // Not awaited: dropping a copy waits for its load to end, which must not hold up the sweep.
+      void holdVectors().catch(onError);
     } catch (err) {
       onError(err);
     } finally {
@@ -302,7 +320,6 @@ export async function openCluster(settings: ClusterSettings, deps: ClusterDeps):
   };
   let timer: NodeJS.Timeout | undefined;
 
-  const channel = new ChannelAuth(settings.secret ?? "", nodeId);
   const deploymentRouting =
     deps.deployments &&
     new DeploymentRouting({ membership, forwarder, channel, placementSample: settings.placementSample, directory: deps.deployments });
@@ -313,6 +330,17 @@ export async function openCluster(settings: ClusterSettings, deps: ClusterDeps):
     channel,
     placementSample: settings.placementSample,
     deployments: deploymentRouting,
+    vectorRequest:
+      deps.vectors &&
+      vectorRouting({
+        indexes: deps.vectors,
+        owners,
+        forwarder,
+        channel,
+        selfId: nodeId,
+        leaseMs: settings.leaseMs,
+        warn: (msg, fields) => log.warn(fields, msg),
+      }),
     ...(deps.templates ? { templates: deps.templates } : {}),
   };
   return {
@@ -333,6 +361,8 @@ export async function openCluster(settings: ClusterSettings, deps: ClusterDeps):
       for (const { id } of sandboxes.liveSandboxes()) routing.claim(id);
       await routing.flush();
       await membership.refresh();
+      // The indexes this node owns start loading now (in the background).
+      await holdVectors().catch(onError);
       // At least every second: a lost node is found within a second of its lease expiring (lease + 2 s in all).
       timer = setInterval(() => void tick(), Math.max(100, Math.min(1000, Math.floor(settings.leaseMs / 3))));
       timer.unref();

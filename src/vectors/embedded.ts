@@ -74,6 +74,8 @@ export class EmbeddedEngine implements VectorEngine {
   private readonly vectorsSaved = new Map<string, number>();
   /** Indexes whose first search while loading was logged. */
   private readonly loggedScan = new Set<string>();
+  /** Loads from the records since the start (each index's first use, or again after its copy was dropped). */
+  loads = 0;
 
   constructor(
     private readonly store: VectorCatalog,
@@ -172,6 +174,7 @@ export class EmbeddedEngine implements VectorEngine {
     const c = this.newCollection(spec, this.store.count(spec.id));
     c.beginLoad();
     this.open.set(spec.id, c);
+    this.loads++;
     const p = this.load(spec, c).then(
       () => {
         this.loading.delete(spec.id);
@@ -293,25 +296,38 @@ export class EmbeddedEngine implements VectorEngine {
     this.open.set(spec.id, c);
   }
 
-  async dropIndex(spec: IndexSpec): Promise<void> {
-    const c = this.open.get(spec.id);
-    c?.close();
-    this.open.delete(spec.id);
-    // A load under way stops at its next step; its graph is dropped after it (messages are in order).
-    await this.loading.get(spec.id);
-    await this.graphs.drop(spec.id).catch(() => 0);
-    const { graph, state, vectors } = this.files(spec.id);
-    fs.rmSync(state, { force: true });
-    fs.rmSync(graph, { force: true });
-    fs.rmSync(vectors, { force: true });
-    this.vectorsSaved.delete(spec.id);
-    this.scanner?.forget(spec.id);
+  dropIndex(spec: IndexSpec): Promise<void> {
+    return this.forget(spec.id);
   }
 
   /** The in-memory index and its saved graph go (the saved graph may not match the records now);
    * the next use rebuilds it from the records. */
   dropCopy(spec: IndexSpec): Promise<void> {
-    return this.dropIndex(spec);
+    return this.forget(spec.id);
+  }
+
+  /** As dropCopy: the owner's writes from now on are not applied to the graph saved here. */
+  release(indexId: string): Promise<void> {
+    return this.forget(indexId);
+  }
+
+  loaded(): string[] {
+    return [...this.open.keys()];
+  }
+
+  private async forget(id: string): Promise<void> {
+    const c = this.open.get(id);
+    c?.close();
+    this.open.delete(id);
+    // A load under way stops at its next step; its graph is dropped after it (messages are in order).
+    await this.loading.get(id);
+    await this.graphs.drop(id).catch(() => 0);
+    const { graph, state, vectors } = this.files(id);
+    fs.rmSync(state, { force: true });
+    fs.rmSync(graph, { force: true });
+    fs.rmSync(vectors, { force: true });
+    this.vectorsSaved.delete(id);
+    this.scanner?.forget(id);
   }
 
   async upsert(spec: IndexSpec, vectors: NewVector[], admit?: Admit): Promise<void> {

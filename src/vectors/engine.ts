@@ -83,6 +83,14 @@ export interface VectorEngine {
   /** Forgets what this process holds of the index (its records were changed by another node): the
    * next use loads it again from the stored records. */
   dropCopy(spec: IndexSpec): Promise<void>;
+  /** Loads these indexes into memory now, one after the other (their first searches need not wait for it). */
+  warm(specs: IndexSpec[]): Promise<void>;
+  /** Frees this node's in-memory copy of an index another node owns now: the next use here loads it again. */
+  release(indexId: string): Promise<void>;
+  /** The indexes this node holds in memory (loaded or loading). */
+  loaded(): string[];
+  /** How many times an index was loaded into memory from its records since the start. */
+  readonly loads: number;
   /** Inserts or replaces vectors, all or none; visible to the next search once it resolves. */
   upsert(spec: IndexSpec, vectors: NewVector[], admit?: Admit): Promise<void>;
   /** Deletes by id; returns how many existed. `refuseProtected` sees the protected ids in the same step (throwing refuses all). */

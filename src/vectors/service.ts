@@ -93,6 +93,12 @@ export interface UpsertResult {
   usage?: { prompt_tokens: number; total_tokens: number };
 }
 
+/**
+ * Whose index it is in a cluster (src/vectors/holding.ts): this node's, another node's, or nobody's
+ * (no node serves vectors now). One node alone owns every index.
+ */
+export type Ownership = (indexId: string) => "mine" | "theirs" | "none";
+
 function metricOf(m: string | undefined): Metric {
   if (m === undefined || m === "cosine") return "cosine";
   if (m === "euclidean") return "euclidean";
@@ -116,6 +122,9 @@ function checkTarget(t: number | undefined): number | undefined {
 }
 
 export class VectorService {
+  /** Which node owns each index (set by the cluster's holding); a new index is made in memory only by its owner. */
+  ownership: Ownership = () => "mine";
+
   constructor(
     private readonly store: VectorCatalog,
     readonly engine: VectorEngine,
@@ -125,6 +134,9 @@ export class VectorService {
 
   private view(row: IndexRow): IndexView {
     const health = this.engine.health(this.spec(row));
+    // An index another node owns is not loaded here, and is not loading either: a list through
+    // this node says "ready" (its owner answers GET /indexes/{id} with its own state).
+    if (health.status === "loading" && this.ownership(row.id) === "theirs") health.status = "ready";
     return {
       id: row.id,
       name: row.name,
@@ -172,6 +184,18 @@ export class VectorService {
     if (this.store.sync) for (const stale of await this.store.sync(tenantId, ref)) await this.engine.dropCopy(this.spec(stale));
   }
 
+  /**
+   * The id of the tenant's index `ref` (an id or a name), undefined when there is none: where a
+   * cluster routes its requests. An id known here is final (ids are never reused); a name is read
+   * again from the records (the index may have been deleted and made again elsewhere).
+   */
+  async indexIdOf(tenantId: string, ref: string): Promise<string | undefined> {
+    const known = this.store.indexById(tenantId, ref);
+    if (known) return known.id;
+    await this.sync(tenantId, ref);
+    return (this.store.indexById(tenantId, ref) ?? this.store.indexByName(tenantId, ref))?.id;
+  }
+
   /** Every index's engine spec (for loading them all after start). */
   async allSpecs(): Promise<IndexSpec[]> {
     return (await this.store.allIndexes()).map((r) => this.spec(r));
@@ -210,7 +234,8 @@ export class VectorService {
       if (String(err).includes("UNIQUE")) throw new ApiError("conflict", `A vector index named '${req.name}' already exists`);
       throw err;
     }
-    this.engine.createIndex(this.spec(row));
+    // Another node owns it: made in memory there, at its first use (a new index has nothing to load).
+    if (this.ownership(row.id) !== "theirs") this.engine.createIndex(this.spec(row));
     return this.view(row);
   }
 

@@ -33,6 +33,13 @@ export const vectorSettingsSchema = defineSettings({
     maximum: 4096,
     doc: "MiB of an index's vectors (4 bytes a dimension) that may wait to join its graph (16,384 vectors of 128 dimensions at the default). Every search scores the waiting ones exactly, so this bounds what a search costs during a bulk load: past it, an upsert waits for the graph to catch up before it is written (acknowledged at the speed the graph is built). Not while a graph loads or is rebuilt (searches are exact then anyway).",
   }),
+  releaseS: setting.integer("AGENTBOX_VECTOR_RELEASE_S", {
+    table: "service",
+    default: 30,
+    minimum: 0,
+    maximum: 3600,
+    doc: "In a cluster on PostgreSQL: seconds a node keeps in memory a vector index that another node owns now (a node joined or came back, or the index was answered here while its owner could not be reached) before it drops it. Requests routed by a view of the nodes a heartbeat old still reach it meanwhile (see cluster.md, Vector indexes in a cluster).",
+  }),
 });
 
 export type VectorSettings = Settings<typeof vectorSettingsSchema>;

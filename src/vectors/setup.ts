@@ -2,6 +2,7 @@
 import type { Logger } from "pino";
 import type { Persistence } from "../store/persistence.js";
 import { EmbeddedEngine } from "./embedded.js";
+import { IndexHolding } from "./holding.js";
 import { VectorLimits, type VectorLimitsConfig } from "./limits.js";
 import { type TextEmbedder, VectorService } from "./service.js";
 import { type VectorSettings, vectorSettings } from "./settings.js";
@@ -10,8 +11,17 @@ import { PgVectorCatalog } from "./store-pg.js";
 
 export interface VectorsArea {
   vectors: VectorService;
-  /** Loads every index into memory in the background (the first search need not pay for it). */
+  /** Loads every index this node owns (one node: every index) into memory in the background (the first search need not pay for it). */
   warm(): void;
+  /**
+   * In a cluster whose nodes share the records (PostgreSQL): what the cluster needs to route each
+   * index's requests to its owner and to tell this node which indexes to hold. Undefined when the
+   * records are this node's own (SQLite): every node then answers from its own file.
+   */
+  cluster?: {
+    indexOf(tenantId: string, ref: string): Promise<string | undefined>;
+    hold: IndexHolding["hold"];
+  };
   /** Saves the graphs and closes the vectors database. */
   close(): Promise<void>;
 }
@@ -29,14 +39,17 @@ export async function openVectors(
   const store: VectorCatalog = persistence.kind === "pg" ? await PgVectorCatalog.open(persistence.pool) : new VectorDb(dataDir);
   const engine = new EmbeddedEngine(store, dataDir, (msg, fields) => logger.info(fields ?? {}, msg), settings);
   const vectors = new VectorService(store, engine, new VectorLimits(store, limits), embeddings);
+  const holding = new IndexHolding(vectors, engine, settings.releaseS * 1000, {
+    info: (msg, fields) => logger.info(fields, msg),
+    error: (msg, err) => logger.error({ err }, msg),
+  });
   return {
     vectors,
-    warm: () => {
-      vectors
-        .allSpecs()
-        .then((specs) => engine.warm(specs))
-        .catch((err) => logger.error({ err }, "loading vector indexes failed"));
-    },
+    warm: () => holding.loadOwned(),
+    cluster:
+      persistence.kind === "pg"
+        ? { indexOf: (tenantId, ref) => vectors.indexIdOf(tenantId, ref), hold: (ownership, changed) => holding.hold(ownership, changed) }
+        : undefined,
     close: async () => {
       await engine.close();
       await store.close();

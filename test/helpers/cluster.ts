@@ -130,7 +130,7 @@ export async function startCluster(opts: {
  * Waits until `api` lists `count` executors up: its view of the cluster is a heartbeat old, and a
  * create placed before it has seen them is a 503 (asking for the list renews the view).
  */
-async function untilExecutorsUp(api: TestServer, adminKey: string, count: number): Promise<void> {
+export async function untilExecutorsUp(api: TestServer, adminKey: string, count: number): Promise<void> {
   const deadline = Date.now() + 60_000;
   for (;;) {
     const res = await fetch(`${api.url}/v1/admin/nodes`, { headers: { authorization: `Bearer ${adminKey}` } });

@@ -1,5 +1,6 @@
 // The cluster's pure rules: placement by load, the lease and fencing rules, routes as stored in
-// Redis, which sandbox or deployment a request is for, and the internal channel's signatures.
+// Redis, which sandbox or deployment a request is for, the internal channel's signatures, and which
+// node owns a vector index.
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { ChannelAuth, sign, verify } from "../../src/cluster/channel-auth.js";
@@ -7,6 +8,7 @@ import { deploymentTargetOf } from "../../src/cluster/deployments.js";
 import { formatRoute, isLost, mayServe, parseRoute, routeTarget } from "../../src/cluster/lease.js";
 import { choose, preferHolders } from "../../src/cluster/placement.js";
 import { mayTarget, targetOf } from "../../src/cluster/targets.js";
+import { rendezvousOwner, servesVectors } from "../../src/cluster/vector-owners.js";
 
 const node = (id: string, freeMemoryMb: number, liveSandboxes: number) => ({ id, freeMemoryMb, liveSandboxes });
 
@@ -154,4 +156,42 @@ test("targets: a deployment's status and delete name it, a create is placed, the
   assert.equal(deploymentTargetOf("DELETE", "/v1/deployments/dep_1"), undefined);
   assert.equal(deploymentTargetOf("GET", "/v1/deployments/delete/dep_1"), undefined);
   assert.equal(deploymentTargetOf("GET", "/v1/deployments/%E0%A4%A"), undefined);
+});
+
+test("vector owners: one owner per index whatever the nodes' order, indexes spread over the nodes, and a node joining or leaving moves only its own", () => {
+  const ids = Array.from({ length: 3000 }, (_, i) => `vi_${i.toString(16).padStart(32, "0")}`);
+  const three = ["exec-1", "exec-2", "exec-3"];
+  const owners = ids.map((id) => rendezvousOwner(id, three));
+  assert.deepEqual(
+    ids.map((id) => rendezvousOwner(id, [...three].reverse())),
+    owners,
+  );
+  for (const n of three) {
+    const share = owners.filter((o) => o === n).length / ids.length;
+    assert.ok(share > 0.28 && share < 0.39, `${n} owns ${share} of the indexes`);
+  }
+  // exec-2 leaves: only its indexes move, spread over the other two.
+  const two = ["exec-1", "exec-3"];
+  ids.forEach((id, i) => {
+    const now = rendezvousOwner(id, two);
+    if (owners[i] !== "exec-2") assert.equal(now, owners[i]);
+    else assert.ok(now === "exec-1" || now === "exec-3");
+  });
+  // exec-4 joins: an index moves only to it, about a quarter of them.
+  const four = [...three, "exec-4"];
+  let moved = 0;
+  ids.forEach((id, i) => {
+    const now = rendezvousOwner(id, four);
+    if (now !== owners[i]) {
+      assert.equal(now, "exec-4");
+      moved++;
+    }
+  });
+  assert.ok(moved / ids.length > 0.2 && moved / ids.length < 0.3, `${moved} of ${ids.length} moved`);
+  assert.equal(rendezvousOwner("vi_x", []), undefined);
+  // Executors that are up serve vectors; API nodes and draining, lost or drained nodes do not.
+  assert.equal(servesVectors({ state: "up", roles: "executor" }), true);
+  assert.equal(servesVectors({ state: "up", roles: "both" }), true);
+  assert.equal(servesVectors({ state: "up", roles: "api" }), false);
+  for (const state of ["draining", "lost", "drained"] as const) assert.equal(servesVectors({ state, roles: "both" }), false);
 });

@@ -118,7 +118,7 @@ test("the areas' settings keep today's names, defaults and rules", () => {
   assert.equal(eventSettings({}).perSandbox, 200);
   assert.throws(() => eventSettings({ AGENTBOX_EVENTS_PER_SANDBOX: "5" }), /AGENTBOX_EVENTS_PER_SANDBOX must be an integer >= 10, got '5'/);
   assert.equal(eventSettings({ AGENTBOX_WEBHOOK_ALLOW_PRIVATE: "1" }).webhookAllowPrivate, true);
-  assert.deepEqual(vectorSettings({}), { searchEf: 48, saveIdleS: 30, targetRecall: 0.97, unindexedMb: 8 });
+  assert.deepEqual(vectorSettings({}), { searchEf: 48, saveIdleS: 30, targetRecall: 0.97, unindexedMb: 8, releaseS: 30 });
   assert.throws(
     () => vectorSettings({ AGENTBOX_VECTOR_TARGET_RECALL: "0.2" }),
     /AGENTBOX_VECTOR_TARGET_RECALL must be a number from 0.5 to 1/,

@@ -130,7 +130,7 @@ export async function startCluster(opts: {
  * Waits until `api` lists `count` executors up: its view of the cluster is a heartbeat old, and a
  * create placed before it has seen them is a 503 (asking for the list renews the view).
  */
-async function untilExecutorsUp(api: TestServer, adminKey: string, count: number): Promise<void> {
+export async function untilExecutorsUp(api: TestServer, adminKey: string, count: number): Promise<void> {
   const deadline = Date.now() + 60_000;
   for (;;) {
     const res = await fetch(`${api.url}/v1/admin/nodes`, { headers: { authorization: `Bearer ${adminKey}` } });
@@ -144,7 +144,8 @@ async function untilExecutorsUp(api: TestServer, adminKey: string, count: number
 export async function startClusterServer(opts: ServerOptions): Promise<TestServer> {
   const dataDir = opts.dataDir ?? fs.mkdtempSync(path.join(os.tmpdir(), "agentbox-test-"));
   const workspaceDir = opts.workspaceDir ?? path.join("/run/agentbox-test", path.basename(dataDir));
-  const env = opts.env ?? {};
+  // Generous: every node is meant to answer the stats it is asked for (test/stats.test.ts), also on a loaded machine.
+  const env: Record<string, string> = { AGENTBOX_CLUSTER_STATS_TIMEOUT_MS: "10000", ...opts.env };
   // Generous: no node is meant to be lost here, also on a loaded machine.
   const cluster = await startCluster({ leaseMs: 15_000, dir: dataDir, workspaceDir, key: opts.key, adminKey: env.AGENTBOX_ADMIN_KEY });
   let api: TestServer;

@@ -430,6 +430,15 @@ export class Lifecycle {
     return true;
   }
 
+  /**
+   * The snapshot a sandbox was hibernated into, if its archive is in the store every node shares
+   * (S3): what a sandbox ended with its lost node leaves to be started again from, on any node.
+   */
+  async sharedHibernation(id: string): Promise<string | undefined> {
+    if (!this.keeper.sharesArchives) return undefined;
+    return (await this.snapshots.hibernated(id))?.id;
+  }
+
   /** Ends a hibernated sandbox (killed): its snapshot goes with it. False when it is not hibernated. */
   async dropHibernated(id: string, by: EndedBy): Promise<boolean> {
     const h = this.registry.hibernated(id);

@@ -235,11 +235,14 @@ export class SandboxManager {
   /**
    * Records the end of a sandbox that another node ran and lost (cluster mode): its record says
    * ended with `cause` and its `ended` event is announced here. False if it had already ended.
+   * A hibernated one whose snapshot is in the shared store keeps that snapshot, and the event's
+   * `snapshot_id` names it: a new sandbox started from it on any node has its files.
    */
   async endElsewhere(id: string, cause: EndCause): Promise<boolean> {
     const record = await this.store.get(id);
     if (!record || (record.status !== "running" && record.status !== "paused")) return false;
-    await this.lifecycle.recordEnd(record, cause);
+    const snapshot = await this.lifecycle.sharedHibernation(id);
+    await this.lifecycle.recordEnd(record, snapshot ? { ...cause, detail: { ...cause.detail, snapshot_id: snapshot } } : cause);
     return true;
   }
 

@@ -162,7 +162,12 @@ export async function openCluster(settings: ClusterSettings, deps: ClusterDeps):
   const loss = new NodeLoss(
     redis,
     nodeId,
-    (id, cause) => sandboxes.endElsewhere(id, cause),
+    {
+      end: (id, cause, owner) => sandboxes.endElsewhere(id, cause, owner),
+      canTakeOver: () => settings.roles !== "api" && !membership.draining,
+      takeOver: (id, owner) => sandboxes.takeOverHibernated(id, owner),
+      takenOver: (id) => routing.claim(id),
+    },
     (msg, fields) => log.warn(fields, msg),
   );
 

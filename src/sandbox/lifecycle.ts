@@ -255,9 +255,17 @@ export class Lifecycle {
 
   /**
    * Stops a live sandbox here without recording its end: in a cluster, another node already
-   * recorded it (this node lost its lease and its sandboxes were ended as `node_lost`).
+   * recorded it (this node lost its lease and its sandboxes were ended as `node_lost`), or took
+   * it over (a hibernated one, which is only forgotten here).
    */
   async abandon(id: string): Promise<void> {
+    // A hibernated one: forgotten here, its snapshot kept (another node may have taken it over).
+    const h = this.registry.hibernated(id);
+    if (h && !h.resuming) {
+      this.registry.removeHibernated(id);
+      void h.released.finally(() => this.host.freeUid(h.record.hostUid));
+      return;
+    }
     const live = this.registry.leave(id);
     if (!live) return;
     await live.box.stop().catch((err) => this.log.error({ err, sandbox_id: id }, "sandbox stop failed"));

@@ -40,7 +40,6 @@ async function main(): Promise<void> {
   // variable's name, before a sandbox or a file exists.
   const config = { ...server, ...sandboxSettings(server.dataDir), ...e2bSettings() };
   const inference = inferenceSettings();
-  const filesConfig = loadFilesConfig(config.dataDir);
   const settings = {
     events: eventSettings(),
     network: networkSettings(),
@@ -50,6 +49,8 @@ async function main(): Promise<void> {
     templates: templateSettings(config.dataDir),
     cluster: clusterSettings(),
   };
+  // In a cluster the nodes share the S3 store: a node's start must leave the others' writes alone.
+  const filesConfig = loadFilesConfig(config.dataDir, process.env, settings.cluster.redisUrl !== undefined);
   const providers = loadProviders(inference.providersFile);
   // Pulled models and AGENTBOX_MODEL: after the providers file, which wins a name clash.
   providers.addSource(new LocalModels(config.dataDir, inference.localModel, inference.model), "last");

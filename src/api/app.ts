@@ -242,7 +242,11 @@ export async function buildApp(services: Services, logger: Logger): Promise<Fast
       membership: new SingleNode(config.nodeId, defaultNodeUrl(config.host, config.port), () => services.sandboxes.liveCount()),
     });
   if (services.metrics)
-    await app.register(statsRoutes, { metrics: services.metrics, liveByTenant: () => services.sandboxes.liveByTenantCounts() });
+    await app.register(statsRoutes, {
+      metrics: services.metrics,
+      liveByTenant: () => services.sandboxes.liveByTenantCounts(),
+      peers: services.cluster?.peerReads,
+    });
   await app.register(dashboardRoutes);
   if (services.files)
     await app.register(storedFileRoutes, { prefix: "/v1", files: services.files, maxFileBytes: services.files.maxFileBytes });

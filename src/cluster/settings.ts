@@ -39,6 +39,11 @@ export const clusterSettingsSchema = defineSettings({
     minimum: 1,
     doc: "Executors sampled at random for each create; the one with the most free memory per live sandbox gets it.",
   }),
+  statsTimeoutMs: setting.integer("AGENTBOX_CLUSTER_STATS_TIMEOUT_MS", {
+    default: 1000,
+    minimum: 50,
+    doc: "How long a node waits for each other node's numbers when it answers `GET /v1/agents/stats` or `/v1/admin/stats` (summed over the nodes); a node slower than this is left out and named in `missing_nodes`.",
+  }),
 });
 
 export type ClusterSettings = Settings<typeof clusterSettingsSchema>;

@@ -23,6 +23,7 @@ import { machineLoad, Membership, type NodeView } from "./membership.js";
 import { defaultNodeUrl } from "./single-node.js";
 import { NodeLoss } from "./node-loss.js";
 import { score } from "./placement.js";
+import { PeerReads } from "./peer-reads.js";
 import { RoutingMap } from "./routing.js";
 import { type RunCountGates, RunCounts } from "./run-counts.js";
 import type { ClusterSettings } from "./settings.js";
@@ -99,6 +100,8 @@ export interface ClusterArea {
   forwardModel(request: FastifyRequest, reply: FastifyReply, model: string, body: Buffer): Promise<boolean>;
   /** A completion another node forwarded here after counting it against the key's rate limit: not counted again. */
   counted(request: FastifyRequest): boolean;
+  /** The other nodes' own answers to a read (a tenant's activity numbers), gathered over the internal channel. */
+  peerReads: PeerReads;
   /** Registers GET /v1/admin/nodes and POST /v1/admin/nodes/{id}/drain. */
   routes(app: FastifyInstance): Promise<void>;
   /** The other nodes as the templates area fetches a template's files from them. */
@@ -163,7 +166,12 @@ export async function openCluster(settings: ClusterSettings, deps: ClusterDeps):
   const loss = new NodeLoss(
     redis,
     nodeId,
-    (id, cause) => sandboxes.endElsewhere(id, cause),
+    {
+      end: (id, cause, owner) => sandboxes.endElsewhere(id, cause, owner),
+      canTakeOver: () => settings.roles !== "api" && !membership.draining,
+      takeOver: (id, owner) => sandboxes.takeOverHibernated(id, owner),
+      takenOver: (id) => routing.claim(id),
+    },
     (msg, fields) => log.warn(fields, msg),
   );
 
@@ -356,6 +364,7 @@ export async function openCluster(settings: ClusterSettings, deps: ClusterDeps):
     forwardModel: async (request, reply, model, body) =>
       deploymentRouting ? deploymentRouting.forwardModel(request, reply, model, body) : false,
     counted: (request) => deploymentRouting?.counted(request) ?? false,
+    peerReads: new PeerReads(membership, channel, settings.statsTimeoutMs),
     async join() {
       await membership.join(load(), { starting: true });
       for (const { id } of sandboxes.liveSandboxes()) routing.claim(id);

@@ -1,7 +1,9 @@
 // The S3-compatible storage backend (AWS S3, MinIO, Ceph RGW, ...): the scale-out choice when
 // several service instances share one store. Writes are multipart uploads streamed in parts of
 // PART_SIZE, so memory per upload stays bounded whatever the file's size; an object exists only
-// once its upload is completed, and an interrupted upload is aborted (its parts are dropped).
+// once its upload is completed, and an interrupted upload is aborted (its parts are dropped). In a
+// cluster the nodes share the bucket: a node's start-up clean-up takes only what is old enough
+// (S3Settings.leftoverAgeMs) for an interrupted write's leftover, never another node's write in flight.
 import { Readable } from "node:stream";
 import {
   AbortMultipartUploadCommand,
@@ -36,9 +38,18 @@ export class S3Storage implements FileStorage {
   }
 
   /**
-   * Aborts multipart uploads an interrupted earlier run left open under the prefix. A store that
-   * cannot list them (NotImplemented) relies on its own clean-up (an AbortIncompleteMultipartUpload
-   * lifecycle rule on the bucket).
+   * Whether an upload begun, or an object last written, at `at` (by `before`, the clean-up's
+   * start less leftoverAgeMs) can only be an interrupted write's leftover. A store that gives no
+   * time: only for one node alone.
+   */
+  private isLeftover(at: Date | undefined, before: number): boolean {
+    return this.s3.leftoverAgeMs === 0 || (at !== undefined && at.getTime() <= before);
+  }
+
+  /**
+   * Aborts multipart uploads an interrupted earlier run left open under the prefix (in a cluster,
+   * those begun longer than leftoverAgeMs ago). A store that cannot list them (NotImplemented)
+   * relies on its own clean-up (an AbortIncompleteMultipartUpload lifecycle rule on the bucket).
    */
   async init(): Promise<void> {
     try {
@@ -49,6 +60,7 @@ export class S3Storage implements FileStorage {
   }
 
   private async abortLeftovers(): Promise<void> {
+    const before = Date.now() - this.s3.leftoverAgeMs;
     let keyMarker: string | undefined;
     let uploadIdMarker: string | undefined;
     do {
@@ -61,6 +73,7 @@ export class S3Storage implements FileStorage {
         }),
       );
       for (const u of page.Uploads ?? []) {
+        if (!this.isLeftover(u.Initiated, before)) continue;
         await this.client.send(new AbortMultipartUploadCommand({ Bucket: this.s3.bucket, Key: u.Key, UploadId: u.UploadId }));
       }
       keyMarker = page.IsTruncated ? page.NextKeyMarker : undefined;
@@ -109,14 +122,21 @@ export class S3Storage implements FileStorage {
     await this.client.send(new DeleteObjectCommand({ Bucket: this.s3.bucket, Key: this.key(key) }));
   }
 
-  /** The objects directly under the prefix: not those of a deeper prefix (snapshot archives under `snapshots/`, say). */
+  /**
+   * The objects directly under the prefix: not those of a deeper prefix (snapshot archives under
+   * `snapshots/`, say). In a cluster only those last written more than leftoverAgeMs ago: a
+   * younger one may be another node's, stored a moment before its record is.
+   */
   async *keys(): AsyncIterable<string> {
+    const before = Date.now() - this.s3.leftoverAgeMs;
     let token: string | undefined;
     do {
       const page = await this.client.send(
         new ListObjectsV2Command({ Bucket: this.s3.bucket, Prefix: this.s3.prefix, Delimiter: "/", ContinuationToken: token }),
       );
-      for (const o of page.Contents ?? []) if (o.Key) yield o.Key.slice(this.s3.prefix.length);
+      for (const o of page.Contents ?? []) {
+        if (o.Key && this.isLeftover(o.LastModified, before)) yield o.Key.slice(this.s3.prefix.length);
+      }
       token = page.IsTruncated ? page.NextContinuationToken : undefined;
     } while (token);
   }

@@ -16,6 +16,12 @@ export interface S3Settings {
   forcePathStyle: boolean;
   accessKeyId: string | undefined;
   secretAccessKey: string | undefined;
+  /**
+   * Age from which an incomplete multipart upload, or an object no record names, is taken for an
+   * interrupted write's leftover and removed at start-up, ms; 0 (one node alone): all of them, as
+   * nothing can be in flight when the only node starts. In a cluster another node may be writing.
+   */
+  leftoverAgeMs: number;
 }
 
 export interface FilesConfig {
@@ -89,6 +95,11 @@ export const filesSettingsSchema = defineSettings({
     allowEmpty: true,
     doc: "S3 backend: key prefix of snapshot archives (any node of a cluster then resumes or forks any snapshot); must differ from `AGENTBOX_S3_PREFIX`.",
   }),
+  s3LeftoverAgeS: setting.number("AGENTBOX_S3_LEFTOVER_AGE_S", {
+    default: 86_400,
+    defaultDoc: "86400 (a day)",
+    doc: "S3 backend, in a cluster: at a node's start, an incomplete multipart upload (or a stored file's object no record names) under `AGENTBOX_S3_PREFIX` is aborted (removed) only once it is this old, seconds, since another node may be writing it now: keep it well above `AGENTBOX_REQUEST_TIMEOUT_MS` (an upload's longest life). One node alone removes them all at its start.",
+  }),
   s3ForcePathStyle: setting.boolean("AGENTBOX_S3_FORCE_PATH_STYLE", {
     default: true,
     doc: "S3 backend: bucket in the path (MinIO, Ceph); `false` for virtual-hosted style.",
@@ -103,8 +114,11 @@ export const filesSettingsSchema = defineSettings({
   }),
 });
 
-/** Reads the files settings; `dataDir` is where the local backend lives unless AGENTBOX_FILES_DIR says. */
-export function loadFilesConfig(dataDir: string, env: NodeJS.ProcessEnv = process.env): FilesConfig {
+/**
+ * Reads the files settings; `dataDir` is where the local backend lives unless AGENTBOX_FILES_DIR
+ * says; `clustered`: other nodes share the store (AGENTBOX_S3_LEFTOVER_AGE_S applies).
+ */
+export function loadFilesConfig(dataDir: string, env: NodeJS.ProcessEnv = process.env, clustered = false): FilesConfig {
   const s = readSettings(filesSettingsSchema, env);
   if (s.backend === "s3" && !s.s3Bucket) throw new Error("AGENTBOX_FILES_BACKEND=s3 needs AGENTBOX_S3_BUCKET");
   // The stored files' start-up sweep lists their prefix one level deep: snapshot archives must not be in that level.
@@ -123,6 +137,7 @@ export function loadFilesConfig(dataDir: string, env: NodeJS.ProcessEnv = proces
       forcePathStyle: s.s3ForcePathStyle,
       accessKeyId: s.s3AccessKeyId,
       secretAccessKey: s.s3SecretAccessKey,
+      leftoverAgeMs: clustered ? s.s3LeftoverAgeS * 1000 : 0,
     },
     maxFileBytes: s.maxFileBytes,
     tenantQuotaMb: s.tenantQuotaMb,

@@ -26,7 +26,10 @@ export interface FileStorage {
   open(key: string, range?: ByteRange): Promise<Readable>;
   /** Deletes the object; a missing one is not an error. */
   remove(key: string): Promise<void>;
-  /** Every key stored (for sweeping objects no record points to). */
+  /**
+   * Every key stored (for sweeping objects no record points to); a store shared by a cluster's
+   * nodes yields only those too old to be another node's write in progress.
+   */
   keys(): AsyncIterable<string>;
 }
 

@@ -255,9 +255,17 @@ export class Lifecycle {
 
   /**
    * Stops a live sandbox here without recording its end: in a cluster, another node already
-   * recorded it (this node lost its lease and its sandboxes were ended as `node_lost`).
+   * recorded it (this node lost its lease and its sandboxes were ended as `node_lost`), or took
+   * it over (a hibernated one, which is only forgotten here).
    */
   async abandon(id: string): Promise<void> {
+    // A hibernated one: forgotten here, its snapshot kept (another node may have taken it over).
+    const h = this.registry.hibernated(id);
+    if (h && !h.resuming) {
+      this.registry.removeHibernated(id);
+      void h.released.finally(() => this.host.freeUid(h.record.hostUid));
+      return;
+    }
     const live = this.registry.leave(id);
     if (!live) return;
     await live.box.stop().catch((err) => this.log.error({ err, sandbox_id: id }, "sandbox stop failed"));
@@ -428,6 +436,15 @@ export class Lifecycle {
       released: Promise.resolve(),
     });
     return true;
+  }
+
+  /**
+   * The snapshot a sandbox was hibernated into, if its archive is in the store every node shares
+   * (S3): what a sandbox ended with its lost node leaves to be started again from, on any node.
+   */
+  async sharedHibernation(id: string): Promise<string | undefined> {
+    if (!this.keeper.sharesArchives) return undefined;
+    return (await this.snapshots.hibernated(id))?.id;
   }
 
   /** Ends a hibernated sandbox (killed): its snapshot goes with it. False when it is not hibernated. */

@@ -235,12 +235,41 @@ export class SandboxManager {
   /**
    * Records the end of a sandbox that another node ran and lost (cluster mode): its record says
    * ended with `cause` and its `ended` event is announced here. False if it had already ended.
+   * A hibernated one whose snapshot is in the shared store keeps that snapshot, and the event's
+   * `snapshot_id` names it: a new sandbox started from it on any node has its files.
    */
-  async endElsewhere(id: string, cause: EndCause): Promise<boolean> {
+  async endElsewhere(id: string, cause: EndCause, owner?: string): Promise<boolean> {
     const record = await this.store.get(id);
     if (!record || (record.status !== "running" && record.status !== "paused")) return false;
-    await this.lifecycle.recordEnd(record, cause);
+    // Taken over by another node meanwhile (a hibernated one, see takeOverHibernated): not ended.
+    if (owner !== undefined && record.nodeId !== owner) return false;
+    const snapshot = await this.lifecycle.sharedHibernation(id);
+    await this.lifecycle.recordEnd(record, snapshot ? { ...cause, detail: { ...cause.detail, snapshot_id: snapshot } } : cause);
     return true;
+  }
+
+  /**
+   * Takes over a lost node's hibernated sandbox (cluster mode, on an executor): its files are in a
+   * snapshot in the shared store, so it waits here for its resume under its own id, as if it had
+   * hibernated here. False (the caller ends it) when it is not hibernated, its snapshot is not in
+   * the shared store, it is of a tenant's own template (whose root is on the lost node's disk), or
+   * another node took it first.
+   */
+  async takeOverHibernated(id: string, lostNode: string): Promise<boolean> {
+    if (!this.runsSandboxes || lostNode === this.config.nodeId) return false;
+    const record = await this.store.get(id);
+    if (!record || record.nodeId !== lostNode || (record.status !== "running" && record.status !== "paused")) return false;
+    if (!this.templates.some((t) => t.id === record.template)) return false;
+    if ((await this.lifecycle.sharedHibernation(id)) === undefined) return false;
+    // The lost node's uid means nothing here: one of this node's, written with the take-over.
+    const uid = this.host.allocateUid();
+    if (!(await this.store.takeOver(id, lostNode, uid))) {
+      this.host.freeUid(uid);
+      return false;
+    }
+    const taken = await this.lifecycle.adoptHibernated({ ...record, hostUid: uid, nodeId: this.config.nodeId });
+    if (!taken) this.host.freeUid(uid);
+    return taken;
   }
 
   /** Live sandboxes per tenant (tenants with none are absent). */

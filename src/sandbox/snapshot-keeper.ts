@@ -39,6 +39,11 @@ export class SnapshotKeeper {
     this.files = new SnapshotFiles(config.snapshotDir, config.snapshotMaxBytes);
   }
 
+  /** Whether archives are kept in the store every node shares: any node restores any snapshot. */
+  get sharesArchives(): boolean {
+    return this.shared !== undefined;
+  }
+
   /** Moves a just-written archive from this node's disk to the shared store (nothing when there is none). */
   private async share(id: string): Promise<void> {
     if (!this.shared) return;

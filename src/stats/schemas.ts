@@ -1,5 +1,5 @@
 // GET /v1/agents/stats (a tenant's own activity) and /v1/admin/stats (the service's, per tenant too).
-import { Type } from "@sinclair/typebox";
+import { type Static, Type } from "@sinclair/typebox";
 
 export const StatsReport = Type.Object(
   {
@@ -38,6 +38,14 @@ export const StatsReport = Type.Object(
         { description: "Only under /v1/admin/stats: each tenant with a live sandbox or a run since the service started, busiest first" },
       ),
     ),
+    missing_nodes: Type.Optional(
+      Type.Array(Type.String(), {
+        description:
+          "Only in a cluster, and only when some node did not answer in time: the ids of the nodes whose numbers are left out (the others' are summed)",
+      }),
+    ),
   },
   { additionalProperties: false },
 );
+
+export type StatsReport = Static<typeof StatsReport>;

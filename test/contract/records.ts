@@ -105,6 +105,23 @@ export function describeSandboxStoreContract(name: string, makeStore: () => Prom
       assert.equal(await store.countRunning(), 2);
     });
 
+    test("takeOver: a lost node's running record becomes this node's with a new host uid, once", async () => {
+      const store = await makeStore();
+      await store.insert(sandbox("lost", { nodeId: "n2" }));
+      await store.insert(sandbox("done", { nodeId: "n2" }));
+      await store.end("done", "terminated", "2026-01-01T01:00:00.000Z");
+      assert.equal(await store.takeOver("lost", "n3", 4242), false, "not n3's");
+      assert.equal(await store.takeOver("done", "n2", 4242), false, "ended");
+      assert.equal(await store.takeOver("lost", "n2", 4242), true);
+      const moved = await store.get("lost");
+      assert.deepEqual(moved && [moved.nodeId, moved.hostUid, moved.status], ["n1", 4242, "running"]);
+      assert.equal(await store.takeOver("lost", "n2", 4343), false, "taken already");
+      assert.deepEqual(
+        (await store.listRunning()).map((s) => s.id),
+        ["lost"],
+      );
+    });
+
     test("paused: a list shows it (filtered by running it is still there) until it runs again or ends; it still counts as running", async () => {
       const store = await makeStore();
       await store.insert(sandbox("a"));

@@ -144,7 +144,8 @@ export async function untilExecutorsUp(api: TestServer, adminKey: string, count:
 export async function startClusterServer(opts: ServerOptions): Promise<TestServer> {
   const dataDir = opts.dataDir ?? fs.mkdtempSync(path.join(os.tmpdir(), "agentbox-test-"));
   const workspaceDir = opts.workspaceDir ?? path.join("/run/agentbox-test", path.basename(dataDir));
-  const env = opts.env ?? {};
+  // Generous: every node is meant to answer the stats it is asked for (test/stats.test.ts), also on a loaded machine.
+  const env: Record<string, string> = { AGENTBOX_CLUSTER_STATS_TIMEOUT_MS: "10000", ...opts.env };
   // Generous: no node is meant to be lost here, also on a loaded machine.
   const cluster = await startCluster({ leaseMs: 15_000, dir: dataDir, workspaceDir, key: opts.key, adminKey: env.AGENTBOX_ADMIN_KEY });
   let api: TestServer;

@@ -1,10 +1,12 @@
 // A real S3-compatible server on loopback for tests (s3rver, files in a temporary directory): its
-// client, the service settings that point the files backend at it, and its stop.
+// client, the service settings that point the files backend at it, its multipart uploads in
+// progress (./s3-uploads.ts), and its stop.
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { ListObjectsV2Command, S3Client } from "@aws-sdk/client-s3";
 import S3rver from "s3rver";
+import { type S3Uploads, s3Uploads } from "./s3-uploads.js";
 import { freePort } from "./server.js";
 
 export interface TestS3 {
@@ -13,6 +15,8 @@ export interface TestS3 {
   env: Record<string, string>;
   /** The bucket's object keys, sorted. */
   keys(): Promise<string[]>;
+  /** The multipart uploads in progress (listed and aborted as by a real store, which s3rver alone does not). */
+  uploads: S3Uploads;
   stop(): Promise<void>;
 }
 
@@ -26,6 +30,9 @@ export async function startS3(bucket: string): Promise<TestS3> {
     directory: dir,
     configureBuckets: [{ name: bucket, configs: [] }],
   });
+  const uploads = s3Uploads(dir, bucket);
+  // Before s3rver's own routes, which answer these requests NotImplemented.
+  server.middleware.unshift(uploads.middleware);
   await server.run();
   const endpoint = `http://127.0.0.1:${port}`;
   // s3rver accepts any credentials with its default key pair.
@@ -40,6 +47,7 @@ export async function startS3(bucket: string): Promise<TestS3> {
       AGENTBOX_S3_ACCESS_KEY_ID: credentials.accessKeyId,
       AGENTBOX_S3_SECRET_ACCESS_KEY: credentials.secretAccessKey,
     },
+    uploads,
     async keys() {
       const res = await client.send(new ListObjectsV2Command({ Bucket: bucket }));
       return (res.Contents ?? []).map((o) => o.Key ?? "").sort();

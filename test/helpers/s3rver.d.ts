@@ -9,6 +9,8 @@ declare module "s3rver" {
   }
   export default class S3rver {
     constructor(options: S3rverOptions);
+    /** Koa's middleware list (s3rver is a Koa application): composed when the server starts listening. */
+    middleware: unknown[];
     run(): Promise<unknown>;
     close(): Promise<void>;
   }

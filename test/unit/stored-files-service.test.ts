@@ -63,6 +63,7 @@ async function service(overrides: Partial<FilesConfig> = {}) {
       forcePathStyle: true,
       accessKeyId: undefined,
       secretAccessKey: undefined,
+      leftoverAgeMs: 0,
     },
     maxFileBytes: 8 * MiB,
     tenantQuotaMb: 4,

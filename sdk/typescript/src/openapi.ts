@@ -5800,6 +5800,8 @@ export interface paths {
                                 /** @description Failed runs since the service started */
                                 errors: number;
                             }[];
+                            /** @description Only in a cluster, and only when some node did not answer in time: the ids of the nodes whose numbers are left out (the others' are summed) */
+                            missing_nodes?: string[];
                         };
                     };
                 };
@@ -5884,6 +5886,8 @@ export interface paths {
                                 /** @description Failed runs since the service started */
                                 errors: number;
                             }[];
+                            /** @description Only in a cluster, and only when some node did not answer in time: the ids of the nodes whose numbers are left out (the others' are summed) */
+                            missing_nodes?: string[];
                         };
                     };
                 };

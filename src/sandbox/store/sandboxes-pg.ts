@@ -139,4 +139,12 @@ export class PgSandboxStore implements SandboxStore {
   async end(id: string, status: EndedStatus, endedAt: string): Promise<void> {
     await this.pool.query("UPDATE sandboxes SET status = $1, ended_at = $2 WHERE id = $3 AND status = 'running'", [status, endedAt, id]);
   }
+
+  async takeOver(id: string, from: string, hostUid: number): Promise<boolean> {
+    const res = await this.pool.query(
+      "UPDATE sandboxes SET node_id = $1, host_uid = $2 WHERE id = $3 AND node_id = $4 AND status = 'running'",
+      [this.nodeId, hostUid, id, from],
+    );
+    return res.rowCount === 1;
+  }
 }

@@ -75,6 +75,12 @@ export interface SandboxStore {
    */
   setPaused(id: string, paused: boolean): Promise<void>;
   end(id: string, status: EndedStatus, endedAt: string): Promise<void>;
+  /**
+   * Takes a running sandbox's record over from node `from` (lost) for this node, with a host uid
+   * of this node's: one conditional update, so of several nodes trying at once one gets it. False,
+   * and nothing written, when the record is no longer `from`'s or no longer running.
+   */
+  takeOver(id: string, from: string, hostUid: number): Promise<boolean>;
 }
 
 export interface SandboxRow {
@@ -202,6 +208,9 @@ export class SqliteSandboxStore implements SandboxStore {
       setTimeout: db.prepare("UPDATE sandboxes SET timeout_at = ? WHERE id = ? AND status = 'running'"),
       setPaused: db.prepare("UPDATE sandboxes SET paused = ? WHERE id = ? AND status = 'running'"),
       end: db.prepare("UPDATE sandboxes SET status = ?, ended_at = ? WHERE id = ? AND status = 'running'"),
+      takeOver: db.prepare(
+        "UPDATE sandboxes SET node_id = @node, host_uid = @uid WHERE id = @id AND node_id = @from AND status = 'running'",
+      ),
     };
     const { insert, countRunningTenant } = this.stmts;
     this.insertIfRoom = db.transaction((r: SandboxRecord, max: number) => {
@@ -282,5 +291,9 @@ export class SqliteSandboxStore implements SandboxStore {
 
   async end(id: string, status: EndedStatus, endedAt: string): Promise<void> {
     this.stmts.end.run(status, endedAt, id);
+  }
+
+  async takeOver(id: string, from: string, hostUid: number): Promise<boolean> {
+    return this.stmts.takeOver.run({ node: this.nodeId, uid: hostUid, id, from }).changes === 1;
   }
 }

@@ -48,15 +48,10 @@ export async function installRateLimits(app: FastifyInstance, services: Services
       return key ? perMinute(key) : 0;
     },
     // Public routes carry no key and are not limited; a limit of 0 means none.
-    allowList: exempt
-      ? (request) => {
-          const key = keyOf(request);
-          return key === undefined || perMinute(key) === 0 || exempt(request);
-        }
-      : (request) => {
-          const key = keyOf(request);
-          return key === undefined || perMinute(key) === 0;
-        },
+    allowList: (request) => {
+      const key = keyOf(request);
+      return key === undefined || perMinute(key) === 0 || exempt?.(request) === true;
+    },
     // A store that fails (e.g. Redis down) lets requests through rather than failing them.
     skipOnError: true,
     ...(stores.redis ? { redis: stores.redis, nameSpace: "agentbox-rl-" } : {}),

@@ -239,7 +239,12 @@ export async function buildApp(services: Services, logger: Logger): Promise<Fast
   else
     await app.register(clusterAdminRoutes, {
       prefix: "/v1/admin",
-      membership: new SingleNode(config.nodeId, defaultNodeUrl(config.host, config.port), () => services.sandboxes.liveCount()),
+      membership: new SingleNode(
+        config.nodeId,
+        defaultNodeUrl(config.host, config.port),
+        () => services.sandboxes.liveCount(),
+        () => services.deployments?.deployments.gpus() ?? [],
+      ),
     });
   if (services.metrics)
     await app.register(statsRoutes, {
@@ -254,10 +259,13 @@ export async function buildApp(services: Services, logger: Logger): Promise<Fast
     // The gateway's code tool runs code through the same service (and gates) as POST /code/run.
     // In a cluster, a completion naming a deployment another node runs is forwarded there.
     const elsewhere = cluster?.forwardModel;
-    const deps = { ...services.inference, sandboxes: services.sandbox, maxJsonDepth: config.maxJsonDepth, elsewhere };
+    // And GET /models lists the tenant's deployments on the other nodes with this node's models.
+    const deployments = services.deployments?.deployments;
+    const elsewhereModels = cluster && deployments ? (tenantId: string) => deployments.modelsElsewhere(tenantId) : undefined;
+    const deps = { ...services.inference, sandboxes: services.sandbox, maxJsonDepth: config.maxJsonDepth, elsewhere, elsewhereModels };
     await app.register(inferenceRoutes, { prefix: "/v1/inference", deps });
     const embeddings = services.inference.embeddings;
-    if (embeddings) await app.register(embeddingRoutes, { prefix: "/v1/inference", embeddings });
+    if (embeddings) await app.register(embeddingRoutes, { prefix: "/v1/inference", embeddings, elsewhere });
   }
   if (services.deployments) await app.register(deploymentRoutes, { prefix: "/v1", deps: services.deployments });
   // E2B's SDKs, unchanged, with E2B_API_URL and E2B_SANDBOX_URL set to <base>/e2b (docs/e2b.md).

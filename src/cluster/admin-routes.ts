@@ -16,6 +16,7 @@ export const nodeJson = (n: NodeView) => ({
   free_memory_mb: n.freeMemoryMb,
   total_memory_mb: n.totalMemoryMb,
   cpu_load: n.cpuLoad,
+  gpus: n.gpus,
   heartbeat_at: n.heartbeatAt,
   started_at: n.startedAt,
 });

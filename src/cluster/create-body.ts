@@ -1,11 +1,14 @@
 // A create's body, read before placement so that a create of a tenant's own template goes to an
-// executor that holds its files: small JSON bodies only (a create's is a few hundred bytes; any
+// executor that holds its files (and a deployment that asks for GPUs to one that has them free): small JSON bodies only (a create's is a few hundred bytes; any
 // other is placed by load alone and streamed as it comes). What was read is given to the node's own
 // parser (the create routes' preParsing) or sent on to the executor chosen.
 import type { IncomingMessage } from "node:http";
 import { PassThrough, type Readable } from "node:stream";
 import type { FastifyInstance } from "fastify";
 import { targetOf } from "./targets.js";
+
+/** A deployment's create, whose body says what GPUs it needs (./deployments.ts). */
+const DEPLOYMENT_CREATE = "/v1/deployments/create";
 
 /** Largest create body read before placement. */
 const PEEK_MAX_BYTES = 64 * 1024;
@@ -55,7 +58,7 @@ export function parseReadBodies(app: FastifyInstance): void {
   };
   app.addHook("onRoute", (route) => {
     const methods = Array.isArray(route.method) ? route.method : [route.method];
-    if (!methods.includes("POST") || targetOf("POST", route.url, {}) !== "create") return;
+    if (!methods.includes("POST") || (targetOf("POST", route.url, {}) !== "create" && route.url !== DEPLOYMENT_CREATE)) return;
     const own = route.preParsing === undefined ? [] : Array.isArray(route.preParsing) ? route.preParsing : [route.preParsing];
     route.preParsing = [replay, ...own];
   });

@@ -8,8 +8,10 @@ import type { FastifyReply, FastifyRequest } from "fastify";
 import { ApiError } from "../errors.js";
 import type { ChannelAuth } from "./channel-auth.js";
 import type { Forwarder } from "./forward.js";
-import { forwardRequest, ORIGIN_HOST, placeCreate } from "./hook.js";
+import { readCreateBody } from "./create-body.js";
+import { executorsUp, forwardRequest, ORIGIN_HOST, placeCreate } from "./hook.js";
 import type { Membership, NodeView } from "./membership.js";
+import { chooseWithGpus, type GpuRequest } from "./placement.js";
 
 /** Where deployments run, as the deployments area knows it (src/deployments/service.ts). */
 export interface DeploymentDirectory {
@@ -19,6 +21,8 @@ export interface DeploymentDirectory {
   nodeOf(tenantId: string, id: string): Promise<string | undefined>;
   /** The node that serves a tenant's deployment of that name (a completion's `model`) when that is another one. */
   nodeOfName(tenantId: string, name: string): Promise<string | undefined>;
+  /** What a create's body (parsed JSON, not yet validated) asks of GPUs; undefined: a CPU deployment. */
+  gpuRequest(body: unknown): Promise<GpuRequest | undefined>;
 }
 
 export type DeploymentTarget = "create" | { deployment: string; method: "GET" | "DELETE" } | undefined;
@@ -51,6 +55,15 @@ const NAME_CACHE_MS = 2000;
 const NAME_CACHE_MAX = 10_000;
 
 const noop = () => {};
+
+/** A create's body as JSON; undefined when it is not (the route's parser then answers it, as it would have). */
+function parseJson(body: Buffer): unknown {
+  try {
+    return JSON.parse(body.toString("utf8"));
+  } catch {
+    return undefined;
+  }
+}
 
 export interface DeploymentRoutingDeps {
   membership: Membership;
@@ -105,9 +118,13 @@ export class DeploymentRouting {
       return undefined;
     }
     if (target === "create") {
-      const chosen = placeCreate(membership, this.deps.placementSample);
+      // Its body is read first (a few hundred bytes of JSON): a deployment that asks for GPUs goes
+      // to an executor with them free. What was read is parsed here or sent on as read.
+      const body = await readCreateBody(request.raw);
+      const want = body && (await directory.gpuRequest(parseJson(body)));
+      const chosen = want ? this.placeOnGpus(want) : placeCreate(membership, this.deps.placementSample);
       if (!chosen) throw new ApiError("at_capacity", "No executor node of the cluster takes new deployments now; retry shortly", 5);
-      return chosen.id === membership.self.id ? undefined : forwardRequest(this.deps, request, reply, chosen, noop);
+      return chosen.id === membership.self.id ? undefined : forwardRequest(this.deps, request, reply, chosen, noop, body);
     }
     const id = target.deployment;
     if (directory.runsHere(id)) return undefined;
@@ -121,6 +138,24 @@ export class DeploymentRouting {
       "node_unavailable",
       `The node that ran deployment '${id}' was lost; another node is taking it over; retry shortly`,
       1,
+    );
+  }
+
+  /** The executor a deployment asking for GPUs goes to, or the error that says why there is none. */
+  private placeOnGpus(want: GpuRequest): NodeView {
+    const placed = chooseWithGpus(executorsUp(this.deps.membership), want, this.deps.placementSample);
+    if ("node" in placed) return placed.node;
+    if (placed.refused === "gpus_busy")
+      throw new ApiError(
+        "at_capacity",
+        `Every node with ${want.count} GPUs '${want.model}' has them held by other deployments; retry once one is deleted (GET /v1/admin/nodes lists each node's free GPUs)`,
+        30,
+      );
+    throw new ApiError(
+      "invalid_request",
+      placed.refused === "no_such_gpu"
+        ? `No executor node of the cluster has a GPU '${want.model}' (GET /v1/admin/nodes lists each node's GPUs; hw_type 'cpu' runs on the CPU)`
+        : `No executor node of the cluster has ${want.count} GPUs '${want.model}' (GET /v1/admin/nodes lists each node's GPUs)`,
     );
   }
 

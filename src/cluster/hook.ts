@@ -148,7 +148,7 @@ export function installClusterHook(app: FastifyInstance, deps: HookDeps): void {
     return { node: place(preferHolders(executors, holders)), body };
   };
 
-  if (deps.templates) parseReadBodies(app);
+  if (deps.templates || deps.deployments) parseReadBodies(app);
 
   app.addHook("onRequest", async (request, reply) => {
     const url = request.url;

@@ -10,6 +10,13 @@ import type { NodeRoles } from "./settings.js";
 
 export type NodeState = "up" | "draining" | "drained" | "lost";
 
+/** A node's GPUs of one model: how many, and how many no deployment holds (placement of GPU deployments). */
+export interface NodeGpus {
+  model: string;
+  count: number;
+  free: number;
+}
+
 export interface NodeView {
   id: string;
   url: string;
@@ -24,6 +31,7 @@ export interface NodeView {
   totalMemoryMb: number;
   /** One-minute load average per core. */
   cpuLoad: number;
+  gpus: NodeGpus[];
   heartbeatAt: string | null;
   startedAt: string | null;
 }
@@ -33,6 +41,7 @@ export interface Load {
   freeMemoryMb: number;
   totalMemoryMb: number;
   cpuLoad: number;
+  gpus: NodeGpus[];
 }
 
 /**
@@ -57,9 +66,11 @@ function availableMemoryMb(): number {
   return Math.round(os.freemem() / 2 ** 20);
 }
 
-export function machineLoad(liveSandboxes: number): Load {
+/** `gpus`: the node's GPUs as its deployments leave them (src/deployments/service.ts gpus()). */
+export function machineLoad(liveSandboxes: number, gpus: NodeGpus[] = []): Load {
   return {
     liveSandboxes,
+    gpus,
     freeMemoryMb: availableMemoryMb(),
     totalMemoryMb: Math.round(os.totalmem() / 2 ** 20),
     cpuLoad: Math.round(((os.loadavg()[0] ?? 0) / os.availableParallelism()) * 100) / 100,
@@ -74,6 +85,20 @@ export interface SelfSpec {
 }
 
 const num = (v: string | undefined, d = 0) => (v === undefined || v === "" ? d : Number(v));
+
+/** A node record's GPUs (none from a node of an older version, or a record that cannot be read). */
+function gpusOf(raw: string | undefined): NodeGpus[] {
+  if (!raw) return [];
+  try {
+    const parsed: unknown = JSON.parse(raw);
+    if (!Array.isArray(parsed)) return [];
+    return parsed.filter(
+      (g): g is NodeGpus => typeof g?.model === "string" && Number.isInteger(g?.count) && Number.isInteger(g?.free),
+    );
+  } catch {
+    return [];
+  }
+}
 
 export class Membership {
   epoch = 0;
@@ -129,6 +154,7 @@ export class Membership {
         free_mb: String(load.freeMemoryMb),
         total_mb: String(load.totalMemoryMb),
         cpu: String(load.cpuLoad),
+        gpus: JSON.stringify(load.gpus),
         heartbeat_at: now,
         started_at: this.startedAt,
       })
@@ -184,6 +210,7 @@ export class Membership {
         freeMemoryMb: num(rec.free_mb),
         totalMemoryMb: num(rec.total_mb),
         cpuLoad: num(rec.cpu),
+        gpus: gpusOf(rec.gpus),
         heartbeatAt: rec.heartbeat_at ?? null,
         startedAt: rec.started_at ?? null,
       });

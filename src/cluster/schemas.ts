@@ -15,6 +15,14 @@ export const ClusterNode = Type.Object(
     free_memory_mb: Type.Integer({ description: "Available memory of its host, MiB" }),
     total_memory_mb: Type.Integer(),
     cpu_load: Type.Number({ description: "One-minute load average per core" }),
+    gpus: Type.Array(
+      Type.Object({
+        model: Type.String({ description: "The GPUs' model, as the node names it (nvidia-smi, or AGENTBOX_NODE_GPUS)" }),
+        count: Type.Integer({ description: "How many of this model the node has" }),
+        free: Type.Integer({ description: "How many of them no deployment holds" }),
+      }),
+      { description: "The node's GPUs by model (empty: none); a deployment asking for N GPUs is placed on a node with N free" },
+    ),
     heartbeat_at: Type.Union([Type.String(), Type.Null()], { description: "Its last heartbeat" }),
     started_at: Type.Union([Type.String(), Type.Null()]),
   },

@@ -19,7 +19,7 @@ import { Broadcast } from "./broadcast.js";
 import { ChannelAuth } from "./channel-auth.js";
 import { Forwarder } from "./forward.js";
 import { clusterRelay, clusterUpgrade, type HookDeps, installClusterHook, type TemplateCopies } from "./hook.js";
-import { machineLoad, Membership, type NodeView } from "./membership.js";
+import { machineLoad, Membership, type NodeGpus, type NodeView } from "./membership.js";
 import { defaultNodeUrl } from "./single-node.js";
 import { NodeLoss } from "./node-loss.js";
 import { score } from "./placement.js";
@@ -41,6 +41,8 @@ export interface DeploymentMoves extends DeploymentDirectory {
   adoptFrom(lostNode: string, executors: readonly string[], waitedMs: number): Promise<string | "later" | undefined>;
   /** Stops here the deployments another node has taken over. */
   keepOwned(): Promise<void>;
+  /** This node's GPUs and how many its deployments leave free: its heartbeat reports them for placement. */
+  gpus(): NodeGpus[];
 }
 
 /** How often a node checks that the deployments it runs are still its own (a rare race with a takeover, see sweep). */
@@ -155,7 +157,7 @@ export async function openCluster(settings: ClusterSettings, deps: ClusterDeps):
     roles: settings.roles,
     leaseMs: settings.leaseMs,
   });
-  const load = () => machineLoad(sandboxes.liveCount());
+  const load = () => machineLoad(sandboxes.liveCount(), deps.deployments?.gpus() ?? []);
   const self = {
     id: nodeId,
     get epoch() {

@@ -3,7 +3,7 @@
 import os from "node:os";
 import { ApiError } from "../errors.js";
 import type { NodeDirectory } from "./admin-routes.js";
-import { machineLoad, type NodeView } from "./membership.js";
+import { machineLoad, type NodeGpus, type NodeView } from "./membership.js";
 
 /** The URL the other nodes reach this one at when AGENTBOX_NODE_URL is unset (and a lone node's own). */
 export function defaultNodeUrl(host: string, port: number): string {
@@ -18,6 +18,8 @@ export class SingleNode implements NodeDirectory {
     private readonly id: string,
     private readonly url: string,
     private readonly liveCount: () => number,
+    /** Its GPUs as its deployments leave them (none without deployments). */
+    private readonly gpus: () => NodeGpus[] = () => [],
   ) {}
 
   async refresh(): Promise<NodeView[]> {
@@ -32,7 +34,7 @@ export class SingleNode implements NodeDirectory {
         leaseEpoch: null,
         state: "up",
         draining: false,
-        ...machineLoad(this.liveCount()),
+        ...machineLoad(this.liveCount(), this.gpus()),
         heartbeatAt: now,
         startedAt: this.startedAt,
       },

@@ -20,7 +20,7 @@ import type { ModelScope, ModelSource } from "../inference/providers.js";
 import type { ModelInfo, Provider } from "../inference/types.js";
 import { resolveModelPath } from "../models/registry.js";
 import type { DeploymentRow, DeploymentStore } from "./store.js";
-import type { Accelerators } from "./accelerators.js";
+import { type Accelerator, type Accelerators, type GpuHolding, type GpuKind, freeGpus, gpuKinds, gpuMatches, gpuModelMatches } from "./accelerators.js";
 import type { DeploymentsConfig } from "./settings.js";
 import { Deployment } from "./deployment.js";
 import { mayTakeOver } from "./takeover.js";
@@ -119,6 +119,8 @@ export class DeploymentService implements ModelSource {
   private readonly byName = new Map<string, Deployment>();
   /** Rows of creates awaiting their insert: counted by admit() like live deployments. */
   private readonly inserting = new Map<string, DeploymentRow>();
+  /** This machine's accelerators once read (init, or the first create that asks for a GPU). */
+  private hardware: Accelerator[] = [];
 
   constructor(private readonly deps: DeploymentServiceDeps) {}
 
@@ -161,6 +163,12 @@ export class DeploymentService implements ModelSource {
    */
   async init(): Promise<void> {
     const { store, nodeId, clustered } = this.deps;
+    // The node's GPUs, for GET /v1/admin/nodes and (in a cluster, whose heartbeat reports them from
+    // the start) placement; read once, in the background when alone (nvidia-smi takes a while).
+    const hardware = this.deps.accelerators.list().then((list) => {
+      this.hardware = list;
+    });
+    if (clustered) await hardware;
     for (const row of await store.all()) {
       if (row.status === "deleting") {
         if (clustered && row.node_id !== nodeId && row.node_id !== null) continue;
@@ -214,6 +222,10 @@ export class DeploymentService implements ModelSource {
     if (!mayTakeOver(rows, executors, nodeId, waitedMs)) return "later";
     for (const row of left) {
       if (this.reservedReplicas() + row.min_replicas > config.maxHostReplicas) continue;
+      // A GPU deployment goes only to a node with as many of its GPUs free.
+      const gpuModel = row.gpu_model;
+      if (gpuModel !== null && freeGpus(this.hardware, this.gpuHoldings()).filter((a) => gpuMatches(gpuModel, a)).length < row.gpu_count)
+        continue;
       const copied = FILE_ID.test(row.model_name) && !fs.existsSync(this.fileCopy(row.id));
       try {
         if (copied) await this.copyStoredFile(row.tenant_id, row.model_name, row.id);
@@ -369,9 +381,41 @@ export class DeploymentService implements ModelSource {
     return live.reduce((n, row) => n + (row.status === "deleting" || row.status === "failed" ? 0 : row.min_replicas), 0);
   }
 
+  /** The GPUs this node's deployments (and creates being inserted) hold: a failed one holds none. */
+  private gpuHoldings(): GpuHolding[] {
+    const live = [...[...this.byId.values()].map((d) => d.row), ...this.inserting.values()];
+    return live.flatMap((row) => (row.gpu_model !== null && row.status !== "failed" ? [{ gpuModel: row.gpu_model, count: row.gpu_count }] : []));
+  }
+
+  /** This node's GPUs by model and how many of each no deployment holds (its heartbeat reports them for placement). */
+  gpus(): GpuKind[] {
+    return gpuKinds(this.hardware, this.gpuHoldings());
+  }
+
+  /**
+   * What a create's body (as a client sent it, before validation) asks of GPUs, for placing it on
+   * a node that has them: undefined for a CPU deployment (no gpu_model, or one naming the CPU).
+   */
+  async gpuRequest(body: unknown): Promise<{ model: string; count: number; matches: (hwModel: string) => boolean } | undefined> {
+    if (typeof body !== "object" || body === null) return undefined;
+    const { gpu_model: gpuModel, gpu_count: gpuCount } = body as Record<string, unknown>;
+    if (typeof gpuModel !== "string" || gpuModel === "" || (await this.deps.accelerators.isCpu(gpuModel))) return undefined;
+    const count = typeof gpuCount === "number" && Number.isInteger(gpuCount) && gpuCount >= 1 ? gpuCount : 1;
+    return { model: gpuModel, count, matches: (hwModel) => gpuModelMatches(gpuModel, hwModel) };
+  }
+
   /** `elsewhere`: the tenant's deployments on other nodes of a cluster (they count towards its limit). */
-  private admit(tenantId: string, name: string, min: number, elsewhere: number): void {
+  private admit(tenantId: string, name: string, min: number, elsewhere: number, gpu?: GpuHolding): void {
     const { config } = this.deps;
+    if (gpu) {
+      const free = freeGpus(this.hardware, this.gpuHoldings()).filter((a) => gpuMatches(gpu.gpuModel, a)).length;
+      if (free < gpu.count)
+        throw new ApiError(
+          "at_capacity",
+          `This host's GPUs '${gpu.gpuModel}' are held by other deployments: ${free} free, ${gpu.count} asked; retry once one is deleted`,
+          30,
+        );
+    }
     const live = [...[...this.byId.values()].map((d) => d.row), ...this.inserting.values()];
     const mine = live.filter((row) => row.tenant_id === tenantId && row.status !== "deleting");
     if (mine.some((row) => row.name === name)) throw new ApiError("conflict", `A deployment named '${name}' already exists`);
@@ -422,7 +466,10 @@ export class DeploymentService implements ModelSource {
     }
     // In a cluster the tenant's limit holds over every node (creates are placed by load, so they spread).
     const elsewhere = this.deps.clustered ? await this.deployedElsewhere(tenantId) : 0;
-    this.admit(tenantId, name, min, elsewhere);
+    // A GPU deployment needs that many GPUs no other deployment here holds (503 until one is deleted).
+    const gpu = gpuModel === null ? undefined : { gpuModel, count: gpuCount };
+    if (gpu) this.hardware = await this.deps.accelerators.list();
+    this.admit(tenantId, name, min, elsewhere, gpu);
     const id = `dep_${crypto.randomBytes(10).toString("hex")}`;
     if (FILE_ID.test(input.model_name)) await this.copyStoredFile(tenantId, input.model_name, id);
     let launch: ReturnType<DeploymentService["launcher"]>;
@@ -449,7 +496,7 @@ export class DeploymentService implements ModelSource {
     };
     // Checked again after the awaits above, and reserved until the row is in (or refused).
     try {
-      this.admit(tenantId, name, min, elsewhere);
+      this.admit(tenantId, name, min, elsewhere, gpu);
     } catch (err) {
       fs.rmSync(this.fileCopy(id), { force: true });
       throw err;
@@ -593,6 +640,24 @@ export class DeploymentService implements ModelSource {
   resolve(model: string, scope?: ModelScope): Provider | undefined {
     if (!scope) return undefined;
     return this.byName.get(`${scope.tenantId}\n${model}`);
+  }
+
+  /**
+   * In a cluster, the tenant's deployments other nodes run, as the gateway lists them (from the
+   * shared rows: one read, whatever the number of nodes; the gateway's requests for them are
+   * forwarded to their nodes). None when alone.
+   */
+  async modelsElsewhere(tenantId: string): Promise<ModelInfo[]> {
+    if (!this.deps.clustered) return [];
+    const out: ModelInfo[] = [];
+    for (const row of await this.deps.store.ofTenant(tenantId)) {
+      if (row.status === "deleting" || this.byName.has(`${tenantId}\n${row.name}`)) continue;
+      const created = Math.floor(Date.parse(row.created_at) / 1000);
+      // The capabilities the gateway gives a deployment it runs (a model source's).
+      const at = Number.isFinite(created) ? created : 0;
+      out.push({ id: row.name, object: "model", created: at, owned_by: "deployment", capabilities: ["chat", "completions"] });
+    }
+    return out;
   }
 
   async close(): Promise<void> {

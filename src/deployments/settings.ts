@@ -2,6 +2,7 @@
 // health-check timing, and the OpenAI-compatible server commands the operator allows as models.
 // Declared once; read by openDeployments() (src/deployments/setup.ts).
 import { defineSettings, readSettings, settingsOf } from "../settings/kernel.js";
+import { type DeclaredGpus, parseDeclaredGpus } from "./accelerators.js";
 import type { DeploymentSettings } from "./deployment.js";
 
 /** An operator-allowed server command: `{port}` in an argument is replaced by the replica's port. */
@@ -28,6 +29,8 @@ export interface DeploymentsConfig extends DeploymentSettings {
   replicaUid: number | undefined;
   /** Model names served by an operator-allowed command instead of a GGUF file. */
   servers: Record<string, ServerCommand>;
+  /** AGENTBOX_NODE_GPUS: the GPUs this node declares (undefined: nvidia-smi says). */
+  gpus: DeclaredGpus[] | undefined;
 }
 
 function parseServers(raw: string): Record<string, ServerCommand> {
@@ -147,6 +150,12 @@ export const deploymentsSettingsSchema = defineSettings({
     parse: parseServers,
     doc: 'JSON: models served by an OpenAI-compatible server command instead of a GGUF file, e.g. `{"llama3-8b": {"command": ["llama-server", "-m", "/models/llama3-8b.gguf", "--port", "{port}"], "health_path": "/health", "tools": true}}`. `{port}` is replaced by the replica\'s loopback port (required); `health_path` (default `/health`) must answer 200 when it can serve; `tools` lets requests with tools through. Only the commands listed here can ever run.',
   }),
+  gpus: setting.custom<DeclaredGpus[] | undefined>("AGENTBOX_NODE_GPUS", {
+    default: undefined,
+    defaultDoc: "unset: detected (`nvidia-smi`)",
+    parse: parseDeclaredGpus,
+    doc: "This node's GPUs, declared instead of detected: comma-separated `[COUNT:]MODEL` entries (`2:NVIDIA A100 80GB,NVIDIA T4`), or `none`. What `GET /v1/accelerators` lists, what a deployment's `gpu_model` and `gpu_count` are checked against, and, in a cluster, what each node reports in its heartbeat for placement (`GET /v1/admin/nodes` `gpus`).",
+  }),
 });
 
 export function loadDeploymentsConfig(env: NodeJS.ProcessEnv = process.env): DeploymentsConfig {
@@ -168,5 +177,6 @@ export function loadDeploymentsConfig(env: NodeJS.ProcessEnv = process.env): Dep
     threads: s.threads > 0 ? s.threads : undefined,
     servers: s.servers,
     replicaUid: s.replicaUid,
+    gpus: s.gpus,
   };
 }

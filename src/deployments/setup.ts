@@ -30,7 +30,7 @@ export async function openDeployments(
   /** A node of a cluster: it runs only the deployments recorded on it, and takes over lost nodes' ones. */
   clustered = false,
 ): Promise<DeploymentsArea> {
-  const accelerators = new Accelerators();
+  const accelerators = new Accelerators(settings.gpus);
   const store: DeploymentStore =
     persistence.kind === "pg" ? await PgDeploymentStore.open(persistence.pool) : new SqliteDeploymentStore(persistence.db);
   const deployments = new DeploymentService({

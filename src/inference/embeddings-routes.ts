@@ -1,12 +1,14 @@
 // POST /v1/inference/embeddings: OpenAI-compatible embeddings (the embedded default model when no
 // `model` is given, else an upstream that serves the model). A client that goes away cancels the
-// work still queued for it.
+// work still queued for it. In a cluster, a request naming a deployment another node runs is
+// answered by that node.
 import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import { Type } from "@sinclair/typebox";
 import type { FastifyInstance } from "fastify";
 import { errors } from "../api/schemas/common.js";
 import type { EmbeddingService } from "./embeddings.js";
 import { clientAbort } from "../api/sse.js";
+import type { ModelElsewhere } from "./routes/serving.js";
 
 const Input = Type.Union([Type.String(), Type.Array(Type.String(), { minItems: 1, maxItems: 2048 })]);
 
@@ -34,7 +36,11 @@ const EmbeddingList = Type.Object({
   usage: Type.Object({ prompt_tokens: Type.Integer(), total_tokens: Type.Integer() }),
 });
 
-export async function embeddingRoutes(app: FastifyInstance, opts: { embeddings: EmbeddingService }): Promise<void> {
+export async function embeddingRoutes(
+  app: FastifyInstance,
+  opts: { embeddings: EmbeddingService; elsewhere?: ModelElsewhere | undefined },
+): Promise<void> {
+  const { elsewhere } = opts;
   app.withTypeProvider<TypeBoxTypeProvider>().post(
     "/embeddings",
     {
@@ -47,7 +53,12 @@ export async function embeddingRoutes(app: FastifyInstance, opts: { embeddings: 
         response: { 200: EmbeddingList, ...errors(400, 401, 404, 429, 502, 503, 504) },
       },
     },
-    async (request, reply) =>
-      opts.embeddings.create({ tenantId: request.apiKey.tenantId, keyId: request.apiKey.id }, request.body, clientAbort(reply).signal),
+    async (request, reply) => {
+      const { model } = request.body;
+      // The body as parsed (this scope keeps no raw bytes): the same JSON, for the node that answers.
+      if (model !== undefined && elsewhere && (await elsewhere(request, reply, model, Buffer.from(JSON.stringify(request.body)))))
+        return reply;
+      return opts.embeddings.create({ tenantId: request.apiKey.tenantId, keyId: request.apiKey.id }, request.body, clientAbort(reply).signal);
+    },
   );
 }

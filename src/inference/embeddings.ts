@@ -114,7 +114,8 @@ export class EmbeddingService {
       for (const t of texts) if (t === "") throw invalid("input must not contain empty strings");
       return { vectors: await this.builtin.embed(who.tenantId, texts, signal), tokens: countTokens(texts) };
     }
-    const provider = this.providers.resolve(model) as unknown as Partial<EmbeddingUpstream> & { name: string };
+    // The caller's scope: a tenant's deployment is found (and said not to serve embeddings), not a 404.
+    const provider = this.providers.resolve(model, { tenantId: who.tenantId }) as unknown as Partial<EmbeddingUpstream> & { name: string };
     if (typeof provider.embeddings !== "function")
       throw invalid(`The model '${model}' (provider '${provider.name}') does not serve embeddings`);
     const body: { model: string; [k: string]: unknown } = { model, input: texts, encoding_format: "float" };

@@ -1,4 +1,5 @@
-// GET /v1/inference/models: the chat models of the providers and the embedding models, in OpenAI's list shape.
+// GET /v1/inference/models: the chat models of the providers and the embedding models, in OpenAI's
+// list shape; in a cluster with the tenant's deployments on the other nodes too (each model once).
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { errors } from "../../api/schemas/common.js";
 import { ModelList } from "../schemas.js";
@@ -6,6 +7,7 @@ import type { Capability } from "../types.js";
 import { embeddingModels, type ServingDeps } from "./serving.js";
 
 const EMBEDDING_ONLY: Capability[] = ["embeddings"];
+const CHAT_AND_TEXT: Capability[] = ["chat", "completions"];
 
 export const modelRoutes: FastifyPluginAsyncTypebox<{ deps: ServingDeps }> = async (app, { deps }) => {
   app.get(
@@ -14,16 +16,28 @@ export const modelRoutes: FastifyPluginAsyncTypebox<{ deps: ServingDeps }> = asy
       schema: {
         tags: ["inference"],
         summary: "List models",
-        description: "The models the gateway routes (OpenAI list shape). Providers that route by prefix list only their named models.",
+        description:
+          "The models the gateway routes (OpenAI list shape). Providers that route by prefix list only their named models. In a cluster, the tenant's deployments on every node (a request naming one is answered by its node).",
         response: { 200: ModelList, ...errors(401) },
       },
     },
-    async (request) => ({
-      object: "list" as const,
-      data: [
-        ...deps.providers.models({ tenantId: request.apiKey.tenantId }),
+    async (request) => {
+      const { tenantId } = request.apiKey;
+      const data = [
+        ...deps.providers.models({ tenantId }),
         ...embeddingModels(deps).map((m) => ({ ...m, capabilities: m.capabilities ?? EMBEDDING_ONLY })),
-      ],
-    }),
+      ];
+      if (deps.elsewhereModels) {
+        const seen = new Set(data.map((m) => m.id));
+        // The shared rows out of reach (the database away): this node's own models, as it can serve them.
+        const others = await deps.elsewhereModels(tenantId).catch(() => []);
+        for (const m of others)
+          if (!seen.has(m.id)) {
+            seen.add(m.id);
+            data.push({ ...m, capabilities: m.capabilities ?? CHAT_AND_TEXT });
+          }
+      }
+      return { object: "list" as const, data };
+    },
   );
 };

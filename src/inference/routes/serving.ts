@@ -17,6 +17,8 @@ export interface ServingDeps {
   embeddings?: { models(): ModelInfo[] };
   /** In a cluster: the nodes that serve what this one does not. */
   elsewhere?: ModelElsewhere;
+  /** In a cluster: the tenant's models other nodes serve (their deployments), listed with this node's. */
+  elsewhereModels?: (tenantId: string) => Promise<ModelInfo[]>;
 }
 
 /** What a 404 says when the gateway has no chat model at all (a fresh install): the three ways to get one. */

@@ -108,6 +108,8 @@ test("templates: a node's unfinished builds are its own (another node's are runn
     startedAt: null,
     completedAt: null,
     createdAt: "2026-01-01T00:00:00.000Z",
+    // Recorded as the inserting store's node.
+    nodeId: null,
   });
   await here.insertBuild(build("bld_here"));
   await there.insertBuild(build("bld_there"));

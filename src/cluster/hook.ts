@@ -28,6 +28,9 @@ export const ORIGIN_HOST = "x-agentbox-origin-host";
 /** The deployments' routes that name one deployment or create one (./deployments.ts). */
 const DEPLOYMENTS = "/v1/deployments/";
 
+/** Where a template build's routes begin, native and root alias (./template-builds.ts tells them apart). */
+const mayBeBuild = (url: string) => url.startsWith("/v1/agents/templates/build") || url.startsWith("/templates/build");
+
 /** What a forwarded request carries besides its own headers: the node's signature and the client's Host. */
 export function forwardedHeaders(auth: ChannelAuth, method: string, url: string, host: string | undefined): Record<string, string> {
   const signed = auth.sign(method, url);
@@ -52,6 +55,8 @@ export interface HookDeps {
   deployments?: { route(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | undefined> };
   /** Absent: creates are placed by load alone. */
   templates?: TemplateCopies;
+  /** Template builds (placed on an executor) and their logs (forwarded to the node that runs the build): ./template-builds.ts. */
+  builds?: (request: FastifyRequest, reply: FastifyReply) => Promise<FastifyReply | undefined>;
 }
 
 /**
@@ -154,6 +159,7 @@ export function installClusterHook(app: FastifyInstance, deps: HookDeps): void {
     const url = request.url;
     if (!mayTarget(url)) {
       if (deps.deployments && url.startsWith(DEPLOYMENTS)) return deps.deployments.route(request, reply);
+      if (deps.builds && mayBeBuild(url)) return deps.builds(request, reply);
       return vectors(request, reply);
     }
     const channel = auth.verify(request.headers, request.method, url);

@@ -30,6 +30,7 @@ import type { ClusterSettings } from "./settings.js";
 import { VectorOwners } from "./vector-owners.js";
 import { type VectorIndexes, vectorRouting } from "./vector-routing.js";
 import { internalRoutes, type TemplateCopySource, templatePeers } from "./template-copies.js";
+import { type BuildDirectory, buildRouting } from "./template-builds.js";
 
 /** What the cluster asks of the deployments area (src/deployments/service.ts): where each runs, and moving them. */
 export interface DeploymentMoves extends DeploymentDirectory {
@@ -74,7 +75,7 @@ export interface ClusterDeps {
    * Tenants' templates (src/templates/service.ts): creates of one go to the executors holding its
    * files, and this node serves the files it holds to the others (absent: neither).
    */
-  templates?: TemplateCopies & TemplateCopySource;
+  templates?: TemplateCopies & TemplateCopySource & BuildDirectory;
 }
 
 export interface ClusterArea {
@@ -351,7 +352,12 @@ export async function openCluster(settings: ClusterSettings, deps: ClusterDeps):
         leaseMs: settings.leaseMs,
         warn: (msg, fields) => log.warn(fields, msg),
       }),
-    ...(deps.templates ? { templates: deps.templates } : {}),
+    ...(deps.templates
+      ? {
+          templates: deps.templates,
+          builds: buildRouting({ membership, forwarder, channel, placementSample: settings.placementSample, builds: deps.templates }),
+        }
+      : {}),
   };
   return {
     redis,

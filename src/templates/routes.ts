@@ -29,6 +29,7 @@ function statusJson(b: BuildRecord) {
     error: b.error,
     started_at: b.startedAt,
     completed_at: b.completedAt,
+    node_id: b.nodeId,
   };
 }
 

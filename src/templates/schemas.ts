@@ -102,6 +102,9 @@ export const BuildStatus = Type.Object({
   error: Type.Union([Type.String(), Type.Null()]),
   started_at: Type.Union([Type.String(), Type.Null()]),
   completed_at: Type.Union([Type.String(), Type.Null()]),
+  node_id: Type.Union([Type.String(), Type.Null()], {
+    description: "The node that runs the build (AGENTBOX_NODE_ID; in a cluster, the executor it was placed on); null for a build recorded before nodes were",
+  }),
 });
 
 export const BuildList = Type.Object({

@@ -467,6 +467,17 @@ export class TemplateService {
     return this.d.store.recentBuilds(tenantId, limit);
   }
 
+  /**
+   * The node that runs (ran) a tenant's build when that is another one (its log is there, and in a
+   * cluster its log requests are forwarded there); undefined when this node has it, or no such build.
+   */
+  async nodeOfBuild(tenantId: string, buildId: string): Promise<string | undefined> {
+    if (this.logs.has(buildId)) return undefined;
+    const b = await this.d.store.build(buildId);
+    if (!b || b.tenantId !== tenantId || b.nodeId === null || b.nodeId === this.d.nodeId) return undefined;
+    return b.nodeId;
+  }
+
   /** The build's log (lines so far, and new ones as they come); absent once the service restarted. */
   async log(tenantId: string, buildId: string): Promise<BuildLog> {
     await this.status(tenantId, buildId);
@@ -517,6 +528,7 @@ export class TemplateService {
       startedAt: null,
       completedAt: null,
       createdAt: now,
+      nodeId: this.d.nodeId,
     };
     // Checked again by the insert itself: another node may have taken the name meanwhile.
     if (!(await this.d.store.insertTemplate(template))) throw nameTaken(input.name);

@@ -78,7 +78,7 @@ export const PG_TEMPLATE_MIGRATIONS: PgMigration[] = [
   },
 ];
 
-const BUILD_COLUMNS = "id, template_id, tenant_id, status, phase, progress, error, started_at, completed_at, created_at";
+const BUILD_COLUMNS = "id, template_id, tenant_id, status, phase, progress, error, started_at, completed_at, created_at, node_id";
 
 export class PgTemplateStore implements TemplateStore {
   private constructor(
@@ -216,7 +216,7 @@ export class PgTemplateStore implements TemplateStore {
   }
 
   async insertBuild(b: BuildRecord): Promise<void> {
-    await this.pool.query(`INSERT INTO template_builds (${BUILD_COLUMNS}, node_id) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`, [
+    await this.pool.query(`INSERT INTO template_builds (${BUILD_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`, [
       b.id,
       b.templateId,
       b.tenantId,
@@ -227,7 +227,7 @@ export class PgTemplateStore implements TemplateStore {
       b.startedAt,
       b.completedAt,
       b.createdAt,
-      this.nodeId,
+      b.nodeId ?? this.nodeId,
     ]);
   }
 

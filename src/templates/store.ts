@@ -45,6 +45,8 @@ export interface BuildRecord {
   startedAt: string | null;
   completedAt: string | null;
   createdAt: string;
+  /** The node that runs (ran) the build: its log is there (null: recorded before nodes were). */
+  nodeId: string | null;
 }
 
 /** A template's row as both stores hold it (SQLite and PostgreSQL). */
@@ -79,6 +81,7 @@ export interface BuildRow {
   started_at: string | null;
   completed_at: string | null;
   created_at: string;
+  node_id: string | null;
 }
 
 export const toTemplate = (r: TemplateRow): TemplateRecord => ({
@@ -112,6 +115,7 @@ export const toBuild = (r: BuildRow): BuildRecord => ({
   startedAt: r.started_at,
   completedAt: r.completed_at,
   createdAt: r.created_at,
+  nodeId: r.node_id ?? null,
 });
 
 /** The templates area's schema (run by the store's constructor through the one migration runner). */
@@ -172,6 +176,8 @@ export const TEMPLATE_MIGRATIONS: Migration[] = [
        );`,
       ),
   },
+  // The node that runs each build (its log is there; the cluster's nodes forward its log requests to it).
+  { area: "templates", version: 5, up: (db) => db.exec("ALTER TABLE template_builds ADD COLUMN node_id TEXT") },
 ];
 
 /** A ready template's files, as a node holds them (or not). */
@@ -267,8 +273,8 @@ export class SqliteTemplateStore implements TemplateStore {
       contentDigest: db.prepare<[string], { sha256: string }>("SELECT sha256 FROM rootfs_contents WHERE rootfs = ?"),
       setContentDigest: db.prepare("INSERT OR IGNORE INTO rootfs_contents (rootfs, sha256) VALUES (?, ?)"),
       insertBuild: db.prepare(
-        `INSERT INTO template_builds (id, template_id, tenant_id, status, phase, progress, error, started_at, completed_at, created_at)
-         VALUES (@id, @template_id, @tenant_id, @status, @phase, @progress, @error, @started_at, @completed_at, @created_at)`,
+        `INSERT INTO template_builds (id, template_id, tenant_id, status, phase, progress, error, started_at, completed_at, created_at, node_id)
+         VALUES (@id, @template_id, @tenant_id, @status, @phase, @progress, @error, @started_at, @completed_at, @created_at, @node_id)`,
       ),
       getBuild: db.prepare<[string], BuildRow>("SELECT * FROM template_builds WHERE id = ?"),
       lastBuild: db.prepare<[string], BuildRow>(
@@ -419,5 +425,6 @@ function buildRow(b: BuildRecord) {
     started_at: b.startedAt,
     completed_at: b.completedAt,
     created_at: b.createdAt,
+    node_id: b.nodeId,
   };
 }

@@ -37,6 +37,7 @@ const build = (id: string, templateId: string, over: Partial<BuildRecord> = {}):
   startedAt: null,
   completedAt: null,
   createdAt: T0,
+  nodeId: "n1",
   ...over,
 });
 

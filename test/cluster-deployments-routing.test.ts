@@ -1,7 +1,9 @@
 // A deployment's requests through any node of a cluster (an API-only node and two executors, as
 // startClusterServer() runs them): a create through the API node is placed on an executor, and its
-// status, chat completions (whole and streamed), the list and its delete are answered through the
-// API node and through the executor that does not run it, forwarded to the one that does.
+// status, chat completions (whole and streamed), embeddings, the list, the gateway's model list and
+// its delete are answered through the API node and through the executor that does not run it,
+// forwarded to the one that does. Executor 1 declares a GPU (AGENTBOX_NODE_GPUS), executor 2 none:
+// a deployment asking for it is placed on executor 1, a second one is refused while it is held.
 import assert from "node:assert/strict";
 import fs from "node:fs";
 import os from "node:os";
@@ -40,7 +42,9 @@ before(async () => {
   // Generous: no node is meant to be lost here, also on a loaded machine.
   cluster = await startCluster({ leaseMs: 15_000 });
   api = await cluster.node("api", "api", { AGENTBOX_WARM_POOL: "0" });
-  for (const id of ["exec-1", "exec-2"]) executors.set(id, await cluster.node(id, "executor", env));
+  const gpus: Record<string, string> = { "exec-1": "1:Tesla T4", "exec-2": "none" };
+  for (const id of ["exec-1", "exec-2"])
+    executors.set(id, await cluster.node(id, "executor", { ...env, AGENTBOX_NODE_GPUS: gpus[id] as string }));
   // The API node's view of the cluster is a heartbeat old: a create placed before it sees an executor is a 503.
   await until("the API node sees both executors", 60_000, async () => {
     const res = await client({ url: api.url, key: cluster.adminKey })<{ nodes: { roles: string; state: string }[] }>(
@@ -116,6 +120,28 @@ test("a deployment created through the API node runs on an executor and answers 
     assert.equal(typeof answer.body.choices[0]?.message.content, "string");
   }
 
+  // The gateway's model list names it once through every node (the API node runs no deployment).
+  for (const url of [api.url, otherUrl, (executors.get(runner) as TestServer).url]) {
+    const models = await client({ url, key: cluster.key })<{ data: { id: string; owned_by: string; capabilities: string[] }[] }>(
+      "GET",
+      "/v1/inference/models",
+    );
+    assert.equal(models.status, 200, JSON.stringify(models.body));
+    const listed = models.body.data.filter((m) => m.id === "everywhere");
+    assert.deepEqual(listed.map((m) => [m.owned_by, m.capabilities]), [["deployment", ["chat", "completions"]]], url);
+  }
+
+  // Embeddings naming it are answered by its node, as there: it is known, and it is no embedding model.
+  for (const url of [api.url, otherUrl]) {
+    const embed = await client({ url, key: cluster.key })<{ error: { code: string; message: string } }>(
+      "POST",
+      "/v1/inference/embeddings",
+      { model: "everywhere", input: "hello" },
+    );
+    assert.equal(embed.status, 400, JSON.stringify(embed.body));
+    assert.match(embed.body.error.message, /does not serve embeddings/);
+  }
+
   // A forwarded completion counts once against the key's requests per minute (the forwarding node
   // counted it; the node that answers, whose RateLimit headers come back, does not count it again).
   const remaining = async () => {
@@ -170,4 +196,50 @@ test("a deployment created through the API node runs on an executor and answers 
   assert.equal(gone.status, 404, JSON.stringify(gone.body));
   assert.equal((gone.body as unknown as { error: { code: string } }).error.code, "model_not_found");
   assert.deepEqual((await callApi<{ deployments: DeploymentItem[] }>("GET", "/v1/deployments/list")).body.deployments, []);
+});
+
+test("a deployment asking for a GPU goes to the executor that has it free; then 503 while it is held, 400 for a GPU no node has", async () => {
+  const admin = client({ url: api.url, key: cluster.adminKey });
+  const callApi = client({ url: api.url, key: cluster.key });
+  type Nodes = { nodes: { id: string; gpus: { model: string; count: number; free: number }[] }[] };
+  const gpusOf = async () => Object.fromEntries((await admin<Nodes>("GET", "/v1/admin/nodes")).body.nodes.map((n) => [n.id, n.gpus]));
+  const seen = await gpusOf();
+  assert.deepEqual(seen["exec-1"], [{ model: "Tesla T4", count: 1, free: 1 }]);
+  assert.deepEqual(seen["exec-2"], []);
+  assert.deepEqual(seen.api, []);
+
+  const body = (name: string, gpu = "nvidia-t4") => ({
+    deployment_name: name,
+    model_name: "tiny",
+    hw_type: "gpu",
+    gpu_model: gpu,
+    gpu_count: 1,
+    min_replicas: 1,
+    max_replicas: 1,
+  });
+  const made = await callApi<{ deployment_id: string }>("POST", "/v1/deployments/create", body("on-gpu"));
+  assert.equal(made.status, 200, JSON.stringify(made.body));
+  const id = made.body.deployment_id;
+  const one = await callApi<DeploymentItem>("GET", `/v1/deployments/${id}`);
+  assert.equal(one.body.node_id, "exec-1", JSON.stringify(one.body));
+
+  // Its heartbeat reports the GPU held; a second deployment asking for it waits (503, Retry-After).
+  await until("executor 1 reports its GPU held", 30_000, async () => ((await gpusOf())["exec-1"]?.[0]?.free === 0 ? true : undefined));
+  const busy = await callApi<{ error: { code: string } }>("POST", "/v1/deployments/create", body("second-gpu"));
+  assert.equal(busy.status, 503, JSON.stringify(busy.body));
+  assert.equal(busy.body.error.code, "at_capacity");
+  assert.ok(Number(busy.headers.get("retry-after")) > 0);
+  const none = await callApi<{ error: { code: string; message: string } }>("POST", "/v1/deployments/create", body("no-such", "h100"));
+  assert.equal(none.status, 400, JSON.stringify(none.body));
+  assert.equal(none.body.error.code, "invalid_request");
+  assert.match(none.body.error.message, /No executor node of the cluster has a GPU 'h100'/);
+  assert.deepEqual(
+    (await callApi<{ deployments: DeploymentItem[] }>("GET", "/v1/deployments/list")).body.deployments.map((d) => d.deployment_name),
+    ["on-gpu"],
+  );
+
+  assert.equal((await callApi("DELETE", `/v1/deployments/delete/${id}`)).status, 200);
+  await until("the GPU free again once the deployment is gone", 60_000, async () =>
+    (await gpusOf())["exec-1"]?.[0]?.free === 1 ? true : undefined,
+  );
 });

@@ -5,7 +5,8 @@
 // root filesystem from executor 1 (over the signed internal channel, checked against its content
 // digest) and runs in it; a damaged copy is refused and nothing of it kept; a template saved from a
 // sandbox on executor 2 (its /home/user kept) starts on executor 1 with those files. The internal
-// route refuses a request without a node's signature.
+// route refuses a request without a node's signature. A build sent to the API node runs on an
+// executor, and its status and log are read through every node.
 import assert from "node:assert/strict";
 import fs from "node:fs";
 import path from "node:path";
@@ -76,10 +77,14 @@ after(async () => {
 });
 
 test("a template built on executor 1 is placed there while only it holds its files", { skip }, async () => {
-  const res = await call(exec1)<{ build_id: string; template_id: string }>("POST", "/v1/agents/templates/build", {
-    name: "bare",
-    docker_image: images.bare,
-  });
+  // Sent as if a node had placed the build there (signed): built on executor 1, not placed again.
+  const BUILD = "/v1/agents/templates/build";
+  const res = await call(exec1)<{ build_id: string; template_id: string }>(
+    "POST",
+    BUILD,
+    { name: "bare", docker_image: images.bare },
+    sign(cluster.secret, "placer", "POST", BUILD),
+  );
   assert.equal(res.status, 202, JSON.stringify(res.body));
   templateId = res.body.template_id;
   for (let i = 0; ; i++) {
@@ -188,4 +193,37 @@ test("a template saved from a sandbox on executor 2 starts on executor 1 with it
   assert.equal(await ownerOf(copy), "exec-1");
   assert.equal(await pythonStdout(call(api), copy, "print(open('/home/user/note.txt').read())"), "saved on executor 2\n");
   for (const id of [source, copy]) assert.equal((await call(api)("DELETE", `${CREATE}/${id}`)).status, 200);
+});
+
+test("a build sent to the API node runs on an executor; its status and log are read through every node", { skip }, async () => {
+  const res = await call(api)<{ build_id: string; template_id: string }>("POST", "/v1/agents/templates/build", {
+    name: "placed",
+    docker_image: images.bare,
+  });
+  assert.equal(res.status, 202, JSON.stringify(res.body));
+  const buildId = res.body.build_id;
+  type Status = { status: string; error: string | null; node_id: string | null };
+  const done = await until("the build ends", 120_000, async () => {
+    const s = await call(api)<Status>("GET", `/v1/agents/templates/builds/${buildId}/status`);
+    assert.equal(s.status, 200, JSON.stringify(s.body));
+    assert.notEqual(s.body.status, "failed", String(s.body.error));
+    return s.body.status === "completed" ? s.body : undefined;
+  }, 300);
+  const runner = done.node_id as string;
+  assert.ok(runner === "exec-1" || runner === "exec-2", `ran on an executor, not on ${runner}`);
+  assert.ok(fs.readdirSync(path.join(templateDirs[runner] as string, "rootfs")).length > 0, "its files on the executor that built it");
+  const nodes = { api, "exec-1": exec1, "exec-2": exec2 };
+  for (const [name, node] of Object.entries(nodes)) {
+    const status = await call(node)<Status>("GET", `/v1/agents/templates/builds/${buildId}/status`);
+    assert.equal(status.body.node_id, runner, name);
+    // The log is kept by the node that ran the build: every other node forwards there.
+    const log = await fetch(`${node.url}/v1/agents/templates/builds/${buildId}/logs`, {
+      headers: { authorization: `Bearer ${cluster.key}` },
+    });
+    const text = await log.text();
+    assert.equal(log.status, 200, `${name}: ${text}`);
+    assert.match(text, /^event: log$/m, name);
+    assert.match(text, /^event: end\ndata: .*"status":"completed"/m, name);
+  }
+  assert.equal((await call(api)("DELETE", `/v1/agents/templates/${res.body.template_id}`)).status, 200);
 });

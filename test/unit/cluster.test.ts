@@ -5,8 +5,9 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { ChannelAuth, sign, verify } from "../../src/cluster/channel-auth.js";
 import { deploymentTargetOf } from "../../src/cluster/deployments.js";
+import { buildTargetOf } from "../../src/cluster/template-builds.js";
 import { formatRoute, isLost, mayServe, parseRoute, routeTarget } from "../../src/cluster/lease.js";
-import { choose, preferHolders } from "../../src/cluster/placement.js";
+import { choose, chooseWithGpus, preferHolders } from "../../src/cluster/placement.js";
 import { mayTarget, targetOf } from "../../src/cluster/targets.js";
 import { rendezvousOwner, servesVectors } from "../../src/cluster/vector-owners.js";
 
@@ -57,6 +58,46 @@ test("placement: a template's creates go to the executors holding its files, any
   assert.equal(preferHolders(nodes, []), nodes);
   // A built-in (no holders to prefer): by load alone.
   assert.equal(preferHolders(nodes, undefined), nodes);
+});
+
+test("placement: a deployment asking for GPUs goes to an executor with that many free, else why not", () => {
+  const node = (id: string, freeMemoryMb: number, gpus: { model: string; count: number; free: number }[]) => ({
+    id,
+    freeMemoryMb,
+    liveSandboxes: 0,
+    gpus,
+  });
+  const t4 = (count: number, free: number) => [{ model: "Tesla T4", count, free }];
+  const wantT4 = (count: number) => ({ model: "nvidia-t4", count, matches: (m: string) => m === "Tesla T4" });
+  // The CPU-only node has the most memory: load alone would choose it.
+  const cpuOnly = node("big-cpu", 64_000, []);
+  const gpuNode = node("gpu-1", 8_000, t4(2, 2));
+  const busyNode = node("gpu-2", 32_000, t4(2, 0));
+  for (const sample of [1, 2, 3])
+    for (const r of [0, 0.5, 0.99])
+      assert.deepEqual(chooseWithGpus([cpuOnly, busyNode, gpuNode], wantT4(2), sample, () => r), { node: gpuNode });
+  // Of two that fit, the better by load.
+  const other = node("gpu-3", 16_000, [...t4(1, 1), { model: "A100", count: 1, free: 1 }, ...t4(1, 1)]);
+  assert.deepEqual(chooseWithGpus([gpuNode, other], wantT4(2), 3), { node: other });
+  // Every node with them has them held: a 503 (waiting helps); none has that model or that many: a 400.
+  assert.deepEqual(chooseWithGpus([cpuOnly, busyNode], wantT4(1), 3), { refused: "gpus_busy" });
+  assert.deepEqual(chooseWithGpus([cpuOnly, gpuNode], wantT4(3), 3), { refused: "too_few_gpus" });
+  assert.deepEqual(
+    chooseWithGpus([cpuOnly, gpuNode], { model: "h100", count: 1, matches: (m) => m === "H100" }, 3),
+    { refused: "no_such_gpu" },
+  );
+  assert.deepEqual(chooseWithGpus([], wantT4(1), 3), { refused: "no_such_gpu" });
+});
+
+test("targets: a template build is placed, its log goes to its node, its status and the rest are neither", () => {
+  assert.equal(buildTargetOf("POST", "/v1/agents/templates/build"), "build");
+  assert.equal(buildTargetOf("POST", "/templates/build"), "build");
+  assert.deepEqual(buildTargetOf("GET", "/v1/agents/templates/builds/bld_1/logs"), { logs: "bld_1" });
+  assert.deepEqual(buildTargetOf("GET", "/templates/builds/bld_1/logs?x=1"), { logs: "bld_1" });
+  assert.equal(buildTargetOf("GET", "/v1/agents/templates/builds/bld_1/status"), undefined);
+  assert.equal(buildTargetOf("GET", "/v1/agents/templates/builds"), undefined);
+  assert.equal(buildTargetOf("GET", "/v1/agents/templates/build"), undefined);
+  assert.equal(buildTargetOf("GET", "/v1/agents/templates/builds/%E0%A4%A/logs"), undefined);
 });
 
 test("lease: an epoch is lost when its lease expired or a later join replaced it", () => {

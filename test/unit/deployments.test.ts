@@ -2,7 +2,7 @@
 // surviving executor takes over a lost node's deployments first.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { gpuMatches, parseNvidiaSmi } from "../../src/deployments/accelerators.js";
+import { Accelerators, freeGpus, gpuKinds, gpuMatches, parseDeclaredGpus, parseNvidiaSmi } from "../../src/deployments/accelerators.js";
 import { loadDeploymentsConfig } from "../../src/deployments/settings.js";
 import type { DeploymentRow } from "../../src/deployments/store.js";
 import { mayTakeOver, reservedByNode, TAKEOVER_STEP_MS, takeoverRank } from "../../src/deployments/takeover.js";
@@ -66,6 +66,48 @@ const row = (id: string, node: string | null, over: Partial<DeploymentRow> = {})
   created_at: "2026-01-01T00:00:00.000Z",
   node_id: node,
   ...over,
+});
+
+test("AGENTBOX_NODE_GPUS: declared GPUs replace detection; `none` declares none; a bad entry is refused", async () => {
+  assert.deepEqual(parseDeclaredGpus("2:NVIDIA A100 80GB, NVIDIA T4"), [
+    { model: "NVIDIA A100 80GB", count: 2 },
+    { model: "NVIDIA T4", count: 1 },
+  ]);
+  assert.deepEqual(parseDeclaredGpus("none"), []);
+  assert.throws(() => parseDeclaredGpus("0:NVIDIA T4"), /COUNT 1-64/);
+  assert.throws(() => parseDeclaredGpus("NVIDIA T4,"), /\[COUNT:\]MODEL/);
+  assert.deepEqual(loadDeploymentsConfig({ AGENTBOX_NODE_GPUS: "2:Tesla T4" }).gpus, [{ model: "Tesla T4", count: 2 }]);
+  assert.equal(loadDeploymentsConfig({}).gpus, undefined);
+  const list = await new Accelerators([{ model: "Tesla T4", count: 2 }]).list();
+  assert.deepEqual(
+    list.map((a) => [a.accelerator_id, a.hw_type, a.hw_model]),
+    [
+      ["cpu", "cpu", list[0]?.hw_model],
+      ["gpu-0", "gpu", "Tesla T4"],
+      ["gpu-1", "gpu", "Tesla T4"],
+    ],
+  );
+  assert.equal(await new Accelerators([{ model: "Tesla T4", count: 2 }]).hasGpu("nvidia-t4", 2), true);
+  assert.equal(await new Accelerators([]).hasGpu("nvidia-t4", 1), false);
+});
+
+test("GPUs held by deployments: each takes those it names; what is left is free, by model", () => {
+  const gpus = parseNvidiaSmi("0, Tesla T4, 16384\n1, Tesla T4, 16384\n2, NVIDIA A100-SXM4-80GB, 81920", "t");
+  assert.equal(freeGpus(gpus, []).length, 3);
+  const held = [
+    { gpuModel: "nvidia-t4", count: 1 },
+    { gpuModel: "a100", count: 1 },
+  ];
+  assert.deepEqual(
+    freeGpus(gpus, held).map((a) => a.accelerator_id),
+    ["gpu-1"],
+  );
+  assert.deepEqual(gpuKinds(gpus, held), [
+    { model: "Tesla T4", count: 2, free: 1 },
+    { model: "NVIDIA A100-SXM4-80GB", count: 1, free: 0 },
+  ]);
+  // More held than there are: none free, never negative.
+  assert.deepEqual(gpuKinds(gpus, [{ gpuModel: "t4", count: 5 }])[0], { model: "Tesla T4", count: 2, free: 0 });
 });
 
 test("takeover: the least loaded survivor by reserved replicas goes first, the others after a step each", () => {

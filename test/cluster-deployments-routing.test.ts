@@ -128,7 +128,11 @@ test("a deployment created through the API node runs on an executor and answers 
     );
     assert.equal(models.status, 200, JSON.stringify(models.body));
     const listed = models.body.data.filter((m) => m.id === "everywhere");
-    assert.deepEqual(listed.map((m) => [m.owned_by, m.capabilities]), [["deployment", ["chat", "completions"]]], url);
+    assert.deepEqual(
+      listed.map((m) => [m.owned_by, m.capabilities]),
+      [["deployment", ["chat", "completions"]]],
+      url,
+    );
   }
 
   // Embeddings naming it are answered by its node, as there: it is known, and it is no embedding model.

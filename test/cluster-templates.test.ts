@@ -203,12 +203,17 @@ test("a build sent to the API node runs on an executor; its status and log are r
   assert.equal(res.status, 202, JSON.stringify(res.body));
   const buildId = res.body.build_id;
   type Status = { status: string; error: string | null; node_id: string | null };
-  const done = await until("the build ends", 120_000, async () => {
-    const s = await call(api)<Status>("GET", `/v1/agents/templates/builds/${buildId}/status`);
-    assert.equal(s.status, 200, JSON.stringify(s.body));
-    assert.notEqual(s.body.status, "failed", String(s.body.error));
-    return s.body.status === "completed" ? s.body : undefined;
-  }, 300);
+  const done = await until(
+    "the build ends",
+    120_000,
+    async () => {
+      const s = await call(api)<Status>("GET", `/v1/agents/templates/builds/${buildId}/status`);
+      assert.equal(s.status, 200, JSON.stringify(s.body));
+      assert.notEqual(s.body.status, "failed", String(s.body.error));
+      return s.body.status === "completed" ? s.body : undefined;
+    },
+    300,
+  );
   const runner = done.node_id as string;
   assert.ok(runner === "exec-1" || runner === "exec-2", `ran on an executor, not on ${runner}`);
   assert.ok(fs.readdirSync(path.join(templateDirs[runner] as string, "rootfs")).length > 0, "its files on the executor that built it");

@@ -92,9 +92,7 @@ function gpusOf(raw: string | undefined): NodeGpus[] {
   try {
     const parsed: unknown = JSON.parse(raw);
     if (!Array.isArray(parsed)) return [];
-    return parsed.filter(
-      (g): g is NodeGpus => typeof g?.model === "string" && Number.isInteger(g?.count) && Number.isInteger(g?.free),
-    );
+    return parsed.filter((g): g is NodeGpus => typeof g?.model === "string" && Number.isInteger(g?.count) && Number.isInteger(g?.free));
   } catch {
     return [];
   }

@@ -74,8 +74,7 @@ export function chooseWithGpus<C extends GpuCandidate>(
   sample: number,
   random: () => number = Math.random,
 ): { node: C } | { refused: "no_such_gpu" | "too_few_gpus" | "gpus_busy" } {
-  const matching = (c: C, field: "count" | "free") =>
-    c.gpus.reduce((n, g) => n + (want.matches(g.model) ? g[field] : 0), 0);
+  const matching = (c: C, field: "count" | "free") => c.gpus.reduce((n, g) => n + (want.matches(g.model) ? g[field] : 0), 0);
   if (!candidates.some((c) => matching(c, "count") > 0)) return { refused: "no_such_gpu" };
   if (!candidates.some((c) => matching(c, "count") >= want.count)) return { refused: "too_few_gpus" };
   const fits = candidates.filter((c) => matching(c, "free") >= want.count);

@@ -20,7 +20,16 @@ import type { ModelScope, ModelSource } from "../inference/providers.js";
 import type { ModelInfo, Provider } from "../inference/types.js";
 import { resolveModelPath } from "../models/registry.js";
 import type { DeploymentRow, DeploymentStore } from "./store.js";
-import { type Accelerator, type Accelerators, type GpuHolding, type GpuKind, freeGpus, gpuKinds, gpuMatches, gpuModelMatches } from "./accelerators.js";
+import {
+  type Accelerator,
+  type Accelerators,
+  type GpuHolding,
+  type GpuKind,
+  freeGpus,
+  gpuKinds,
+  gpuMatches,
+  gpuModelMatches,
+} from "./accelerators.js";
 import type { DeploymentsConfig } from "./settings.js";
 import { Deployment } from "./deployment.js";
 import { mayTakeOver } from "./takeover.js";
@@ -384,7 +393,9 @@ export class DeploymentService implements ModelSource {
   /** The GPUs this node's deployments (and creates being inserted) hold: a failed one holds none. */
   private gpuHoldings(): GpuHolding[] {
     const live = [...[...this.byId.values()].map((d) => d.row), ...this.inserting.values()];
-    return live.flatMap((row) => (row.gpu_model !== null && row.status !== "failed" ? [{ gpuModel: row.gpu_model, count: row.gpu_count }] : []));
+    return live.flatMap((row) =>
+      row.gpu_model !== null && row.status !== "failed" ? [{ gpuModel: row.gpu_model, count: row.gpu_count }] : [],
+    );
   }
 
   /** This node's GPUs by model and how many of each no deployment holds (its heartbeat reports them for placement). */

@@ -58,7 +58,11 @@ export async function embeddingRoutes(
       // The body as parsed (this scope keeps no raw bytes): the same JSON, for the node that answers.
       if (model !== undefined && elsewhere && (await elsewhere(request, reply, model, Buffer.from(JSON.stringify(request.body)))))
         return reply;
-      return opts.embeddings.create({ tenantId: request.apiKey.tenantId, keyId: request.apiKey.id }, request.body, clientAbort(reply).signal);
+      return opts.embeddings.create(
+        { tenantId: request.apiKey.tenantId, keyId: request.apiKey.id },
+        request.body,
+        clientAbort(reply).signal,
+      );
     },
   );
 }

@@ -34,7 +34,12 @@ export async function inferenceRoutes(app: FastifyInstance, opts: { deps: Infere
   // JSON bodies in this scope keep their bytes as well (same rules as the app's own parser).
   installJsonParser(app, deps.maxJsonDepth ?? 64, keepRawBody);
 
-  const serving = { providers: deps.providers, embeddings: deps.embeddings, elsewhere: deps.elsewhere, elsewhereModels: deps.elsewhereModels };
+  const serving = {
+    providers: deps.providers,
+    embeddings: deps.embeddings,
+    elsewhere: deps.elsewhere,
+    elsewhereModels: deps.elsewhereModels,
+  };
   await app.register(modelRoutes, { deps: serving });
   await app.register(usageRoutes, { usageLog });
   await app.register(chatCompletionRoutes, { serving, sandboxes: deps.sandboxes, usageLog });

@@ -103,7 +103,8 @@ export const BuildStatus = Type.Object({
   started_at: Type.Union([Type.String(), Type.Null()]),
   completed_at: Type.Union([Type.String(), Type.Null()]),
   node_id: Type.Union([Type.String(), Type.Null()], {
-    description: "The node that runs the build (AGENTBOX_NODE_ID; in a cluster, the executor it was placed on); null for a build recorded before nodes were",
+    description:
+      "The node that runs the build (AGENTBOX_NODE_ID; in a cluster, the executor it was placed on); null for a build recorded before nodes were",
   }),
 });
 

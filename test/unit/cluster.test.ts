@@ -75,17 +75,19 @@ test("placement: a deployment asking for GPUs goes to an executor with that many
   const busyNode = node("gpu-2", 32_000, t4(2, 0));
   for (const sample of [1, 2, 3])
     for (const r of [0, 0.5, 0.99])
-      assert.deepEqual(chooseWithGpus([cpuOnly, busyNode, gpuNode], wantT4(2), sample, () => r), { node: gpuNode });
+      assert.deepEqual(
+        chooseWithGpus([cpuOnly, busyNode, gpuNode], wantT4(2), sample, () => r),
+        { node: gpuNode },
+      );
   // Of two that fit, the better by load.
   const other = node("gpu-3", 16_000, [...t4(1, 1), { model: "A100", count: 1, free: 1 }, ...t4(1, 1)]);
   assert.deepEqual(chooseWithGpus([gpuNode, other], wantT4(2), 3), { node: other });
   // Every node with them has them held: a 503 (waiting helps); none has that model or that many: a 400.
   assert.deepEqual(chooseWithGpus([cpuOnly, busyNode], wantT4(1), 3), { refused: "gpus_busy" });
   assert.deepEqual(chooseWithGpus([cpuOnly, gpuNode], wantT4(3), 3), { refused: "too_few_gpus" });
-  assert.deepEqual(
-    chooseWithGpus([cpuOnly, gpuNode], { model: "h100", count: 1, matches: (m) => m === "H100" }, 3),
-    { refused: "no_such_gpu" },
-  );
+  assert.deepEqual(chooseWithGpus([cpuOnly, gpuNode], { model: "h100", count: 1, matches: (m) => m === "H100" }, 3), {
+    refused: "no_such_gpu",
+  });
   assert.deepEqual(chooseWithGpus([], wantT4(1), 3), { refused: "no_such_gpu" });
 });
 

@@ -3588,6 +3588,8 @@ export interface paths {
                                 error: string | null;
                                 started_at: string | null;
                                 completed_at: string | null;
+                                /** @description The node that runs the build (AGENTBOX_NODE_ID; in a cluster, the executor it was placed on); null for a build recorded before nodes were */
+                                node_id: string | null;
                                 template_name: string;
                                 /** @description When the build was asked for */
                                 created_at: string;
@@ -3648,6 +3650,8 @@ export interface paths {
                             error: string | null;
                             started_at: string | null;
                             completed_at: string | null;
+                            /** @description The node that runs the build (AGENTBOX_NODE_ID; in a cluster, the executor it was placed on); null for a build recorded before nodes were */
+                            node_id: string | null;
                         };
                     };
                 };
@@ -5625,6 +5629,15 @@ export interface paths {
                                 total_memory_mb: number;
                                 /** @description One-minute load average per core */
                                 cpu_load: number;
+                                /** @description The node's GPUs by model (empty: none); a deployment asking for N GPUs is placed on a node with N free */
+                                gpus: {
+                                    /** @description The GPUs' model, as the node names it (nvidia-smi, or AGENTBOX_NODE_GPUS) */
+                                    model: string;
+                                    /** @description How many of this model the node has */
+                                    count: number;
+                                    /** @description How many of them no deployment holds */
+                                    free: number;
+                                }[];
                                 /** @description Its last heartbeat */
                                 heartbeat_at: string | null;
                                 started_at: string | null;
@@ -5697,6 +5710,15 @@ export interface paths {
                             total_memory_mb: number;
                             /** @description One-minute load average per core */
                             cpu_load: number;
+                            /** @description The node's GPUs by model (empty: none); a deployment asking for N GPUs is placed on a node with N free */
+                            gpus: {
+                                /** @description The GPUs' model, as the node names it (nvidia-smi, or AGENTBOX_NODE_GPUS) */
+                                model: string;
+                                /** @description How many of this model the node has */
+                                count: number;
+                                /** @description How many of them no deployment holds */
+                                free: number;
+                            }[];
                             /** @description Its last heartbeat */
                             heartbeat_at: string | null;
                             started_at: string | null;
@@ -6409,7 +6431,7 @@ export interface paths {
         };
         /**
          * List models
-         * @description The models the gateway routes (OpenAI list shape). Providers that route by prefix list only their named models.
+         * @description The models the gateway routes (OpenAI list shape). Providers that route by prefix list only their named models. In a cluster, the tenant's deployments on every node (a request naming one is answered by its node).
          */
         get: {
             parameters: {

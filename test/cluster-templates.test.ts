@@ -230,5 +230,5 @@ test("a build sent to the API node runs on an executor; its status and log are r
     assert.match(text, /^event: log$/m, name);
     assert.match(text, /^event: end\ndata: .*"status":"completed"/m, name);
   }
-  assert.equal((await call(api)("DELETE", `/v1/agents/templates/${res.body.template_id}`)).status, 200);
+  assert.equal((await call(api)("DELETE", `/v1/agents/templates/${res.body.template_id}`)).status, 204);
 });

@@ -7,7 +7,9 @@
 // In a cluster each deployment runs on one node (its row's node_id): a node starts its own at
 // start, takes over those of a lost node (adoptFrom), and lets go of those another node took
 // while it was cut off (keepOwned); it tells the cluster where the others run (nodeOf,
-// nodeOfName: their requests are forwarded there), and lists and counts them from the rows.
+// nodeOfName: their requests are forwarded there), and lists and counts them from the rows. A
+// deployment with a gpu_model holds that many of its node's GPUs while it runs: a create that finds
+// too few free is 503, and gpus() is what the node's heartbeat reports for placement.
 import { spawnSync } from "node:child_process";
 import crypto from "node:crypto";
 import fs from "node:fs";
@@ -232,9 +234,7 @@ export class DeploymentService implements ModelSource {
     for (const row of left) {
       if (this.reservedReplicas() + row.min_replicas > config.maxHostReplicas) continue;
       // A GPU deployment goes only to a node with as many of its GPUs free.
-      const gpuModel = row.gpu_model;
-      if (gpuModel !== null && freeGpus(this.hardware, this.gpuHoldings()).filter((a) => gpuMatches(gpuModel, a)).length < row.gpu_count)
-        continue;
+      if (row.gpu_model !== null && this.freeGpusOf(row.gpu_model) < row.gpu_count) continue;
       const copied = FILE_ID.test(row.model_name) && !fs.existsSync(this.fileCopy(row.id));
       try {
         if (copied) await this.copyStoredFile(row.tenant_id, row.model_name, row.id);
@@ -398,6 +398,11 @@ export class DeploymentService implements ModelSource {
     );
   }
 
+  /** How many of this node's GPUs that `gpuModel` names no deployment holds. */
+  private freeGpusOf(gpuModel: string): number {
+    return freeGpus(this.hardware, this.gpuHoldings()).filter((a) => gpuMatches(gpuModel, a)).length;
+  }
+
   /** This node's GPUs by model and how many of each no deployment holds (its heartbeat reports them for placement). */
   gpus(): GpuKind[] {
     return gpuKinds(this.hardware, this.gpuHoldings());
@@ -419,7 +424,7 @@ export class DeploymentService implements ModelSource {
   private admit(tenantId: string, name: string, min: number, elsewhere: number, gpu?: GpuHolding): void {
     const { config } = this.deps;
     if (gpu) {
-      const free = freeGpus(this.hardware, this.gpuHoldings()).filter((a) => gpuMatches(gpu.gpuModel, a)).length;
+      const free = this.freeGpusOf(gpu.gpuModel);
       if (free < gpu.count)
         throw new ApiError(
           "at_capacity",
@@ -664,8 +669,8 @@ export class DeploymentService implements ModelSource {
     for (const row of await this.deps.store.ofTenant(tenantId)) {
       if (row.status === "deleting" || this.byName.has(`${tenantId}\n${row.name}`)) continue;
       const created = Math.floor(Date.parse(row.created_at) / 1000);
-      // The capabilities the gateway gives a deployment it runs (a model source's).
       const at = Number.isFinite(created) ? created : 0;
+      // The capabilities the gateway gives a deployment it runs (those of a model source).
       out.push({ id: row.name, object: "model", created: at, owned_by: "deployment", capabilities: ["chat", "completions"] });
     }
     return out;

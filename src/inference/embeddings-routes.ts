@@ -8,6 +8,7 @@ import type { FastifyInstance } from "fastify";
 import { errors } from "../api/schemas/common.js";
 import type { EmbeddingService } from "./embeddings.js";
 import { clientAbort } from "../api/sse.js";
+import { DEFAULT_EMBEDDING_MODEL } from "./embeddings-local.js";
 import type { ModelElsewhere } from "./routes/serving.js";
 
 const Input = Type.Union([Type.String(), Type.Array(Type.String(), { minItems: 1, maxItems: 2048 })]);
@@ -55,9 +56,10 @@ export async function embeddingRoutes(
     },
     async (request, reply) => {
       const { model } = request.body;
-      // The body as parsed (this scope keeps no raw bytes): the same JSON, for the node that answers.
-      if (model !== undefined && elsewhere && (await elsewhere(request, reply, model, Buffer.from(JSON.stringify(request.body)))))
-        return reply;
+      // The embedded model is every node's own (and comes first, as in EmbeddingService). The body
+      // as parsed (this scope keeps no raw bytes): the same JSON, for the node that answers.
+      const forward = elsewhere && model !== undefined && model !== DEFAULT_EMBEDDING_MODEL;
+      if (forward && (await elsewhere(request, reply, model, Buffer.from(JSON.stringify(request.body))))) return reply;
       return opts.embeddings.create(
         { tenantId: request.apiKey.tenantId, keyId: request.apiKey.id },
         request.body,

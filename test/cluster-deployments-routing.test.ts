@@ -2,7 +2,8 @@
 // startClusterServer() runs them): a create through the API node is placed on an executor, and its
 // status, chat completions (whole and streamed), embeddings, the list, the gateway's model list and
 // its delete are answered through the API node and through the executor that does not run it,
-// forwarded to the one that does. Executor 1 declares a GPU (AGENTBOX_NODE_GPUS), executor 2 none:
+// forwarded to the one that does; the executors' own model is listed and answered through the API
+// node too. Executor 1 declares a GPU (AGENTBOX_NODE_GPUS), executor 2 none:
 // a deployment asking for it is placed on executor 1, a second one is refused while it is held.
 import assert from "node:assert/strict";
 import fs from "node:fs";
@@ -134,6 +135,14 @@ test("a deployment created through the API node runs on an executor and answers 
       url,
     );
   }
+
+  // The executors' own model (AGENTBOX_MODEL; the API node has none) is listed through the API node
+  // once, and a completion naming it is answered by an executor.
+  const listed = await callApi<{ data: { id: string }[] }>("GET", "/v1/inference/models");
+  assert.deepEqual(listed.body.data.filter((m) => m.id === "tiny").length, 1, JSON.stringify(listed.body.data.map((m) => m.id)));
+  const local = await chat(api.url, "tiny");
+  assert.equal(local.status, 200, JSON.stringify(local.body));
+  assert.equal(typeof local.body.choices[0]?.message.content, "string");
 
   // Embeddings naming it are answered by its node, as there: it is known, and it is no embedding model.
   for (const url of [api.url, otherUrl]) {

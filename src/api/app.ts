@@ -3,7 +3,7 @@
 import swagger from "@fastify/swagger";
 import swaggerUi from "@fastify/swagger-ui";
 import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
-import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply } from "fastify";
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Logger } from "pino";
 import { templateRoutes } from "../templates/routes.js";
@@ -259,9 +259,16 @@ export async function buildApp(services: Services, logger: Logger): Promise<Fast
     // The gateway's code tool runs code through the same service (and gates) as POST /code/run.
     // In a cluster, a completion naming a deployment another node runs is forwarded there.
     const elsewhere = cluster?.forwardModel;
-    // And GET /models lists the tenant's deployments on the other nodes with this node's models.
+    // And GET /models lists the other nodes' models (and the tenant's deployments on them) with this node's.
     const deployments = services.deployments?.deployments;
-    const elsewhereModels = cluster && deployments ? (tenantId: string) => deployments.modelsElsewhere(tenantId) : undefined;
+    // Another node asking gets this node's own only (it merges them), so nothing is listed twice over.
+    const elsewhereModels =
+      cluster &&
+      (async (request: FastifyRequest) => {
+        if (cluster.peerReads.fromPeer(request.headers, request.method, request.url)) return [];
+        const [rows, peers] = await Promise.all([deployments?.modelsElsewhere(request.apiKey.tenantId) ?? [], cluster.peerModels(request)]);
+        return [...rows, ...peers];
+      });
     const deps = { ...services.inference, sandboxes: services.sandbox, maxJsonDepth: config.maxJsonDepth, elsewhere, elsewhereModels };
     await app.register(inferenceRoutes, { prefix: "/v1/inference", deps });
     const embeddings = services.inference.embeddings;

@@ -33,9 +33,15 @@ export class PeerReads {
 
   /** GET `url` (a path) with the client's `authorization` on every other node up or draining. */
   async ask<T>(url: string, authorization: string): Promise<PeerAnswers<T>> {
+    const { answers, missing } = await this.askEach<T>(url, authorization);
+    return { answers: answers.map((a) => a.answer), missing };
+  }
+
+  /** As ask(), with each answer's node (in the order of the node ids). */
+  async askEach<T>(url: string, authorization: string): Promise<PeerAnswers<{ node: string; answer: T }>> {
     const self = this.membership.self.id;
     const nodes = this.membership.nodes().filter((n) => n.id !== self && (n.state === "up" || n.state === "draining"));
-    const answers: T[] = [];
+    const answers: { node: string; answer: T }[] = [];
     const missing: string[] = [];
     await Promise.all(
       nodes.map(async (node) => {
@@ -45,12 +51,13 @@ export class PeerReads {
             signal: AbortSignal.timeout(this.timeoutMs),
           });
           if (res.status !== 200) throw new Error(`status ${res.status}`);
-          answers.push((await res.json()) as T);
+          answers.push({ node: node.id, answer: (await res.json()) as T });
         } catch {
           missing.push(node.id);
         }
       }),
     );
+    answers.sort((a, b) => (a.node < b.node ? -1 : a.node > b.node ? 1 : 0));
     missing.sort();
     return { answers, missing };
   }

@@ -42,7 +42,7 @@ export const clusterSettingsSchema = defineSettings({
   statsTimeoutMs: setting.integer("AGENTBOX_CLUSTER_STATS_TIMEOUT_MS", {
     default: 1000,
     minimum: 50,
-    doc: "How long a node waits for each other node's numbers when it answers `GET /v1/agents/stats` or `/v1/admin/stats` (summed over the nodes); a node slower than this is left out and named in `missing_nodes`.",
+    doc: "How long a node waits for each other node's numbers when it answers `GET /v1/agents/stats` or `/v1/admin/stats` (summed over the nodes; a node slower than this is left out and named in `missing_nodes`), and for each other node's models when it answers `GET /v1/inference/models` or looks for the node that serves a model it does not (a node slower than this is left out).",
   }),
 });
 

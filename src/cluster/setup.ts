@@ -24,6 +24,7 @@ import { defaultNodeUrl } from "./single-node.js";
 import { NodeLoss } from "./node-loss.js";
 import { score } from "./placement.js";
 import { PeerReads } from "./peer-reads.js";
+import { type PeerModel, PeerModels } from "./peer-models.js";
 import { RoutingMap } from "./routing.js";
 import { type RunCountGates, RunCounts } from "./run-counts.js";
 import type { ClusterSettings } from "./settings.js";
@@ -97,10 +98,13 @@ export interface ClusterArea {
    */
   join(): Promise<void>;
   /**
-   * Forwards a completion whose `model` is a deployment another node runs to that node (`body`: its
-   * bytes as they arrived); false when it is answered here.
+   * Forwards a completion or embeddings request whose `model` is a deployment another node runs,
+   * or (`servedHere` false) a model only another node serves, to that node (`body`: its bytes as
+   * they arrived); false when it is answered here.
    */
-  forwardModel(request: FastifyRequest, reply: FastifyReply, model: string, body: Buffer): Promise<boolean>;
+  forwardModel(request: FastifyRequest, reply: FastifyReply, model: string, body: Buffer, servedHere: boolean): Promise<boolean>;
+  /** The models the other nodes serve themselves (GET /v1/inference/models); none when another node asks. */
+  peerModels(request: FastifyRequest): Promise<PeerModel[]>;
   /** A completion another node forwarded here after counting it against the key's rate limit: not counted again. */
   counted(request: FastifyRequest): boolean;
   /** The other nodes' own answers to a read (a tenant's activity numbers), gathered over the internal channel. */
@@ -334,6 +338,8 @@ export async function openCluster(settings: ClusterSettings, deps: ClusterDeps):
   const deploymentRouting =
     deps.deployments &&
     new DeploymentRouting({ membership, forwarder, channel, placementSample: settings.placementSample, directory: deps.deployments });
+  const peerReads = new PeerReads(membership, channel, settings.statsTimeoutMs);
+  const peerModels = new PeerModels({ peers: peerReads, membership, forwarder, channel });
   const hookDeps: HookDeps = {
     membership,
     routing,
@@ -369,10 +375,13 @@ export async function openCluster(settings: ClusterSettings, deps: ClusterDeps):
     ),
     peers: templatePeers(membership, channel),
     upgrade: clusterUpgrade(hookDeps),
-    forwardModel: async (request, reply, model, body) =>
-      deploymentRouting ? deploymentRouting.forwardModel(request, reply, model, body) : false,
+    forwardModel: async (request, reply, model, body, servedHere) => {
+      if (deploymentRouting && (await deploymentRouting.forwardModel(request, reply, model, body))) return true;
+      return !servedHere && peerModels.forward(request, reply, model, body);
+    },
+    peerModels: (request) => peerModels.list(request),
     counted: (request) => deploymentRouting?.counted(request) ?? false,
-    peerReads: new PeerReads(membership, channel, settings.statsTimeoutMs),
+    peerReads,
     async join() {
       await membership.join(load(), { starting: true });
       for (const { id } of sandboxes.liveSandboxes()) routing.claim(id);

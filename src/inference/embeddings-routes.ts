@@ -1,7 +1,7 @@
 // POST /v1/inference/embeddings: OpenAI-compatible embeddings (the embedded default model when no
 // `model` is given, else an upstream that serves the model). A client that goes away cancels the
-// work still queued for it. In a cluster, a request naming a deployment another node runs is
-// answered by that node.
+// work still queued for it. In a cluster, a request naming a deployment another node runs, or a
+// model only another node serves, is answered by that node.
 import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import { Type } from "@sinclair/typebox";
 import type { FastifyInstance } from "fastify";
@@ -58,8 +58,10 @@ export async function embeddingRoutes(
       const { model } = request.body;
       // The embedded model is every node's own (and comes first, as in EmbeddingService). The body
       // as parsed (this scope keeps no raw bytes): the same JSON, for the node that answers.
-      const forward = elsewhere && model !== undefined && model !== DEFAULT_EMBEDDING_MODEL;
-      if (forward && (await elsewhere(request, reply, model, Buffer.from(JSON.stringify(request.body))))) return reply;
+      if (elsewhere && model !== undefined && model !== DEFAULT_EMBEDDING_MODEL) {
+        const here = opts.embeddings.knows(model, request.apiKey.tenantId);
+        if (await elsewhere(request, reply, model, Buffer.from(JSON.stringify(request.body)), here)) return reply;
+      }
       return opts.embeddings.create(
         { tenantId: request.apiKey.tenantId, keyId: request.apiKey.id },
         request.body,

@@ -136,6 +136,11 @@ export class EmbeddingService {
     return { vectors, tokens: json.usage?.prompt_tokens ?? countTokens(texts) };
   }
 
+  /** Whether this node knows `model` (it answers for it; in a cluster, another node is asked for any other). */
+  knows(model: string, tenantId: string): boolean {
+    return model === DEFAULT_EMBEDDING_MODEL || this.providers.find(model, { tenantId }) !== undefined;
+  }
+
   /** For the vectors text routes. */
   async embed(
     who: Caller,

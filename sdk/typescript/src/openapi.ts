@@ -6431,7 +6431,7 @@ export interface paths {
         };
         /**
          * List models
-         * @description The models the gateway routes (OpenAI list shape). Providers that route by prefix list only their named models. In a cluster, the tenant's deployments on every node (a request naming one is answered by its node).
+         * @description The models the gateway routes (OpenAI list shape). Providers that route by prefix list only their named models. In a cluster, every node's models and the tenant's deployments on every node, each once (a request naming one is answered by a node that serves it).
          */
         get: {
             parameters: {

@@ -1,5 +1,5 @@
 // GET /v1/inference/models: the chat models of the providers and the embedding models, in OpenAI's
-// list shape; in a cluster with the tenant's deployments on the other nodes too (each model once).
+// list shape; in a cluster with the other nodes' models too (each model once).
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { errors } from "../../api/schemas/common.js";
 import { ModelList } from "../schemas.js";
@@ -17,7 +17,7 @@ export const modelRoutes: FastifyPluginAsyncTypebox<{ deps: ServingDeps }> = asy
         tags: ["inference"],
         summary: "List models",
         description:
-          "The models the gateway routes (OpenAI list shape). Providers that route by prefix list only their named models. In a cluster, the tenant's deployments on every node (a request naming one is answered by its node).",
+          "The models the gateway routes (OpenAI list shape). Providers that route by prefix list only their named models. In a cluster, every node's models and the tenant's deployments on every node, each once (a request naming one is answered by a node that serves it).",
         response: { 200: ModelList, ...errors(401) },
       },
     },
@@ -30,7 +30,7 @@ export const modelRoutes: FastifyPluginAsyncTypebox<{ deps: ServingDeps }> = asy
       if (deps.elsewhereModels) {
         const seen = new Set(data.map((m) => m.id));
         // The shared rows out of reach (the database away): this node's own models, as it can serve them.
-        const others = await deps.elsewhereModels(tenantId).catch(() => []);
+        const others = await deps.elsewhereModels(request).catch(() => []);
         for (const m of others)
           if (!seen.has(m.id)) {
             seen.add(m.id);

@@ -5,10 +5,17 @@ import type { ProviderRegistry } from "../providers.js";
 import type { ModelInfo, Provider } from "../types.js";
 
 /**
- * Forwards a completion whose model is a deployment another node of a cluster runs to that node,
- * with the request's bytes; false when it is answered here.
+ * Forwards a request whose model is a deployment another node of a cluster runs, or (`servedHere`
+ * false) a model only another node serves, to that node, with the request's bytes; false when it
+ * is answered here.
  */
-export type ModelElsewhere = (request: FastifyRequest, reply: FastifyReply, model: string, body: Buffer) => Promise<boolean>;
+export type ModelElsewhere = (
+  request: FastifyRequest,
+  reply: FastifyReply,
+  model: string,
+  body: Buffer,
+  servedHere: boolean,
+) => Promise<boolean>;
 
 /** What choosing a provider needs: the chat providers, and the embedding models (to say why one is the wrong kind). */
 export interface ServingDeps {
@@ -17,8 +24,8 @@ export interface ServingDeps {
   embeddings?: { models(): ModelInfo[] };
   /** In a cluster: the nodes that serve what this one does not. */
   elsewhere?: ModelElsewhere;
-  /** In a cluster: the tenant's models other nodes serve (their deployments), listed with this node's. */
-  elsewhereModels?: (tenantId: string) => Promise<ModelInfo[]>;
+  /** In a cluster: the models other nodes serve (their deployments, their own models), listed with this node's. */
+  elsewhereModels?: (request: FastifyRequest) => Promise<ModelInfo[]>;
 }
 
 /** What a 404 says when the gateway has no chat model at all (a fresh install): the three ways to get one. */
@@ -62,10 +69,13 @@ export function servingProvider(deps: ServingDeps, model: string, tenantId: stri
 
 /**
  * In a cluster, a completion for a deployment another node runs is forwarded there as it arrived:
- * true, and the reply is that node's. Asked first, as deployments come before the providers file.
+ * true, and the reply is that node's. Asked first, as deployments come before the providers file;
+ * a model this node does not serve at all goes to another node that does, if any.
  */
 export async function servedElsewhere(deps: ServingDeps, request: FastifyRequest, reply: FastifyReply, model: string): Promise<boolean> {
   const { elsewhere } = deps;
   if (!elsewhere) return false;
-  return elsewhere(request, reply, model, rawBody(request) ?? Buffer.from(JSON.stringify(request.body)));
+  const tenantId = request.apiKey.tenantId;
+  const here = deps.providers.find(model, { tenantId }) !== undefined || embeddingModels(deps).some((m) => m.id === model);
+  return elsewhere(request, reply, model, rawBody(request) ?? Buffer.from(JSON.stringify(request.body)), here);
 }

@@ -48,26 +48,29 @@ async function nodeOf(via: TestServer, id: string): Promise<NodeBody | undefined
 }
 
 test("a drained node's sandboxes move to another executor and answer there under their own ids", async () => {
-  // Executor 1 alone first, so that every sandbox is its own.
+  // Executor 1 alone first, so that every sandbox is its own (created through it: it places them on itself).
   const e1 = await cluster.node("node-1", "executor", s3.env);
-  const api = await cluster.node("node-api", "api", s3.env);
-  await untilExecutorsUp(api, cluster.adminKey, 1);
-  const call = client({ url: api.url, key: cluster.key });
-
+  const direct1 = client({ url: e1.url, key: cluster.key });
   const running: string[] = [];
   for (const n of [1, 2]) {
-    const id = await createSandbox(call);
-    await pythonStdout(call, id, `open('/home/user/kept.txt', 'w').write('written before the drain ${n}')\nx = ${n}`);
-    assert.equal(await pythonStdout(call, id, "print(x)"), `${n}\n`);
+    const id = await createSandbox(direct1);
+    await pythonStdout(direct1, id, `open('/home/user/kept.txt', 'w').write('written before the drain ${n}')\nx = ${n}`);
+    assert.equal(await pythonStdout(direct1, id, "print(x)"), `${n}\n`);
     running.push(id);
   }
-  const paused = await createSandbox(call);
-  await pythonStdout(call, paused, "open('/home/user/kept.txt', 'w').write('paused before the drain')");
-  assert.equal((await call("POST", `/v1/agents/sandboxes/${paused}/pause`)).status, 200);
+  const paused = await createSandbox(direct1);
+  await pythonStdout(direct1, paused, "open('/home/user/kept.txt', 'w').write('paused before the drain')");
+  assert.equal((await direct1("POST", `/v1/agents/sandboxes/${paused}/pause`)).status, 200);
   for (const id of [...running, paused]) assert.equal(await ownerOf(id), "node-1");
   const epoch1 = (await redis.hget("abx:node:node-1", "epoch")) ?? "";
 
-  const e2 = await cluster.node("node-2", "executor", s3.env);
+  // Then the API node and executor 2, together (the shared records exist already); executor 2 with
+  // no warm pool, which a moved sandbox does not use (it starts from its snapshot).
+  const [api, e2] = await Promise.all([
+    cluster.node("node-api", "api", s3.env),
+    cluster.node("node-2", "executor", { ...s3.env, AGENTBOX_WARM_POOL: "0" }),
+  ]);
+  const call = client({ url: api.url, key: cluster.key });
   await untilExecutorsUp(api, cluster.adminKey, 2);
   // Node 1 sees node 2 up too (asking for the list renews its view).
   await until("node 1 sees node 2", 30_000, async () => ((await nodeOf(e1, "node-2"))?.state === "up" ? true : undefined));

@@ -55,7 +55,7 @@ export class DrainMoves {
   private readonly movedTo = new Map<string, string>();
   /** Sandboxes whose move failed: they stay, and the drain waits for them. */
   private readonly failed = new Set<string>();
-  private passing = false;
+  private passing: Promise<void> | undefined;
   private readonly limiter: Limiter;
 
   constructor(private readonly deps: DrainDeps) {
@@ -77,15 +77,18 @@ export class DrainMoves {
     return this.moving.size > 0 || this.deps.sandboxes.movable().some((s) => s.status === "hibernated" && !this.failed.has(s.id));
   }
 
-  /** Starts a pass over what may move and has not, unless one is under way (called at each heartbeat while draining). */
-  kick(): void {
-    if (this.passing) return;
-    this.passing = true;
-    void this.pass()
+  /**
+   * Starts a pass over what may move and has not, unless one is under way (called at each
+   * heartbeat while draining); resolves when that pass is over.
+   */
+  kick(): Promise<void> {
+    if (this.passing) return this.passing;
+    this.passing = this.pass()
       .catch((err) => this.deps.log("warn", { err }, "drain: a pass failed"))
       .finally(() => {
-        this.passing = false;
+        this.passing = undefined;
       });
+    return this.passing;
   }
 
   private async pass(): Promise<void> {

@@ -352,7 +352,7 @@ export async function openCluster(settings: ClusterSettings, deps: ClusterDeps):
       else if (beat === "retaken" || routing.unsaved) routing.rewrite();
       else if (membership.draining) {
         // Its sandboxes move to the other executors (what cannot move runs on here).
-        drain?.kick();
+        void drain?.kick();
         // Drained, and its last sandbox has ended or moved: it leaves the membership by itself.
         if (sandboxes.liveCount() === 0 && !drain?.holding()) {
           await routing.flush();

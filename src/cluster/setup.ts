@@ -268,7 +268,8 @@ export async function openCluster(settings: ClusterSettings, deps: ClusterDeps):
         });
   /** Another node's drain hands a hibernated sandbox here: taken over, routed here, started if it ran. */
   const adopt = async (id: string, from: string, wake: boolean) => {
-    if (settings.roles === "api" || membership.draining) throw new ApiError("at_capacity", "This node takes no sandboxes now", 5);
+    if (settings.roles === "api" || membership.draining || membership.left)
+      throw new ApiError("at_capacity", "This node takes no sandboxes now (draining)", 5);
     if (!(await sandboxes.adoptMoved(id, from, wake))) return false;
     routing.claim(id);
     await routing.flush();

@@ -394,39 +394,47 @@ export class Lifecycle {
     if (!live) return "absent";
     const until = Date.now() + graceMs;
     while (live.box.busy && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
-    return this.serial(live, async () => {
-      const wasPaused = live.record.status === "paused";
-      if (wasPaused) {
-        await live.box.resume(); // the copy is made by the sandbox's own processes
-      } else {
-        // Paused for new requests first, then one more look for a run that got past that check.
-        live.record.status = "paused";
-        await new Promise((r) => setImmediate(r));
-        if (live.box.busy) {
-          live.record.status = "running";
-          return "busy" as const;
-        }
-        live.pausedAt = Date.now();
-        live.pausedByTimeout = false;
-        this.emit("paused", live.record, "drain");
-      }
-      let snapshot: SnapshotRecord;
-      try {
-        snapshot = await this.write(live, "hibernate");
-      } catch (err) {
-        if (wasPaused) await live.box.pause().catch(() => {});
-        else {
-          live.record.status = "running";
-          live.pausedAt = undefined;
-          this.emit("resumed", live.record, "drain", { kernel_state: "preserved" });
-        }
-        throw err;
-      }
-      await this.sleep(live, snapshot);
-      // Only this node has it in memory: the records say paused until it runs again (elsewhere).
-      if (!wasPaused) await this.store.setPaused(id, true);
-      return "hibernated" as const;
+    return this.serial(live, () => this.hibernateLive(live)).catch((err) => {
+      // Hibernated meanwhile by the reaper (paused past AGENTBOX_PAUSED_MAX_S): as good.
+      if (this.registry.hibernated(id)) return "hibernated" as const;
+      throw err;
     });
+  }
+
+  /** The part of hibernateNow() that runs in the sandbox's turn (serial). */
+  private async hibernateLive(live: Live): Promise<"hibernated" | "busy"> {
+    const id = live.record.id;
+    const wasPaused = live.record.status === "paused";
+    if (wasPaused) {
+      await live.box.resume(); // the copy is made by the sandbox's own processes
+    } else {
+      // Paused for new requests first, then one more look for a run that got past that check.
+      live.record.status = "paused";
+      await new Promise((r) => setImmediate(r));
+      if (live.box.busy) {
+        live.record.status = "running";
+        return "busy" as const;
+      }
+      live.pausedAt = Date.now();
+      live.pausedByTimeout = false;
+      this.emit("paused", live.record, "drain");
+    }
+    let snapshot: SnapshotRecord;
+    try {
+      snapshot = await this.write(live, "hibernate");
+    } catch (err) {
+      if (wasPaused) await live.box.pause().catch(() => {});
+      else {
+        live.record.status = "running";
+        live.pausedAt = undefined;
+        this.emit("resumed", live.record, "drain", { kernel_state: "preserved" });
+      }
+      throw err;
+    }
+    await this.sleep(live, snapshot);
+    // Only this node has it in memory: the records say paused until it runs again (elsewhere).
+    if (!wasPaused) await this.store.setPaused(id, true);
+    return "hibernated" as const;
   }
 
   /** Starts a hibernated sandbox again under its own id, with its files from its snapshot. */

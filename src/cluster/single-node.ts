@@ -33,6 +33,8 @@ export class SingleNode implements NodeDirectory {
         state: "up",
         draining: false,
         ...machineLoad(this.liveCount()),
+        movedSandboxes: 0,
+        remainingSandboxes: this.liveCount(),
         heartbeatAt: now,
         startedAt: this.startedAt,
       },

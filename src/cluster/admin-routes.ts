@@ -1,5 +1,5 @@
 // The operator's view of the cluster under /v1/admin (admin key only, src/api/auth.ts): every
-// node with its state and load, and draining one (it takes no new sandboxes).
+// node with its state and load, and draining one (it takes no new sandboxes and moves its own away).
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { errors } from "../api/schemas/common.js";
 import { ApiError } from "../errors.js";
@@ -13,6 +13,8 @@ export const nodeJson = (n: NodeView) => ({
   state: n.state,
   epoch: n.epoch,
   live_sandboxes: n.liveSandboxes,
+  moved_sandboxes: n.movedSandboxes,
+  remaining_sandboxes: n.remainingSandboxes,
   free_memory_mb: n.freeMemoryMb,
   total_memory_mb: n.totalMemoryMb,
   cpu_load: n.cpuLoad,
@@ -50,7 +52,7 @@ export const clusterAdminRoutes: FastifyPluginAsyncTypebox<{ membership: NodeDir
         tags,
         summary: "Drain a node",
         description:
-          "The node takes no new sandboxes from now on (creates go to the other executors); its live sandboxes run on until they end, and then it leaves the cluster by itself (state `drained`). A service running alone answers 400 `invalid_state`.",
+          "The node takes no new sandboxes from now on (creates go to the other executors) and moves its sandboxes to the other executors by snapshot (with snapshots in S3): each keeps its id and files, a running one runs again on its new node at once (kernel state lost), a paused one stays paused there. What cannot move stays and runs on until it ends. Once none is left it leaves the cluster by itself (state `drained`); `moved_sandboxes` and `remaining_sandboxes` say how far it is. A service running alone answers 400 `invalid_state`.",
         params: NodeIdParams,
         response: { 200: ClusterNode, ...errors(400, 401, 404) },
       },

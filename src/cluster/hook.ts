@@ -57,6 +57,8 @@ export interface HookDeps {
   templates?: TemplateCopies;
   /** Template builds (placed on an executor) and their logs (forwarded to the node that runs the build): ./template-builds.ts. */
   builds?: (request: FastifyRequest, reply: FastifyReply) => Promise<FastifyReply | undefined>;
+  /** This node's drain moving its sandboxes to other nodes (./drain.ts); absent on an API-only node. */
+  moves?: { waitFor(id: string): Promise<void> | undefined; newOwner(id: string): string | undefined };
 }
 
 /**
@@ -183,16 +185,30 @@ export function installClusterHook(app: FastifyInstance, deps: HookDeps): void {
       return forward(request, reply, chosen, undefined, body);
     }
     const id = target.sandbox;
-    if (routing.local.has(id)) return leaseHeld();
-    // A forwarded request is never forwarded again: the owner answers, from its records if need be.
+    if (routing.local.has(id)) {
+      // Being moved by this node's drain: the request waits for the move, then goes where the sandbox is.
+      const moving = deps.moves?.waitFor(id);
+      if (!moving) return leaseHeld();
+      await moving;
+      if (routing.local.has(id)) return leaseHeld();
+    }
+    // Moved to another node by this node's drain: sent on there (a route cached a moment ago led here).
+    const movedTo = deps.moves?.newOwner(id);
+    const newOwner = movedTo === undefined ? undefined : membership.node(movedTo);
+    if (newOwner) return forward(request, reply, newOwner, id);
+    // Otherwise a forwarded request is never forwarded again: the owner answers, from its records if need be.
     if (channel === "valid") return;
-    const route = await routing.lookup(id);
+    let route = await routing.lookup(id);
     if (!route) return;
     const self = { id: selfId, epoch: membership.epoch };
     let where = routeTarget(route, self, (node) => membership.node(node)?.leaseEpoch);
-    // The view is a heartbeat old: a node that joined since is read now (at most a few times a second).
+    // The view is a heartbeat old: a node that joined since is read now (at most a few times a second);
+    // and the route may be a cached one of a sandbox that has moved since (a drain): read again.
     if (where === "stale" && route.node !== selfId) {
       await membership.refreshSoon();
+      routing.forget(id);
+      route = await routing.lookup(id);
+      if (!route) return;
       where = routeTarget(route, self, (node) => membership.node(node)?.leaseEpoch);
     }
     const owner = membership.node(route.node);

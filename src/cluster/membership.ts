@@ -27,6 +27,10 @@ export interface NodeView {
   state: NodeState;
   draining: boolean;
   liveSandboxes: number;
+  /** Sandboxes its drain moved to other nodes (since it started). */
+  movedSandboxes: number;
+  /** Live and hibernated sandboxes still on it: what a drain waits for. */
+  remainingSandboxes: number;
   freeMemoryMb: number;
   totalMemoryMb: number;
   /** One-minute load average per core. */
@@ -42,6 +46,12 @@ export interface Load {
   totalMemoryMb: number;
   cpuLoad: number;
   gpus: NodeGpus[];
+}
+
+/** What a node publishes with its load: its drain's progress too. */
+export interface NodeLoad extends Load {
+  movedSandboxes: number;
+  remainingSandboxes: number;
 }
 
 /**
@@ -115,7 +125,7 @@ export class Membership {
   ) {}
 
   /** Takes a new epoch and its lease: the sandboxes of earlier epochs of this node are no longer its own. */
-  async join(load: Load, opts: { starting?: boolean } = {}): Promise<number> {
+  async join(load: NodeLoad, opts: { starting?: boolean } = {}): Promise<number> {
     this.epoch = await this.redis.incr(K.epochCounter(this.self.id));
     const multi = this.redis.multi().set(K.lease(this.self.id), String(this.epoch), "PX", this.self.leaseMs);
     // A node that starts (again) is up: a drain asked of it before, or its leave, ended with its last
@@ -129,7 +139,7 @@ export class Membership {
   }
 
   /** Renews the lease and publishes the load: `renewed`, `retaken` (write the routes again) or `fenced`. */
-  async heartbeat(load: Load): Promise<"renewed" | "retaken" | "fenced"> {
+  async heartbeat(load: NodeLoad): Promise<"renewed" | "retaken" | "fenced"> {
     const started = Date.now();
     const keys = [K.lease(this.self.id), K.lostLock(this.self.id, this.epoch)];
     const result = await this.redis.eval(RENEW, 2, ...keys, String(this.epoch), String(this.self.leaseMs));
@@ -139,7 +149,7 @@ export class Membership {
     return result === 2 ? "retaken" : "renewed";
   }
 
-  private async publish(load: Load): Promise<void> {
+  private async publish(load: NodeLoad): Promise<void> {
     const now = new Date().toISOString();
     const [, drain] = await this.redis
       .multi()
@@ -149,6 +159,8 @@ export class Membership {
         roles: this.self.roles,
         epoch: String(this.epoch),
         live: String(load.liveSandboxes),
+        moved: String(load.movedSandboxes),
+        remaining: String(load.remainingSandboxes),
         free_mb: String(load.freeMemoryMb),
         total_mb: String(load.totalMemoryMb),
         cpu: String(load.cpuLoad),
@@ -172,7 +184,7 @@ export class Membership {
     this.renewedAt = 0;
     await this.redis
       .multi()
-      .hset(K.nodeRecord(this.self.id), { live: "0", left_at: new Date().toISOString() })
+      .hset(K.nodeRecord(this.self.id), { live: "0", remaining: "0", left_at: new Date().toISOString() })
       .del(K.lease(this.self.id))
       .exec();
   }
@@ -205,6 +217,8 @@ export class Membership {
         state: rec.left_at ? "drained" : lost ? "lost" : draining ? "draining" : "up",
         draining,
         liveSandboxes: num(rec.live),
+        movedSandboxes: num(rec.moved),
+        remainingSandboxes: num(rec.remaining),
         freeMemoryMb: num(rec.free_mb),
         totalMemoryMb: num(rec.total_mb),
         cpuLoad: num(rec.cpu),

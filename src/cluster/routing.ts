@@ -1,7 +1,8 @@
 // The sandbox→node map in Redis: each node writes the route (`node epoch`) of every sandbox it
 // starts and removes it when the sandbox ends, and keeps the set of what it owns under its epoch
 // (what the others end when that epoch is lost). Routes of other nodes' sandboxes are cached here
-// for a moment: a sandbox never moves while it lives, and a stale route only costs a failed forward.
+// for a moment: a sandbox moves only when its node is drained (the old owner then sends requests on
+// to the new one), and a stale route only costs a failed forward or a second look-up.
 // While Redis is away a route known before is used whatever its age; routes that could not be
 // written are written again once it is back.
 import type { Redis } from "ioredis";
@@ -57,6 +58,15 @@ export class RoutingMap {
     const multi = this.redis.multi().del(K.route(id));
     if (this.local.delete(id)) multi.srem(K.owned(this.self.id, this.self.epoch), id);
     this.track(multi.exec());
+  }
+
+  /**
+   * The sandbox moved to another node (this node's drain): it is no longer this node's, and its
+   * route, which the new owner has written already, stays.
+   */
+  handOff(id: string): void {
+    this.cache.delete(id);
+    if (this.local.delete(id)) this.track(this.redis.srem(K.owned(this.self.id, this.self.epoch), id));
   }
 
   /** Routes are being written. */

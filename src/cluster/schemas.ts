@@ -8,10 +8,14 @@ export const ClusterNode = Type.Object(
     roles: Type.Union([Type.Literal("both"), Type.Literal("api"), Type.Literal("executor")]),
     state: Type.Union([Type.Literal("up"), Type.Literal("draining"), Type.Literal("drained"), Type.Literal("lost")], {
       description:
-        "`up`; `draining`: takes no new sandboxes; `drained`: it was draining and left the cluster once its last sandbox ended (it is `up` again when it starts again); `lost`: its lease expired (its sandboxes ended with reason node_lost)",
+        "`up`; `draining`: takes no new sandboxes and moves its own to other executors; `drained`: it was draining and left the cluster once its last sandbox ended or moved (it is `up` again when it starts again); `lost`: its lease expired (its sandboxes ended with reason node_lost)",
     }),
     epoch: Type.Integer({ description: "Its lease epoch: raised at each join; a sandbox belongs to a node and an epoch" }),
     live_sandboxes: Type.Integer(),
+    moved_sandboxes: Type.Integer({ description: "Sandboxes its drain has moved to other executors (since the node started)" }),
+    remaining_sandboxes: Type.Integer({
+      description: "Live and hibernated sandboxes still on it: a draining node leaves once none is left",
+    }),
     free_memory_mb: Type.Integer({ description: "Available memory of its host, MiB" }),
     total_memory_mb: Type.Integer(),
     cpu_load: Type.Number({ description: "One-minute load average per core" }),

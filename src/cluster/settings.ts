@@ -1,5 +1,5 @@
 // The cluster's settings: where Redis is (unset: one node, and no cluster code runs at all), this
-// node's name, address and roles, the secret of the internal channel and the lease time.
+// node's name, address and roles, the secret of the internal channel, the lease time and how a drain moves sandboxes.
 import { defineSettings, readSettings, type Settings, settingsOf } from "../settings/kernel.js";
 
 const setting = settingsOf("cluster");
@@ -38,6 +38,16 @@ export const clusterSettingsSchema = defineSettings({
     default: 3,
     minimum: 1,
     doc: "Executors sampled at random for each create; the one with the most free memory per live sandbox gets it.",
+  }),
+  drainConcurrency: setting.integer("AGENTBOX_DRAIN_CONCURRENCY", {
+    default: (m) => Math.max(2, m.cores),
+    defaultDoc: "`max(2, cores)` [2]",
+    minimum: 1,
+    doc: "Sandboxes a draining node moves to other executors at once (each one's files archived into S3, then started on its new node).",
+  }),
+  drainRunGraceS: setting.integer("AGENTBOX_DRAIN_RUN_GRACE_S", {
+    default: 10,
+    doc: "How long a drain waits for a run or command under way in a sandbox before moving it; one still running then is not cut: the sandbox stays for now and is tried again at the next heartbeat.",
   }),
   statsTimeoutMs: setting.integer("AGENTBOX_CLUSTER_STATS_TIMEOUT_MS", {
     default: 1000,

@@ -1,7 +1,8 @@
 // Wiring of the cluster at start-up, only when AGENTBOX_REDIS_URL is set: the Redis connections,
 // this node's join and heartbeat (which also finds lost nodes), the sandbox→node routes kept from
 // the sandboxes' own events, the messages that keep every node's key and tenant caches current, and
-// the hand-over of a lost node's deployments to the executors that survive it.
+// the hand-over of a lost node's deployments to the executors that survive it, and a drained
+// node's moves of its sandboxes to the other executors.
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Duplex } from "node:stream";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
@@ -18,7 +19,8 @@ import { type DeploymentDirectory, DeploymentRouting } from "./deployments.js";
 import { Broadcast } from "./broadcast.js";
 import { ChannelAuth } from "./channel-auth.js";
 import { Forwarder } from "./forward.js";
-import { clusterRelay, clusterUpgrade, type HookDeps, installClusterHook, type TemplateCopies } from "./hook.js";
+import { adoptRoute, DrainMoves } from "./drain.js";
+import { clusterRelay, clusterUpgrade, executorsUp, type HookDeps, installClusterHook, type TemplateCopies } from "./hook.js";
 import { machineLoad, Membership, type NodeGpus, type NodeView } from "./membership.js";
 import { defaultNodeUrl } from "./single-node.js";
 import { NodeLoss } from "./node-loss.js";
@@ -162,7 +164,12 @@ export async function openCluster(settings: ClusterSettings, deps: ClusterDeps):
     roles: settings.roles,
     leaseMs: settings.leaseMs,
   });
-  const load = () => machineLoad(sandboxes.liveCount(), deps.deployments?.gpus() ?? []);
+  let drain: DrainMoves | undefined;
+  const load = () => ({
+    ...machineLoad(sandboxes.liveCount(), deps.deployments?.gpus() ?? []),
+    movedSandboxes: drain?.moved ?? 0,
+    remainingSandboxes: sandboxes.liveCount() + sandboxes.hibernatedCount(),
+  });
   const self = {
     id: nodeId,
     get epoch() {
@@ -244,6 +251,37 @@ export async function openCluster(settings: ClusterSettings, deps: ClusterDeps):
     onError,
   );
   const channel = new ChannelAuth(settings.secret ?? "", nodeId);
+  // An executor's drain moves its sandboxes to the other executors (by snapshot, through S3).
+  drain =
+    settings.roles === "api"
+      ? undefined
+      : new DrainMoves({
+          selfId: nodeId,
+          sandboxes: {
+            movable: () => sandboxes.movable(),
+            hibernateNow: (id, graceMs) => sandboxes.lifecycle.hibernateNow(id, graceMs),
+            forget: (id) => sandboxes.lifecycle.abandon(id),
+            wakeHere: (tenantId, id) => sandboxes.lifecycle.resume(tenantId, id, "drain"),
+            ownerOf: async (id) => (await sandboxes.store.get(id))?.nodeId,
+          },
+          targets: () => executorsUp(membership).filter((n) => n.id !== nodeId),
+          urlOf: (id) => membership.node(id)?.url,
+          channel,
+          placementSample: settings.placementSample,
+          graceMs: settings.drainRunGraceS * 1000,
+          concurrency: settings.drainConcurrency,
+          handedOff: (id) => routing.handOff(id),
+          log: (level, fields, msg) => log[level](fields, msg),
+        });
+  /** Another node's drain hands a hibernated sandbox here: taken over, routed here, started if it ran. */
+  const adopt = async (id: string, from: string, wake: boolean) => {
+    if (settings.roles === "api" || membership.draining || membership.left)
+      throw new ApiError("at_capacity", "This node takes no sandboxes now (draining)", 5);
+    if (!(await sandboxes.adoptMoved(id, from, wake))) return false;
+    routing.claim(id);
+    await routing.flush();
+    return true;
+  };
   const owners = new VectorOwners(membership);
   /** The owners' generation the vectors area was last told of (-1: never). */
   let heldGeneration = -1;
@@ -320,11 +358,15 @@ export async function openCluster(settings: ClusterSettings, deps: ClusterDeps):
       if (beat === "fenced") await fenced();
       // Redis lost what it had (a restart without persistence): the routes are written again.
       else if (beat === "retaken" || routing.unsaved) routing.rewrite();
-      // Drained, and its last sandbox has ended: it leaves the membership by itself.
-      else if (membership.draining && sandboxes.liveCount() === 0) {
-        await routing.flush();
-        await membership.leave();
-        log.info({ node: nodeId, epoch: membership.epoch }, "cluster: drained; left the membership");
+      else if (membership.draining) {
+        // Its sandboxes move to the other executors (what cannot move runs on here).
+        void drain?.kick();
+        // Drained, and its last sandbox has ended or moved: it leaves the membership by itself.
+        if (sandboxes.liveCount() === 0 && !drain?.holding()) {
+          await routing.flush();
+          await membership.leave();
+          log.info({ node: nodeId, epoch: membership.epoch, moved: drain?.moved ?? 0 }, "cluster: drained; left the membership");
+        }
       }
     } catch (err) {
       onError(err);
@@ -364,15 +406,15 @@ export async function openCluster(settings: ClusterSettings, deps: ClusterDeps):
           builds: buildRouting({ membership, forwarder, channel, placementSample: settings.placementSample, builds: deps.templates }),
         }
       : {}),
+    ...(drain ? { moves: drain } : {}),
   };
+  const templateRoutes = internalRoutes(channel, deps.templates, (fields, msg) => log.warn(fields, msg));
+  const moveRoute = adoptRoute(channel, adopt);
   return {
     redis,
     nodeId: nodeId,
     install: (app) => installClusterHook(app, hookDeps),
-    relay: clusterRelay(
-      hookDeps,
-      internalRoutes(channel, deps.templates, (fields, msg) => log.warn(fields, msg)),
-    ),
+    relay: clusterRelay(hookDeps, (req, res) => moveRoute(req, res) || templateRoutes(req, res)),
     peers: templatePeers(membership, channel),
     upgrade: clusterUpgrade(hookDeps),
     forwardModel: async (request, reply, model, body, servedHere) => {

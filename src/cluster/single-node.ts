@@ -35,6 +35,8 @@ export class SingleNode implements NodeDirectory {
         state: "up",
         draining: false,
         ...machineLoad(this.liveCount(), this.gpus()),
+        movedSandboxes: 0,
+        remainingSandboxes: this.liveCount(),
         heartbeatAt: now,
         startedAt: this.startedAt,
       },

@@ -175,10 +175,13 @@ export class Lifecycle {
     return live.record;
   }
 
-  /** Thaws a paused sandbox (kernel state preserved) or starts a hibernated one from its snapshot (lost). */
-  async resume(tenantId: string, id: string): Promise<{ record: SandboxRecord; kernelState: KernelState }> {
+  /**
+   * Thaws a paused sandbox (kernel state preserved) or starts a hibernated one from its snapshot
+   * (lost). `reason`: who asked, as its `resumed` event says (`drain`: a sandbox moved here by a drain).
+   */
+  async resume(tenantId: string, id: string, reason = "api"): Promise<{ record: SandboxRecord; kernelState: KernelState }> {
     const h = this.hibernatedOf(tenantId, id);
-    if (h) return this.wake(h);
+    if (h) return this.wake(h, reason);
     const live = await this.liveOf(tenantId, id);
     return this.serial(live, async () => {
       if (live.record.status !== "paused") return { record: live.record, kernelState: "preserved" as const };
@@ -192,7 +195,7 @@ export class Lifecycle {
       live.pausedAt = undefined;
       live.pausedByTimeout = undefined;
       live.record.status = "running";
-      this.emit("resumed", live.record, "api", { kernel_state: "preserved" });
+      this.emit("resumed", live.record, reason, { kernel_state: "preserved" });
       await Promise.all([saved, this.store.setPaused(live.record.id, false)]);
       return { record: live.record, kernelState: "preserved" as const };
     });
@@ -356,25 +359,86 @@ export class Lifecycle {
         this.emit("paused", live.record, "hibernate_failed", { error: failure(err), retry_at: new Date(live.hibernateAt).toISOString() });
         return;
       }
-      const id = live.record.id;
-      this.registry.leave(id);
-      await live.box.stop().catch(() => {});
-      const released = this.host.release(live.box, true, true);
-      this.host.track(released);
-      this.registry.addHibernated({
-        record: live.record,
-        snapshot,
-        lifeS: live.lifeS,
-        onTimeout: live.onTimeout,
-        pausedAt: live.pausedAt ?? Date.now(),
-        pausedByTimeout: live.pausedByTimeout === true,
-        released,
-      });
+      await this.sleep(live, snapshot);
     }).catch((err) => this.log.error({ err, sandbox_id: live.record.id }, "hibernate failed"));
   }
 
+  /** A sandbox whose files are in `snapshot` now: its processes end and it waits for its resume. */
+  private async sleep(live: Live, snapshot: SnapshotRecord): Promise<void> {
+    this.registry.leave(live.record.id);
+    await live.box.stop().catch(() => {});
+    const released = this.host.release(live.box, true, true);
+    this.host.track(released);
+    this.registry.addHibernated({
+      record: live.record,
+      snapshot,
+      lifeS: live.lifeS,
+      onTimeout: live.onTimeout,
+      pausedAt: live.pausedAt ?? Date.now(),
+      pausedByTimeout: live.pausedByTimeout === true,
+      released,
+    });
+  }
+
+  /**
+   * Hibernates a live sandbox now, whether running or paused, so that another node can take it
+   * over (a cluster's drain, src/cluster/drain.ts). A run or command under way is waited for, up
+   * to `graceMs`, and never cut: still busy then, the sandbox is left as it was (`busy`). A running
+   * one is paused first (its `paused` event says `drain`; requests for it are refused meanwhile)
+   * and, should the snapshot fail, running again (`resumed`, kernel state preserved) before the
+   * error is thrown. `absent`: it is neither live nor hibernated here.
+   */
+  async hibernateNow(id: string, graceMs: number): Promise<"hibernated" | "busy" | "absent"> {
+    if (this.registry.hibernated(id)) return "hibernated";
+    const live = this.registry.get(id);
+    if (!live) return "absent";
+    const until = Date.now() + graceMs;
+    while (live.box.busy && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
+    return this.serial(live, () => this.hibernateLive(live)).catch((err) => {
+      // Hibernated meanwhile by the reaper (paused past AGENTBOX_PAUSED_MAX_S): as good.
+      if (this.registry.hibernated(id)) return "hibernated" as const;
+      throw err;
+    });
+  }
+
+  /** The part of hibernateNow() that runs in the sandbox's turn (serial). */
+  private async hibernateLive(live: Live): Promise<"hibernated" | "busy"> {
+    const id = live.record.id;
+    const wasPaused = live.record.status === "paused";
+    if (wasPaused) {
+      await live.box.resume(); // the copy is made by the sandbox's own processes
+    } else {
+      // Paused for new requests first, then one more look for a run that got past that check.
+      live.record.status = "paused";
+      await new Promise((r) => setImmediate(r));
+      if (live.box.busy) {
+        live.record.status = "running";
+        return "busy" as const;
+      }
+      live.pausedAt = Date.now();
+      live.pausedByTimeout = false;
+      this.emit("paused", live.record, "drain");
+    }
+    let snapshot: SnapshotRecord;
+    try {
+      snapshot = await this.write(live, "hibernate");
+    } catch (err) {
+      if (wasPaused) await live.box.pause().catch(() => {});
+      else {
+        live.record.status = "running";
+        live.pausedAt = undefined;
+        this.emit("resumed", live.record, "drain", { kernel_state: "preserved" });
+      }
+      throw err;
+    }
+    await this.sleep(live, snapshot);
+    // Only this node has it in memory: the records say paused until it runs again (elsewhere).
+    if (!wasPaused) await this.store.setPaused(id, true);
+    return "hibernated" as const;
+  }
+
   /** Starts a hibernated sandbox again under its own id, with its files from its snapshot. */
-  private wake(h: Hibernated): Promise<{ record: SandboxRecord; kernelState: KernelState }> {
+  private wake(h: Hibernated, reason: string): Promise<{ record: SandboxRecord; kernelState: KernelState }> {
     if (h.resuming) return h.resuming;
     const { record } = h;
     h.resuming = (async () => {
@@ -398,7 +462,7 @@ export class Lifecycle {
         this.log.error({ err, sandbox_id: record.id }, "could not restore the network policy of a resumed sandbox"),
       );
       void this.keeper.remove(h.snapshot);
-      this.emit("resumed", record, "api", { kernel_state: "lost", snapshot_id: h.snapshot.id });
+      this.emit("resumed", record, reason, { kernel_state: "lost", snapshot_id: h.snapshot.id });
       return { record, kernelState: "lost" as const };
     })().finally(() => {
       h.resuming = undefined;
@@ -436,6 +500,11 @@ export class Lifecycle {
       released: Promise.resolve(),
     });
     return true;
+  }
+
+  /** Whether snapshot archives are in the store every node shares (any node restores any of them). */
+  get sharesArchives(): boolean {
+    return this.keeper.sharesArchives;
   }
 
   /**

@@ -249,9 +249,9 @@ export class SandboxManager {
   }
 
   /**
-   * Takes over a lost node's hibernated sandbox (cluster mode, on an executor): its files are in a
-   * snapshot in the shared store, so it waits here for its resume under its own id, as if it had
-   * hibernated here. False (the caller ends it) when it is not hibernated, its snapshot is not in
+   * Takes over a hibernated sandbox of another node, lost or draining (cluster mode, on an
+   * executor): its files are in a snapshot in the shared store, so it waits here for its resume
+   * under its own id, as if it had hibernated here. False (the caller ends it) when it is not hibernated, its snapshot is not in
    * the shared store, it is of a tenant's own template (whose root is on the lost node's disk), or
    * another node took it first.
    */
@@ -270,6 +270,49 @@ export class SandboxManager {
     const taken = await this.lifecycle.adoptHibernated({ ...record, hostUid: uid, nodeId: this.config.nodeId });
     if (!taken) this.host.freeUid(uid);
     return taken;
+  }
+
+  /**
+   * What a drain may move to another node (cluster mode): live and hibernated sandboxes of built-in
+   * templates (a tenant's own template's root is on this node's disk), when snapshots are in the
+   * store every node shares; none otherwise. `status`: running, paused (frozen) or hibernated.
+   */
+  movable(): { id: string; tenantId: string; status: "running" | "paused" | "hibernated" }[] {
+    if (!this.lifecycle.sharesArchives) return [];
+    const builtIn = (template: string) => this.templates.some((t) => t.id === template);
+    const out: ReturnType<SandboxManager["movable"]> = [];
+    for (const { record } of this.registry.all())
+      if (builtIn(record.template) && (record.status === "running" || record.status === "paused"))
+        out.push({ id: record.id, tenantId: record.tenantId, status: record.status });
+    for (const { record, resuming } of this.registry.allHibernated())
+      if (!resuming && builtIn(record.template)) out.push({ id: record.id, tenantId: record.tenantId, status: "hibernated" });
+    return out;
+  }
+
+  /** Hibernated sandboxes waiting here for their resume. */
+  hibernatedCount(): number {
+    let n = 0;
+    for (const _ of this.registry.allHibernated()) n++;
+    return n;
+  }
+
+  /**
+   * Takes over a sandbox another node hibernated to hand it here (its drain): as a lost node's
+   * hibernated sandbox is taken over, after checking that this node has room for it (503
+   * at_capacity, 429 quota_exceeded otherwise). `wake`: it was running, so it is started again here
+   * at once (kernel state lost; its `resumed` event says `drain`); else it waits for its resume.
+   * False when it is not `from`'s hibernated sandbox (another node took it, or it ended).
+   */
+  async adoptMoved(id: string, from: string, wake: boolean): Promise<boolean> {
+    const record = await this.store.get(id);
+    if (!record) return false;
+    this.registry.checkRoom(record.tenantId, 1);
+    if (!(await this.takeOverHibernated(id, from))) return false;
+    if (wake)
+      await this.lifecycle
+        .resume(record.tenantId, id, "drain")
+        .catch((err) => this.log.error({ err, sandbox_id: id }, "a sandbox moved here could not be started; it stays paused"));
+    return true;
   }
 
   /** Live sandboxes per tenant (tenants with none are absent). */

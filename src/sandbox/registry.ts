@@ -185,6 +185,11 @@ export class Registry implements RegistryDoor {
     return this.sleeping.get(id);
   }
 
+  /** The hibernated sandboxes waiting here for their resume. */
+  allHibernated(): IterableIterator<Hibernated> {
+    return this.sleeping.values();
+  }
+
   addHibernated(h: Hibernated): void {
     this.sleeping.set(h.record.id, h);
   }

@@ -5619,11 +5619,15 @@ export interface paths {
                                 /** @description Where the other nodes reach it (AGENTBOX_NODE_URL) */
                                 url: string;
                                 roles: "both" | "api" | "executor";
-                                /** @description `up`; `draining`: takes no new sandboxes; `drained`: it was draining and left the cluster once its last sandbox ended (it is `up` again when it starts again); `lost`: its lease expired (its sandboxes ended with reason node_lost) */
+                                /** @description `up`; `draining`: takes no new sandboxes and moves its own to other executors; `drained`: it was draining and left the cluster once its last sandbox ended or moved (it is `up` again when it starts again); `lost`: its lease expired (its sandboxes ended with reason node_lost) */
                                 state: "up" | "draining" | "drained" | "lost";
                                 /** @description Its lease epoch: raised at each join; a sandbox belongs to a node and an epoch */
                                 epoch: number;
                                 live_sandboxes: number;
+                                /** @description Sandboxes its drain has moved to other executors (since the node started) */
+                                moved_sandboxes: number;
+                                /** @description Live and hibernated sandboxes still on it: a draining node leaves once none is left */
+                                remaining_sandboxes: number;
                                 /** @description Available memory of its host, MiB */
                                 free_memory_mb: number;
                                 total_memory_mb: number;
@@ -5675,7 +5679,7 @@ export interface paths {
         put?: never;
         /**
          * Drain a node
-         * @description The node takes no new sandboxes from now on (creates go to the other executors); its live sandboxes run on until they end, and then it leaves the cluster by itself (state `drained`). A service running alone answers 400 `invalid_state`.
+         * @description The node takes no new sandboxes from now on (creates go to the other executors) and moves its sandboxes to the other executors by snapshot (with snapshots in S3): each keeps its id and files, a running one runs again on its new node at once (kernel state lost), a paused one stays paused there. What cannot move stays and runs on until it ends. Once none is left it leaves the cluster by itself (state `drained`); `moved_sandboxes` and `remaining_sandboxes` say how far it is. A service running alone answers 400 `invalid_state`.
          */
         post: {
             parameters: {
@@ -5700,11 +5704,15 @@ export interface paths {
                             /** @description Where the other nodes reach it (AGENTBOX_NODE_URL) */
                             url: string;
                             roles: "both" | "api" | "executor";
-                            /** @description `up`; `draining`: takes no new sandboxes; `drained`: it was draining and left the cluster once its last sandbox ended (it is `up` again when it starts again); `lost`: its lease expired (its sandboxes ended with reason node_lost) */
+                            /** @description `up`; `draining`: takes no new sandboxes and moves its own to other executors; `drained`: it was draining and left the cluster once its last sandbox ended or moved (it is `up` again when it starts again); `lost`: its lease expired (its sandboxes ended with reason node_lost) */
                             state: "up" | "draining" | "drained" | "lost";
                             /** @description Its lease epoch: raised at each join; a sandbox belongs to a node and an epoch */
                             epoch: number;
                             live_sandboxes: number;
+                            /** @description Sandboxes its drain has moved to other executors (since the node started) */
+                            moved_sandboxes: number;
+                            /** @description Live and hibernated sandboxes still on it: a draining node leaves once none is left */
+                            remaining_sandboxes: number;
                             /** @description Available memory of its host, MiB */
                             free_memory_mb: number;
                             total_memory_mb: number;

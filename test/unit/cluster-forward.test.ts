@@ -43,7 +43,12 @@ test("forwarded request: the client's headers, without hop-by-hop ones, then the
 });
 
 test("forwarded request: a client's own copies of the node's headers are dropped", () => {
-  const headers = { "x-agentbox-node-sig": "forged", "x-agentbox-node-time": "1", "x-agentbox-origin-host": "evil", authorization: "Bearer k" };
+  const headers = {
+    "x-agentbox-node-sig": "forged",
+    "x-agentbox-node-time": "1",
+    "x-agentbox-origin-host": "evil",
+    authorization: "Bearer k",
+  };
   const sent = forwardedRequestHeaders(headers, { ...extra, "x-agentbox-origin-host": "api.example" }, "owner:3000");
   const named = (name: string) => sent.filter((_, i) => i % 2 === 1 && sent[i - 1] === name);
   assert.deepEqual(named("x-agentbox-node-sig"), ["good"]);

@@ -53,7 +53,8 @@ export class NodeConnections extends http.Agent {
     let socket: net.Socket | undefined;
     while (list && list.length > 0) {
       const s = list.pop() as net.Socket;
-      if (!s.destroyed) {
+      // One the owner has begun to close (its FIN read, not yet gone from the list) is passed over.
+      if (!s.destroyed && s.writable) {
         socket = s;
         break;
       }

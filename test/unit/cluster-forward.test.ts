@@ -1,9 +1,14 @@
 // The forwarded request's and answer's headers (src/cluster/forward.ts) and the kept-alive
-// connections' idle time (src/cluster/node-connections.ts): pure logic, no sockets.
+// connections to the owners (src/cluster/node-connections.ts): pure logic, then the pool against a
+// plain loopback server (no service, no sandbox).
 import assert from "node:assert/strict";
+import { once } from "node:events";
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import type net from "node:net";
 import { test } from "node:test";
 import { answerHeaders, forwardedRequestHeaders } from "../../src/cluster/forward.js";
-import { idleTimeoutMs } from "../../src/cluster/node-connections.js";
+import { idleTimeoutMs, NodeConnections } from "../../src/cluster/node-connections.js";
 
 const extra = { "x-agentbox-node": "api-1", "x-agentbox-node-time": "1700000000000", "x-agentbox-node-sig": "good" };
 
@@ -96,4 +101,71 @@ test("kept-alive connections: idle until a second before the owner's keep-alive 
   assert.equal(idleTimeoutMs(["Keep-Alive", "max=5"]), 0, "no timeout announced: no limit");
   assert.equal(idleTimeoutMs(["Content-Type", "text/plain"]), 0);
   assert.equal(idleTimeoutMs(undefined), 0);
+});
+
+/**
+ * `count` GETs one after the other through `agent` to a loopback server: the connections the
+ * server saw, and the client's end of the last one.
+ */
+async function sequentialGets(
+  agent: NodeConnections,
+  port: number,
+  count: number,
+  server: http.Server,
+): Promise<{ seen: Set<unknown>; last?: net.Socket }> {
+  const seen = new Set<unknown>();
+  let last: net.Socket | undefined;
+  const onRequest = (req: http.IncomingMessage) => seen.add(req.socket);
+  server.on("request", onRequest);
+  for (let i = 0; i < count; i++) {
+    const res = await new Promise<http.IncomingMessage>((resolve, reject) => {
+      const req = http.request({ host: "127.0.0.1", port, path: "/", agent }, resolve);
+      req.on("socket", (socket) => {
+        last = socket;
+      });
+      req.on("error", reject).end();
+    });
+    res.resume();
+    await once(res, "end");
+    // The connection is given back on the next tick after the answer's end.
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+  server.off("request", onRequest);
+  return { seen, last };
+}
+
+test("kept-alive connections: requests one after the other share one; one the server closed is not used again", async () => {
+  const server = http.createServer((_req, res) => res.end("ok"));
+  server.listen(0, "127.0.0.1");
+  await once(server, "listening");
+  const { port } = server.address() as AddressInfo;
+  const agent = new NodeConnections();
+  try {
+    const first = await sequentialGets(agent, port, 5, server);
+    assert.equal(first.seen.size, 1);
+    const closed = once(first.last as net.Socket, "close");
+    server.closeIdleConnections();
+    await closed;
+    const again = await sequentialGets(agent, port, 3, server);
+    assert.equal(again.seen.size, 1, "a new connection, kept again");
+    assert.notEqual(again.last, first.last);
+  } finally {
+    agent.destroy();
+    server.close();
+  }
+});
+
+test("kept-alive connections: an owner whose keep-alive timeout leaves no margin gets a new connection each time", async () => {
+  const server = http.createServer((_req, res) => res.end("ok"));
+  server.keepAliveTimeout = 1000; // announced as `Keep-Alive: timeout=1`
+  server.listen(0, "127.0.0.1");
+  await once(server, "listening");
+  const { port } = server.address() as AddressInfo;
+  const agent = new NodeConnections();
+  try {
+    assert.equal((await sequentialGets(agent, port, 3, server)).seen.size, 3);
+  } finally {
+    agent.destroy();
+    server.close();
+  }
 });

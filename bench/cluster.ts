@@ -12,7 +12,7 @@ import { startPostgres } from "../test/helpers/postgres.js";
 import { client } from "../test/helpers/server.js";
 import { background, costOf, EngineCounters, printCosts } from "./cluster-costs.js";
 import { machineLine } from "./code-run.js";
-import { added, directVersusVia, type PostTarget, printTable } from "./lib.js";
+import { added, directVersusVia, type PostTarget, printTable, type Series } from "./lib.js";
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 300);
 /** Requests of each kind sent (and not counted) before the measured ones: a node serves millions in
@@ -31,6 +31,13 @@ process.stdout.write(`${await machineLine()}\n`);
  */
 function mainThreadCpuNs(pid: number): number {
   return Number(fs.readFileSync(`/proc/${pid}/task/${pid}/schedstat`, "utf8").split(" ")[0]);
+}
+
+/** utime and stime of a process's main thread so far, in clock ticks (/proc/<pid>/task/<pid>/stat). */
+function mainThreadTicks(pid: number): [number, number] {
+  const stat = fs.readFileSync(`/proc/${pid}/task/${pid}/stat`, "utf8");
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return [Number(fields[11]), Number(fields[12])];
 }
 
 // Commits wait for their WAL as on a production server (the test helper's default does not).
@@ -54,12 +61,25 @@ try {
   const plain = Buffer.from(JSON.stringify({ language: "python", code: "1 + 1" }));
   const streamed = Buffer.from(JSON.stringify({ language: "python", code: "print(1)", stream: true }));
   const apiPid = api.process.pid as number;
+  const executorPid = executor.process.pid as number;
   if (WARMUP > 0) await directVersusVia(target(executor.port), target(api.port), plain, streamed, { n: WARMUP, batch: 50, warmup: 0 });
   const cpuBefore = mainThreadCpuNs(apiPid);
-  const s = await directVersusVia(target(executor.port), target(api.port), plain, streamed, { n: RUNS, batch: 50, warmup: 30 });
+  const ticksBefore = mainThreadTicks(apiPid);
+  const s = await directVersusVia(target(executor.port), target(api.port), plain, streamed, {
+    n: RUNS,
+    batch: 50,
+    warmup: 30,
+    cpu: () => [mainThreadCpuNs(apiPid), mainThreadCpuNs(executorPid)],
+  });
   // Every request the API node got was a forwarded one (warm-up included); its heartbeats are in it too.
   const forwardedCount = 2 * (RUNS + 30);
   const cpuPerRequestUs = (mainThreadCpuNs(apiPid) - cpuBefore) / forwardedCount / 1000;
+  const ticks = mainThreadTicks(apiPid).map((t, i) => t - (ticksBefore[i] as number));
+  const userShare = (100 * (ticks[0] as number)) / Math.max(1, (ticks[0] as number) + (ticks[1] as number));
+  // Per request of each kind, from the batches alone (µs): process 0 the API node, 1 the executor.
+  const per = (series: Series[], proc: number) => series.reduce((sum, k) => sum + (s.cpu[k][proc] ?? 0), 0) / (series.length * RUNS) / 1000;
+  const direct: Series[] = ["directPlain", "directTtfb"];
+  const via: Series[] = ["viaPlain", "viaTtfb"];
   printTable("code/run: on the executor vs forwarded by an API node", [
     { name: "direct, whole answer", samples: s.directPlain },
     { name: "forwarded, whole answer", samples: s.viaPlain },
@@ -70,6 +90,12 @@ try {
     `added by forwarding: p50 ${added(s.directPlain, s.viaPlain, 50).toFixed(3)} ms, p95 ${added(s.directPlain, s.viaPlain, 95).toFixed(3)} ms, ` +
       `p99 ${added(s.directPlain, s.viaPlain, 99).toFixed(3)} ms (streamed first byte p50 ${added(s.directTtfb, s.viaTtfb, 50).toFixed(3)} ms); ` +
       `CPU of the forwarding node's main thread: ${cpuPerRequestUs.toFixed(0)} µs per forwarded request\n`,
+  );
+  process.stdout.write(
+    `main-thread CPU per request, measured batches only: forwarding node ${per(via, 0).toFixed(0)} µs per forwarded request ` +
+      `(${per(direct, 0).toFixed(0)} µs per direct one: its background), ${userShare.toFixed(0)} % of it user space; ` +
+      `owner ${per(via, 1).toFixed(0)} µs per forwarded request, ${per(direct, 1).toFixed(0)} µs per direct one ` +
+      `(forwarded adds ${(per(via, 1) - per(direct, 1)).toFixed(0)} µs)\n`,
   );
 
   // Costs: every request through the API node, as clients send them.

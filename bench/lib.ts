@@ -128,28 +128,42 @@ export async function sequentialPosts(t: PostTarget, body: Buffer, count: number
   for (let i = 0; i < count; i++) out.push((await timedPost(t, body))[pick]);
 }
 
+/** The four series directVersusVia() measures. */
+export type Series = "directPlain" | "viaPlain" | "directTtfb" | "viaTtfb";
+
 /**
  * Warms both targets up (`warmup` of each body), then measures them in alternating batches so both
  * see the same machine: `n` whole answers of `plain` and `n` first-byte times of `streamed` each.
+ * `cpu`: read before and after every measured batch (e.g. processes' CPU time, ns); `cpu` of the
+ * result is the sum of its deltas per series, so each process's CPU per request of each kind.
  */
 export async function directVersusVia(
   direct: PostTarget,
   via: PostTarget,
   plain: Buffer,
   streamed: Buffer,
-  opts: { n: number; batch: number; warmup: number },
-): Promise<{ directPlain: number[]; viaPlain: number[]; directTtfb: number[]; viaTtfb: number[] }> {
+  opts: { n: number; batch: number; warmup: number; cpu?: () => number[] },
+): Promise<Record<Series, number[]> & { cpu: Record<Series, number[]> }> {
   for (const t of [direct, via]) {
     await sequentialPosts(t, plain, opts.warmup, 1, []);
     await sequentialPosts(t, streamed, opts.warmup, 0, []);
   }
   const s = { directPlain: [] as number[], viaPlain: [] as number[], directTtfb: [] as number[], viaTtfb: [] as number[] };
+  const cpu: Record<Series, number[]> = { directPlain: [], viaPlain: [], directTtfb: [], viaTtfb: [] };
+  const measure = async (series: Series, t: PostTarget, body: Buffer, count: number, pick: 0 | 1) => {
+    const before = opts.cpu?.() ?? [];
+    await sequentialPosts(t, body, count, pick, s[series]);
+    const after = opts.cpu?.() ?? [];
+    after.forEach((v, i) => {
+      cpu[series][i] = (cpu[series][i] ?? 0) + v - (before[i] ?? 0);
+    });
+  };
   for (let done = 0; done < opts.n; done += opts.batch) {
     const n = Math.min(opts.batch, opts.n - done);
-    await sequentialPosts(direct, plain, n, 1, s.directPlain);
-    await sequentialPosts(via, plain, n, 1, s.viaPlain);
-    await sequentialPosts(direct, streamed, n, 0, s.directTtfb);
-    await sequentialPosts(via, streamed, n, 0, s.viaTtfb);
+    await measure("directPlain", direct, plain, n, 1);
+    await measure("viaPlain", via, plain, n, 1);
+    await measure("directTtfb", direct, streamed, n, 0);
+    await measure("viaTtfb", via, streamed, n, 0);
   }
-  return s;
+  return { ...s, cpu };
 }

@@ -2,17 +2,92 @@
 // streamed both ways through a keep-alive connection pool (memory bounded by the streams'
 // backpressure, never buffered whole), so runs, file transfers and event streams all pass as they are.
 import http from "node:http";
-import type { IncomingMessage, ServerResponse } from "node:http";
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from "node:http";
 import net from "node:net";
-import type { Duplex } from "node:stream";
+import type { Duplex, Readable, Writable } from "node:stream";
 import { ApiError } from "../errors.js";
+import { NodeConnections } from "./node-connections.js";
 
 /** Hop-by-hop headers (RFC 9110 7.6.1): they describe one connection, not the request. */
 const HOP = new Set(["connection", "keep-alive", "proxy-connection", "te", "trailer", "upgrade", "host"]);
 
+/**
+ * A forwarded request's headers, as node:http takes them ready-made (name, value, name, value...;
+ * no header object to fill): the client's (`headers`, as this node has them: an E2B host name sets
+ * one) but the hop-by-hop ones and those in `extra` (the node's own, which a client cannot set: its
+ * copies are dropped), then `extra`, then the owner's Host. `bodyLength`: the body was read already
+ * and goes as one buffer of that length.
+ */
+export function forwardedRequestHeaders(
+  headers: IncomingHttpHeaders,
+  extra: Record<string, string>,
+  host: string,
+  bodyLength?: number,
+): string[] {
+  const out: string[] = [];
+  for (const name in headers) {
+    const value = headers[name];
+    if (value === undefined || HOP.has(name) || Object.hasOwn(extra, name)) continue;
+    if (bodyLength !== undefined && (name === "transfer-encoding" || name === "content-length")) continue;
+    if (typeof value === "string") out.push(name, value);
+    else for (const v of value) out.push(name, v);
+  }
+  for (const name in extra) out.push(name, extra[name] as string);
+  out.push("host", host);
+  if (bodyLength !== undefined) out.push("content-length", String(bodyLength));
+  return out;
+}
+
+/**
+ * The owner's answer's headers as they go back to the client (the same flat form): the owner's
+ * (`raw`) but the hop-by-hop ones, after `own` (headers this node set already) where the owner
+ * sets none. `stream`: the answer is an event stream (its head goes out at once).
+ */
+export function answerHeaders(
+  raw: readonly string[],
+  own?: Record<string, string | number | string[] | undefined>,
+): { headers: string[]; stream: boolean } {
+  const headers: string[] = [];
+  let stream = false;
+  const owners = own && new Set<string>();
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = (raw[i] as string).toLowerCase();
+    if (HOP.has(name)) continue;
+    const value = raw[i + 1] as string;
+    if (name === "content-type" && value.startsWith("text/event-stream")) stream = true;
+    owners?.add(name);
+    headers.push(raw[i] as string, value);
+  }
+  if (own)
+    for (const [name, value] of Object.entries(own)) {
+      if (value === undefined || owners?.has(name.toLowerCase())) continue;
+      if (Array.isArray(value)) for (const v of value) headers.push(name, v);
+      else headers.push(name, String(value));
+    }
+  return { headers, stream };
+}
+
+/**
+ * Sends `from` into `to` as it comes, holding `from` while `to` is full: what pipe() does here, with
+ * fewer listeners set and removed per request. Nothing more is written once `to` is destroyed (the
+ * other side of the relay is torn down then too).
+ */
+function pass(from: Readable, to: Writable): void {
+  const resume = () => from.resume();
+  from.on("data", (chunk: Buffer) => {
+    if (to.destroyed) return;
+    if (!to.write(chunk)) {
+      from.pause();
+      to.once("drain", resume);
+    }
+  });
+  from.on("end", () => {
+    if (!to.destroyed) to.end();
+  });
+}
+
 export class Forwarder {
-  // Nagle off: a request's head and body go out as written, never held for the previous one's ACK.
-  private readonly agent = new http.Agent({ keepAlive: true, keepAliveMsecs: 10_000, scheduling: "lifo", noDelay: true });
+  private readonly agent = new NodeConnections();
   /** Owner URLs as parsed once: host, port and Host header. */
   private readonly targets = new Map<string, { hostname: string; port: number; host: string }>();
   /** Requests in flight per owner node: a node found lost has its own failed at once instead of hanging. */
@@ -109,23 +184,12 @@ export class Forwarder {
 
   private request(req: IncomingMessage, owner: { url: string }, extra: Record<string, string>, body?: Buffer): http.ClientRequest {
     const to = this.target(owner.url);
-    const headers: Record<string, string | string[]> = {};
-    for (const name in req.headers) {
-      const value = req.headers[name];
-      if (value !== undefined && !HOP.has(name)) headers[name] = value;
-    }
-    Object.assign(headers, extra);
-    headers.host = to.host;
-    if (body) {
-      delete headers["transfer-encoding"];
-      headers["content-length"] = String(body.length);
-    }
     return http.request({
       host: to.hostname,
       port: to.port,
       method: req.method,
       path: req.url,
-      headers,
+      headers: forwardedRequestHeaders(req.headers, extra, to.host, body?.length),
       agent: this.agent,
     });
   }
@@ -151,20 +215,12 @@ export class Forwarder {
     let answered = false;
     const onAnswer = (answer: IncomingMessage) => {
       answered = true;
-      const back: Record<string, string | string[]> = {};
-      // This node's own headers of the answer (its RateLimit-* count), where the owner sets none.
-      if (own)
-        for (const [name, value] of Object.entries(own))
-          if (value !== undefined) back[name] = typeof value === "number" ? String(value) : value;
-      for (const name in answer.headers) {
-        const value = answer.headers[name];
-        if (value !== undefined && !HOP.has(name)) back[name] = value;
-      }
-      res.writeHead(answer.statusCode ?? 502, back);
+      const back = answerHeaders(answer.rawHeaders, own);
+      res.writeHead(answer.statusCode ?? 502, back.headers);
       // An event stream's head goes out at once (its first event may be a while); other answers
       // send their head with the first bytes of the body.
-      if (String(answer.headers["content-type"]).startsWith("text/event-stream")) res.flushHeaders();
-      answer.pipe(res);
+      if (back.stream) res.flushHeaders();
+      pass(answer, res);
       answer.on("error", () => res.destroy());
     };
     if (opts.early) onAnswer(opts.early);
@@ -185,7 +241,7 @@ export class Forwarder {
       if (!res.writableFinished) out.destroy();
     });
     if (body) out.end(body);
-    else req.pipe(out);
+    else pass(req, out);
   }
 
   /**

@@ -9,7 +9,7 @@ import { ApiError } from "../errors.js";
 import type { ChannelAuth } from "./channel-auth.js";
 import type { Forwarder } from "./forward.js";
 import { readCreateBody } from "./create-body.js";
-import { executorsUp, forwardRequest, ORIGIN_HOST, placeCreate } from "./hook.js";
+import { executorsUp, forwardRequest, placeCreate, signedByNode } from "./hook.js";
 import type { Membership, NodeView } from "./membership.js";
 import { chooseWithGpus, type GpuRequest } from "./placement.js";
 
@@ -109,14 +109,8 @@ export class DeploymentRouting {
     const { membership, channel, directory } = this.deps;
     const target = deploymentTargetOf(request.method, request.url);
     if (target === undefined) return undefined;
-    const signed = channel.verify(request.headers, request.method, request.url);
-    if (signed === "invalid") throw new ApiError("unauthorized", "A forwarded request's node signature is invalid or too old");
     // Forwarded here by another node: answered here, never forwarded again.
-    if (signed === "valid") {
-      const origin = request.headers[ORIGIN_HOST];
-      if (typeof origin === "string") request.headers.host = origin;
-      return undefined;
-    }
+    if (signedByNode(channel, request)) return undefined;
     if (target === "create") {
       // Its body is read first (a few hundred bytes of JSON): a deployment that asks for GPUs goes
       // to an executor with them free. What was read is parsed here or sent on as read.

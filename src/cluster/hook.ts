@@ -31,6 +31,20 @@ const DEPLOYMENTS = "/v1/deployments/";
 /** Where a template build's routes begin, native and root alias (./template-builds.ts tells them apart). */
 const mayBeBuild = (url: string) => url.startsWith("/v1/agents/templates/build") || url.startsWith("/templates/build");
 
+/**
+ * Whether another node forwarded this request here (a valid channel signature): it is then answered
+ * here, never forwarded again, with the Host its client sent to that node. A request that claims to
+ * come from a node with a wrong signature is refused.
+ */
+export function signedByNode(auth: ChannelAuth, request: FastifyRequest): boolean {
+  const channel = auth.verify(request.headers, request.method, request.url);
+  if (channel === "invalid") throw new ApiError("unauthorized", "A forwarded request's node signature is invalid or too old");
+  if (channel !== "valid") return false;
+  const origin = request.headers[ORIGIN_HOST];
+  if (typeof origin === "string") request.headers.host = origin;
+  return true;
+}
+
 /** What a forwarded request carries besides its own headers: the node's signature and the client's Host. */
 export function forwardedHeaders(auth: ChannelAuth, method: string, url: string, host: string | undefined): Record<string, string> {
   const signed = auth.sign(method, url);
@@ -132,10 +146,8 @@ export function installClusterHook(app: FastifyInstance, deps: HookDeps): void {
   /** A request for a vector index: forwarded to the index's owner unless a node sent it here. */
   const vectors = async (request: FastifyRequest, reply: FastifyReply) => {
     if (!vectorRequest || !request.url.startsWith(VECTORS)) return;
-    const channel = auth.verify(request.headers, request.method, request.url);
-    if (channel === "invalid") throw new ApiError("unauthorized", "A forwarded request's node signature is invalid or too old");
     // Forwarded here by a node that takes this one for the owner: answered here, never forwarded again.
-    if (channel === "valid") return;
+    if (signedByNode(auth, request)) return;
     return vectorRequest(request, reply);
   };
 
@@ -164,12 +176,7 @@ export function installClusterHook(app: FastifyInstance, deps: HookDeps): void {
       if (deps.builds && mayBeBuild(url)) return deps.builds(request, reply);
       return vectors(request, reply);
     }
-    const channel = auth.verify(request.headers, request.method, url);
-    if (channel === "invalid") throw new ApiError("unauthorized", "A forwarded request's node signature is invalid or too old");
-    if (channel === "valid") {
-      const origin = request.headers[ORIGIN_HOST];
-      if (typeof origin === "string") request.headers.host = origin;
-    }
+    const fromNode = signedByNode(auth, request);
     const target = targetOf(request.method, url, request.headers);
     if (target === undefined) return;
     if (target === "create") {
@@ -177,7 +184,7 @@ export function installClusterHook(app: FastifyInstance, deps: HookDeps): void {
       if (membership.draining || membership.left)
         throw new ApiError("at_capacity", "This node is draining and takes no new sandboxes; retry shortly", 5);
       // Forwarded here by the node that placed it: created here.
-      if (channel === "valid") return leaseHeld();
+      if (fromNode) return leaseHeld();
       const { node: chosen, body } = await placeByTemplate(request);
       if (!chosen || chosen.id === selfId) return leaseHeld();
       // Its body, when read for placement, is sent on as read (the only header this node has set
@@ -197,7 +204,7 @@ export function installClusterHook(app: FastifyInstance, deps: HookDeps): void {
     const newOwner = movedTo === undefined ? undefined : membership.node(movedTo);
     if (newOwner) return forward(request, reply, newOwner, id);
     // Otherwise a forwarded request is never forwarded again: the owner answers, from its records if need be.
-    if (channel === "valid") return;
+    if (fromNode) return;
     let route = await routing.lookup(id);
     if (!route) return;
     const self = { id: selfId, epoch: membership.epoch };

@@ -7,7 +7,7 @@ import type { FastifyReply, FastifyRequest } from "fastify";
 import { ApiError } from "../errors.js";
 import type { ChannelAuth } from "./channel-auth.js";
 import type { Forwarder } from "./forward.js";
-import { forwardRequest, ORIGIN_HOST, placeCreate } from "./hook.js";
+import { forwardRequest, placeCreate, signedByNode } from "./hook.js";
 import type { Membership } from "./membership.js";
 
 /** Where builds run, as the templates area knows it (src/templates/service.ts). */
@@ -51,14 +51,8 @@ export function buildRouting(deps: BuildRoutingDeps) {
   return async (request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | undefined> => {
     const target = buildTargetOf(request.method, request.url);
     if (target === undefined) return undefined;
-    const signed = channel.verify(request.headers, request.method, request.url);
-    if (signed === "invalid") throw new ApiError("unauthorized", "A forwarded request's node signature is invalid or too old");
     // Forwarded here by another node: answered here, never forwarded again.
-    if (signed === "valid") {
-      const origin = request.headers[ORIGIN_HOST];
-      if (typeof origin === "string") request.headers.host = origin;
-      return undefined;
-    }
+    if (signedByNode(channel, request)) return undefined;
     if (target === "build") {
       const chosen = placeCreate(membership, deps.placementSample);
       if (!chosen) throw new ApiError("at_capacity", "No executor node of the cluster takes template builds now; retry shortly", 5);

@@ -197,6 +197,9 @@ export class EmbeddedEngine implements VectorEngine {
   /** Loads every record, then (in the background) the saved graph when it is consistent with them. */
   private async load(spec: IndexSpec, c: Collection): Promise<void> {
     const started = performance.now();
+    // The vectors file answers the searches meanwhile: its read goes first (writes are kept meanwhile).
+    await this.scanner?.fileRead(spec.id);
+    if (c.isClosed) return;
     const { graph, state } = this.files(spec.id);
     let saved: GraphState | undefined;
     try {

@@ -9,7 +9,8 @@ import type { Metric } from "./engine.js";
 import { exactNearest, metricDistance } from "./exact.js";
 import { readVectorFile } from "./vector-file.js";
 import type { FileSummary, WritesSince } from "./vector-file-since.js";
-import type { IdList } from "./vector-ids.js";
+import { IdList } from "./vector-ids.js";
+import type { LogEntry } from "./vector-log.js";
 
 /** A candidate: its label, id, exact distance and vector. */
 export interface FileHit {
@@ -46,13 +47,13 @@ export class VectorFileScan {
   private packed: { vecs: Float32Array; labels: number[] } | undefined;
   /** The highest label in the file: labels above it were given after the file. */
   readonly maxLabel: number;
-  /** Live vectors in the file. */
-  private readonly live: number;
+  /** Live vectors among the rows (dropped ones included until the rows are packed). */
+  private live: number;
 
   private constructor(
     readonly dim: number,
-    /** Every write up to this sequence number is in the file. */
-    readonly upTo: number,
+    /** Every write up to this sequence number is in the file (and the log entries applied). */
+    public upTo: number,
     vecs: Float32Array,
     labels: Float64Array,
     ids: IdList,
@@ -78,29 +79,54 @@ export class VectorFileScan {
     return new VectorFileScan(dim, f.upTo, f.vecs, f.labels, f.ids, f.live);
   }
 
+  /** No file (the index was never saved): its side log alone, from the index's first write. */
+  static empty(dim: number): VectorFileScan {
+    return new VectorFileScan(dim, 0, new Float32Array(0), new Float64Array(0), new IdList(Buffer.alloc(0), new Uint32Array(0)), 0);
+  }
+
+  /** Applies the side log's entries that carry on from `upTo` without a gap (vector-log.ts); the
+   * first gap ends it (the database has the rest). Returns how many writes it applied. */
+  applyLog(entries: LogEntry[]): number {
+    let applied = 0;
+    for (const e of entries) {
+      const n = e.labels.length;
+      if (e.firstSeq + n - 1 <= this.upTo) continue;
+      if (e.firstSeq !== this.upTo + 1) break;
+      for (let i = 0; i < n; i++) {
+        if (e.kind === "delete") this.remove(e.labels[i] as number);
+        else this.put(e.replaced[i] as number, e.labels[i] as number, e.ids.get(i), e.vectors.subarray(i * this.dim, (i + 1) * this.dim));
+      }
+      this.upTo += n;
+      applied += n;
+    }
+    return applied;
+  }
+
   private idOf(row: number): string {
     return this.ids.get(this.slotOfRow ? (this.slotOfRow[row] as number) : row);
   }
 
-  /** What the reader of the writes since needs to know of the file. */
+  /** What the reader of the writes since needs to know of the file (with the log applied). */
   summary(): FileSummary {
     // The LATEST highest labels, highest first (one pass; the list stays short).
-    const top: number[] = [];
+    const top: Array<{ label: number; id: string }> = [];
+    const consider = (l: number, id: () => string) => {
+      if (top.length === LATEST && l <= (top[LATEST - 1] as { label: number }).label) return;
+      let at = top.length;
+      while (at > 0 && (top[at - 1] as { label: number }).label < l) at--;
+      top.splice(at, 0, { label: l, id: id() });
+      if (top.length > LATEST) top.pop();
+    };
     for (let r = 0; r < this.labels.length; r++) {
       const l = this.labels[r] as number;
-      if (l < 0 || (top.length === LATEST && l <= (this.labels[top[LATEST - 1] as number] as number))) continue;
-      let at = top.length;
-      while (at > 0 && (this.labels[top[at - 1] as number] as number) < l) at--;
-      top.splice(at, 0, r);
-      if (top.length > LATEST) top.pop();
+      if (l >= 0 && !this.dropped.has(l)) consider(l, () => this.idOf(r));
     }
-    return {
-      dim: this.dim,
-      upTo: this.upTo,
-      live: this.live,
-      maxLabel: this.maxLabel,
-      latest: top.map((r) => ({ label: this.labels[r] as number, id: this.idOf(r) })),
-    };
+    let maxLabel = this.maxLabel;
+    for (const [l, a] of this.added) {
+      consider(l, () => a.id);
+      if (l > maxLabel) maxLabel = l;
+    }
+    return { dim: this.dim, upTo: this.upTo, live: this.live - this.dropped.size + this.added.size, maxLabel, latest: top };
   }
 
   /** Brings the file up to date with the writes after it (read before any sent by the main thread);
@@ -147,6 +173,7 @@ export class VectorFileScan {
     this.vecs = this.vecs.subarray(0, kept * dim);
     this.labels = this.labels.subarray(0, kept);
     this.slotOfRow = slotOf.subarray(0, kept);
+    this.live = kept;
     this.dropped = new Set();
     this.freed = 0;
   }

@@ -64,7 +64,7 @@ export function readVectorLog(file: string, dim: number): LogEntry[] {
   }
   const out: LogEntry[] = [];
   // Copied out of the buffer: typed arrays need their own alignment.
-  const f64 = (at: number, n: number) => new Float64Array(buf.buffer.slice(buf.byteOffset + at, buf.byteOffset + at + n * 8));
+  const copy = (at: number, bytes: number) => buf.buffer.slice(buf.byteOffset + at, buf.byteOffset + at + bytes);
   for (let at = 0; at + HEAD <= buf.length; ) {
     if (buf.readUInt32LE(at) !== MAGIC || buf.readUInt32LE(at + 12) !== dim) break;
     const kind = buf.readUInt32LE(at + 4);
@@ -73,17 +73,17 @@ export function readVectorLog(file: string, dim: number): LogEntry[] {
     const body = buf.readDoubleLE(at + 24);
     const end = at + HEAD + body;
     if (end + 4 > buf.length || buf.readUInt32LE(end) !== MAGIC) break;
-    let p = at + HEAD;
+    const p = at + HEAD;
     if (kind === UPSERT) {
-      const labels = f64(p, n);
-      const replaced = f64((p += n * 8), n);
-      const ends = new Uint32Array(buf.buffer.slice(buf.byteOffset + (p += n * 8), buf.byteOffset + p + n * 4));
-      const vectors = new Float32Array(buf.buffer.slice(buf.byteOffset + (p += n * 4), buf.byteOffset + p + n * dim * 4));
-      const bytes = Buffer.from(buf.subarray((p += n * dim * 4), end));
+      const labels = new Float64Array(copy(p, n * 8));
+      const replaced = new Float64Array(copy(p + n * 8, n * 8));
+      const ends = new Uint32Array(copy(p + n * 16, n * 4));
+      const vectors = new Float32Array(copy(p + n * 20, n * dim * 4));
+      const bytes = Buffer.from(buf.subarray(p + n * 20 + n * dim * 4, end));
       if (bytes.length !== (n > 0 ? (ends[n - 1] as number) : 0)) break;
       out.push({ kind: "upsert", firstSeq, labels, replaced, ids: new IdList(bytes, ends), vectors });
     } else if (kind === DELETE && body === n * 8) {
-      out.push({ kind: "delete", firstSeq, labels: f64(p, n) });
+      out.push({ kind: "delete", firstSeq, labels: new Float64Array(copy(p, n * 8)) });
     } else break;
     at = end + 4;
   }
@@ -108,7 +108,7 @@ export class VectorLogs {
     this.logs.set(indexId, { file, dim, chain: Promise.resolve(), bytes, full: bytes >= MAX_BYTES });
   }
 
-  private then(indexId: string, step: (file: string) => Promise<void>): void {
+  private enqueue(indexId: string, step: (file: string) => Promise<void>): void {
     const l = this.logs.get(indexId);
     if (!l) return;
     l.chain = l.chain.then(() => step(l.file)).catch((err: unknown) => this.onError(indexId, err));
@@ -153,13 +153,13 @@ export class VectorLogs {
     l.bytes += b.length;
     // A log stopped here stays a prefix of the writes: the rest comes from the database at start.
     if (l.bytes >= MAX_BYTES) l.full = true;
-    this.then(indexId, (file) => fs.promises.appendFile(file, b, { mode: 0o600 }));
+    this.enqueue(indexId, (file) => fs.promises.appendFile(file, b, { mode: 0o600 }));
   }
 
   /** Empties the log once `saved` resolves true (a vectors file holding every write logged so far:
    * the writes after it are appended after this). */
   restart(indexId: string, saved: Promise<boolean>): void {
-    this.then(indexId, async (file) => {
+    this.enqueue(indexId, async (file) => {
       if (!(await saved)) return;
       await fs.promises.writeFile(file, Buffer.alloc(0), { mode: 0o600 });
       const l = this.logs.get(indexId);

@@ -525,7 +525,7 @@ export class EmbeddedEngine implements VectorEngine {
     await Promise.allSettled(this.loading.values());
     await this.saveAll(true);
     for (const c of this.open.values()) c.close();
-    await this.logs?.flush();
+    await this.logs?.close();
     await this.scanner?.close();
     await this.graphs.close();
   }

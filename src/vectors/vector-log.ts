@@ -90,9 +90,20 @@ export function readVectorLog(file: string, dim: number): LogEntry[] {
   return out;
 }
 
+interface Log {
+  file: string;
+  dim: number;
+  /** The appends in order, each after the one before. */
+  chain: Promise<void>;
+  /** Open for appending from the first append on (one write call per batch). */
+  fh: fs.promises.FileHandle | undefined;
+  bytes: number;
+  full: boolean;
+}
+
 /** Appends each index's acknowledged writes to its log, in order, off the event loop. */
 export class VectorLogs {
-  private readonly logs = new Map<string, { file: string; dim: number; chain: Promise<void>; bytes: number; full: boolean }>();
+  private readonly logs = new Map<string, Log>();
 
   constructor(private readonly onError: (indexId: string, err: unknown) => void) {}
 
@@ -105,13 +116,13 @@ export class VectorLogs {
     } catch {
       // none yet
     }
-    this.logs.set(indexId, { file, dim, chain: Promise.resolve(), bytes, full: bytes >= MAX_BYTES });
+    this.logs.set(indexId, { file, dim, chain: Promise.resolve(), fh: undefined, bytes, full: bytes >= MAX_BYTES });
   }
 
-  private enqueue(indexId: string, step: (file: string) => Promise<void>): void {
+  private enqueue(indexId: string, step: (l: Log) => Promise<void>): void {
     const l = this.logs.get(indexId);
     if (!l) return;
-    l.chain = l.chain.then(() => step(l.file)).catch((err: unknown) => this.onError(indexId, err));
+    l.chain = l.chain.then(() => step(l)).catch((err: unknown) => this.onError(indexId, err));
   }
 
   /** A committed batch of upserts (items in write order, sequence numbers one after another). */
@@ -153,20 +164,22 @@ export class VectorLogs {
     l.bytes += b.length;
     // A log stopped here stays a prefix of the writes: the rest comes from the database at start.
     if (l.bytes >= MAX_BYTES) l.full = true;
-    this.enqueue(indexId, (file) => fs.promises.appendFile(file, b, { mode: 0o600 }));
+    this.enqueue(indexId, async (log) => {
+      log.fh ??= await fs.promises.open(log.file, "a", 0o600);
+      for (let done = 0; done < b.length; ) done += (await log.fh.write(b, done)).bytesWritten;
+    });
   }
 
   /** Empties the log once `saved` resolves true (a vectors file holding every write logged so far:
    * the writes after it are appended after this). */
   restart(indexId: string, saved: Promise<boolean>): void {
-    this.enqueue(indexId, async (file) => {
+    this.enqueue(indexId, async (l) => {
       if (!(await saved)) return;
-      await fs.promises.writeFile(file, Buffer.alloc(0), { mode: 0o600 });
-      const l = this.logs.get(indexId);
-      if (l) {
-        l.bytes = 0;
-        l.full = false;
-      }
+      // (Appending: each write goes to the end, wherever that is now.)
+      if (l.fh) await l.fh.truncate(0);
+      else await fs.promises.rm(l.file, { force: true });
+      l.bytes = 0;
+      l.full = false;
     });
   }
 
@@ -176,11 +189,19 @@ export class VectorLogs {
     this.logs.delete(indexId);
     if (!l) return;
     await l.chain;
+    await l.fh?.close();
     await fs.promises.rm(l.file, { force: true });
   }
 
   /** Resolves once every append so far is written. */
   async flush(): Promise<void> {
     await Promise.all([...this.logs.values()].map((l) => l.chain));
+  }
+
+  /** Writes what is queued and closes the logs (on shutdown). */
+  async close(): Promise<void> {
+    await this.flush();
+    await Promise.all([...this.logs.values()].map((l) => l.fh?.close()));
+    this.logs.clear();
   }
 }

@@ -199,6 +199,8 @@ export class EmbeddedEngine implements VectorEngine {
     const c = this.newCollection(spec, this.store.count(spec.id));
     c.beginLoad();
     this.open.set(spec.id, c);
+    // (Loaded again after its copy was dropped: logged from now on, of use from its next file.)
+    this.logs?.track(spec.id, logFileOf(this.files(spec.id).vectors), spec.dimension);
     this.loads++;
     const p = this.load(spec, c).then(
       () => {

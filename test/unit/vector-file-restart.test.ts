@@ -13,6 +13,7 @@ import Database from "better-sqlite3";
 import { EmbeddedEngine } from "../../src/vectors/embedded.js";
 import type { IndexSpec } from "../../src/vectors/engine.js";
 import { exactNearest } from "../../src/vectors/exact.js";
+import { readVectorLog } from "../../src/vectors/vector-log.js";
 import { VectorDb } from "../../src/vectors/store.js";
 import { clustered } from "../helpers/vectors-data.js";
 import { index } from "../contract/vectors.js";
@@ -208,10 +209,9 @@ test("after a kill -9 before an index's first save, searches while it loads read
     live.set("new", n + 2);
     const graphs = path.join(dir, "vector-graphs");
     const log = path.join(graphs, `${logSpec.id}.vectors.log`);
-    // The log is appended after each write is acknowledged, off the event loop.
-    for (let i = 0; i < 600 && (fs.statSync(log, { throwIfNoEntry: false })?.size ?? 0) < 3000 * DIM * 4; i++)
-      await new Promise((r) => setTimeout(r, 50));
-    await new Promise((r) => setTimeout(r, 200));
+    // The log is appended after each write is acknowledged, off the event loop: five batches.
+    for (let i = 0; i < 1200 && readVectorLog(log, DIM).length < 5; i++) await new Promise((r) => setTimeout(r, 50));
+    assert.equal(readVectorLog(log, DIM).length, 5);
     assert.equal(fs.existsSync(path.join(graphs, `${logSpec.id}.vectors`)), false, "the index was saved: this is not the case tested");
     // What a kill -9 now leaves (every write committed, none under way), twice: whole, and with
     // the log's last entry torn (as a crash while it was appended leaves it).

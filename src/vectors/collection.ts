@@ -522,6 +522,24 @@ export class Collection {
     for (const r of exactNearest(data, d, q, k, this.metric)) out.push(this.candidate(q, qNorm, slots[r] as number));
   }
 
+  /** The `k` nearest of the `count` vectors waiting for the graph, which lie in slots `lo`..`hi`
+   * with few others among them (a bulk load's fill new slots one after another): the range is
+   * copied in one piece and scored in one SIMD pass, asking for as many more as there are other
+   * slots in it. A gather slot by slot took 12.5 ms p50 a search on a busy machine during a bulk
+   * load, longer than the graph search. */
+  private exactRange(q: Float32Array, qNorm: number, lo: number, hi: number, count: number, k: number, out: Candidate[]): void {
+    const d = this.dim;
+    const data = this.gatherBuffer((hi - lo + 1) * d);
+    data.set(this.vecs.subarray(lo * d, (hi + 1) * d));
+    let kept = 0;
+    for (const r of exactNearest(data, d, q, k + (hi - lo + 1 - count), this.metric)) {
+      const s = lo + r;
+      if (this.live[s] !== 1 || this.inAnn[s] !== 0) continue;
+      out.push(this.candidate(q, qNorm, s));
+      if (++kept === k) break;
+    }
+  }
+
   /** A buffer of `floats` at offset 0 (the native scorer reads from the start of the buffer). */
   private gatherBuffer(floats: number): Float32Array {
     if (floats > SCRATCH_MAX) return new Float32Array(floats);
@@ -607,11 +625,19 @@ export class Collection {
     } else {
       // Vectors not yet in the graph: scored exactly.
       const waiting: number[] = [];
+      let lo = Number.POSITIVE_INFINITY;
+      let hi = -1;
       for (let i = this.pendingHead; i < this.pending.length; i++) {
         const s = this.pending[i] as number;
-        if (this.waiting(i) && (!pred || pred(this.metas[s]))) waiting.push(s);
+        if (this.waiting(i) && (!pred || pred(this.metas[s]))) {
+          waiting.push(s);
+          if (s < lo) lo = s;
+          if (s > hi) hi = s;
+        }
       }
-      this.exact(query, qNorm, waiting, topK, cands);
+      if (!pred && waiting.length > Math.max(GATHER_MIN, topK) && hi - lo + 1 <= waiting.length * 2)
+        this.exactRange(query, qNorm, lo, hi, waiting.length, topK, cands);
+      else this.exact(query, qNorm, waiting, topK, cands);
     }
     if (graphSize > 0 && !exact) {
       if (!pred) {

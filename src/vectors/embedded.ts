@@ -20,6 +20,7 @@ import { RecordScanner } from "./record-scan.js";
 import { VECTOR_DEFAULTS, type VectorSettings } from "./settings.js";
 import type { RecordRow, VectorCatalog } from "./store.js";
 import { readVectorFileHeader, writeVectorFile } from "./vector-file.js";
+import { logFileOf, VectorLogs } from "./vector-log.js";
 
 /** A changed graph is saved once its index had no writes for AGENTBOX_VECTOR_SAVE_IDLE_S (so a crash
  * soon after a bulk load finds it saved), and at least every SAVE_EVERY_MS while writes go on. */
@@ -68,6 +69,8 @@ export class EmbeddedEngine implements VectorEngine {
   private readonly graphs = new GraphWorker();
   /** Answers searches of indexes whose records are still loading (when the store has a file to scan). */
   private readonly scanner: RecordScanner | undefined;
+  /** Each index's writes since its vectors file, for the scanner after a crash (with the scanner only). */
+  private readonly logs: VectorLogs | undefined;
   private saving: Promise<void> | undefined;
   private readonly saveIdleMs: number;
   /** The write sequence each index's vectors file on disk holds (absent: none, or not usable). */
@@ -90,6 +93,7 @@ export class EmbeddedEngine implements VectorEngine {
             const fields = {
               index: r.indexId,
               up_to: r.upTo,
+              logged: r.logged,
               written_since: r.writtenSince,
               dropped_since: r.droppedSince,
               ms: Math.round(r.ms),
@@ -97,6 +101,9 @@ export class EmbeddedEngine implements VectorEngine {
             if (r.used) this.log("vectors file in use while the index loads", fields);
             else this.log("vectors file not used while the index loads", { ...fields, reason: r.reason });
           });
+    this.logs = this.scanner
+      ? new VectorLogs((index, err) => this.log("appending to a vector index's log failed", { index, error: String(err) }))
+      : undefined;
     this.dir = path.join(dataDir, "vector-graphs");
     fs.mkdirSync(this.dir, { recursive: true, mode: 0o700 });
     // Started with the service (before it listens) when there are indexes to load, so that it is
@@ -106,6 +113,7 @@ export class EmbeddedEngine implements VectorEngine {
     void store.allIndexes().then((rows) => {
       if (rows.length > 0) this.scanner?.start();
       for (const row of this.smallestFirst(rows)) this.useVectorsFile(row.id, row.dimension);
+      for (const row of rows) this.logs?.track(row.id, logFileOf(this.files(row.id).vectors), row.dimension);
     });
     this.saveIdleMs = settings.saveIdleS * 1000;
     this.timer = setInterval(() => void this.saveAll(false), Math.min(this.saveIdleMs, 30_000));
@@ -149,8 +157,10 @@ export class EmbeddedEngine implements VectorEngine {
     if (!this.scanner) return;
     const file = this.files(indexId).vectors;
     const h = readVectorFileHeader(file);
-    if (!h || h.dim !== dim) return;
-    this.vectorsSaved.set(indexId, h.upTo);
+    // Before the index's first save there is no file, only its log.
+    const logged = (fs.statSync(logFileOf(file), { throwIfNoEntry: false })?.size ?? 0) > 0;
+    if (h?.dim === dim) this.vectorsSaved.set(indexId, h.upTo);
+    else if (!logged) return;
     this.scanner.useFile(indexId, file, dim);
   }
 
@@ -158,12 +168,27 @@ export class EmbeddedEngine implements VectorEngine {
   private async saveVectors(id: string, c: Collection): Promise<void> {
     const snap = c.slotsSnapshot();
     if (this.vectorsSaved.get(id) === snap.upTo) return;
+    let written = (_: boolean) => {};
+    const saved = new Promise<boolean>((resolve) => {
+      written = resolve;
+    });
     try {
-      // Discarded if the index changed while it was written (the next save writes it again).
-      if (await writeVectorFile(this.files(id).vectors, snap, () => c.seq === snap.upTo && !c.isClosed))
+      // Discarded if the index changed while it was written (the next save writes it again). When
+      // it did not, the log is emptied once the file is in place (the writes from now on are
+      // appended after that).
+      const stillSame = () => {
+        const same = c.seq === snap.upTo && !c.isClosed;
+        if (same) this.logs?.restart(id, saved);
+        return same;
+      };
+      if (await writeVectorFile(this.files(id).vectors, snap, stillSame)) {
         this.vectorsSaved.set(id, snap.upTo);
+        written(true);
+      }
     } catch (err) {
       this.log("saving a vector index's vectors file failed", { index: id, error: String(err) });
+    } finally {
+      written(false);
     }
   }
 
@@ -174,6 +199,8 @@ export class EmbeddedEngine implements VectorEngine {
     const c = this.newCollection(spec, this.store.count(spec.id));
     c.beginLoad();
     this.open.set(spec.id, c);
+    // (Loaded again after its copy was dropped: logged from now on, of use from its next file.)
+    this.logs?.track(spec.id, logFileOf(this.files(spec.id).vectors), spec.dimension);
     this.loads++;
     const p = this.load(spec, c).then(
       () => {
@@ -197,6 +224,9 @@ export class EmbeddedEngine implements VectorEngine {
   /** Loads every record, then (in the background) the saved graph when it is consistent with them. */
   private async load(spec: IndexSpec, c: Collection): Promise<void> {
     const started = performance.now();
+    // The vectors file answers the searches meanwhile: its read goes first (writes are kept meanwhile).
+    await this.scanner?.fileRead(spec.id);
+    if (c.isClosed) return;
     const { graph, state } = this.files(spec.id);
     let saved: GraphState | undefined;
     try {
@@ -294,6 +324,7 @@ export class EmbeddedEngine implements VectorEngine {
     c.openGraph().catch((err) => this.log("creating a vector graph failed", { index: spec.id, error: String(err) }));
     c.startIndexing();
     this.open.set(spec.id, c);
+    this.logs?.track(spec.id, logFileOf(this.files(spec.id).vectors), spec.dimension);
   }
 
   dropIndex(spec: IndexSpec): Promise<void> {
@@ -322,10 +353,12 @@ export class EmbeddedEngine implements VectorEngine {
     // A load under way stops at its next step; its graph is dropped after it (messages are in order).
     await this.loading.get(id);
     await this.graphs.drop(id).catch(() => 0);
+    await this.logs?.remove(id);
     const { graph, state, vectors } = this.files(id);
     fs.rmSync(state, { force: true });
     fs.rmSync(graph, { force: true });
     fs.rmSync(vectors, { force: true });
+    fs.rmSync(logFileOf(vectors), { force: true });
     this.vectorsSaved.delete(id);
     this.scanner?.forget(id);
   }
@@ -335,6 +368,11 @@ export class EmbeddedEngine implements VectorEngine {
     // Past the index's bound on vectors waiting for its graph, written once the graph caught up.
     await c.room();
     const written = await this.store.upsert(spec.id, vectors, admit);
+    this.logs?.upserted(
+      spec.id,
+      written,
+      vectors.map((v) => v.embedding),
+    );
     this.scanner?.wrote(
       spec.id,
       written,
@@ -350,6 +388,7 @@ export class EmbeddedEngine implements VectorEngine {
   async delete(spec: IndexSpec, ids: string[], refuseProtected?: (protectedIds: string[]) => void): Promise<number> {
     const c = this.coll(spec);
     const gone = await this.store.delete(spec.id, ids, refuseProtected);
+    this.logs?.deleted(spec.id, gone);
     this.scanner?.deleted(
       spec.id,
       gone.map((g) => g.label),
@@ -488,6 +527,7 @@ export class EmbeddedEngine implements VectorEngine {
     await Promise.allSettled(this.loading.values());
     await this.saveAll(true);
     for (const c of this.open.values()) c.close();
+    await this.logs?.close();
     await this.scanner?.close();
     await this.graphs.close();
   }

@@ -4,6 +4,10 @@
 import { parentPort, workerData } from "node:worker_threads";
 import Database from "better-sqlite3";
 import type { RecordChunkMessage, RecordLoaderData } from "./record-protocol.js";
+import { backgroundThread } from "./thread-priority.js";
+
+// A load is background work: searches (answered meanwhile from the vectors file or the rows) come first.
+backgroundThread();
 
 const port = parentPort as NonNullable<typeof parentPort>;
 const { file, indexId, dim, chunk } = workerData as RecordLoaderData;

@@ -93,8 +93,10 @@ export interface ScanFileReply {
   used: boolean;
   /** Why not, when not. */
   reason?: string;
-  /** The file's write sequence, and the writes after it read from the database at start. */
+  /** The file's write sequence (0: no file), the writes after it read from its side log, and
+   * those after them read from the database at start. */
   upTo?: number;
+  logged?: number;
   writtenSince?: number;
   droppedSince?: number;
   /** Reading the file and the writes since, in the scanner thread. */

@@ -1,7 +1,7 @@
 // The record scanner thread: answers a search of an index whose records are still loading after a
 // start, exactly, for RecordScanner (record-scan.ts). An index with a vectors file (vector-file.ts)
-// is searched in that file's vectors, read once, brought up to date with the writes after it that
-// are in the database (vector-file-since.ts: after a `kill -9` the file is older than the index),
+// or a side log (vector-log.ts) is searched in that file's vectors, read once, brought up to date
+// with the log's writes after it and then the writes after those that are in the database (vector-file-since.ts: after a `kill -9` the file is older than the index),
 // and the writes acknowledged since (vector-file-scan.ts); its hits' metadata is read from the
 // vectors database.
 // Otherwise, and for a filtered search (the filter needs every record's metadata), each search is
@@ -15,6 +15,7 @@ import { compileFilter, type Metadata } from "./filter.js";
 import type { RecordScanData, ScanFileReply, ScanMessage, ScanReply, ScanRequest } from "./record-protocol.js";
 import { VectorFileScan } from "./vector-file-scan.js";
 import { WritesSinceReader } from "./vector-file-since.js";
+import { logFileOf, readVectorLog } from "./vector-log.js";
 
 type Hits = NonNullable<ScanReply["hits"]>;
 
@@ -120,13 +121,18 @@ async function openFile(indexId: string, file: string, dim: number): Promise<Sca
     ms: performance.now() - t0,
   });
   try {
-    const f = await VectorFileScan.open(file, dim);
-    if (!f) return reply({ used: false, reason: "missing, incomplete or of another dimension" });
+    // No file (or not a usable one): the side log alone, when it goes back to the index's first write.
+    const opened = await VectorFileScan.open(file, dim);
+    const f = opened ?? VectorFileScan.empty(dim);
+    const fileUpTo = f.upTo;
+    const logged = f.applyLog(readVectorLog(logFileOf(file), dim));
+    if (!opened && logged === 0)
+      return reply({ used: false, reason: "missing, incomplete or of another dimension, and no log from the first write" });
     const w = since.read(indexId, f.summary());
-    if ("reason" in w) return reply({ used: false, reason: w.reason, upTo: f.upTo });
+    if ("reason" in w) return reply({ used: false, reason: w.reason, upTo: fileUpTo, logged });
     f.catchUp(w);
     files.set(indexId, f);
-    return reply({ used: true, upTo: f.upTo, writtenSince: w.ids.length, droppedSince: w.dropped.length });
+    return reply({ used: true, upTo: fileUpTo, logged, writtenSince: w.ids.length, droppedSince: w.dropped.length });
   } catch (err) {
     return reply({ used: false, reason: String((err as Error | undefined)?.message ?? err) });
   }

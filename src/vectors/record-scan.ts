@@ -18,6 +18,9 @@ export class RecordScanner {
   private readonly waiting = new Map<number, { resolve: (r: ScanReply) => void; reject: (e: Error) => void }>();
   /** Indexes the current thread searches in their vectors file (lost with the thread). */
   private readonly fromFile = new Set<string>();
+  /** Indexes whose vectors file the thread is reading, and what settles once it is read (or not). */
+  private readonly reading = new Map<string, () => void>();
+  private readonly read = new Map<string, Promise<void>>();
 
   constructor(
     private readonly file: string,
@@ -33,6 +36,7 @@ export class RecordScanner {
     w.unref();
     w.on("message", (m: ScanReply | ScanFileReply) => {
       if (m.kind === "file") {
+        this.settle(m.indexId);
         this.onFile(m);
         return;
       }
@@ -48,11 +52,25 @@ export class RecordScanner {
       }
       for (const p of this.waiting.values()) p.reject(err);
       this.waiting.clear();
+      for (const id of [...this.reading.keys()]) this.settle(id);
     };
     w.on("error", fail);
     w.on("exit", () => fail(new Error("the vector record scanner stopped")));
     this.worker = w;
     return w;
+  }
+
+  private settle(indexId: string): void {
+    this.reading.get(indexId)?.();
+    this.reading.delete(indexId);
+    this.read.delete(indexId);
+  }
+
+  /** Settles once the index's vectors file is read into the thread (or could not be; at once when
+   * none is being read). The index's own load waits for it: the file is what answers the first
+   * searches, and its read took seconds at 1M while the load competed for the same two cores. */
+  fileRead(indexId: string): Promise<void> {
+    return this.read.get(indexId) ?? Promise.resolve();
   }
 
   private post(m: ScanMessage): void {
@@ -65,6 +83,13 @@ export class RecordScanner {
   useFile(indexId: string, file: string, dim: number): void {
     this.post({ kind: "file", indexId, file, dim });
     this.fromFile.add(indexId);
+    if (!this.read.has(indexId))
+      this.read.set(
+        indexId,
+        new Promise((resolve) => {
+          this.reading.set(indexId, resolve);
+        }),
+      );
   }
 
   /** Whether writes to the index are to be passed on. */
@@ -102,6 +127,7 @@ export class RecordScanner {
   /** The index is gone: its file's vectors are let go. */
   forget(indexId: string): void {
     if (this.fromFile.delete(indexId)) this.worker?.postMessage({ kind: "forget", indexId } satisfies ScanMessage);
+    this.settle(indexId);
   }
 
   /** The exact answer from the vectors file or the stored records (the filter as the client sent it). */
@@ -131,6 +157,7 @@ export class RecordScanner {
     if (!w) return;
     this.worker = undefined;
     this.fromFile.clear();
+    for (const id of [...this.reading.keys()]) this.settle(id);
     while (this.waiting.size > 0)
       await new Promise((r) => {
         w.once("message", r);

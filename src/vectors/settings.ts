@@ -17,7 +17,7 @@ export const vectorSettingsSchema = defineSettings({
     default: 30,
     minimum: 1,
     maximum: 3600,
-    doc: "Seconds without writes after which an index's changed graph is saved to disk (checked every 30 s or this, whichever is shorter; while writes go on, every 5 minutes; always on a graceful stop). A crash after the save leaves no graph to rebuild at the next start. The index's vectors file (read by searches while the index loads after a start; after a crash that followed writes, brought up to date with them) is written after the same idle time, and on a graceful stop.",
+    doc: "Seconds without writes after which an index's changed graph is saved to disk (checked every 30 s or this, whichever is shorter; while writes go on, every 5 minutes; always on a graceful stop). A crash after the save leaves no graph to rebuild at the next start. The index's vectors file (read by searches while the index loads after a start; after a crash that followed writes, brought up to date with them) is written after the same idle time, and on a graceful stop; every acknowledged write batch is appended to its side log (`<index>.vectors.log`, emptied by each new file), so a crash before the first save is covered too.",
   }),
   targetRecall: setting.number("AGENTBOX_VECTOR_TARGET_RECALL", {
     table: "service",

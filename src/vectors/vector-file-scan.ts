@@ -1,13 +1,16 @@
 // One index's vectors as the record scanner holds them while the index loads after a start: its
-// vectors file (vector-file.ts), less the labels deleted or replaced since the file, plus the
-// vectors written since (both read from the database at start when the file is older than the
-// index, vector-file-since.ts, and then sent by the main thread as each write is acknowledged). Its
-// nearest vectors are found by SIMD brute force over the file's vectors (read once) and over those
-// written since.
+// vectors file (vector-file.ts) as read, less the labels deleted or replaced since the file, plus
+// the vectors written since (read at start from its side log, vector-log.ts, and the database,
+// vector-file-since.ts, then sent by the main thread as each write is acknowledged). Its nearest
+// vectors are found by SIMD brute force over the file's vectors (searched in the array they were
+// read into: no copy, no packing before the first search) and over those written since.
+import os from "node:os";
 import type { Metric } from "./engine.js";
 import { exactNearest, metricDistance } from "./exact.js";
 import { readVectorFile } from "./vector-file.js";
 import type { FileSummary, WritesSince } from "./vector-file-since.js";
+import { IdList } from "./vector-ids.js";
+import type { LogEntry } from "./vector-log.js";
 
 /** A candidate: its label, id, exact distance and vector. */
 export interface FileHit {
@@ -19,15 +22,24 @@ export interface FileHit {
 
 /** The file's most recent vectors handed to the reader of the writes since (see FileSummary). */
 const LATEST = 32;
-/** Past this many dropped labels the file's vectors are packed again without them (each search
- * asks the brute force for as many more as were dropped). */
+/** Past this many freed or dropped rows the file's vectors are packed again without them (each
+ * search asks the brute force for as many more as there are). */
 const COMPACT_AT = 1_024;
+/** Threads of a brute-force pass over this many floats or more (16 MiB): a million vectors of 128
+ * took ~0.4 s on one thread of a busy machine. */
+const THREADED_FLOATS = 1 << 22;
+const THREADS = Math.max(1, Math.min(2, os.availableParallelism()));
 
 export class VectorFileScan {
-  /** The file's live vectors, packed (freed slots left out), with their labels and ids. */
+  /** The file's vectors by row (its slots as read; packed without freed and dropped ones once there
+   * are many), with their labels (-1: a freed slot). */
   private vecs: Float32Array;
   private labels: Float64Array;
-  private ids: string[];
+  /** The file's ids, by slot; `slotOfRow` maps a row to its slot once rows were packed. */
+  private readonly ids: IdList;
+  private slotOfRow: Uint32Array | undefined;
+  /** Rows of freed slots (label -1) still among the rows. */
+  private freed: number;
   /** Labels of the file's vectors deleted or replaced since. */
   private dropped = new Set<number>();
   /** Vectors written since, by label; packed for a search on demand. */
@@ -35,18 +47,23 @@ export class VectorFileScan {
   private packed: { vecs: Float32Array; labels: number[] } | undefined;
   /** The highest label in the file: labels above it were given after the file. */
   readonly maxLabel: number;
+  /** Live vectors among the rows (dropped ones included until the rows are packed). */
+  private live: number;
 
   private constructor(
     readonly dim: number,
-    /** Every write up to this sequence number is in the file. */
-    readonly upTo: number,
+    /** Every write up to this sequence number is in the file (and the log entries applied). */
+    public upTo: number,
     vecs: Float32Array,
     labels: Float64Array,
-    ids: string[],
+    ids: IdList,
+    live: number,
   ) {
     this.vecs = vecs;
     this.labels = labels;
     this.ids = ids;
+    this.live = live;
+    this.freed = labels.length - live;
     let max = -1;
     for (const l of labels) if (l > max) max = l;
     this.maxLabel = max;
@@ -56,40 +73,60 @@ export class VectorFileScan {
   static async open(file: string, dim: number): Promise<VectorFileScan | undefined> {
     const f = await readVectorFile(file);
     if (!f || f.dim !== dim) return undefined;
-    if (f.live === f.slots) return new VectorFileScan(dim, f.upTo, f.vecs, f.labels, f.ids as string[]);
-    // Freed slots are left out once here, so that a search need not skip them.
-    const vecs = new Float32Array(f.live * dim);
-    const labels = new Float64Array(f.live);
-    const ids: string[] = [];
-    for (let s = 0; s < f.slots; s++) {
-      if ((f.labels[s] as number) < 0) continue;
-      if (ids.length === f.live) return undefined;
-      vecs.set(f.vecs.subarray(s * dim, (s + 1) * dim), ids.length * dim);
-      labels[ids.length] = f.labels[s] as number;
-      ids.push(f.ids[s] as string);
-    }
-    return ids.length === f.live ? new VectorFileScan(dim, f.upTo, vecs, labels, ids) : undefined;
+    let live = 0;
+    for (const l of f.labels) if (l >= 0) live++;
+    if (live !== f.live) return undefined;
+    return new VectorFileScan(dim, f.upTo, f.vecs, f.labels, f.ids, f.live);
   }
 
-  /** What the reader of the writes since needs to know of the file. */
+  /** No file (the index was never saved): its side log alone, from the index's first write. */
+  static empty(dim: number): VectorFileScan {
+    return new VectorFileScan(dim, 0, new Float32Array(0), new Float64Array(0), new IdList(Buffer.alloc(0), new Uint32Array(0)), 0);
+  }
+
+  /** Applies the side log's entries that carry on from `upTo` without a gap (vector-log.ts); the
+   * first gap ends it (the database has the rest). Returns how many writes it applied. */
+  applyLog(entries: LogEntry[]): number {
+    let applied = 0;
+    for (const e of entries) {
+      const n = e.labels.length;
+      if (e.firstSeq + n - 1 <= this.upTo) continue;
+      if (e.firstSeq !== this.upTo + 1) break;
+      for (let i = 0; i < n; i++) {
+        if (e.kind === "delete") this.remove(e.labels[i] as number);
+        else this.put(e.replaced[i] as number, e.labels[i] as number, e.ids.get(i), e.vectors.subarray(i * this.dim, (i + 1) * this.dim));
+      }
+      this.upTo += n;
+      applied += n;
+    }
+    return applied;
+  }
+
+  private idOf(row: number): string {
+    return this.ids.get(this.slotOfRow ? (this.slotOfRow[row] as number) : row);
+  }
+
+  /** What the reader of the writes since needs to know of the file (with the log applied). */
   summary(): FileSummary {
     // The LATEST highest labels, highest first (one pass; the list stays short).
-    const top: number[] = [];
+    const top: Array<{ label: number; id: string }> = [];
+    const consider = (l: number, id: () => string) => {
+      if (top.length === LATEST && l <= (top[LATEST - 1] as { label: number }).label) return;
+      let at = top.length;
+      while (at > 0 && (top[at - 1] as { label: number }).label < l) at--;
+      top.splice(at, 0, { label: l, id: id() });
+      if (top.length > LATEST) top.pop();
+    };
     for (let r = 0; r < this.labels.length; r++) {
       const l = this.labels[r] as number;
-      if (top.length === LATEST && l <= (this.labels[top[LATEST - 1] as number] as number)) continue;
-      let at = top.length;
-      while (at > 0 && (this.labels[top[at - 1] as number] as number) < l) at--;
-      top.splice(at, 0, r);
-      if (top.length > LATEST) top.pop();
+      if (l >= 0 && !this.dropped.has(l)) consider(l, () => this.idOf(r));
     }
-    return {
-      dim: this.dim,
-      upTo: this.upTo,
-      live: this.labels.length,
-      maxLabel: this.maxLabel,
-      latest: top.map((r) => ({ label: this.labels[r] as number, id: this.ids[r] as string })),
-    };
+    let maxLabel = this.maxLabel;
+    for (const [l, a] of this.added) {
+      consider(l, () => a.id);
+      if (l > maxLabel) maxLabel = l;
+    }
+    return { dim: this.dim, upTo: this.upTo, live: this.live - this.dropped.size + this.added.size, maxLabel, latest: top };
   }
 
   /** Brings the file up to date with the writes after it (read before any sent by the main thread);
@@ -99,7 +136,7 @@ export class VectorFileScan {
     w.ids.forEach((id, i) => {
       this.put(-1, w.labels[i] as number, id, w.vectors.subarray(i * this.dim, (i + 1) * this.dim));
     });
-    if (this.dropped.size > COMPACT_AT) this.compact();
+    if (this.dropped.size + this.freed > COMPACT_AT) this.compact();
   }
 
   /** A write acknowledged since the start: `replaced` (if any) goes, then the vector is added. */
@@ -117,29 +154,33 @@ export class VectorFileScan {
     } else this.dropped.add(label);
   }
 
-  /** Packs the file's vectors again without the dropped ones (in place: each kept row moves down). */
+  /** Packs the file's vectors again without the freed and dropped ones (in place: each kept row
+   * moves down; its slot is remembered for its id). */
   private compact(): void {
     const dim = this.dim;
+    const slotOf = new Uint32Array(this.labels.length);
     let kept = 0;
     for (let r = 0; r < this.labels.length; r++) {
       const label = this.labels[r] as number;
-      if (this.dropped.has(label)) continue;
+      if (label < 0 || this.dropped.has(label)) continue;
       if (kept !== r) {
         this.vecs.copyWithin(kept * dim, r * dim, (r + 1) * dim);
         this.labels[kept] = label;
-        this.ids[kept] = this.ids[r] as string;
       }
+      slotOf[kept] = this.slotOfRow ? (this.slotOfRow[r] as number) : r;
       kept++;
     }
     this.vecs = this.vecs.subarray(0, kept * dim);
     this.labels = this.labels.subarray(0, kept);
-    this.ids.length = kept;
+    this.slotOfRow = slotOf.subarray(0, kept);
+    this.live = kept;
     this.dropped = new Set();
+    this.freed = 0;
   }
 
   /** The `topK` nearest live vectors, nearest first, each with its exact distance. */
   nearest(q: Float32Array, topK: number, metric: Metric): FileHit[] {
-    if (this.dropped.size > COMPACT_AT) this.compact();
+    if (this.dropped.size + this.freed > COMPACT_AT) this.compact();
     const dim = this.dim;
     const qNorm = Math.sqrt(q.reduce((a, x) => a + x * x, 0));
     const out: FileHit[] = [];
@@ -147,12 +188,13 @@ export class VectorFileScan {
       const vector = vecs.slice(row * dim, (row + 1) * dim);
       out.push({ label, id, dist: metricDistance(metric, q, qNorm, vector), vector });
     };
-    // Asks for as many more as were dropped since (at most that many of the nearest are gone).
+    // Asks for as many more as were freed or dropped (at most that many of the nearest are gone).
+    const threads = this.vecs.length >= THREADED_FLOATS ? THREADS : 1;
     let kept = 0;
-    for (const row of exactNearest(this.vecs, dim, q, topK + this.dropped.size, metric)) {
+    for (const row of exactNearest(this.vecs, dim, q, topK + this.dropped.size + this.freed, metric, threads)) {
       const label = this.labels[row] as number;
-      if (this.dropped.has(label)) continue;
-      take(this.vecs, row, label, this.ids[row] as string);
+      if (label < 0 || this.dropped.has(label)) continue;
+      take(this.vecs, row, label, this.idOf(row));
       if (++kept === topK) break;
     }
     if (this.added.size > 0) {

@@ -13,6 +13,7 @@ import Database from "better-sqlite3";
 import { EmbeddedEngine } from "../../src/vectors/embedded.js";
 import type { IndexSpec } from "../../src/vectors/engine.js";
 import { exactNearest } from "../../src/vectors/exact.js";
+import { readVectorLog } from "../../src/vectors/vector-log.js";
 import { VectorDb } from "../../src/vectors/store.js";
 import { clustered } from "../helpers/vectors-data.js";
 import { index } from "../contract/vectors.js";
@@ -161,5 +162,86 @@ test("while an index loads after a restart, searches read its vectors file with 
     await store.close();
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("after a kill -9 before an index's first save, searches while it loads read its log of acknowledged writes, exactly; a torn tail is read from the database", async () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "vector-log-restart-"));
+  const crashed = fs.mkdtempSync(path.join(os.tmpdir(), "vector-log-crashed-"));
+  const logSpec: IndexSpec = { id: "idx_log", dimension: DIM, metric: "euclidean" };
+  try {
+    const n = 3000;
+    const data = clustered(n + 100, DIM, 20, 5);
+    const row = (i: number) => data.slice(i * DIM, (i + 1) * DIM);
+    const live = new Map<string, number>();
+    const exact = (q: Float32Array) => {
+      const ids = [...live.keys()];
+      const packed = new Float32Array(ids.length * DIM);
+      ids.forEach((id, j) => {
+        packed.set(row(live.get(id) as number), j * DIM);
+      });
+      return exactNearest(packed, DIM, q, 10, "euclidean").map((j) => ids[j]);
+    };
+    const { store, engine } = open(dir);
+    const now = new Date().toISOString();
+    await store.insertIndex(
+      index(logSpec.id, "log", { tenant_id: "t", dimension: DIM, metric: "euclidean", created_at: now, updated_at: now }),
+    );
+    engine.createIndex(logSpec);
+    for (let b = 0; b < 3; b++) {
+      const batch = Array.from({ length: 1000 }, (_, j) => b * 1000 + j);
+      await engine.upsert(
+        logSpec,
+        batch.map((i) => ({ id: `v${i}`, embedding: row(i), metadata: { i }, delete_protection: false })),
+      );
+      for (const i of batch) live.set(`v${i}`, i);
+    }
+    const q = row(n + 1);
+    const near = exact(q);
+    // A delete and a replacement of the query's nearest, and a new vector near it.
+    assert.equal(await engine.delete(logSpec, near.slice(0, 2) as string[]), 2);
+    for (const id of near.slice(0, 2)) live.delete(id as string);
+    await engine.upsert(logSpec, [
+      { id: near[2] as string, embedding: row(n + 50), metadata: {}, delete_protection: false },
+      { id: "new", embedding: row(n + 2), metadata: {}, delete_protection: false },
+    ]);
+    live.set(near[2] as string, n + 50);
+    live.set("new", n + 2);
+    const graphs = path.join(dir, "vector-graphs");
+    const log = path.join(graphs, `${logSpec.id}.vectors.log`);
+    // The log is appended after each write is acknowledged, off the event loop: five batches.
+    for (let i = 0; i < 1200 && readVectorLog(log, DIM).length < 5; i++) await new Promise((r) => setTimeout(r, 50));
+    assert.equal(readVectorLog(log, DIM).length, 5);
+    assert.equal(fs.existsSync(path.join(graphs, `${logSpec.id}.vectors`)), false, "the index was saved: this is not the case tested");
+    // What a kill -9 now leaves (every write committed, none under way), twice: whole, and with
+    // the log's last entry torn (as a crash while it was appended leaves it).
+    for (const torn of [false, true]) {
+      fs.rmSync(crashed, { recursive: true, force: true });
+      fs.mkdirSync(crashed);
+      for (const f of ["vectors.db", "vectors.db-wal"]) fs.copyFileSync(path.join(dir, f), path.join(crashed, f));
+      fs.cpSync(graphs, path.join(crashed, "vector-graphs"), { recursive: true });
+      const copied = path.join(crashed, "vector-graphs", `${logSpec.id}.vectors.log`);
+      if (torn) fs.truncateSync(copied, fs.statSync(copied).size - 10);
+      const after = open(crashed);
+      await new Promise((r) => setImmediate(r));
+      for (const q2 of [q, row(n + 3)]) {
+        const hits = await after.engine.search(logSpec, q2, { topK: 10, includeValues: false, includeMetadata: false });
+        assert.deepEqual(
+          hits.map((h) => h.id),
+          exact(q2),
+        );
+      }
+      assert.equal(scanSource(after.logs), "file", `the log was not used: ${JSON.stringify(after.logs)}`);
+      const inUse = after.logs.find((l) => l.msg === "vectors file in use while the index loads")?.fields;
+      // Whole: every write from the log; torn: the last entry (the replacement and the new vector) from the database.
+      assert.deepEqual([inUse?.logged, inUse?.written_since], torn ? [3002, 2] : [3004, 0], JSON.stringify(inUse));
+      await after.engine.close();
+      await after.store.close();
+    }
+    await engine.close();
+    await store.close();
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+    fs.rmSync(crashed, { recursive: true, force: true });
   }
 });

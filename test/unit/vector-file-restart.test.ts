@@ -34,6 +34,18 @@ function open(dir: string): { store: VectorDb; engine: EmbeddedEngine; logs: Log
   return { store, engine, logs };
 }
 
+/** The exact top-10 over what `live` says the index holds (id -> row of `data`). */
+function exactOver(data: Float32Array, live: Map<string, number>) {
+  return (q: Float32Array) => {
+    const ids = [...live.keys()];
+    const packed = new Float32Array(ids.length * DIM);
+    ids.forEach((id, j) => {
+      packed.set(data.subarray((live.get(id) as number) * DIM, ((live.get(id) as number) + 1) * DIM), j * DIM);
+    });
+    return exactNearest(packed, DIM, q, 10, "euclidean").map((j) => ids[j]);
+  };
+}
+
 const scanSource = (logs: Logged[]) => logs.find((l) => l.msg === "first search of a loading vector index answered")?.fields?.from;
 
 test("while an index loads after a restart, searches read its vectors file with the writes since, exactly, also when the file is older than the index", async () => {
@@ -44,14 +56,7 @@ test("while an index loads after a restart, searches read its vectors file with 
     const meta = (i: number) => ({ n: i, text: "metadata the scan of the file does not read ".repeat(4) });
     // What the index should hold: id -> row of `data`.
     const live = new Map<string, number>();
-    const exact = (q: Float32Array) => {
-      const ids = [...live.keys()];
-      const packed = new Float32Array(ids.length * DIM);
-      ids.forEach((id, j) => {
-        packed.set(row(live.get(id) as number), j * DIM);
-      });
-      return exactNearest(packed, DIM, q, 10, "euclidean").map((j) => ids[j]);
-    };
+    const exact = exactOver(data, live);
 
     let { store, engine, logs } = open(dir);
     const now = new Date().toISOString();
@@ -174,14 +179,7 @@ test("after a kill -9 before an index's first save, searches while it loads read
     const data = clustered(n + 100, DIM, 20, 5);
     const row = (i: number) => data.slice(i * DIM, (i + 1) * DIM);
     const live = new Map<string, number>();
-    const exact = (q: Float32Array) => {
-      const ids = [...live.keys()];
-      const packed = new Float32Array(ids.length * DIM);
-      ids.forEach((id, j) => {
-        packed.set(row(live.get(id) as number), j * DIM);
-      });
-      return exactNearest(packed, DIM, q, 10, "euclidean").map((j) => ids[j]);
-    };
+    const exact = exactOver(data, live);
     const { store, engine } = open(dir);
     const now = new Date().toISOString();
     await store.insertIndex(

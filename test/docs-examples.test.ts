@@ -108,7 +108,10 @@ describe("the curl sessions in the docs", () => {
       block.expectations.forEach((e, i) => {
         const printed = segments[i];
         if (printed === undefined) return;
-        for (const d of check(bind(e.expect.text), printed)) problems.push(`${block.file}:${e.expect.line}: ${d}`);
+        const differences = check(bind(e.expect.text), printed);
+        // What the command printed, to tell a wrong answer from an empty one.
+        if (differences.length > 0) differences.push(`printed: ${printed.slice(0, 600)}`);
+        for (const d of differences) problems.push(`${block.file}:${e.expect.line}: ${d}`);
       });
       assert.deepEqual(problems, [], problems.join("\n\n"));
     });

@@ -356,7 +356,9 @@ describe("deployments", () => {
   });
 
   test("a full queue is 429 with Retry-After; the admitted requests are all served", async () => {
-    const answers = await Promise.all(Array.from({ length: 8 }, () => chat("tiny-chat", 400)));
+    // Each answer takes ~2 s here (longer on a busy machine, where the eight also arrive further
+    // apart): the queue is full before the first admitted ones are done, however slow the machine.
+    const answers = await Promise.all(Array.from({ length: 8 }, () => chat("tiny-chat", 1000)));
     const limited = answers.filter((a) => a.status === 429);
     assert.ok(limited.length >= 1, answers.map((a) => a.status).join(","));
     for (const a of limited) {

@@ -101,6 +101,7 @@ describe("the curl sessions in the docs", () => {
 
   for (const block of BLOCKS.filter((b) => b.marker === null)) {
     test(`${block.file}:${block.line}`, { timeout: 300_000 }, async () => {
+      const logFrom = server.logs().length;
       const { code, stdout, stderr } = await run(block);
       const segments = stdout.split(`\n${OUT}\n`);
       const problems: string[] = [];
@@ -113,6 +114,8 @@ describe("the curl sessions in the docs", () => {
         if (differences.length > 0) differences.push(`printed: ${printed.slice(0, 600)}`);
         for (const d of differences) problems.push(`${block.file}:${e.expect.line}: ${d}`);
       });
+      // The service's warnings while the block ran, to tell a wrong answer from a refused request.
+      if (problems.length > 0) problems.push(`service log during the block:\n${server.logs().slice(logFrom).slice(-3000) || "(nothing)"}`);
       assert.deepEqual(problems, [], problems.join("\n\n"));
     });
   }

@@ -5,32 +5,17 @@
 // runs again at once (its kernel state lost, as its `resumed` event says), a paused one stays
 // paused until resumed; each move's events are announced once.
 import assert from "node:assert/strict";
-import { after, before, test } from "node:test";
-import { Redis } from "ioredis";
+import { test } from "node:test";
 import { createSandbox, type EventBody, pythonStdout, sandboxEvents } from "./helpers/api.js";
-import { startCluster, type TestCluster, untilExecutorsUp } from "./helpers/cluster.js";
+import { untilExecutorsUp } from "./helpers/cluster.js";
+import { useClusterRig } from "./helpers/cluster-s3.js";
 import { until } from "./helpers/leftovers.js";
-import { startS3, type TestS3 } from "./helpers/s3.js";
 import { client, type TestServer } from "./helpers/server.js";
 
 const LEASE_MS = 3000;
 const BUCKET = "agentbox-drain";
 
-let cluster: TestCluster;
-let s3: TestS3;
-let redis: Redis;
-
-before(async () => {
-  s3 = await startS3(BUCKET);
-  cluster = await startCluster({ leaseMs: LEASE_MS });
-  redis = new Redis(cluster.redis.url);
-});
-
-after(async () => {
-  redis?.disconnect();
-  await cluster?.dispose();
-  await s3?.stop();
-});
+const rig = useClusterRig(BUCKET, LEASE_MS);
 
 interface NodeBody {
   id: string;
@@ -40,17 +25,15 @@ interface NodeBody {
   remaining_sandboxes: number;
 }
 
-const ownerOf = async (id: string) => (await redis.get(`abx:route:${id}`))?.split(" ")[0];
-
 async function nodeOf(via: TestServer, id: string): Promise<NodeBody | undefined> {
-  const res = await client({ url: via.url, key: cluster.adminKey })<{ nodes: NodeBody[] }>("GET", "/v1/admin/nodes");
+  const res = await client({ url: via.url, key: rig.cluster.adminKey })<{ nodes: NodeBody[] }>("GET", "/v1/admin/nodes");
   return res.body.nodes?.find((n) => n.id === id);
 }
 
 test("a drained node's sandboxes move to another executor and answer there under their own ids", async () => {
   // Executor 1 alone first, so that every sandbox is its own (created through it: it places them on itself).
-  const e1 = await cluster.node("node-1", "executor", s3.env);
-  const direct1 = client({ url: e1.url, key: cluster.key });
+  const e1 = await rig.cluster.node("node-1", "executor", rig.s3.env);
+  const direct1 = client({ url: e1.url, key: rig.cluster.key });
   const running: string[] = [];
   for (const n of [1, 2]) {
     const id = await createSandbox(direct1);
@@ -61,21 +44,21 @@ test("a drained node's sandboxes move to another executor and answer there under
   const paused = await createSandbox(direct1);
   await pythonStdout(direct1, paused, "open('/home/user/kept.txt', 'w').write('paused before the drain')");
   assert.equal((await direct1("POST", `/v1/agents/sandboxes/${paused}/pause`)).status, 200);
-  for (const id of [...running, paused]) assert.equal(await ownerOf(id), "node-1");
-  const epoch1 = (await redis.hget("abx:node:node-1", "epoch")) ?? "";
+  for (const id of [...running, paused]) assert.equal(await rig.ownerOf(id), "node-1");
+  const epoch1 = (await rig.redis.hget("abx:node:node-1", "epoch")) ?? "";
 
   // Then the API node and executor 2, together (the shared records exist already); executor 2 with
   // no warm pool, which a moved sandbox does not use (it starts from its snapshot).
   const [api, e2] = await Promise.all([
-    cluster.node("node-api", "api", s3.env),
-    cluster.node("node-2", "executor", { ...s3.env, AGENTBOX_WARM_POOL: "0" }),
+    rig.cluster.node("node-api", "api", rig.s3.env),
+    rig.cluster.node("node-2", "executor", { ...rig.s3.env, AGENTBOX_WARM_POOL: "0" }),
   ]);
-  const call = client({ url: api.url, key: cluster.key });
-  await untilExecutorsUp(api, cluster.adminKey, 2);
+  const call = client({ url: api.url, key: rig.cluster.key });
+  await untilExecutorsUp(api, rig.cluster.adminKey, 2);
   // Node 1 sees node 2 up too (asking for the list renews its view).
   await until("node 1 sees node 2", 30_000, async () => ((await nodeOf(e1, "node-2"))?.state === "up" ? true : undefined));
 
-  const drained = await client({ url: api.url, key: cluster.adminKey })<NodeBody>("POST", "/v1/admin/nodes/node-1/drain");
+  const drained = await client({ url: api.url, key: rig.cluster.adminKey })<NodeBody>("POST", "/v1/admin/nodes/node-1/drain");
   assert.equal(drained.status, 200, JSON.stringify(drained.body));
   assert.equal(drained.body.state, "draining");
   // The drain finishes by moving, not by waiting for the sandboxes to end (they would live for minutes).
@@ -87,8 +70,8 @@ test("a drained node's sandboxes move to another executor and answer there under
   assert.equal(gone.remaining_sandboxes, 0, JSON.stringify(gone));
   assert.equal(gone.live_sandboxes, 0, JSON.stringify(gone));
   // Node 1 holds none: no route, nothing under its epoch; node 2 owns them all.
-  assert.equal(await redis.scard(`abx:owned:node-1:${epoch1}`), 0);
-  for (const id of [...running, paused]) assert.equal(await ownerOf(id), "node-2", id);
+  assert.equal(await rig.redis.scard(`abx:owned:node-1:${epoch1}`), 0);
+  for (const id of [...running, paused]) assert.equal(await rig.ownerOf(id), "node-2", id);
   assert.equal((await nodeOf(api, "node-2"))?.state, "up");
 
   for (const [n, id] of running.entries()) {
@@ -115,7 +98,7 @@ test("a drained node's sandboxes move to another executor and answer there under
   assert.equal(await pythonStdout(call, paused, "print(open('/home/user/kept.txt').read())"), "paused before the drain\n");
 
   // Node 2 runs them: asked directly, it answers them itself.
-  const direct = client({ url: e2.url, key: cluster.key });
+  const direct = client({ url: e2.url, key: rig.cluster.key });
   for (const id of [...running, paused]) assert.equal(await pythonStdout(direct, id, "print('on node 2')"), "on node 2\n");
   // The snapshots the moves went through are gone with their resumes (their records first, then
   // their archives; the bucket is not listed here: s3rver fails on a listing that meets a delete).

@@ -10,7 +10,7 @@ import { test } from "node:test";
 import { EmbeddedEngine } from "../../src/vectors/embedded.js";
 import type { IndexSpec } from "../../src/vectors/engine.js";
 import { exactNearest } from "../../src/vectors/exact.js";
-import { compileFilter, type Metadata } from "../../src/vectors/filter.js";
+import { compileFilter, type Metadata, type Predicate } from "../../src/vectors/filter.js";
 import { VectorDb } from "../../src/vectors/store.js";
 import { clustered } from "../helpers/vectors-data.js";
 import { index } from "../contract/vectors.js";
@@ -72,7 +72,7 @@ test("while an index loads after a restart, filtered searches are answered from 
       const q = row(N + 1);
       const hits = await engine.search(spec, q, {
         topK: 10,
-        filter: { doc: filter, predicate: compileFilter(filter) },
+        filter: { doc: filter, predicate: compileFilter(filter) as Predicate },
         includeValues: false,
         includeMetadata: true,
       });

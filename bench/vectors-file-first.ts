@@ -8,7 +8,10 @@
 // answered it (the vectors file or the rows, from the service's log) and whether it was the exact
 // top-10. The data directory is kept between runs (--dir), so only the first run pays for it.
 //
-//   node --import tsx bench/vectors-file-first.ts [--n=1000000] [--rounds=3] [--dir=/tmp/x]
+// With --filter, the first search of each round is filtered to a tenth of the vectors (metadata
+// g = 3) and checked against the exact top-10 of those.
+//
+//   node --import tsx bench/vectors-file-first.ts [--n=1000000] [--rounds=3] [--dir=/tmp/x] [--filter]
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -24,6 +27,7 @@ const N = Number(arg("n") ?? 1_000_000);
 const DIM = 128;
 const ROUNDS = Number(arg("rounds") ?? 3);
 const DIR = arg("dir") ?? path.join(os.tmpdir(), `agentbox-vector-file-first-${N}`);
+const FILTER = process.argv.includes("--filter");
 const ENV = { AGENTBOX_LOG_LEVEL: "info", AGENTBOX_RATE_LIMIT_PER_MINUTE: "100000000" };
 
 /** The service's data directory and key, with the index created and its vectors stored. */
@@ -67,10 +71,19 @@ fs.mkdirSync(DIR, { recursive: true });
 const { data, queries } = mixture(N, DIM, 42 + DIM, ROUNDS);
 const saved = path.join(DIR, "prepared.json");
 const p: Prepared = fs.existsSync(saved) ? (JSON.parse(fs.readFileSync(saved, "utf8")) as Prepared) : await prepare(data);
+/** The exact top-10 ids among the vectors with g = 3 (every tenth, from the fourth). */
+function filteredTopK(q: Float32Array): string[] {
+  const rows = Array.from({ length: Math.ceil((N - 3) / 10) }, (_, j) => j * 10 + 3);
+  const packed = new Float32Array(rows.length * DIM);
+  rows.forEach((i, j) => {
+    packed.set(data.subarray(i * DIM, (i + 1) * DIM), j * DIM);
+  });
+  return (exactTopK(packed, DIM, [q], 10, 2)[0] as number[]).map((j) => String(rows[j]));
+}
 const vectorsFile = path.join(p.dataDir, "vector-graphs", `${p.index}.vectors`);
 for (let r = 0; r < ROUNDS; r++) {
   const q = queries.subarray(r * DIM, (r + 1) * DIM);
-  const want = (exactTopK(data, DIM, [q], 10, 2)[0] as number[]).map(String);
+  const want = FILTER ? filteredTopK(q) : (exactTopK(data, DIM, [q], 10, 2)[0] as number[]).map(String);
   // The state a graceful stop leaves: the vectors file, no graph (the last round's is removed).
   for (const f of fs.readdirSync(path.dirname(vectorsFile)))
     if (!f.endsWith(".vectors")) fs.rmSync(path.join(path.dirname(vectorsFile), f), { force: true });
@@ -83,7 +96,7 @@ for (let r = 0; r < ROUNDS; r++) {
     const res = await call<{ hits: Array<{ id: string }> }>(
       "POST",
       `/v1/vectors/${p.index}/search`,
-      JSON.stringify({ vector: vec(queries, DIM, r), top_k: 10 }),
+      JSON.stringify({ vector: vec(queries, DIM, r), top_k: 10, ...(FILTER ? { filter: { g: 3 } } : {}) }),
     );
     const first = performance.now() - t;
     const t2 = performance.now();
@@ -98,7 +111,7 @@ for (let r = 0; r < ROUNDS; r++) {
     const src = /"from":"(\w+)".*"scan_ms":(\d+)/.exec(line("first search of a loading vector index") ?? "");
     const file = /"ms":(\d+)/.exec(line("vectors file in use") ?? "");
     process.stdout.write(
-      `round ${r + 1}: /health after ${health.toFixed(0)} ms; first search ${first.toFixed(0)} ms after it (${res.status}, from ${src?.[1]}, scan ${src?.[2]} ms, file read ${file?.[1]} ms), exact top-10: ${exact}; second ${second.toFixed(0)} ms; load average ${loadAverage()}\n`,
+      `round ${r + 1}${FILTER ? " (filtered)" : ""}: /health after ${health.toFixed(0)} ms; first search ${first.toFixed(0)} ms after it (${res.status}, from ${src?.[1]}, scan ${src?.[2]} ms, file read ${file?.[1]} ms), exact top-10: ${exact}; second ${second.toFixed(0)} ms; load average ${loadAverage()}\n`,
     );
   } finally {
     // Killed, not stopped: a graceful stop would wait for the load and save the graph.

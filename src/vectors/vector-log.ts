@@ -10,12 +10,21 @@
 // An entry, little-endian: a 32-byte head (magic, kind, count, dim, first sequence number, bytes
 // after the head), then for an upsert each item's label and replaced label (float64, -1: none),
 // where each id ends (uint32), the vectors (float32) and the ids' UTF-8 bytes; for a delete the
-// labels; then the magic again (a torn entry lacks it).
+// labels; then the CRC-32 of the head and those bytes, and the magic again (a torn entry lacks it).
+// An entry whose checksum does not match (a corrupted one, not only a torn one: a flipped byte in a
+// vector passed the count check and was searched) ends the log like a torn tail: the writes from it
+// on come from the database. Entries of version 1 (their own magic, no checksum: written before
+// it was added) are still read, also before entries of version 2 in the same log.
 import fs from "node:fs";
+import zlib from "node:zlib";
 import { IdList } from "./vector-ids.js";
 
-const MAGIC = 0x474f_4c56;
+/** "VLOG" (version 1, no checksum) and "VLG2" (version 2, with it). */
+const MAGIC_V1 = 0x474f_4c56;
+const MAGIC = 0x3247_4c56;
 const HEAD = 32;
+/** Bytes after the body: the checksum (version 2 only) and the closing magic. */
+const tailOf = (magic: number) => (magic === MAGIC ? 8 : 4);
 const UPSERT = 1;
 const DELETE = 2;
 /** Past this many bytes the log is not appended to until the next vectors file (the writes after
@@ -38,7 +47,7 @@ function encode(e: LogEntry, dim: number): Buffer {
   if (e.kind === "upsert") parts.push(view(e.labels), view(e.replaced), view(e.ids.ends), view(e.vectors), e.ids.bytes);
   else parts.push(view(e.labels));
   const body = parts.reduce((a, p) => a + p.length, 0);
-  const out = Buffer.allocUnsafe(HEAD + body + 4);
+  const out = Buffer.allocUnsafe(HEAD + body + tailOf(MAGIC));
   out.writeUInt32LE(MAGIC, 0);
   out.writeUInt32LE(e.kind === "upsert" ? UPSERT : DELETE, 4);
   out.writeUInt32LE(n, 8);
@@ -50,11 +59,12 @@ function encode(e: LogEntry, dim: number): Buffer {
     out.set(p, at);
     at += p.length;
   }
-  out.writeUInt32LE(MAGIC, at);
+  out.writeUInt32LE(zlib.crc32(out.subarray(0, at)), at);
+  out.writeUInt32LE(MAGIC, at + 4);
   return out;
 }
 
-/** The log's complete entries, in order (a torn or foreign tail ends it); [] when there is none. */
+/** The log's complete entries, in order (a torn, corrupted or foreign entry ends it); [] when there is none. */
 export function readVectorLog(file: string, dim: number): LogEntry[] {
   let buf: Buffer;
   try {
@@ -66,15 +76,18 @@ export function readVectorLog(file: string, dim: number): LogEntry[] {
   // Copied out of the buffer: typed arrays need their own alignment.
   const copy = (at: number, bytes: number) => buf.buffer.slice(buf.byteOffset + at, buf.byteOffset + at + bytes);
   for (let at = 0; at + HEAD <= buf.length; ) {
-    if (buf.readUInt32LE(at) !== MAGIC || buf.readUInt32LE(at + 12) !== dim) break;
+    const magic = buf.readUInt32LE(at);
+    if ((magic !== MAGIC && magic !== MAGIC_V1) || buf.readUInt32LE(at + 12) !== dim) break;
     const kind = buf.readUInt32LE(at + 4);
     const n = buf.readUInt32LE(at + 8);
     const firstSeq = buf.readDoubleLE(at + 16);
     const body = buf.readDoubleLE(at + 24);
     const end = at + HEAD + body;
-    if (end + 4 > buf.length || buf.readUInt32LE(end) !== MAGIC) break;
+    if (!Number.isSafeInteger(body) || body < 0 || end + tailOf(magic) > buf.length) break;
+    if (magic === MAGIC && buf.readUInt32LE(end) !== zlib.crc32(buf.subarray(at, end))) break;
+    if (buf.readUInt32LE(end + tailOf(magic) - 4) !== magic) break;
     const p = at + HEAD;
-    if (kind === UPSERT) {
+    if (kind === UPSERT && body >= n * (20 + dim * 4)) {
       const labels = new Float64Array(copy(p, n * 8));
       const replaced = new Float64Array(copy(p + n * 8, n * 8));
       const ends = new Uint32Array(copy(p + n * 16, n * 4));
@@ -85,7 +98,7 @@ export function readVectorLog(file: string, dim: number): LogEntry[] {
     } else if (kind === DELETE && body === n * 8) {
       out.push({ kind: "delete", firstSeq, labels: new Float64Array(copy(p, n * 8)) });
     } else break;
-    at = end + 4;
+    at = end + tailOf(magic);
   }
   return out;
 }

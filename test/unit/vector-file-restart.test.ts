@@ -170,7 +170,7 @@ test("while an index loads after a restart, searches read its vectors file with 
   }
 });
 
-test("after a kill -9 before an index's first save, searches while it loads read its log of acknowledged writes, exactly; a torn tail is read from the database", async () => {
+test("after a kill -9 before an index's first save, searches while it loads read its log of acknowledged writes, exactly; a torn tail, or a corrupted entry and what follows it, is read from the database", async () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "vector-log-restart-"));
   const crashed = fs.mkdtempSync(path.join(os.tmpdir(), "vector-log-crashed-"));
   const logSpec: IndexSpec = { id: "idx_log", dimension: DIM, metric: "euclidean" };
@@ -211,18 +211,29 @@ test("after a kill -9 before an index's first save, searches while it loads read
     for (let i = 0; i < 1200 && readVectorLog(log, DIM).length < 5; i++) await new Promise((r) => setTimeout(r, 50));
     assert.equal(readVectorLog(log, DIM).length, 5);
     assert.equal(fs.existsSync(path.join(graphs, `${logSpec.id}.vectors`)), false, "the index was saved: this is not the case tested");
-    // What a kill -9 now leaves (every write committed, none under way), twice: whole, and with
-    // the log's last entry torn (as a crash while it was appended leaves it).
-    for (const torn of [false, true]) {
+    // A vector of the second batch still held as written: corrupted in the log's third case.
+    const bad = Array.from({ length: 1000 }, (_, j) => 1000 + j).find((i) => live.get(`v${i}`) === i) as number;
+    // What a kill -9 now leaves (every write committed, none under way), three times: whole, with
+    // the log's last entry torn (as a crash while it was appended leaves it), and with one byte of
+    // a vector in its second entry flipped (a corrupted entry: it and the ones after it are not
+    // applied, the database gives those writes).
+    for (const damage of ["none", "torn", "corrupted"] as const) {
       fs.rmSync(crashed, { recursive: true, force: true });
       fs.mkdirSync(crashed);
       for (const f of ["vectors.db", "vectors.db-wal"]) fs.copyFileSync(path.join(dir, f), path.join(crashed, f));
       fs.cpSync(graphs, path.join(crashed, "vector-graphs"), { recursive: true });
       const copied = path.join(crashed, "vector-graphs", `${logSpec.id}.vectors.log`);
-      if (torn) fs.truncateSync(copied, fs.statSync(copied).size - 10);
+      if (damage === "torn") fs.truncateSync(copied, fs.statSync(copied).size - 10);
+      if (damage === "corrupted") {
+        const buf = fs.readFileSync(copied);
+        const at = buf.indexOf(Buffer.from(row(bad).buffer));
+        assert.ok(at > 0, "the vector was not found in the log");
+        buf[at + 2] = (buf[at + 2] as number) ^ 0x40;
+        fs.writeFileSync(copied, buf);
+      }
       const after = open(crashed);
       await new Promise((r) => setImmediate(r));
-      for (const q2 of [q, row(n + 3)]) {
+      for (const q2 of [q, row(n + 3), row(bad)]) {
         const hits = await after.engine.search(logSpec, q2, { topK: 10, includeValues: false, includeMetadata: false });
         assert.deepEqual(
           hits.map((h) => h.id),
@@ -231,8 +242,10 @@ test("after a kill -9 before an index's first save, searches while it loads read
       }
       assert.equal(scanSource(after.logs), "file", `the log was not used: ${JSON.stringify(after.logs)}`);
       const inUse = after.logs.find((l) => l.msg === "vectors file in use while the index loads")?.fields;
-      // Whole: every write from the log; torn: the last entry (the replacement and the new vector) from the database.
-      assert.deepEqual([inUse?.logged, inUse?.written_since], torn ? [3002, 2] : [3004, 0], JSON.stringify(inUse));
+      // Whole: every write from the log; torn: the last entry (the replacement and the new vector)
+      // from the database; corrupted: the first entry only from the log.
+      if (damage === "corrupted") assert.equal(inUse?.logged, 1000, JSON.stringify(inUse));
+      else assert.deepEqual([inUse?.logged, inUse?.written_since], damage === "torn" ? [3002, 2] : [3004, 0], JSON.stringify(inUse));
       await after.engine.close();
       await after.store.close();
     }

@@ -251,10 +251,19 @@ export function clusterUpgrade(deps: HookDeps): (req: IncomingMessage, socket: D
   };
 }
 
-const NO_HEADERS = Object.freeze({});
+/**
+ * The paths the relay takes before Fastify: a sandbox's own routes, native and operator's (E2B's go
+ * through Fastify); group 1 is the sandbox's id, as targets.ts reads it.
+ */
+const RELAYED = /^(?:\/v1\/agents|\/v1\/admin)?\/sandboxes\/([^/?#]+)/;
 
-/** The paths the relay takes before Fastify: a sandbox's own routes, native and operator's (E2B's go through Fastify). */
-const RELAYED = /^(?:\/v1\/agents|\/v1\/admin)?\/sandboxes\/[^/?#]/;
+function sandboxId(encoded: string): string | undefined {
+  try {
+    return decodeURIComponent(encoded);
+  } catch {
+    return undefined;
+  }
+}
 
 /**
  * The hot path of forwarding, before Fastify sees the request (no routing, hooks or reply objects
@@ -272,17 +281,17 @@ export function clusterRelay(
   const leaseEpochOf = (node: string) => membership.node(node)?.leaseEpoch;
   return (req, res) => {
     const url = req.url as string;
-    if (!RELAYED.test(url)) return internal(req, res);
+    const path = RELAYED.exec(url);
+    if (!path) return internal(req, res);
     const method = req.method as string;
     // One pass over the raw headers (node:http's header object is not built for a relayed request).
     const head = relayedHead(req.rawHeaders);
     // No key (the owner would refuse it: Fastify does here, without asking Redis) or a node's
     // request; the nodes' own internal routes (template copies) are answered here too.
     if (!head.authorization || head.fromNode) return internal(req, res);
-    // A relayed path names its sandbox in the path: the headers are not read.
-    const target = targetOf(method, url, NO_HEADERS);
-    if (typeof target !== "object" || routing.local.has(target.sandbox)) return false;
-    const id = target.sandbox;
+    // A relayed path names its sandbox (as targets.ts reads it); a malformed one is the router's to answer.
+    const id = sandboxId(path[1] as string);
+    if (id === undefined || routing.local.has(id)) return false;
     const route = routing.cached(id);
     if (!route || routeTarget(route, { id: membership.self.id, epoch: membership.epoch }, leaseEpochOf) !== "forward") return false;
     const owner = membership.node(route.node);

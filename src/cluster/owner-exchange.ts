@@ -153,7 +153,8 @@ class OwnerConnection implements AnswerSink {
   private done(reusable: boolean): void {
     this.res = undefined;
     this.onFail = undefined;
-    if (reusable && this.idleMs >= 0 && this.unsent <= 0 && this.socket.writable) this.pool.release(this);
+    // One whose reads wait for a client's `drain` (its last bytes still queued) is not used again.
+    if (reusable && this.idleMs >= 0 && this.unsent <= 0 && !this.held && this.socket.writable) this.pool.release(this);
     else this.socket.destroy();
   }
 

@@ -7,7 +7,7 @@ import http from "node:http";
 import net from "node:net";
 
 /** The TCP keep-alive probes' delay on a connection (a node that vanished is found). */
-const TCP_KEEPALIVE_MS = 10_000;
+export const TCP_KEEPALIVE_MS = 10_000;
 /** A kept-alive connection is closed this long before the owner would close it (its `Keep-Alive: timeout=`). */
 const BEFORE_SERVER_TIMEOUT_MS = 1000;
 

@@ -7,7 +7,7 @@ import http from "node:http";
 import type { AddressInfo } from "node:net";
 import type net from "node:net";
 import { test } from "node:test";
-import { answerHeaders, forwardedRequestHeaders } from "../../src/cluster/forward.js";
+import { answerHeaders, forwardedRequestHeaders } from "../../src/cluster/relay-headers.js";
 import { idleTimeoutMs, NodeConnections } from "../../src/cluster/node-connections.js";
 
 const extra = { "x-agentbox-node": "api-1", "x-agentbox-node-time": "1700000000000", "x-agentbox-node-sig": "good" };

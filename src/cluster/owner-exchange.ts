@@ -11,22 +11,35 @@ import { answerHeaders, answerUnavailable } from "./relay-headers.js";
 
 /** Larger answer heads are refused (node:http's own limit is 16 KiB). */
 const MAX_HEAD = 64 * 1024;
+/**
+ * A request body up to this size (a run's) is read whole before it is sent: it goes in one write
+ * with the head, without a stream relay set up per request. Larger ones stream with backpressure.
+ */
+const WHOLE_BODY_MAX = 64 * 1024;
 
 /** The client went away: the exchange is aborted with this (not the owner's failure). */
 class ClientGone extends Error {}
 
 /**
- * One request's answer on its way to the client: undici's handler for it. Backpressure both ways:
- * undici holds the client's body stream while the owner's connection is full, and this pauses
- * reading the owner while the client's response is full.
+ * One request's answer on its way to the client: undici's handler for it, in the callbacks its
+ * HTTP/1.1 client calls itself (the newer controller callbacks are wrapped around these, and
+ * build a header object per answer this does not need). Backpressure both ways: undici holds the
+ * client's body stream while the owner's connection is full, and this pauses reading the owner
+ * while the client's response is full.
  */
 class Exchange implements Dispatcher.DispatchHandler {
-  private controller: Dispatcher.DispatchController | undefined;
+  private abort: ((err?: Error) => void) | undefined;
   /** The client went away before its answer was complete. */
   private gone = false;
   /** Bytes of the answer's body still to come (its Content-Length), -1 when not framed by one. */
   private remaining = -1;
-  private readonly drained = () => this.controller?.resume();
+  /** Reading the owner waits for the client's response to drain. */
+  private held = false;
+  private resume: (() => void) | undefined;
+  private readonly drained = () => {
+    this.held = false;
+    this.resume?.();
+  };
 
   constructor(
     private readonly res: ServerResponse,
@@ -37,60 +50,60 @@ class Exchange implements Dispatcher.DispatchHandler {
     res.once("close", () => {
       if (res.writableFinished) return;
       this.gone = true;
-      this.controller?.abort(new ClientGone());
+      this.abort?.(new ClientGone());
     });
   }
 
-  onRequestStart(controller: Dispatcher.DispatchController): void {
-    this.controller = controller;
-    if (this.gone) controller.abort(new ClientGone());
+  onConnect(abort: (err?: Error) => void): void {
+    this.abort = abort;
+    if (this.gone) abort(new ClientGone());
   }
 
-  onResponseStart(controller: Dispatcher.DispatchController, status: number): void {
+  onHeaders(status: number, rawHeaders: Buffer[], resume: () => void): boolean {
     // An interim answer (103 Early Hints): the final one follows.
-    if (status < 200) return;
-    const raw = (controller.rawHeaders as Buffer[]).map((b) => b.toString("latin1"));
+    if (status < 200) return true;
+    this.resume = resume;
+    const raw: string[] = new Array(rawHeaders.length);
+    for (let i = 0; i < rawHeaders.length; i++) raw[i] = (rawHeaders[i] as Buffer).toString("latin1");
     const back = answerHeaders(raw);
     this.res.writeHead(status, back.headers);
     // An event stream's head goes out at once (its first event may be a while); other answers send
     // their head with the first bytes of the body.
     if (back.stream) this.res.flushHeaders();
     else this.remaining = back.length ?? -1;
+    return true;
   }
 
-  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+  onData(chunk: Buffer): boolean {
     const res = this.res;
+    let more: boolean;
     if (!res.headersSent) {
       // The head and the body's first bytes in one write (node:http joins a one-byte string to the
       // head): a run's whole answer, mostly.
       const data = chunk.toString("latin1");
       if (chunk.length === this.remaining) {
         res.end(data, "latin1");
-        return;
+        return true;
       }
-      if (!res.write(data, "latin1")) this.hold(controller);
-      return;
+      more = res.write(data, "latin1");
+    } else more = res.write(chunk);
+    if (!more && !this.held) {
+      this.held = true;
+      res.once("drain", this.drained);
     }
-    if (!res.write(chunk)) this.hold(controller);
+    return !this.held;
   }
 
-  private hold(controller: Dispatcher.DispatchController): void {
-    if (controller.paused) return;
-    controller.pause();
-    this.res.once("drain", this.drained);
-  }
-
-  onResponseEnd(): void {
+  onComplete(): void {
     if (!this.res.writableEnded) this.res.end();
   }
 
   /** A failure: 503 before the owner's answer began, a cut answer after; the client's leaving is not the owner's failure. */
-  onResponseError(_controller: Dispatcher.DispatchController, err: Error): void {
-    const res = this.res;
+  onError(err: Error): void {
     if (err instanceof ClientGone || this.gone) return;
     this.onFail();
-    if (res.headersSent) res.destroy();
-    else answerUnavailable(res);
+    if (this.res.headersSent) this.res.destroy();
+    else answerUnavailable(this.res);
   }
 }
 
@@ -117,10 +130,18 @@ export class OwnerPool {
    * and relays its answer to `res`.
    */
   send(req: IncomingMessage, res: ServerResponse, headers: string[], length: number, onFail: () => void): void {
-    this.pool.dispatch(
-      { method: req.method as Dispatcher.HttpMethod, path: req.url as string, headers, body: length > 0 ? req : null },
-      new Exchange(res, onFail),
-    );
+    const opts = { method: req.method as Dispatcher.HttpMethod, path: req.url as string, headers };
+    if (length === 0 || length > WHOLE_BODY_MAX) {
+      this.pool.dispatch({ ...opts, body: length > 0 ? req : null }, new Exchange(res, onFail));
+      return;
+    }
+    // The client's going away before its body is whole ends it here (nothing was sent yet).
+    const chunks: Buffer[] = [];
+    req.on("data", (chunk: Buffer) => chunks.push(chunk));
+    req.on("end", () => {
+      const body = chunks.length === 1 ? chunks[0] : Buffer.concat(chunks);
+      this.pool.dispatch({ ...opts, body }, new Exchange(res, onFail));
+    });
   }
 
   /** Fails every exchange in flight (the owner was found lost); the pool is not used again. */

@@ -55,6 +55,8 @@ async function relayTo(owner: http.RequestListener): Promise<{
   port: number;
   ownerHost: string;
   failures: () => number;
+  /** The owner found lost (Forwarder.abort()). */
+  lose(): void;
   close(): void;
 }> {
   const ownerServer = http.createServer(owner);
@@ -80,6 +82,7 @@ async function relayTo(owner: http.RequestListener): Promise<{
     port: (relay.address() as AddressInfo).port,
     ownerHost: forwarder.hostOf(ownerUrl),
     failures: () => failures,
+    lose: () => forwarder.abort("owner"),
     close() {
       forwarder.close();
       relay.close();
@@ -178,6 +181,41 @@ test("relay exchange: an owner that does not answer is a 503 node_unavailable wi
     assert.equal(got.headers["retry-after"], "1");
     assert.equal(JSON.parse(got.body.toString()).error.code, "node_unavailable");
     assert.equal(r.failures(), 1);
+  } finally {
+    r.close();
+  }
+});
+
+test("relay exchange: the owner found lost cuts an answer begun and fails one not begun with a 503; the next request gets a new connection", async () => {
+  let calls = 0;
+  const r = await relayTo((req, res) => {
+    calls++;
+    if (req.url === "/begun") {
+      res.writeHead(200, { "content-type": "text/event-stream" });
+      res.write("data: first\n\n");
+    } else if (req.url === "/ok") res.end("ok");
+    // "/silent": no answer at all.
+  });
+  try {
+    const begun = await new Promise<http.IncomingMessage>((resolve, reject) => {
+      http.get({ host: "127.0.0.1", port: r.port, path: "/begun" }, resolve).on("error", reject);
+    });
+    await once(begun, "data");
+    const silent = call(r.port, "POST", "/silent", Buffer.from("{}"));
+    while (calls < 2) await new Promise((resolve) => setTimeout(resolve, 10));
+    const cut = new Promise<boolean>((resolve) => {
+      begun.on("end", () => resolve(false));
+      begun.on("error", () => resolve(true));
+      begun.on("aborted", () => resolve(true));
+    });
+    r.lose();
+    assert.equal(await cut, true, "the answer begun is cut, not ended as if complete");
+    const failed = await silent;
+    assert.equal(failed.status, 503);
+    assert.equal(JSON.parse(failed.body.toString()).error.code, "node_unavailable");
+    assert.equal(r.failures(), 2);
+    const again = await call(r.port, "GET", "/ok");
+    assert.deepEqual([again.status, again.body.toString()], [200, "ok"]);
   } finally {
     r.close();
   }

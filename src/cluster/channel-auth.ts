@@ -68,7 +68,7 @@ const CACHE_MAX = 10_000;
  */
 export class ChannelAuth {
   private readonly key: crypto.KeyObject;
-  private readonly signed = new Map<string, { at: number; headers: Record<string, string>; lines?: string }>();
+  private readonly signed = new Map<string, { at: number; headers: Record<string, string>; flat?: string[] }>();
   private readonly verified = new Set<string>();
 
   constructor(
@@ -82,16 +82,14 @@ export class ChannelAuth {
     return this.entry(method, url, now).headers;
   }
 
-  /** The same headers as sign(), as the lines of a request's head (`name: value\r\n` each). */
-  signedLines(method: string, url: string, now = Date.now()): string {
+  /** The same headers as sign(), flat (name, value, ...), as node:http's and undici's raw headers are. */
+  signedFlat(method: string, url: string, now = Date.now()): readonly string[] {
     const entry = this.entry(method, url, now);
-    entry.lines ??= Object.entries(entry.headers)
-      .map(([name, value]) => `${name}: ${value}\r\n`)
-      .join("");
-    return entry.lines;
+    entry.flat ??= Object.entries(entry.headers).flat();
+    return entry.flat;
   }
 
-  private entry(method: string, url: string, now: number): { at: number; headers: Record<string, string>; lines?: string } {
+  private entry(method: string, url: string, now: number): { at: number; headers: Record<string, string>; flat?: string[] } {
     const line = `${method} ${url}`;
     const hit = this.signed.get(line);
     if (hit && now - hit.at < REUSE_MS) return hit;

@@ -34,7 +34,7 @@ export class Forwarder {
   private readonly targets = new Map<string, { hostname: string; port: number; host: string }>();
   /** Requests in flight per owner node: a node found lost has its own failed at once instead of hanging. */
   private readonly inFlight = new Map<string, Set<{ destroy(err?: Error): unknown }>>();
-  /** The relay's own connections, per owner node (exchange()). */
+  /** The relay's undici pools, per owner node (exchange()). */
   private readonly pools = new Map<string, OwnerPool>();
 
   private target(url: string): { hostname: string; port: number; host: string } {
@@ -80,28 +80,27 @@ export class Forwarder {
   }
 
   /**
-   * The relay's hot path (a request whose body, if any, has a Content-Length: `length`): sends
-   * `head` (the request line and the headers, ended by an empty line) to `owner` over the relay's own
-   * kept-alive connections, then the request's body as it comes, and relays the answer back, as
-   * forward() does (a 503 `node_unavailable` before the owner answered, a cut answer after) with
-   * less work per request.
+   * The relay's hot path (a request whose body, if any, has a Content-Length: `length`): sends the
+   * request with `headers` (flat: name, value, ...; the owner's Host among them) to `owner` through
+   * undici's pool for that node, then its body as it comes, and relays the answer back, as forward()
+   * does (a 503 `node_unavailable` before the owner answered, a cut answer after) with less work per
+   * request.
    */
   exchange(
     req: IncomingMessage,
     res: ServerResponse,
     owner: { id: string; url: string },
-    head: string,
+    headers: string[],
     length: number,
     onFail: () => void,
   ): void {
     let pool = this.pools.get(owner.id);
     if (pool?.url !== owner.url) {
       pool?.destroy();
-      const to = this.target(owner.url);
-      pool = new OwnerPool(owner.url, to.hostname, to.port);
+      pool = new OwnerPool(owner.url);
       this.pools.set(owner.id, pool);
     }
-    pool.take().send(req, res, head, length, onFail);
+    pool.send(req, res, headers, length, onFail);
   }
 
   /** The Host header a request to `url` carries. */
@@ -242,7 +241,9 @@ export class Forwarder {
 
   /** Fails every request in flight to a node (it was found lost): 503 `node_unavailable`, or a cut stream. */
   abort(nodeId: string): void {
-    this.pools.get(nodeId)?.abort();
+    // The lost node's pool fails what it carries and is not used again (a new one if the node returns).
+    this.pools.get(nodeId)?.destroy(`node ${nodeId} was lost`);
+    this.pools.delete(nodeId);
     const open = this.inFlight.get(nodeId);
     if (!open) return;
     this.inFlight.delete(nodeId);

@@ -297,14 +297,17 @@ export function clusterRelay(
     const owner = membership.node(route.node);
     if (!owner) return false;
     const onFail = () => routing.forget(id);
-    // A chunked body or an Expect: node:http's client relays it (its transfer coding and 100-continue).
+    // A chunked body or an Expect: node:http's client relays it (its transfer coding and 100-continue;
+    // undici's dispatch takes neither header as given).
     if (!head.plain) {
       forwarder.forward(req, res, owner, forwardedHeaders(channel, method, url, head.host), onFail);
       return true;
     }
-    const origin = head.host === undefined ? "" : `${ORIGIN_HOST}: ${head.host}\r\n`;
-    const lines = `${method} ${url} HTTP/1.1\r\n${head.lines}${channel.signedLines(method, url)}${origin}host: ${forwarder.hostOf(owner.url)}\r\n\r\n`;
-    forwarder.exchange(req, res, owner, lines, head.length, onFail);
+    const headers = head.headers;
+    for (const h of channel.signedFlat(method, url)) headers.push(h);
+    if (head.host !== undefined) headers.push(ORIGIN_HOST, head.host);
+    headers.push("host", forwarder.hostOf(owner.url));
+    forwarder.exchange(req, res, owner, headers, head.length, onFail);
     return true;
   };
 }

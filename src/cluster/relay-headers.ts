@@ -1,7 +1,7 @@
 // The headers of a request relayed to its owner node and of the owner's answer on its way back, in
-// the flat form node:http takes ready-made (name, value, ...), and the answer a client gets when the
-// owner does not answer: shared by the node:http relay (forward.ts) and the relay's own exchange
-// (owner-exchange.ts).
+// the flat form node:http and undici take ready-made (name, value, ...), and the answer a client gets
+// when the owner does not answer: shared by the node:http relay (forward.ts) and the relay's undici
+// exchange (owner-exchange.ts).
 import type { IncomingHttpHeaders, ServerResponse } from "node:http";
 import { ApiError } from "../errors.js";
 import { FORWARDED_AT, FORWARDED_BY, FORWARDED_SIG } from "./channel-auth.js";
@@ -46,20 +46,23 @@ export function forwardedRequestHeaders(
 /**
  * The owner's answer's headers as they go back to the client (the same flat form): the owner's
  * (`raw`) but the hop-by-hop ones, after `own` (headers this node set already) where the owner
- * sets none. `stream`: the answer is an event stream (its head goes out at once).
+ * sets none. `stream`: the answer is an event stream (its head goes out at once); `length`: its
+ * Content-Length, if any.
  */
 export function answerHeaders(
   raw: readonly string[],
   own?: Record<string, string | number | string[] | undefined>,
-): { headers: string[]; stream: boolean } {
+): { headers: string[]; stream: boolean; length?: number } {
   const headers: string[] = [];
   let stream = false;
+  let length: number | undefined;
   const owners = own && new Set<string>();
   for (let i = 0; i < raw.length; i += 2) {
     const name = (raw[i] as string).toLowerCase();
     if (HOP.has(name)) continue;
     const value = raw[i + 1] as string;
     if (name === "content-type" && value.startsWith("text/event-stream")) stream = true;
+    else if (name === "content-length") length = Number(value);
     owners?.add(name);
     headers.push(raw[i] as string, value);
   }
@@ -69,7 +72,7 @@ export function answerHeaders(
       if (Array.isArray(value)) for (const v of value) headers.push(name, v);
       else headers.push(name, String(value));
     }
-  return { headers, stream };
+  return { headers, stream, length };
 }
 
 /** The answer when the owner did not answer (before its answer began): 503 `node_unavailable`. */
@@ -84,15 +87,15 @@ export function answerUnavailable(
 
 /** What the relay's hot path reads of a client's request in one pass over its raw headers. */
 export interface RelayedHead {
-  /** The header lines to send on (`name: value\r\n` each): the client's, less the hop-by-hop ones and the node's own. */
-  lines: string;
+  /** The headers to send on (flat: name, value, ...): the client's, less the hop-by-hop ones and the node's own. */
+  headers: string[];
   /** It carries an Authorization header (the owner checks it). */
   authorization: boolean;
   /** It claims to come from a node (the channel's headers): answered here, never relayed. */
   fromNode: boolean;
   /** The client's Host. */
   host: string | undefined;
-  /** A body framed by Content-Length or none, and no Expect: the relay's own exchange takes it as it is. */
+  /** A body framed by Content-Length or none, and no Expect: the relay's undici exchange takes it as it is. */
   plain: boolean;
   /** The body's length (its Content-Length; 0: none). */
   length: number;
@@ -100,11 +103,11 @@ export interface RelayedHead {
 
 /**
  * Reads a request's raw headers (node:http's `rawHeaders`, as the client sent them, in one pass and
- * without the header object node:http would build): the lines a relayed request sends on, without
+ * without the header object node:http would build): the headers a relayed request sends on, without
  * the hop-by-hop ones and without a client's own copies of the headers only a node may set.
  */
 export function relayedHead(raw: readonly string[]): RelayedHead {
-  let lines = "";
+  const headers: string[] = [];
   let authorization = false;
   let fromNode = false;
   let host: string | undefined;
@@ -138,7 +141,7 @@ export function relayedHead(raw: readonly string[]): RelayedHead {
       default:
         if (HOP.has(lower)) continue;
     }
-    lines += `${name}: ${value}\r\n`;
+    headers.push(name, value);
   }
-  return { lines, authorization, fromNode, host, plain, length };
+  return { headers, authorization, fromNode, host, plain, length };
 }

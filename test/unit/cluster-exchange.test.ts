@@ -1,116 +1,14 @@
-// The relay's own exchange with an owner node (src/cluster/owner-exchange.ts): the answer reader
-// fed in every split, the request head read from a client's raw headers, then whole exchanges
-// through a loopback relay to a loopback owner (no service, no sandbox).
+// The relay's undici exchange with an owner node (src/cluster/owner-exchange.ts): the request head
+// read from a client's raw headers, then whole exchanges through a loopback relay to a loopback
+// owner (no service, no sandbox).
 import assert from "node:assert/strict";
 import crypto from "node:crypto";
 import { once } from "node:events";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { test } from "node:test";
-import { AnswerReader, type AnswerSink } from "../../src/cluster/answer-reader.js";
 import { Forwarder } from "../../src/cluster/forward.js";
 import { relayedHead } from "../../src/cluster/relay-headers.js";
-
-interface Read {
-  status?: number;
-  headers?: string[];
-  body: Buffer[];
-  ended?: boolean;
-  reusable?: boolean;
-  lasts: number;
-}
-
-function sink(into: Read): AnswerSink {
-  return {
-    onHead(status, raw) {
-      into.status = status;
-      into.headers = raw;
-    },
-    onBody(chunk, last) {
-      into.body.push(Buffer.from(chunk));
-      if (last) into.lasts++;
-    },
-    onEnd(reusable) {
-      into.ended = true;
-      into.reusable = reusable;
-    },
-  };
-}
-
-/** Reads `bytes` fed in pieces of `size` (every split of heads, chunk-size lines and CRLFs). */
-function readInPieces(bytes: string, size: number, head = false): Read {
-  const read: Read = { body: [], lasts: 0 };
-  const reader = new AnswerReader();
-  reader.start(sink(read), head);
-  const all = Buffer.from(bytes, "latin1");
-  for (let at = 0; at < all.length; at += size) reader.feed(all.subarray(at, at + size));
-  return read;
-}
-
-const CL = 'HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 11\r\nKeep-Alive: timeout=72\r\n\r\n{"ok":true}';
-const CHUNKED =
-  "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n" +
-  "5\r\nhello\r\n1;ext=1\r\n \r\n6\r\nworld!\r\n0\r\nx-trailer: 1\r\n\r\n";
-
-test("answer reader: a Content-Length answer in every split: head, body, end, connection reusable", () => {
-  for (const size of [1, 2, 3, 7, 64, 4096]) {
-    const read = readInPieces(CL, size);
-    assert.equal(read.status, 200);
-    assert.deepEqual(read.headers, ["Content-Type", "application/json", "Content-Length", "11", "Keep-Alive", "timeout=72"]);
-    assert.equal(Buffer.concat(read.body).toString(), '{"ok":true}');
-    assert.equal(read.lasts, 1, "the body's last bytes are told apart");
-    assert.deepEqual([read.ended, read.reusable], [true, true]);
-  }
-});
-
-test("answer reader: a chunked answer in every split is de-chunked, trailers read", () => {
-  for (const size of [1, 2, 5, 13, 4096]) {
-    const read = readInPieces(CHUNKED, size);
-    assert.equal(Buffer.concat(read.body).toString(), "hello world!");
-    assert.deepEqual([read.ended, read.reusable], [true, true]);
-  }
-});
-
-test("answer reader: interim answers skipped; no body for HEAD, 204, 304; Connection: close and close-delimited not reused", () => {
-  const interim = readInPieces(`HTTP/1.1 100 Continue\r\n\r\n${CL}`, 3);
-  assert.equal(interim.status, 200);
-  assert.equal(Buffer.concat(interim.body).toString(), '{"ok":true}');
-
-  const head = readInPieces("HTTP/1.1 200 OK\r\nContent-Length: 50\r\n\r\n", 4, true);
-  assert.deepEqual([head.body.length, head.ended, head.reusable], [0, true, true]);
-  for (const status of [204, 304]) {
-    const none = readInPieces(`HTTP/1.1 ${status} X\r\nContent-Length: 0\r\n\r\n`, 4);
-    assert.deepEqual([none.status, none.body.length, none.ended], [status, 0, true]);
-  }
-  const close = readInPieces("HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\nok", 5);
-  assert.deepEqual([close.ended, close.reusable], [true, false]);
-
-  const read: Read = { body: [], lasts: 0 };
-  const reader = new AnswerReader();
-  reader.start(sink(read), false);
-  reader.feed(Buffer.from("HTTP/1.1 200 OK\r\n\r\nuntil the end"));
-  assert.equal(read.ended, undefined);
-  assert.equal(reader.end(), true, "an answer up to the connection's end is complete at its end");
-  assert.deepEqual([Buffer.concat(read.body).toString(), read.ended, read.reusable], ["until the end", true, false]);
-
-  const cut = new AnswerReader();
-  cut.start(sink({ body: [], lasts: 0 }), false);
-  cut.feed(Buffer.from("HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nshort"));
-  assert.equal(cut.end(), false, "a Content-Length answer cut short is not complete");
-});
-
-test("answer reader: what is not an HTTP/1.1 answer is refused", () => {
-  for (const bad of [
-    "SSH-2.0-x\r\n\r\n",
-    "HTTP/1.1 200 OK\r\nno colon\r\n\r\n",
-    "HTTP/1.1 200 OK\r\nContent-Length: 1x\r\n\r\n",
-    "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
-    `${CL}extra bytes after the answer`,
-  ]) {
-    assert.throws(() => readInPieces(bad, 4096), Error, bad);
-  }
-  assert.throws(() => readInPieces(`HTTP/1.1 200 OK\r\n${"x: y\r\n".repeat(20_000)}\r\n`, 4096), /too long/);
-});
 
 test("relayed head: the client's headers but hop-by-hop ones and the node's own; key, node claim, Host and framing read", () => {
   const head = relayedHead([
@@ -133,10 +31,18 @@ test("relayed head: the client's headers but hop-by-hop ones and the node's own;
     "X-Custom",
     "b",
   ]);
-  assert.equal(
-    head.lines,
-    "Authorization: Bearer k\r\nContent-Type: application/json\r\nContent-Length: 42\r\nX-Custom: a\r\nX-Custom: b\r\n",
-  );
+  assert.deepEqual(head.headers, [
+    "Authorization",
+    "Bearer k",
+    "Content-Type",
+    "application/json",
+    "Content-Length",
+    "42",
+    "X-Custom",
+    "a",
+    "X-Custom",
+    "b",
+  ]);
   assert.deepEqual([head.authorization, head.fromNode, head.host, head.plain, head.length], [true, false, "api.example:3000", true, 42]);
   assert.equal(relayedHead(["x-agentbox-node", "n1"]).fromNode, true);
   assert.equal(relayedHead(["Transfer-Encoding", "chunked"]).plain, false, "a chunked body goes through node:http's client");
@@ -149,6 +55,8 @@ async function relayTo(owner: http.RequestListener): Promise<{
   port: number;
   ownerHost: string;
   failures: () => number;
+  /** The owner found lost (Forwarder.abort()). */
+  lose(): void;
   close(): void;
 }> {
   const ownerServer = http.createServer(owner);
@@ -159,8 +67,14 @@ async function relayTo(owner: http.RequestListener): Promise<{
   let failures = 0;
   const relay = http.createServer((req, res) => {
     const head = relayedHead(req.rawHeaders);
-    const lines = `${req.method} ${req.url} HTTP/1.1\r\n${head.lines}host: ${forwarder.hostOf(ownerUrl)}\r\n\r\n`;
-    forwarder.exchange(req, res, { id: "owner", url: ownerUrl }, lines, head.length, () => failures++);
+    forwarder.exchange(
+      req,
+      res,
+      { id: "owner", url: ownerUrl },
+      [...head.headers, "host", forwarder.hostOf(ownerUrl)],
+      head.length,
+      () => failures++,
+    );
   });
   relay.listen(0, "127.0.0.1");
   await once(relay, "listening");
@@ -168,6 +82,7 @@ async function relayTo(owner: http.RequestListener): Promise<{
     port: (relay.address() as AddressInfo).port,
     ownerHost: forwarder.hostOf(ownerUrl),
     failures: () => failures,
+    lose: () => forwarder.abort("owner"),
     close() {
       forwarder.close();
       relay.close();
@@ -266,6 +181,41 @@ test("relay exchange: an owner that does not answer is a 503 node_unavailable wi
     assert.equal(got.headers["retry-after"], "1");
     assert.equal(JSON.parse(got.body.toString()).error.code, "node_unavailable");
     assert.equal(r.failures(), 1);
+  } finally {
+    r.close();
+  }
+});
+
+test("relay exchange: the owner found lost cuts an answer begun and fails one not begun with a 503; the next request gets a new connection", async () => {
+  let calls = 0;
+  const r = await relayTo((req, res) => {
+    calls++;
+    if (req.url === "/begun") {
+      res.writeHead(200, { "content-type": "text/event-stream" });
+      res.write("data: first\n\n");
+    } else if (req.url === "/ok") res.end("ok");
+    // "/silent": no answer at all.
+  });
+  try {
+    const begun = await new Promise<http.IncomingMessage>((resolve, reject) => {
+      http.get({ host: "127.0.0.1", port: r.port, path: "/begun" }, resolve).on("error", reject);
+    });
+    await once(begun, "data");
+    const silent = call(r.port, "POST", "/silent", Buffer.from("{}"));
+    while (calls < 2) await new Promise((resolve) => setTimeout(resolve, 10));
+    const cut = new Promise<boolean>((resolve) => {
+      begun.on("end", () => resolve(false));
+      begun.on("error", () => resolve(true));
+      begun.on("aborted", () => resolve(true));
+    });
+    r.lose();
+    assert.equal(await cut, true, "the answer begun is cut, not ended as if complete");
+    const failed = await silent;
+    assert.equal(failed.status, 503);
+    assert.equal(JSON.parse(failed.body.toString()).error.code, "node_unavailable");
+    assert.equal(r.failures(), 2);
+    const again = await call(r.port, "GET", "/ok");
+    assert.deepEqual([again.status, again.body.toString()], [200, "ok"]);
   } finally {
     r.close();
   }

@@ -44,3 +44,47 @@ test("a small index's search does not wait behind another index's long insertion
   small.close();
   large.close();
 });
+
+test("a search goes before the insertions queued ahead of it in the graph worker, never before another operation", async () => {
+  const data = clustered(4000, DIM, 10, 11);
+  await graphs.open("order", {
+    dim: DIM,
+    metric: "euclidean",
+    connectivity: 16,
+    expansionAdd: 64,
+    expansionSearch: 16,
+    quantization: "f32",
+  });
+  await graphs.add(
+    "order",
+    BigUint64Array.from({ length: 1000 }, (_, i) => BigInt(i)),
+    data.slice(0, 1000 * DIM),
+    2,
+  );
+  const done: string[] = [];
+  const add = (from: number, to: number) =>
+    graphs.add(
+      "order",
+      BigUint64Array.from({ length: to - from }, (_, i) => BigInt(from + i)),
+      data.slice(from * DIM, to * DIM),
+      2,
+    );
+  const q = data.slice(0, DIM);
+  const all = [
+    add(1000, 2000).then(() => done.push("add 1")),
+    add(2000, 3000).then(() => done.push("add 2")),
+    graphs.search("order", q, 10).then(() => done.push("search 1")),
+    graphs.remove("order", BigUint64Array.of(0n)).then(() => done.push("remove")),
+    graphs.search("order", q, 10).then((m) => {
+      done.push("search 2");
+      return m;
+    }),
+  ];
+  const [, , , , afterRemove] = await Promise.all(all);
+  // (Before, every message was handled in the order posted: the search after both insertions.)
+  assert.ok(done.indexOf("search 1") < done.indexOf("add 2"), done.join(", "));
+  // The second search was posted after the removal: it runs after it, and does not find the removed key.
+  assert.ok(done.indexOf("search 2") > done.indexOf("remove"), done.join(", "));
+  assert.ok(!Array.from((afterRemove as { keys: BigUint64Array }).keys).includes(0n));
+  await graphs.drop("order");
+});

@@ -103,15 +103,6 @@ export class Collection {
   private pendingLabel: number[] = [];
   private pendingSeq: number[] = [];
   private pendingHead = 0;
-  /** Entries before `pendingHead` were sent to the graph; those from `sentFrom` on may not be in it
-   * yet (the worker answers a search before the insertions queued ahead of it, graph-worker-main.ts),
-   * so searches still score them here. Counted from the queue's first entry ever (`queueBase` is
-   * how many entries were cut off its front since), per `queueGen` (a rebuild starts a new queue). */
-  private sentFrom = 0;
-  private queueBase = 0;
-  private queueGen = 0;
-  /** Settles once the last chunk sent was inserted (or failed). */
-  private lastSent: Promise<void> = Promise.resolve();
   /** The queued vectors again, row i for pending entry i, from the start of the buffer (where the
    * native scorer reads): a search scores the queue in one SIMD pass where it lies, instead of
    * gathering it into a buffer first (that copy and the walk over the queue were a third of the
@@ -413,9 +404,6 @@ export class Collection {
     this.pendingLabel = slots.map((s) => this.labels[s] as number);
     this.pendingSeq = slots.map(() => 0);
     this.pendingHead = 0;
-    this.sentFrom = 0;
-    this.queueBase = 0;
-    this.queueGen++;
     this.mirrored = false;
     this.queued = new Float32Array(0);
     this.dirty = true;
@@ -491,43 +479,6 @@ export class Collection {
     }
   }
 
-  /** The first entry searches still score (sent but not confirmed, or not sent). */
-  private get scoredFrom(): number {
-    return Math.max(0, Math.min(this.pendingHead, this.sentFrom - this.queueBase));
-  }
-
-  /** Whether queue entry `i` (from scoredFrom on) stands for a vector searches must score here:
-   * waiting for the graph, or sent and not confirmed yet (its slot still holding that label). */
-  private scored(i: number): boolean {
-    if (i >= this.pendingHead) return this.waiting(i);
-    const s = this.pending[i] as number;
-    return this.live[s] === 1 && this.labels[s] === this.pendingLabel[i];
-  }
-
-  /** Cuts the confirmed entries off the queue's front: all of them once every entry is confirmed;
-   * otherwise once there are many (more than QUEUE_COMPACT_MIN and a quarter of the rest: searches
-   * skip them, but the mirror's pass still reads them). */
-  private trimQueue(): void {
-    const cut = this.scoredFrom;
-    if (cut === 0) return;
-    if (cut >= this.pending.length) {
-      this.queueBase += this.pending.length;
-      this.pending = [];
-      this.pendingLabel = [];
-      this.pendingSeq = [];
-      this.pendingHead = 0;
-      this.mirrored = true;
-      if (this.queued.length > QUEUED_KEEP) this.queued = new Float32Array(0);
-    } else if (cut > 65_536 || (this.mirrored && cut > Math.max(QUEUE_COMPACT_MIN, (this.pending.length - cut) / 4))) {
-      if (this.mirrored) this.queued.copyWithin(0, cut * this.dim, this.pending.length * this.dim);
-      this.pending = this.pending.slice(cut);
-      this.pendingLabel = this.pendingLabel.slice(cut);
-      this.pendingSeq = this.pendingSeq.slice(cut);
-      this.pendingHead -= cut;
-      this.queueBase += cut;
-    }
-  }
-
   /** Sends the next queued vectors to the graph; resolves once the worker inserted them. */
   private sendChunk(max: number, threads: number): Promise<void> {
     const take: number[] = [];
@@ -535,19 +486,22 @@ export class Collection {
       if (this.waiting(this.pendingHead)) take.push(this.pending[this.pendingHead] as number);
       this.pendingHead++;
     }
-    // Confirmed once the worker inserted them (in the order sent): until then searches score them here.
-    const gen = this.queueGen;
-    const upTo = this.queueBase + this.pendingHead;
-    const confirm = () => {
-      if (gen !== this.queueGen) return;
-      this.sentFrom = Math.max(this.sentFrom, upTo);
-      this.trimQueue();
-    };
-    if (take.length === 0) {
-      // Confirmed after the chunks still in flight (their entries come before these).
-      this.lastSent = this.lastSent.then(confirm);
-      return this.lastSent;
+    const head = this.pendingHead;
+    if (head >= this.pending.length) {
+      this.pending = [];
+      this.pendingLabel = [];
+      this.pendingSeq = [];
+      this.pendingHead = 0;
+      this.mirrored = true;
+      if (this.queued.length > QUEUED_KEEP) this.queued = new Float32Array(0);
+    } else if (head > 65_536 || (this.mirrored && head > Math.max(QUEUE_COMPACT_MIN, (this.pending.length - head) / 4))) {
+      if (this.mirrored) this.queued.copyWithin(0, head * this.dim, this.pending.length * this.dim);
+      this.pending = this.pending.slice(head);
+      this.pendingLabel = this.pendingLabel.slice(head);
+      this.pendingSeq = this.pendingSeq.slice(head);
+      this.pendingHead = 0;
     }
+    if (take.length === 0) return Promise.resolve();
     const keys = new BigUint64Array(take.length);
     const data = new Float32Array(take.length * this.dim);
     const cosine = this.metric === "cosine";
@@ -562,20 +516,9 @@ export class Collection {
     });
     this.annCount += take.length;
     this.dirty = true;
-    const added = this.graphs.add(this.graphId, keys, data, threads).then(
-      ({ ms }) => {
-        confirm();
-        this.addMsPerVector = Math.max(0.001, ms / take.length);
-      },
-      (err) => {
-        // Not in the graph: searches would rather keep scoring them, but the queue must not grow
-        // without end (the failure is logged by the caller).
-        confirm();
-        throw err;
-      },
-    );
-    this.lastSent = added.catch(() => {});
-    return added;
+    return this.graphs.add(this.graphId, keys, data, threads).then(({ ms }) => {
+      this.addMsPerVector = Math.max(0.001, ms / take.length);
+    });
   }
 
   /** The metric's distance (lower is nearer), the same as the graph computes. */
@@ -639,18 +582,18 @@ export class Collection {
   }
 
   /** The `k` nearest of the vectors waiting for the graph, scored in one SIMD pass over `queued`
-   * (mirrored) from the first not confirmed in the graph, asking for as many more as there are
-   * rows before it; when entries that no longer stand for their vector (deleted or replaced since)
-   * took the place of others, asked again for more. */
+   * (mirrored), asking for as many more as there are rows sent already (the head); when entries
+   * that no longer wait (deleted or replaced since) took the place of waiting ones, asked again
+   * for more. */
   private exactQueued(q: Float32Array, qNorm: number, k: number, out: Candidate[]): void {
     const rows = this.pending.length;
-    const head = this.scoredFrom;
+    const head = this.pendingHead;
     if (rows === head) return;
     const data = this.queued.subarray(0, rows * this.dim);
     for (let ask = Math.min(rows, k + head); ; ask = Math.min(rows, ask * 4)) {
       const found: Candidate[] = [];
       for (const r of exactNearest(data, this.dim, q, ask, this.metric)) {
-        if (r < head || !this.scored(r)) continue;
+        if (r < head || !this.waiting(r)) continue;
         found.push(this.candidate(q, qNorm, this.pending[r] as number));
         if (found.length === k) break;
       }
@@ -761,13 +704,6 @@ export class Collection {
       if (!pred && waiting.length > Math.max(GATHER_MIN, topK) && hi - lo + 1 <= waiting.length * 2)
         this.exactRange(query, qNorm, lo, hi, waiting.length, topK, cands);
       else this.exact(query, qNorm, waiting, topK, cands);
-      // And those sent but not confirmed yet (a chunk or two).
-      const sent: number[] = [];
-      for (let i = this.scoredFrom; i < this.pendingHead; i++) {
-        const s = this.pending[i] as number;
-        if (this.scored(i) && (!pred || pred(this.metas[s]))) sent.push(s);
-      }
-      this.exact(query, qNorm, sent, topK, cands);
     }
     if (graphSize > 0 && !exact) {
       if (!pred) {
@@ -830,7 +766,7 @@ export class Collection {
     // estimate of 0.133 and a width of 1,024 after a bulk load whose held-out recall was 0.9995).
     // (The same for vectors still queued for the graph.)
     const quietFor = performance.now() - this.changedAt;
-    if (quietFor < MEASURE_QUIET_MS || this.pendingCount() > 0 || this.inFlight > 0) {
+    if (quietFor < MEASURE_QUIET_MS || this.pendingCount() > 0) {
       this.measureLater(force, Math.max(100, MEASURE_QUIET_MS - quietFor));
       return Promise.resolve();
     }

@@ -1,10 +1,6 @@
 // The vector graph worker thread: holds every loaded index's HNSW graph (usearch) and runs
 // insertion, search, load and save on it for GraphWorker (graph-worker.ts). Messages are handled
-// in the order they are posted, except that a search goes before the insertions posted ahead of it
-// (one operation runs per turn, and every search that arrived meanwhile first): under a bulk load
-// a search waited behind the insertion under way and the next one queued. The index scores the
-// vectors of an insertion exactly until the insertion is answered (collection.ts), so a search
-// still sees every write. Searches that arrive together are answered in one batch call.
+// in the order they are posted; searches that arrive together are answered in one batch call.
 import fs from "node:fs";
 import { createRequire } from "node:module";
 import { parentPort, workerData } from "node:worker_threads";
@@ -17,17 +13,18 @@ const port = parentPort as NonNullable<typeof parentPort>;
 const { searchThreads } = workerData as GraphWorkerData;
 const graphs = new Map<string, Index>();
 type Search = Extract<GraphRequest, { op: "search" }>;
-type Op = Exclude<GraphRequest, Search>;
-/** Every message not handled yet, in the order posted. */
-let queue: GraphRequest[] = [];
+let searches: Search[] = [];
 let scheduled = false;
 
 const post = (m: GraphReply): void => port.postMessage(m);
 const reply = (id: number, fields: Omit<GraphDone, "op" | "id">): void => post({ op: "done", id, ...fields });
 const message = (err: unknown): string => String((err as Error | undefined)?.message || err);
 
-/** Runs these searches, one batch call per graph and k. */
-function flush(batch: Search[]): void {
+/** Runs the queued searches, one batch call per graph and k. */
+function flush(): void {
+  scheduled = false;
+  const batch = searches;
+  searches = [];
   const groups = new Map<string, Search[]>();
   for (const s of batch) {
     const key = `${s.graph} ${s.k}`;
@@ -66,7 +63,7 @@ function flush(batch: Search[]): void {
   post({ op: "found", results });
 }
 
-function handle(m: Op): void {
+function handle(m: Exclude<GraphRequest, Search>): void {
   if (m.op === "open") {
     const make = () =>
       new usearch.Index({
@@ -117,41 +114,20 @@ function handle(m: Op): void {
   reply(m.id, { size: g.size() });
 }
 
-/** One turn: the searches that nothing but insertions was posted ahead of, then the first other
- * operation; the next turn comes after the messages that arrived meanwhile. */
-function turn(): void {
-  scheduled = false;
-  const ready: Search[] = [];
-  const rest: GraphRequest[] = [];
-  let blocked = false;
-  for (const m of queue) {
-    if (m.op === "search" && !blocked) ready.push(m);
-    else {
-      if (m.op !== "add") blocked = true;
-      rest.push(m);
-    }
-  }
-  queue = rest;
-  if (ready.length > 0) flush(ready);
-  const next = queue[0];
-  if (next && next.op !== "search") {
-    queue.shift();
-    try {
-      handle(next);
-    } catch (err) {
-      reply(next.id, { size: graphs.get(next.graph)?.size() ?? 0, error: message(err) });
-    }
-  }
-  if (queue.length > 0) schedule();
-}
-
-function schedule(): void {
-  if (scheduled) return;
-  scheduled = true;
-  setImmediate(turn);
-}
-
 port.on("message", (m: GraphRequest) => {
-  queue.push(m);
-  schedule();
+  if (m.op === "search") {
+    searches.push(m);
+    if (!scheduled) {
+      scheduled = true;
+      setImmediate(flush);
+    }
+    return;
+  }
+  // Searches queued before this message run first (they were posted before it).
+  if (searches.length > 0) flush();
+  try {
+    handle(m);
+  } catch (err) {
+    reply(m.id, { size: graphs.get(m.graph)?.size() ?? 0, error: message(err) });
+  }
 });

@@ -1,10 +1,8 @@
 // The HNSW graphs (usearch) of every loaded index, held in one worker thread: graph insertion,
 // search, load and save run there, so the event loop keeps serving requests (and HTTP parsing on
 // the main thread overlaps the graph's work on the second core). Messages are handled in the
-// order they are posted, except that a search may go before insertions posted ahead of it (their
-// vectors are scored exactly by the index until add() resolves), so a search posted after a
-// remove or any other operation sees it. Searches that arrive together are answered in one batch
-// call. The thread runs graph-worker-main.ts.
+// order they are posted, so a search posted after an add or a remove sees it. Searches that
+// arrive together are answered in one batch call. The thread runs graph-worker-main.ts.
 import type { Worker } from "node:worker_threads";
 import { startWorker, workerEntry } from "../workers.js";
 import type { Metric } from "./engine.js";

@@ -582,15 +582,18 @@ export class Collection {
   }
 
   /** The `k` nearest of the vectors waiting for the graph, scored in one SIMD pass over `queued`
-   * (mirrored), asking for as many more as there are rows sent already (the head); when entries
-   * that no longer wait (deleted or replaced since) took the place of waiting ones, asked again
-   * for more. */
+   * (mirrored); rows that no longer wait (sent to the graph, or deleted or replaced since) are
+   * skipped, and when they took the place of too many waiting ones it asks again for more (exact
+   * either way: k waiting rows among the nearest asked are the k nearest waiting). */
   private exactQueued(q: Float32Array, qNorm: number, k: number, out: Candidate[]): void {
     const rows = this.pending.length;
     const head = this.pendingHead;
     if (rows === head) return;
     const data = this.queued.subarray(0, rows * this.dim);
-    for (let ask = Math.min(rows, k + head); ; ask = Math.min(rows, ask * 4)) {
+    // The rows sent already are at most a fifth of them (trimmed past that, see sendChunk) and lie
+    // anywhere in distance order: twice k and a margin are enough nearly always. (Asking k + head
+    // kept a top list of thousands in the native pass and converted as many keys a search.)
+    for (let ask = Math.min(rows, 2 * k + 16); ; ask = Math.min(rows, ask * 4)) {
       const found: Candidate[] = [];
       for (const r of exactNearest(data, this.dim, q, ask, this.metric)) {
         if (r < head || !this.waiting(r)) continue;

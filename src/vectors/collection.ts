@@ -194,7 +194,6 @@ export class Collection {
 
   private grow(slot: number): void {
     if (slot < this.capacity) return;
-
     let cap = this.capacity;
     while (cap <= slot) cap *= 2;
     const vecs = new Float32Array(cap * this.dim);
@@ -590,8 +589,8 @@ export class Collection {
     const head = this.pendingHead;
     if (rows === head) return;
     const data = this.queued.subarray(0, rows * this.dim);
-    // The rows sent already are at most a fifth of them (trimmed past that, see sendChunk) and lie
-    // anywhere in distance order: twice k and a margin are enough nearly always. (Asking k + head
+    // The rows sent already are few (trimmed past 1,024 and a quarter of the rest, see sendChunk)
+    // and lie anywhere in distance order: twice k and a margin are enough nearly always. (Asking k + head
     // kept a top list of thousands in the native pass and converted as many keys a search.)
     for (let ask = Math.min(rows, 2 * k + 16); ; ask = Math.min(rows, ask * 4)) {
       const found: Candidate[] = [];

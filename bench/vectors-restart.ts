@@ -10,7 +10,7 @@
 // ready. Baselines from the same run: searches on the built, quiet index, through the graph and exact.
 import { startServer, type TestServer } from "../test/helpers/server.js";
 import { gaussian, mixture, rng } from "../test/helpers/vectors-data.js";
-import { keepAliveClient, printTable, type Row } from "./lib.js";
+import { keepAliveClient, percentile, printTable, type Row } from "./lib.js";
 import { BATCH, BENCH_ENV, type Call, encodeBatches, exactTopK, indexView, loadAverage, upsertAll, vec, waitIndex } from "./vectors-lib.js";
 
 const QUERIES = 200;
@@ -280,6 +280,7 @@ export async function benchRestart(
     const index = created.body.id;
 
     // The bulk load, with a third client searching all along.
+    const loadBefore = loadAverage();
     let loading = true;
     const u0 = performance.now();
     const [upserts, duringLoad] = await Promise.all([
@@ -289,22 +290,34 @@ export async function benchRestart(
       searchLoop(call, index, bodies, () => !loading),
     ]);
     const loadS = (performance.now() - u0) / 1000;
-    const pendingAtEnd = await indexView(call, index);
+    const pendingAtEnd = { ...(await indexView(call, index)), load: loadAverage() };
     process.stdout.write(
       `loaded ${n} in ${loadS.toFixed(1)} s with ${duringLoad.length} searches meanwhile; status then ${pendingAtEnd.status}; load average ${loadAverage()}\n`,
     );
 
     if (!withRestarts) {
       await waitIndex(call, index, (v) => v.status === "ready");
+      const readyS = (performance.now() - u0) / 1000;
       const [quiet, exact] = await baselines(call, index, bodies, exactBodies);
+      const p = (ms: number[], q: number) =>
+        percentile(
+          [...ms].sort((a, b) => a - b),
+          q,
+        ).toFixed(1);
+      const summary = [
+        `**${label}**: ${(n / loadS).toFixed(0)} vectors/s acknowledged (all in the graph after ${readyS.toFixed(1)} s)`,
+        `search during the load p50 / p95 / p99 ${p(duringLoad, 50)} / ${p(duringLoad, 95)} / ${p(duringLoad, 99)} ms (${duringLoad.length} searches)`,
+        `quiet index, same run, ${p(quiet, 50)} / ${p(quiet, 95)} / ${p(quiet, 99)} ms`,
+        `load average ${loadBefore} before the load, ${pendingAtEnd.load} at its end`,
+      ].join("; ");
       const latency = printTable(`vectors ${label}: search latency during a bulk load`, [
         { name: `upsert, batches of 1,000 (2 clients), vectors`, samples: upserts, wallMs: loadS * 1000, ops: n },
         { name: "**search during the bulk load** (1 client, back to back)", samples: duringLoad },
         { name: "baseline, same run: search on the built, quiet index", samples: quiet },
         { name: "baseline, same run: exact search (`exact: true`), quiet index", samples: exact },
       ]);
-      tables.push(`${latency}\n\n${machine()}`);
-      process.stdout.write(`${machine()}\n`);
+      tables.push(`${latency}\n\n${summary}\n\n${machine()}`);
+      process.stdout.write(`${summary}\n${machine()}\n`);
       return tables;
     }
 

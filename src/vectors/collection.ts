@@ -66,6 +66,14 @@ const BUSY_PAUSE_MS = 10;
 /** Exact scoring gathers vectors into a buffer kept from one search to the next up to this many
  * floats (64 MiB); a larger gather (a broad filter's last resort) gets a buffer of its own. */
 const SCRATCH_MAX = 16 * 2 ** 20;
+/** The queue's mirror (`queued`) holds at most this many floats (64 MiB; the default bound on
+ * vectors waiting for the graph is 8 MiB). */
+const QUEUED_MAX = 16 * 2 ** 20;
+/** A mirror larger than this (4 MiB) is let go when the queue empties. */
+const QUEUED_KEEP = 2 ** 20;
+/** Sent entries at the head of the queue are cut off once there are more than this many and more
+ * than a quarter of those still waiting: a search scores the sent rows too (and skips them). */
+const QUEUE_COMPACT_MIN = 1024;
 /** Every insertion uses the same thread count: usearch sizes its per-thread contexts only when it
  * grows, so an insertion with more threads than the last growth reserved corrupts the graph
  * (measured: recall@10 0.43 on 20k vectors when thin one-thread chunks came first). */
@@ -95,6 +103,14 @@ export class Collection {
   private pendingLabel: number[] = [];
   private pendingSeq: number[] = [];
   private pendingHead = 0;
+  /** The queued vectors again, row i for pending entry i, from the start of the buffer (where the
+   * native scorer reads): a search scores the queue in one SIMD pass where it lies, instead of
+   * gathering it into a buffer first (that copy and the walk over the queue were a third of the
+   * event loop's time during a bulk load). Only while `mirrored`. */
+  private queued = new Float32Array(0);
+  /** Whether `queued` holds every pending entry: not after a rebuild queued every vector, nor once
+   * the queue outgrew QUEUED_MAX (a restart's records without a graph), until the queue empties. */
+  private mirrored = true;
   private inFlight = 0;
   /** Set once loading is over: only then are vectors sent to the graph. */
   private indexing = false;
@@ -271,8 +287,26 @@ export class Collection {
       this.pending.push(slot);
       this.pendingLabel.push(label);
       this.pendingSeq.push(seq);
+      if (this.mirrored) this.mirror(embedding);
       this.scheduleDrain();
     }
+  }
+
+  /** Copies the vector just queued into its row of `queued` (or stops mirroring past QUEUED_MAX). */
+  private mirror(embedding: Float32Array): void {
+    const row = this.pending.length - 1;
+    const need = (row + 1) * this.dim;
+    if (need > this.queued.length) {
+      if (need > QUEUED_MAX) {
+        this.mirrored = false;
+        this.queued = new Float32Array(0);
+        return;
+      }
+      const grown = new Float32Array(Math.min(QUEUED_MAX, Math.max(need, this.queued.length * 2, 64 * this.dim)));
+      grown.set(this.queued.subarray(0, row * this.dim));
+      this.queued = grown;
+    }
+    this.queued.set(embedding, row * this.dim);
   }
 
   /** Removes a label (a deleted vector or a replaced version); its slot is free for the next put. */
@@ -369,6 +403,8 @@ export class Collection {
     this.pendingLabel = slots.map((s) => this.labels[s] as number);
     this.pendingSeq = slots.map(() => 0);
     this.pendingHead = 0;
+    this.mirrored = false;
+    this.queued = new Float32Array(0);
     this.dirty = true;
     this.scheduleDrain();
   }
@@ -449,15 +485,19 @@ export class Collection {
       if (this.waiting(this.pendingHead)) take.push(this.pending[this.pendingHead] as number);
       this.pendingHead++;
     }
-    if (this.pendingHead >= this.pending.length) {
+    const head = this.pendingHead;
+    if (head >= this.pending.length) {
       this.pending = [];
       this.pendingLabel = [];
       this.pendingSeq = [];
       this.pendingHead = 0;
-    } else if (this.pendingHead > 65_536) {
-      this.pending = this.pending.slice(this.pendingHead);
-      this.pendingLabel = this.pendingLabel.slice(this.pendingHead);
-      this.pendingSeq = this.pendingSeq.slice(this.pendingHead);
+      this.mirrored = true;
+      if (this.queued.length > QUEUED_KEEP) this.queued = new Float32Array(0);
+    } else if (head > 65_536 || (this.mirrored && head > Math.max(QUEUE_COMPACT_MIN, (this.pending.length - head) / 4))) {
+      if (this.mirrored) this.queued.copyWithin(0, head * this.dim, this.pending.length * this.dim);
+      this.pending = this.pending.slice(head);
+      this.pendingLabel = this.pendingLabel.slice(head);
+      this.pendingSeq = this.pendingSeq.slice(head);
       this.pendingHead = 0;
     }
     if (take.length === 0) return Promise.resolve();
@@ -537,6 +577,32 @@ export class Collection {
       if (this.live[s] !== 1 || this.inAnn[s] !== 0) continue;
       out.push(this.candidate(q, qNorm, s));
       if (++kept === k) break;
+    }
+  }
+
+  /** The `k` nearest of the vectors waiting for the graph, scored in one SIMD pass over `queued`
+   * (mirrored); rows that no longer wait (sent to the graph, or deleted or replaced since) are
+   * skipped, and when they took the place of too many waiting ones it asks again for more (exact
+   * either way: k waiting rows among the nearest asked are the k nearest waiting). */
+  private exactQueued(q: Float32Array, qNorm: number, k: number, out: Candidate[]): void {
+    const rows = this.pending.length;
+    const head = this.pendingHead;
+    if (rows === head) return;
+    const data = this.queued.subarray(0, rows * this.dim);
+    // The rows sent already are few (trimmed past 1,024 and a quarter of the rest, see sendChunk)
+    // and lie anywhere in distance order: twice k and a margin are enough nearly always. (Asking k + head
+    // kept a top list of thousands in the native pass and converted as many keys a search.)
+    for (let ask = Math.min(rows, 2 * k + 16); ; ask = Math.min(rows, ask * 4)) {
+      const found: Candidate[] = [];
+      for (const r of exactNearest(data, this.dim, q, ask, this.metric)) {
+        if (r < head || !this.waiting(r)) continue;
+        found.push(this.candidate(q, qNorm, this.pending[r] as number));
+        if (found.length === k) break;
+      }
+      if (found.length === k || ask >= rows) {
+        for (const c of found) out.push(c);
+        return;
+      }
     }
   }
 
@@ -622,8 +688,10 @@ export class Collection {
       how.exact || this.building || (this.used * this.dim <= EXACT_WHEN_BUSY_FLOATS && this.graphs.busyWithOthers?.(this.graphId) === true);
     if (exact) {
       this.exactAll(query, qNorm, topK, pred, cands);
-    } else {
+    } else if (!pred && this.mirrored) {
       // Vectors not yet in the graph: scored exactly.
+      this.exactQueued(query, qNorm, topK, cands);
+    } else {
       const waiting: number[] = [];
       let lo = Number.POSITIVE_INFINITY;
       let hi = -1;

@@ -137,3 +137,35 @@ test("a closed index lets writes waiting for room go (they fail at the store, no
   c.close();
   await waiting;
 });
+
+test("vectors waiting for the graph are found exactly, with deleted and replaced ones among the nearest", async () => {
+  // Not indexing: every vector stays queued, scored by the queue's one SIMD pass.
+  const c = new Collection(4, "euclidean", graphs, "queued");
+  await c.openGraph();
+  let seq = 0;
+  const at = (x: number) => Float32Array.of(x, x % 7, 0, 1);
+  for (let l = 0; l < 500; l++) c.put(l, `v${l}`, at(l), {}, ++seq, false);
+  // The 40 nearest to the query (0..39) go: 30 deleted, 10 replaced by far-off vectors under new
+  // labels (the replacements take the freed slots, and the old entries stay in the queue).
+  for (let l = 0; l < 30; l++) c.drop(l, ++seq);
+  for (let l = 30; l < 40; l++) {
+    c.drop(l, ++seq);
+    c.put(1000 + l, `v${l}`, at(10_000 + l), {}, ++seq, false);
+  }
+  assert.equal(c.pendingCount(), 510);
+  const q = Float32Array.of(0, 0, 0, 1);
+  const queued = await c.search(q, 10, undefined, false, false);
+  const exact = await c.search(q, 10, undefined, false, false, { exact: true });
+  assert.deepEqual(queued, exact);
+  assert.deepEqual(
+    queued.map((h) => h.id),
+    Array.from({ length: 10 }, (_, i) => `v${40 + i}`),
+  );
+  // Once indexing, the queue's head leaves for the graph while searches go on: always the same answer.
+  c.startIndexing();
+  while (c.pendingCount() > 0) {
+    assert.deepEqual(await c.search(q, 10, undefined, false, false), exact);
+    await new Promise((r) => setTimeout(r, 1));
+  }
+  c.close();
+});

@@ -7,11 +7,10 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { test } from "node:test";
-import { EmbeddedEngine } from "../../src/vectors/embedded.js";
 import type { IndexSpec } from "../../src/vectors/engine.js";
 import { exactNearest } from "../../src/vectors/exact.js";
 import { compileFilter, type Metadata, type Predicate } from "../../src/vectors/filter.js";
-import { VectorDb } from "../../src/vectors/store.js";
+import { openEngine } from "../helpers/vector-engine.js";
 import { clustered } from "../helpers/vectors-data.js";
 import { index } from "../contract/vectors.js";
 
@@ -19,17 +18,7 @@ const DIM = 16;
 const N = 3000;
 const spec: IndexSpec = { id: "idx_filter", dimension: DIM, metric: "euclidean" };
 
-interface Logged {
-  msg: string;
-  fields?: Record<string, unknown>;
-}
-
-function open(dir: string): { store: VectorDb; engine: EmbeddedEngine; logs: Logged[] } {
-  const logs: Logged[] = [];
-  const store = new VectorDb(dir);
-  const engine = new EmbeddedEngine(store, dir, (msg, fields) => logs.push({ msg, fields }));
-  return { store, engine, logs };
-}
+const open = openEngine;
 
 test("while an index loads after a restart, filtered searches are answered from its vectors file, exactly", async () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "vector-file-filter-"));

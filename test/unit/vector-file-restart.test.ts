@@ -10,11 +10,10 @@ import os from "node:os";
 import path from "node:path";
 import { test } from "node:test";
 import Database from "better-sqlite3";
-import { EmbeddedEngine } from "../../src/vectors/embedded.js";
 import type { IndexSpec } from "../../src/vectors/engine.js";
 import { exactNearest } from "../../src/vectors/exact.js";
 import { readVectorLog } from "../../src/vectors/vector-log.js";
-import { VectorDb } from "../../src/vectors/store.js";
+import { type Logged, openEngine } from "../helpers/vector-engine.js";
 import { clustered } from "../helpers/vectors-data.js";
 import { index } from "../contract/vectors.js";
 
@@ -22,17 +21,7 @@ const DIM = 16;
 const N = 10_000;
 const spec: IndexSpec = { id: "idx_file", dimension: DIM, metric: "euclidean" };
 
-interface Logged {
-  msg: string;
-  fields?: Record<string, unknown>;
-}
-
-function open(dir: string): { store: VectorDb; engine: EmbeddedEngine; logs: Logged[] } {
-  const logs: Logged[] = [];
-  const store = new VectorDb(dir);
-  const engine = new EmbeddedEngine(store, dir, (msg, fields) => logs.push({ msg, fields }));
-  return { store, engine, logs };
-}
+const open = openEngine;
 
 /** The exact top-10 over what `live` says the index holds (id -> row of `data`). */
 function exactOver(data: Float32Array, live: Map<string, number>) {

@@ -68,7 +68,7 @@ const CACHE_MAX = 10_000;
  */
 export class ChannelAuth {
   private readonly key: crypto.KeyObject;
-  private readonly signed = new Map<string, { at: number; headers: Record<string, string>; flat?: string[] }>();
+  private readonly signed = new Map<string, { at: number; headers: Record<string, string> }>();
   private readonly verified = new Set<string>();
 
   constructor(
@@ -79,24 +79,13 @@ export class ChannelAuth {
   }
 
   sign(method: string, url: string, now = Date.now()): Record<string, string> {
-    return this.entry(method, url, now).headers;
-  }
-
-  /** The same headers as sign(), flat (name, value, ...), as node:http's and undici's raw headers are. */
-  signedFlat(method: string, url: string, now = Date.now()): readonly string[] {
-    const entry = this.entry(method, url, now);
-    entry.flat ??= Object.entries(entry.headers).flat();
-    return entry.flat;
-  }
-
-  private entry(method: string, url: string, now: number): { at: number; headers: Record<string, string>; flat?: string[] } {
     const line = `${method} ${url}`;
     const hit = this.signed.get(line);
-    if (hit && now - hit.at < REUSE_MS) return hit;
-    const entry = { at: now, headers: sign(this.key, this.node, method, url, now) };
+    if (hit && now - hit.at < REUSE_MS) return hit.headers;
+    const headers = sign(this.key, this.node, method, url, now);
     if (this.signed.size >= CACHE_MAX) this.signed.clear();
-    this.signed.set(line, entry);
-    return entry;
+    this.signed.set(line, { at: now, headers });
+    return headers;
   }
 
   verify(

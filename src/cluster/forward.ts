@@ -2,12 +2,70 @@
 // streamed both ways through a keep-alive connection pool (memory bounded by the streams'
 // backpressure, never buffered whole), so runs, file transfers and event streams all pass as they are.
 import http from "node:http";
-import type { IncomingMessage, ServerResponse } from "node:http";
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from "node:http";
 import net from "node:net";
 import type { Duplex, Readable, Writable } from "node:stream";
+import { ApiError } from "../errors.js";
 import { NodeConnections } from "./node-connections.js";
-import { OwnerPool } from "./owner-exchange.js";
-import { answerHeaders, answerUnavailable, forwardedRequestHeaders } from "./relay-headers.js";
+
+/** Hop-by-hop headers (RFC 9110 7.6.1): they describe one connection, not the request. */
+const HOP = new Set(["connection", "keep-alive", "proxy-connection", "te", "trailer", "upgrade", "host"]);
+
+/**
+ * A forwarded request's headers, as node:http takes them ready-made (name, value, name, value...;
+ * no header object to fill): the client's (`headers`, as this node has them: an E2B host name sets
+ * one) but the hop-by-hop ones and those in `extra` (the node's own, which a client cannot set: its
+ * copies are dropped), then `extra`, then the owner's Host. `bodyLength`: the body was read already
+ * and goes as one buffer of that length.
+ */
+export function forwardedRequestHeaders(
+  headers: IncomingHttpHeaders,
+  extra: Record<string, string>,
+  host: string,
+  bodyLength?: number,
+): string[] {
+  const out: string[] = [];
+  for (const name in headers) {
+    const value = headers[name];
+    if (value === undefined || HOP.has(name) || Object.hasOwn(extra, name)) continue;
+    if (bodyLength !== undefined && (name === "transfer-encoding" || name === "content-length")) continue;
+    if (typeof value === "string") out.push(name, value);
+    else for (const v of value) out.push(name, v);
+  }
+  for (const name in extra) out.push(name, extra[name] as string);
+  out.push("host", host);
+  if (bodyLength !== undefined) out.push("content-length", String(bodyLength));
+  return out;
+}
+
+/**
+ * The owner's answer's headers as they go back to the client (the same flat form): the owner's
+ * (`raw`) but the hop-by-hop ones, after `own` (headers this node set already) where the owner
+ * sets none. `stream`: the answer is an event stream (its head goes out at once).
+ */
+export function answerHeaders(
+  raw: readonly string[],
+  own?: Record<string, string | number | string[] | undefined>,
+): { headers: string[]; stream: boolean } {
+  const headers: string[] = [];
+  let stream = false;
+  const owners = own && new Set<string>();
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = (raw[i] as string).toLowerCase();
+    if (HOP.has(name)) continue;
+    const value = raw[i + 1] as string;
+    if (name === "content-type" && value.startsWith("text/event-stream")) stream = true;
+    owners?.add(name);
+    headers.push(raw[i] as string, value);
+  }
+  if (own)
+    for (const [name, value] of Object.entries(own)) {
+      if (value === undefined || owners?.has(name.toLowerCase())) continue;
+      if (Array.isArray(value)) for (const v of value) headers.push(name, v);
+      else headers.push(name, String(value));
+    }
+  return { headers, stream };
+}
 
 /**
  * Sends `from` into `to` as it comes, holding `from` while `to` is full: what pipe() does here, with
@@ -34,8 +92,6 @@ export class Forwarder {
   private readonly targets = new Map<string, { hostname: string; port: number; host: string }>();
   /** Requests in flight per owner node: a node found lost has its own failed at once instead of hanging. */
   private readonly inFlight = new Map<string, Set<{ destroy(err?: Error): unknown }>>();
-  /** The relay's undici pools, per owner node (exchange()). */
-  private readonly pools = new Map<string, OwnerPool>();
 
   private target(url: string): { hostname: string; port: number; host: string } {
     let t = this.targets.get(url);
@@ -77,35 +133,6 @@ export class Forwarder {
     const out = this.request(req, owner, extra, body);
     this.hold(owner.id, out);
     this.relay(out, req, res, onFail, { body, own });
-  }
-
-  /**
-   * The relay's hot path (a request whose body, if any, has a Content-Length: `length`): sends the
-   * request with `headers` (flat: name, value, ...; the owner's Host among them) to `owner` through
-   * undici's pool for that node, then its body as it comes, and relays the answer back, as forward()
-   * does (a 503 `node_unavailable` before the owner answered, a cut answer after) with less work per
-   * request.
-   */
-  exchange(
-    req: IncomingMessage,
-    res: ServerResponse,
-    owner: { id: string; url: string },
-    headers: string[],
-    length: number,
-    onFail: () => void,
-  ): void {
-    let pool = this.pools.get(owner.id);
-    if (pool?.url !== owner.url) {
-      pool?.destroy();
-      pool = new OwnerPool(owner.url);
-      this.pools.set(owner.id, pool);
-    }
-    pool.send(req, res, headers, length, onFail);
-  }
-
-  /** The Host header a request to `url` carries. */
-  hostOf(url: string): string {
-    return this.target(url).host;
   }
 
   /**
@@ -204,7 +231,10 @@ export class Forwarder {
         res.destroy();
         return;
       }
-      answerUnavailable(res, opts.failure);
+      const message = opts.failure ?? "The node that runs this sandbox or deployment did not answer; retry shortly";
+      const err = new ApiError("node_unavailable", message, 1);
+      res.writeHead(err.status, { "content-type": "application/json; charset=utf-8", "retry-after": "1" });
+      res.end(JSON.stringify({ error: { code: err.code, message: err.message } }));
     });
     // The client went away: so does the forwarded request (and the owner sees its stream close).
     res.on("close", () => {
@@ -241,9 +271,6 @@ export class Forwarder {
 
   /** Fails every request in flight to a node (it was found lost): 503 `node_unavailable`, or a cut stream. */
   abort(nodeId: string): void {
-    // The lost node's pool fails what it carries and is not used again (a new one if the node returns).
-    this.pools.get(nodeId)?.destroy(`node ${nodeId} was lost`);
-    this.pools.delete(nodeId);
     const open = this.inFlight.get(nodeId);
     if (!open) return;
     this.inFlight.delete(nodeId);
@@ -252,7 +279,5 @@ export class Forwarder {
 
   close(): void {
     this.agent.destroy();
-    for (const pool of this.pools.values()) pool.destroy();
-    this.pools.clear();
   }
 }

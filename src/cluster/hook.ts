@@ -9,15 +9,21 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Duplex } from "node:stream";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { ApiError } from "../errors.js";
-import type { ChannelAuth } from "./channel-auth.js";
+import { type ChannelAuth, FORWARDED_BY } from "./channel-auth.js";
 import type { Forwarder } from "./forward.js";
 import { routeTarget } from "./lease.js";
 import type { Membership, NodeView } from "./membership.js";
 import { parseReadBodies, readCreateBody, templateNamed } from "./create-body.js";
 import { type Candidate, choose, preferHolders } from "./placement.js";
 import type { RoutingMap } from "./routing.js";
-import { ORIGIN_HOST, relayedHead } from "./relay-headers.js";
 import { mayTarget, targetOf } from "./targets.js";
+
+/**
+ * The Host the client sent to the node that forwards its request: the owner answers with it, as
+ * that node would (a port's URL, a share link, the X-Forwarded-Host a sandbox's server sees), not
+ * with its own internal address. Honoured only on a request the channel signature says a node sent.
+ */
+export const ORIGIN_HOST = "x-agentbox-origin-host";
 
 /** The deployments' routes that name one deployment or create one (./deployments.ts). */
 const DEPLOYMENTS = "/v1/deployments/";
@@ -251,19 +257,8 @@ export function clusterUpgrade(deps: HookDeps): (req: IncomingMessage, socket: D
   };
 }
 
-/**
- * The paths the relay takes before Fastify: a sandbox's own routes, native and operator's (E2B's go
- * through Fastify); group 1 is the sandbox's id, as targets.ts reads it.
- */
-const RELAYED = /^(?:\/v1\/agents|\/v1\/admin)?\/sandboxes\/([^/?#]+)/;
-
-function sandboxId(encoded: string): string | undefined {
-  try {
-    return decodeURIComponent(encoded);
-  } catch {
-    return undefined;
-  }
-}
+/** The paths the relay takes before Fastify: a sandbox's own routes, native and operator's (E2B's go through Fastify). */
+const RELAYED = /^(?:\/v1\/agents|\/v1\/admin)?\/sandboxes\/[^/?#]/;
 
 /**
  * The hot path of forwarding, before Fastify sees the request (no routing, hooks or reply objects
@@ -281,33 +276,19 @@ export function clusterRelay(
   const leaseEpochOf = (node: string) => membership.node(node)?.leaseEpoch;
   return (req, res) => {
     const url = req.url as string;
-    const path = RELAYED.exec(url);
-    if (!path) return internal(req, res);
     const method = req.method as string;
-    // One pass over the raw headers (node:http's header object is not built for a relayed request).
-    const head = relayedHead(req.rawHeaders);
+    const headers = req.headers;
     // No key (the owner would refuse it: Fastify does here, without asking Redis) or a node's
     // request; the nodes' own internal routes (template copies) are answered here too.
-    if (!head.authorization || head.fromNode) return internal(req, res);
-    // A relayed path names its sandbox (as targets.ts reads it); a malformed one is the router's to answer.
-    const id = sandboxId(path[1] as string);
-    if (id === undefined || routing.local.has(id)) return false;
+    if (!RELAYED.test(url) || headers.authorization === undefined || headers[FORWARDED_BY] !== undefined) return internal(req, res);
+    const target = targetOf(method, url, headers);
+    if (typeof target !== "object" || routing.local.has(target.sandbox)) return false;
+    const id = target.sandbox;
     const route = routing.cached(id);
     if (!route || routeTarget(route, { id: membership.self.id, epoch: membership.epoch }, leaseEpochOf) !== "forward") return false;
     const owner = membership.node(route.node);
     if (!owner) return false;
-    const onFail = () => routing.forget(id);
-    // A chunked body or an Expect: node:http's client relays it (its transfer coding and 100-continue;
-    // undici's dispatch takes neither header as given).
-    if (!head.plain) {
-      forwarder.forward(req, res, owner, forwardedHeaders(channel, method, url, head.host), onFail);
-      return true;
-    }
-    const headers = head.headers;
-    for (const h of channel.signedFlat(method, url)) headers.push(h);
-    if (head.host !== undefined) headers.push(ORIGIN_HOST, head.host);
-    headers.push("host", forwarder.hostOf(owner.url));
-    forwarder.exchange(req, res, owner, headers, head.length, onFail);
+    forwarder.forward(req, res, owner, forwardedHeaders(channel, method, url, headers.host), () => routing.forget(id));
     return true;
   };
 }

@@ -7,9 +7,9 @@ import http from "node:http";
 import net from "node:net";
 
 /** The TCP keep-alive probes' delay on a connection (a node that vanished is found). */
-export const TCP_KEEPALIVE_MS = 10_000;
+const TCP_KEEPALIVE_MS = 10_000;
 /** A kept-alive connection is closed this long before the owner would close it (its `Keep-Alive: timeout=`). */
-export const BEFORE_SERVER_TIMEOUT_MS = 1000;
+const BEFORE_SERVER_TIMEOUT_MS = 1000;
 
 /** What node:http keeps on a socket and a request that this pool reads (internal to node:http, stable since Node 12). */
 type Held = net.Socket & { _httpMessage?: (http.ClientRequest & { res?: http.IncomingMessage }) | null };

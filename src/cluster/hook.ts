@@ -299,20 +299,25 @@ export function clusterRelay(
     const id = target.sandbox;
     const route = routing.cached(id);
     if (route) return relay(req, res, id, route);
-    // Only a route this node looked up before (for an authenticated request, by the hook, or for a
-    // relayed one) is read again here, before any authentication: a request with a made-up key
-    // and sandbox id costs Redis nothing more than it did. Read (the body waits unread meanwhile);
+    // Only a route this node looked up before is read again here, before any authentication: a
+    // made-up key for a sandbox this node never looked up costs Redis nothing, and for one it did,
+    // a read every 2 s at most (each read is cached). Read (the body waits unread meanwhile);
     // whatever is not a relay then goes to Fastify, whose hook finds the same route in the cache
     // (or Redis away again, and answers that).
     if (!routing.expired(id)) return false;
-    routing.lookup(id).then(
-      (found) => {
-        // The client went away meanwhile: nothing to relay, nothing to answer.
-        if (req.socket.destroyed) return;
-        if (!found || !relay(req, res, id, found)) fallback(req, res);
-      },
-      () => fallback(req, res),
-    );
+    routing
+      .lookup(id)
+      .then(
+        (found) => {
+          // The client went away meanwhile: nothing to relay, nothing to answer.
+          if (req.socket.destroyed) return;
+          if (!found || !relay(req, res, id, found)) fallback(req, res);
+        },
+        () => fallback(req, res),
+      )
+      // What would have been an exception in the request's listener (here a rejection nobody hears):
+      // this request's connection is cut, the service goes on.
+      .catch(() => res.destroy());
     return true;
   };
 }

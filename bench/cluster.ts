@@ -2,17 +2,20 @@
 // node, its `code/run`, plain and streamed: whole answer and first byte, called directly on the
 // executor and through an API-only node that forwards it, in alternating batches; the issue's
 // bound: ≤ 0.5 ms added at p50, with the forwarding node's main-thread CPU per forwarded request),
-// then what a create, a run and a kill cost PostgreSQL and Redis, counted by the engines
-// (bench/cluster-costs.ts). Prints the machine's own speed first (a busy machine moves every
-// figure), to read the others beside it.
+// then the owner's CPU for the same run sent to it directly, signed as a node's and unsigned (its
+// own code path for a forwarded request, apart from the relay in between), then what a create, a
+// run and a kill cost PostgreSQL and Redis, counted by the engines (bench/cluster-costs.ts). Prints
+// the machine's own speed first (a busy machine moves every figure), to read the others beside it.
 import fs from "node:fs";
 import http from "node:http";
+import { ChannelAuth } from "../src/cluster/channel-auth.js";
+import { forwardedHeaders } from "../src/cluster/hook.js";
 import { startCluster } from "../test/helpers/cluster.js";
 import { startPostgres } from "../test/helpers/postgres.js";
 import { client } from "../test/helpers/server.js";
 import { background, costOf, EngineCounters, printCosts } from "./cluster-costs.js";
 import { machineLine } from "./code-run.js";
-import { added, directVersusVia, type PostTarget, printTable, type Series } from "./lib.js";
+import { added, directVersusVia, type PostTarget, printTable, type Series, sequentialPosts } from "./lib.js";
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 300);
 /** Requests of each kind sent (and not counted) before the measured ones: a node serves millions in
@@ -96,6 +99,28 @@ try {
       `(${per(direct, 0).toFixed(0)} µs per direct one: its background), ${userShare.toFixed(0)} % of it user space; ` +
       `owner ${per(via, 1).toFixed(0)} µs per forwarded request, ${per(direct, 1).toFixed(0)} µs per direct one ` +
       `(forwarded adds ${(per(via, 1) - per(direct, 1)).toFixed(0)} µs)\n`,
+  );
+  // The owner's code path for a forwarded request, apart from the relay in between: the same run
+  // sent to the owner directly by this process, signed as the API node signs what it forwards
+  // (node, time, signature, the client's Host), in batches alternating with unsigned ones (which
+  // goes first alternates too).
+  const channel = new ChannelAuth(cluster.secret, "bench-api");
+  const unsigned = target(executor.port);
+  const signed = target(executor.port);
+  const ownerCpuNs = { unsigned: 0, signed: 0 };
+  for (let done = 0; done < RUNS; done += 50) {
+    signed.headers = { ...headers, ...forwardedHeaders(channel, "POST", path, `127.0.0.1:${api.port}`) };
+    const pair = [["unsigned", unsigned] as const, ["signed", signed] as const];
+    for (const [kind, t] of done % 100 === 0 ? pair : pair.reverse()) {
+      const before = mainThreadCpuNs(executorPid);
+      await sequentialPosts(t, plain, Math.min(50, RUNS - done), 1, []);
+      ownerCpuNs[kind] += mainThreadCpuNs(executorPid) - before;
+    }
+  }
+  const ownerUs = (kind: keyof typeof ownerCpuNs) => ownerCpuNs[kind] / RUNS / 1000;
+  process.stdout.write(
+    `owner's main-thread CPU per direct run sent signed as a node's: ${ownerUs("signed").toFixed(0)} µs, unsigned: ` +
+      `${ownerUs("unsigned").toFixed(0)} µs (the signed path adds ${(ownerUs("signed") - ownerUs("unsigned")).toFixed(0)} µs)\n`,
   );
 
   // Costs: every request through the API node, as clients send them.

@@ -2,7 +2,7 @@
 // that share one SQLite database file (so one set of keys), each with its own data dir and
 // workspaces. Membership and the admin view, an API-only node that opens no sandbox host, creates
 // placed on executors, runs, files and streamed transfers forwarded to the owner (native and
-// E2B-compatible routes, host-named ones too), a key revoked through one node refused by another,
+// E2B-compatible routes, host-named ones too; runs seconds apart relayed past the cached route), a key revoked through one node refused by another,
 // one rate limit across nodes, a killed or frozen executor's sandboxes ended as `node_lost` once,
 // and a drained node leaving by itself once its sandboxes have ended.
 import assert from "node:assert/strict";
@@ -317,6 +317,43 @@ test("a create through the API node lands on an executor; runs and files through
   const killed = await call(a)("DELETE", `/v1/agents/sandboxes/${id}`);
   assert.equal(killed.status, 200, JSON.stringify(killed.body));
   assert.equal((await call(other)<{ status: string }>("GET", `/v1/agents/sandboxes/${id}`)).body.status, "terminated");
+});
+
+test("a client calling every few seconds: past the API node's cached route its runs are still relayed, not taken through Fastify", async () => {
+  const a = nodes.a as TestServer;
+  const id = await createSandbox(call(a));
+  /** The runs the API node's own Fastify answered or forwarded (relayed ones are counted by their owner only). */
+  const runsCounted = async () => {
+    const text = await (await fetch(`${a.url}/metrics`)).text();
+    let n = 0;
+    for (const m of text.matchAll(/^agentbox_http_requests_total\{[^}]*code\/run[^}]*\} (\d+)/gm)) n += Number(m[1]);
+    return n;
+  };
+  const pastTheCache = () => new Promise((r) => setTimeout(r, 2200));
+  // The first run: its route is not known to the API node yet, so its hook reads it (counted there).
+  assert.equal(await pythonStdout(call(a), id, "print(1)"), "1\n");
+  const counted = await until("the first run counted by the API node", 5000, async () => {
+    const n = await runsCounted();
+    return n > 0 ? n : undefined;
+  });
+  // Past the 2 s the route is cached: read again before Fastify, and relayed (not counted here).
+  await pastTheCache();
+  assert.equal(await pythonStdout(call(a), id, "print(6 * 7)"), "42\n");
+  await new Promise((r) => setTimeout(r, 300));
+  assert.equal(await runsCounted(), counted);
+  // A wrong key past the cache: refused all the same (by the owner).
+  await pastTheCache();
+  const wrong = await client({ url: a.url, key: "test_wrong" })("POST", `/v1/agents/sandboxes/${id}/code/run`, {
+    language: "python",
+    code: "print(1)",
+  });
+  assert.equal(wrong.status, 401, JSON.stringify(wrong.body));
+  // Ended: past the cache the read finds no route, and Fastify answers from the records.
+  assert.equal((await call(a)("DELETE", `/v1/agents/sandboxes/${id}`)).status, 200);
+  await pastTheCache();
+  const gone = await call(a)<{ status: string }>("GET", `/v1/agents/sandboxes/${id}`);
+  assert.equal(gone.status, 200, JSON.stringify(gone.body));
+  assert.equal(gone.body.status, "terminated");
 });
 
 test("a key revoked through one node is refused by another within a second, and its streams end", async (t) => {

@@ -113,8 +113,9 @@ export async function buildApp(services: Services, logger: Logger): Promise<Fast
     if (closing) throw new ApiError("at_capacity", "The service is shutting down; retry shortly", 5);
   });
   // In a cluster, a request for a sandbox another node runs is relayed there before Fastify's
-  // routing and hooks (the owner runs them), when that is known at once; not while closing, nor
-  // one addressed by an E2B host name (rewritten into another route first).
+  // routing and hooks (the owner runs them), once its route is known (cached or read); not while
+  // closing, nor one addressed by an E2B host name (rewritten into another route first). What turns
+  // out not to be relayed after the route's read is handed to Fastify then.
   const relay = services.cluster?.relay;
   if (relay) {
     const onE2bHost = config.e2bDomain ? e2bHostMatcher(config.e2bDomain) : () => false;
@@ -122,7 +123,7 @@ export async function buildApp(services: Services, logger: Logger): Promise<Fast
     if (fastifyHandler) {
       app.server.removeListener("request", fastifyHandler);
       app.server.on("request", (req: IncomingMessage, res: ServerResponse) => {
-        if (closing || onE2bHost(req) || !relay(req, res)) fastifyHandler(req, res);
+        if (closing || onE2bHost(req) || !relay(req, res, fastifyHandler)) fastifyHandler(req, res);
       });
     }
   }

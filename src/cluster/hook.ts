@@ -2,8 +2,9 @@
 // sandbox that another node owns is forwarded to it, and a create is placed on an executor chosen
 // by load. It runs right after authentication, before rate limits and body parsing, so a forwarded
 // request is counted, parsed and answered once, by its owner. A sandbox this node runs is served
-// here without asking Redis. Its hot path (clusterRelay) runs before Fastify: a request whose route
-// is already known is relayed without Fastify's routing, hooks or authentication, which the owner runs.
+// here without asking Redis. Its hot path (clusterRelay) runs before Fastify: a request for another
+// node's sandbox is relayed (its route cached, or read first) without Fastify's routing, hooks or
+// authentication, which the owner runs.
 // A request for one vector index goes to the index's owner node the same way (vector-routing.ts).
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Duplex } from "node:stream";
@@ -11,7 +12,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { ApiError } from "../errors.js";
 import { type ChannelAuth, FORWARDED_BY } from "./channel-auth.js";
 import type { Forwarder } from "./forward.js";
-import { routeTarget } from "./lease.js";
+import { type Route, routeTarget } from "./lease.js";
 import type { Membership, NodeView } from "./membership.js";
 import { parseReadBodies, readCreateBody, templateNamed } from "./create-body.js";
 import { type Candidate, choose, preferHolders } from "./placement.js";
@@ -262,33 +263,61 @@ const RELAYED = /^(?:\/v1\/agents|\/v1\/admin)?\/sandboxes\/[^/?#]/;
 
 /**
  * The hot path of forwarding, before Fastify sees the request (no routing, hooks or reply objects
- * here): a request with a bearer key for a sandbox whose route is cached and owned by another live
- * node is relayed at once, as the hook would. The owner authenticates it, counts it against the
- * key's rate limit and answers it, exactly as the hook's forwarded requests (which the forwarding
- * node never authenticated nor counted past the key lookup). False when anything else is to be
- * decided: Fastify then takes the request, and the hook with it.
+ * here): a request with a bearer key for a sandbox owned by another live node is relayed at once,
+ * as the hook would. The owner authenticates it, counts it against the key's rate limit and
+ * answers it, exactly as the hook's forwarded requests (which the forwarding node never
+ * authenticated nor counted past the key lookup). The route is the cached one, or, when this node
+ * looked it up longer ago than the cache keeps (a client calling every few seconds), read from
+ * Redis here, as the hook would read it. False when anything else is to be decided at once;
+ * `fallback` (Fastify, and the hook with it) when that comes out of the read: no route, a stale
+ * one, an unknown node, Redis away.
  */
 export function clusterRelay(
   deps: HookDeps,
   internal: (req: IncomingMessage, res: ServerResponse) => boolean,
-): (req: IncomingMessage, res: ServerResponse) => boolean {
+): (req: IncomingMessage, res: ServerResponse, fallback: (req: IncomingMessage, res: ServerResponse) => void) => boolean {
   const { membership, routing, forwarder, channel } = deps;
   const leaseEpochOf = (node: string) => membership.node(node)?.leaseEpoch;
-  return (req, res) => {
-    const url = req.url as string;
+  /** Relays the request along `route` when it leads to another live node's lease; false otherwise. */
+  const relay = (req: IncomingMessage, res: ServerResponse, id: string, route: Route): boolean => {
+    if (routeTarget(route, { id: membership.self.id, epoch: membership.epoch }, leaseEpochOf) !== "forward") return false;
+    const owner = membership.node(route.node);
+    if (!owner) return false;
     const method = req.method as string;
+    const url = req.url as string;
+    forwarder.forward(req, res, owner, forwardedHeaders(channel, method, url, req.headers.host), () => routing.forget(id));
+    return true;
+  };
+  return (req, res, fallback) => {
+    const url = req.url as string;
     const headers = req.headers;
     // No key (the owner would refuse it: Fastify does here, without asking Redis) or a node's
     // request; the nodes' own internal routes (template copies) are answered here too.
     if (!RELAYED.test(url) || headers.authorization === undefined || headers[FORWARDED_BY] !== undefined) return internal(req, res);
-    const target = targetOf(method, url, headers);
+    const target = targetOf(req.method as string, url, headers);
     if (typeof target !== "object" || routing.local.has(target.sandbox)) return false;
     const id = target.sandbox;
     const route = routing.cached(id);
-    if (!route || routeTarget(route, { id: membership.self.id, epoch: membership.epoch }, leaseEpochOf) !== "forward") return false;
-    const owner = membership.node(route.node);
-    if (!owner) return false;
-    forwarder.forward(req, res, owner, forwardedHeaders(channel, method, url, headers.host), () => routing.forget(id));
+    if (route) return relay(req, res, id, route);
+    // Only a route this node looked up before is read again here, before any authentication: a
+    // made-up key for a sandbox this node never looked up costs Redis nothing, and for one it did,
+    // a read every 2 s at most (each read is cached). Read (the body waits unread meanwhile);
+    // whatever is not a relay then goes to Fastify, whose hook finds the same route in the cache
+    // (or Redis away again, and answers that).
+    if (!routing.expired(id)) return false;
+    routing
+      .lookup(id)
+      .then(
+        (found) => {
+          // The client went away meanwhile: nothing to relay, nothing to answer.
+          if (req.socket.destroyed) return;
+          if (!found || !relay(req, res, id, found)) fallback(req, res);
+        },
+        () => fallback(req, res),
+      )
+      // What would have been an exception in the request's listener (here a rejection nobody hears):
+      // this request's connection is cut, the service goes on.
+      .catch(() => res.destroy());
     return true;
   };
 }

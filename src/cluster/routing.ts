@@ -93,6 +93,15 @@ export class RoutingMap {
     return hit && now - hit.at < CACHE_MS ? hit.route : undefined;
   }
 
+  /**
+   * Whether the route of a sandbox not run here was looked up before but longer than CACHE_MS ago
+   * (no Redis): a client of this node that calls every few seconds.
+   */
+  expired(id: string, now = Date.now()): boolean {
+    const hit = this.cache.get(id);
+    return hit !== undefined && now - hit.at >= CACHE_MS;
+  }
+
   /** The route of a sandbox not run here: cached, or from Redis. */
   async lookup(id: string, now = Date.now()): Promise<Route | undefined> {
     const hit = this.cache.get(id);

@@ -88,10 +88,11 @@ export interface ClusterArea {
   /** Installs the forwarding hook (after authentication, before the rate limits and routes). */
   install(app: FastifyInstance): void;
   /**
-   * Relays a request for a sandbox another node runs before Fastify sees it, when that is known
-   * at once (a route looked up a moment ago); false: Fastify takes it (and the hook decides).
+   * Relays a request for a sandbox another node runs before Fastify sees it (its route cached, or
+   * read from Redis first); false: Fastify takes it now (and the hook decides); `fallback` is
+   * called instead when that is found only after the read.
    */
-  relay(req: IncomingMessage, res: ServerResponse): boolean;
+  relay(req: IncomingMessage, res: ServerResponse, fallback: (req: IncomingMessage, res: ServerResponse) => void): boolean;
   /** Relays an Upgrade request for another node's sandbox there; false when it is this node's. */
   upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<boolean>;
   /**

@@ -1,13 +1,15 @@
 // The cluster's pure rules: placement by load, the lease and fencing rules, routes as stored in
-// Redis, which sandbox or deployment a request is for, the internal channel's signatures, and which
+// Redis and how long one looked up is reused, which sandbox or deployment a request is for, the internal channel's signatures, and which
 // node owns a vector index.
 import assert from "node:assert/strict";
 import { test } from "node:test";
+import type { Redis } from "ioredis";
 import { ChannelAuth, sign, verify } from "../../src/cluster/channel-auth.js";
 import { deploymentTargetOf } from "../../src/cluster/deployments.js";
 import { buildTargetOf } from "../../src/cluster/template-builds.js";
 import { formatRoute, isLost, mayServe, parseRoute, routeTarget } from "../../src/cluster/lease.js";
 import { choose, chooseWithGpus, preferHolders } from "../../src/cluster/placement.js";
+import { RoutingMap } from "../../src/cluster/routing.js";
 import { mayTarget, targetOf } from "../../src/cluster/targets.js";
 import { rendezvousOwner, servesVectors } from "../../src/cluster/vector-owners.js";
 
@@ -130,6 +132,34 @@ test("routes: stored as `node epoch`, read back, and where a request goes", () =
   assert.equal(routeTarget({ node: "b", epoch: 4 }, self, lease), "stale");
   assert.equal(routeTarget({ node: "c", epoch: 1 }, self, lease), "stale");
   assert.equal(routeTarget({ node: "d", epoch: 1 }, self, lease), "stale");
+});
+
+test("routes: a looked-up route is reused for 2 s, then expired (read again), and one never looked up is not expired", async () => {
+  const reads: string[] = [];
+  // Only get() is used by lookup(): the routes Redis would answer.
+  const redis = {
+    get: async (key: string) => {
+      reads.push(key);
+      return key.endsWith(":sbx-a") ? "node-b 3" : null;
+    },
+  } as unknown as Redis;
+  const routing = new RoutingMap(redis, { id: "node-a", epoch: 1 }, () => {});
+  assert.equal(routing.expired("sbx-a", 0), false);
+  assert.deepEqual(await routing.lookup("sbx-a", 1000), { node: "node-b", epoch: 3 });
+  assert.deepEqual(routing.cached("sbx-a", 2999), { node: "node-b", epoch: 3 });
+  assert.equal(routing.expired("sbx-a", 2999), false);
+  assert.equal(routing.cached("sbx-a", 3000), undefined);
+  assert.equal(routing.expired("sbx-a", 3000), true);
+  assert.equal(reads.length, 1);
+  // Read again: fresh for another 2 s.
+  await routing.lookup("sbx-a", 3000);
+  assert.equal(reads.length, 2);
+  assert.equal(routing.expired("sbx-a", 4000), false);
+  // No route (an ended sandbox) is cached too, and expires the same way; forgotten, it is unknown.
+  assert.equal(await routing.lookup("sbx-gone", 0), undefined);
+  assert.equal(routing.expired("sbx-gone", 2000), true);
+  routing.forget("sbx-gone");
+  assert.equal(routing.expired("sbx-gone", 2000), false);
 });
 
 test("channel: a signed request verifies for its method and path, within the time window, with the secret", () => {

@@ -1,6 +1,7 @@
 // Exact nearest neighbours by brute force with usearch's SIMD kernels (no graph): used for vectors
 // not yet in the graph, for small filtered sets, for `exact: true` searches, while a graph loads
-// or rebuilds, and as the ground truth when an index measures its own recall (recall-scan-main.ts).
+// or rebuilds, and as the ground truth when an index measures its own recall (on its own thread,
+// exact-scan-main.ts).
 import { createRequire } from "node:module";
 import type { Metric } from "./engine.js";
 

@@ -11,6 +11,7 @@
 // the graph worker is busy with another index's long work (its graph loading, say).
 import type { Hit, Metric } from "./engine.js";
 import { exactNearest } from "./exact.js";
+import { ExactScanner } from "./exact-scan.js";
 import type { Metadata, Predicate } from "./filter.js";
 import type { GraphParams, GraphWorker } from "./graph-worker.js";
 import { measureRecall, type RecallCurve } from "./recall.js";
@@ -166,6 +167,8 @@ export class Collection {
     private readonly log: (msg: string, fields?: Record<string, unknown>) => void = () => {},
     /** Vectors expected (sized once when loading, instead of doubling through a large index). */
     expected = 0,
+    /** The thread that computes the exact answers when recall is measured (one per service). */
+    private readonly scans: ExactScanner = new ExactScanner(),
   ) {
     // Small to start: an empty index of 2,000 dimensions would otherwise take 8 MiB at once.
     this.capacity = Math.max(64, expected);
@@ -786,7 +789,9 @@ export class Collection {
         this.log("vector index recall measured", { index: this.graphId, vectors: curve.vectors, width: curve.width, recall: curve.recall });
         this.onMeasured();
       })
-      .catch((err) => this.failed(err))
+      .catch((err) => {
+        if (!this.closed) this.failed(err);
+      })
       .finally(() => {
         this.measuring = undefined;
       });
@@ -819,32 +824,30 @@ export class Collection {
         }
         return out;
       },
-      query: (slot: number): Float32Array => {
-        const v = this.vecs.slice(slot * this.dim, (slot + 1) * this.dim);
-        const c: Candidate[] = [];
-        this.exactAll(v, norm(v), 2, undefined, c);
-        const nearest = c.sort((a, b) => a.dist - b.dist).find((x) => x.slot !== slot);
-        if (!nearest) return v;
-        let d = 0;
-        const off = nearest.slot * this.dim;
-        for (let i = 0; i < this.dim; i++) d += ((v[i] as number) - (this.vecs[off + i] as number)) ** 2;
-        // A random direction, scaled to the nearest neighbour's distance.
-        const noise = Float32Array.from(
-          { length: this.dim },
-          () => Math.sqrt(-2 * Math.log(Math.random() + 1e-12)) * Math.cos(2 * Math.PI * Math.random()),
-        );
-        const scale = Math.sqrt(d) / (norm(noise) || 1);
-        return v.map((x, i) => x + (noise[i] as number) * scale);
-      },
-      exact: (q: Float32Array, k: number): number[] => {
-        // Vectors written since the measurement began are not in the graph yet: left out.
-        const c: Candidate[] = [];
-        this.exactAll(q, norm(q), k + this.pendingCount(), undefined, c);
-        return c
-          .filter((x) => this.inAnn[x.slot] === 1)
-          .sort((a, b) => a.dist - b.dist)
-          .slice(0, k)
-          .map((x) => x.slot);
+      vector: (slot: number): Float32Array => this.vecs.slice(slot * this.dim, (slot + 1) * this.dim),
+      nearest: (queries: Float32Array[], k: number, exclude?: number[]): Promise<number[][]> => {
+        const d = this.dim;
+        const flat = new Float32Array(queries.length * d);
+        queries.forEach((q, i) => {
+          flat.set(q, i * d);
+        });
+        return this.scans.nearest({
+          dim: d,
+          metric: this.metric,
+          queries: flat,
+          k,
+          exclude: exclude && Int32Array.from(exclude),
+          rows: this.used,
+          // Copied a piece at a time as the thread asks (the array is replaced when it grows, and
+          // a write meanwhile discards the measurement anyway, see maybeMeasure). Vectors written
+          // since the measurement began are not in the graph yet: left out.
+          piece: (lo, hi) => {
+            if (this.closed) return undefined;
+            const mask = new Uint8Array(hi - lo);
+            for (let s = lo; s < hi; s++) mask[s - lo] = this.live[s] === 1 && this.inAnn[s] === 1 ? 1 : 0;
+            return { vecs: this.vecs.slice(lo * d, hi * d), mask };
+          },
+        });
       },
       graph: async (q: Float32Array, k: number, width: number): Promise<number[]> => {
         if (this.closed) return [];

@@ -14,6 +14,7 @@ import path from "node:path";
 import { Collection, QUANTIZATION } from "./collection.js";
 import type { Admit, Hit, IndexHealth, IndexSpec, NewVector, SearchOptions, VectorEngine, VectorRecord } from "./engine.js";
 import type { Metadata } from "./filter.js";
+import { ExactScanner } from "./exact-scan.js";
 import { GraphWorker } from "./graph-worker.js";
 import type { RecallCurve } from "./recall.js";
 import { RecordScanner } from "./record-scan.js";
@@ -67,6 +68,8 @@ export class EmbeddedEngine implements VectorEngine {
   private readonly dir: string;
   private readonly timer: NodeJS.Timeout;
   private readonly graphs = new GraphWorker();
+  /** Exact answers for every index's recall measurement, off the event loop. */
+  private readonly scans = new ExactScanner();
   /** Answers searches of indexes whose records are still loading (when the store has a file to scan). */
   private readonly scanner: RecordScanner | undefined;
   /** Each index's writes since its vectors file, for the scanner after a crash (with the scanner only). */
@@ -126,7 +129,7 @@ export class EmbeddedEngine implements VectorEngine {
 
   /** Search width and target of a new or loaded index (target from its catalog row). */
   private newCollection(spec: IndexSpec, expected = 0): Collection {
-    const c = new Collection(spec.dimension, spec.metric, this.graphs, spec.id, this.log, expected);
+    const c = new Collection(spec.dimension, spec.metric, this.graphs, spec.id, this.log, expected, this.scans);
     c.width = this.settings.searchEf;
     c.targetRecall = spec.targetRecall ?? this.settings.targetRecall;
     c.maxUnindexed = Math.max(1, Math.floor((this.settings.unindexedMb * 2 ** 20) / (4 * spec.dimension)));
@@ -530,5 +533,6 @@ export class EmbeddedEngine implements VectorEngine {
     await this.logs?.close();
     await this.scanner?.close();
     await this.graphs.close();
+    await this.scans.close();
   }
 }

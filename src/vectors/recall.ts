@@ -1,5 +1,5 @@
 // An index measuring its own recall: queries made from a sample of its own vectors are searched
-// exactly (the ground truth, on this thread, one scan between two turns of the event loop) and through the graph
+// exactly (the ground truth, on a worker thread: exact-scan.ts) and through the graph
 // at widening search widths; the narrowest width whose recall@10 reaches the index's target becomes
 // its width. A stored vector itself would be an easy query (the graph links it to its neighbours
 // already), so each query is moved off it by about its distance to its nearest neighbour: as far
@@ -12,10 +12,11 @@ export interface RecallProbe {
   dimension: number;
   /** Up to n slots of vectors in the graph, spread over the index. */
   sample(n: number): number[];
-  /** A query near the vector in this slot (see above). */
-  query(slot: number): Float32Array;
-  /** The k nearest slots by exact search, nearest first. */
-  exact(q: Float32Array, k: number): number[];
+  /** A copy of the vector in this slot. */
+  vector(slot: number): Float32Array;
+  /** For each query the k nearest slots in the graph by exact search, nearest first, leaving out
+   * the query's slot in `exclude` when given (off the event loop). */
+  nearest(queries: Float32Array[], k: number, exclude?: number[]): Promise<number[][]>;
   /** The k+ nearest slots through the graph at this width, nearest first. */
   graph(q: Float32Array, k: number, width: number): Promise<number[]>;
 }
@@ -35,8 +36,9 @@ export interface RecallCurve {
 export const WIDTHS = [16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024, 1536, 2048];
 const K = 10;
 /** Sample size: 200 queries x 10 neighbours estimate recall@10 within about ±0.01. Fewer (not
- * under 50, ±0.02) for large indexes: each exact search scans the whole index on this thread
- * (~60 ms at 1M x 128), so the sample keeps the scan to about this many dimension-products. */
+ * under 50, ±0.02) for large indexes: each query's exact search is a scan of the whole index (on
+ * the worker thread, but a core's work all the same: ~60 ms at 1M x 128), so the sample keeps the
+ * scans to about this many dimension-products. */
 const SAMPLE = 200;
 const SAMPLE_MIN = 50;
 const SCAN_BUDGET = 2.5e9;
@@ -49,25 +51,20 @@ const MARGIN = 0.005;
  */
 const GRAPH_BATCH = 2;
 
-const turn = () => new Promise((r) => setImmediate(r));
-
 /** Measures and picks a width; undefined when there is nothing to measure. */
 export async function measureRecall(probe: RecallProbe, target: number): Promise<RecallCurve | undefined> {
   const vectors = probe.vectors();
   const size = Math.max(SAMPLE_MIN, Math.min(SAMPLE, Math.floor(SCAN_BUDGET / (vectors * probe.dimension))));
   const slots = probe.sample(size);
   if (slots.length < 10) return undefined;
-  const queries: Float32Array[] = [];
-  const truth: Array<Set<number>> = [];
-  for (const s of slots) {
-    // Each of the two is a scan of the whole index (~15 ms at 200,000 × 128): a request waiting
-    // on the event loop waits for one scan at most.
-    const q = probe.query(s);
-    queries.push(q);
-    await turn();
-    truth.push(new Set(probe.exact(q, K)));
-    await turn();
-  }
+  // Each query is a sampled vector moved off it by about its distance to its nearest neighbour.
+  const sampled = slots.map((s) => probe.vector(s));
+  const neighbour = await probe.nearest(sampled, 1, slots);
+  const queries = sampled.map((v, i) => {
+    const n = neighbour[i]?.[0];
+    return n === undefined ? v : nearby(v, probe.vector(n));
+  });
+  const truth = (await probe.nearest(queries, K)).map((t) => new Set(t));
   const tried: Array<{ width: number; recall: number }> = [];
   for (const width of WIDTHS) {
     const found: number[][] = [];
@@ -87,4 +84,18 @@ export async function measureRecall(probe: RecallProbe, target: number): Promise
   }
   const best = tried[tried.length - 1] as { width: number; recall: number };
   return { vectors, width: best.width, recall: best.recall, tried, measured_at: new Date().toISOString() };
+}
+
+/** A point in a random direction from `v`, as far from it as `neighbour` is. */
+function nearby(v: Float32Array, neighbour: Float32Array): Float32Array {
+  let d = 0;
+  for (let i = 0; i < v.length; i++) d += ((v[i] as number) - (neighbour[i] as number)) ** 2;
+  const noise = Float32Array.from(
+    { length: v.length },
+    () => Math.sqrt(-2 * Math.log(Math.random() + 1e-12)) * Math.cos(2 * Math.PI * Math.random()),
+  );
+  let n = 0;
+  for (const x of noise) n += x * x;
+  const scale = Math.sqrt(d) / (Math.sqrt(n) || 1);
+  return v.map((x, i) => x + (noise[i] as number) * scale);
 }

@@ -1,23 +1,26 @@
 // Recall an index can see and set (collection.ts, recall.ts) with the real graph worker: on the
 // benchmark's data and on hard clustered data (points spread around their centres three times as
 // widely as the centres lie apart: the fixed width of 48 found 0.86 of the true neighbours), the index measures its recall, widens its search to reach its target,
-// and held-out queries then reach it against exact search. Exact searches are exact.
+// and held-out queries then reach it against exact search. Exact searches are exact. The exact
+// answers of the measurement come from the exact-scan thread, not from scans on the event loop.
 import assert from "node:assert/strict";
 import { after, test } from "node:test";
 import { Collection } from "../../src/vectors/collection.js";
 import { exactNearest } from "../../src/vectors/exact.js";
+import { ExactScanner } from "../../src/vectors/exact-scan.js";
 import { GraphWorker } from "../../src/vectors/graph-worker.js";
 import { clustered, mixture } from "../helpers/vectors-data.js";
 
 const graphs = new GraphWorker();
-after(() => graphs.close());
+const scans = new ExactScanner();
+after(() => Promise.all([graphs.close(), scans.close()]));
 
 const N = 20_000;
 const DIM = 64;
 const QUERIES = 200;
 
 async function filled(id: string, data: Float32Array, target: number): Promise<Collection> {
-  const c = new Collection(DIM, "euclidean", graphs, id);
+  const c = new Collection(DIM, "euclidean", graphs, id, undefined, 0, scans);
   c.targetRecall = target;
   await c.openGraph();
   c.startIndexing();
@@ -58,7 +61,11 @@ for (const kind of ["benchmark mixture", "hard clusters"] as const) {
           })();
     const data = all.subarray(0, N * DIM);
     const queries = all.subarray(N * DIM);
+    const before = scans.scans;
     const c = await filled(kind, data, 0.97);
+    // Two scans per measurement (the sample's nearest neighbours, then the queries' top 10), and
+    // none of them on this thread.
+    assert.ok(scans.scans - before >= 2, `the measurement ran ${scans.scans - before} scans on the exact-scan thread`);
     const measured = c.recall as NonNullable<typeof c.recall>;
     const got = await recallAt10(c, data, queries);
     // For the record: what the old fixed width gives on this data.

@@ -33,6 +33,18 @@ export async function startS3(bucket: string): Promise<TestS3> {
   const uploads = s3Uploads(dir, bucket);
   // Before s3rver's own routes, which answer these requests NotImplemented.
   server.middleware.unshift(uploads.middleware);
+  // Requests s3rver is still working on: a node ended in the middle of an upload leaves its file
+  // writes running after the server stopped listening, and stop() waits for them before it removes
+  // the directory (else they fail on a missing directory after the test file ended).
+  let working = 0;
+  server.middleware.unshift(async (_ctx: unknown, next: () => Promise<void>) => {
+    working++;
+    try {
+      await next();
+    } finally {
+      working--;
+    }
+  });
   await server.run();
   const endpoint = `http://127.0.0.1:${port}`;
   // s3rver accepts any credentials with its default key pair.
@@ -55,6 +67,7 @@ export async function startS3(bucket: string): Promise<TestS3> {
     async stop() {
       client.destroy();
       await server.close();
+      for (let i = 0; i < 200 && working > 0; i++) await new Promise((r) => setTimeout(r, 50));
       fs.rmSync(dir, { recursive: true, force: true });
     },
   };

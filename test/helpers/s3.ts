@@ -33,16 +33,34 @@ export async function startS3(bucket: string): Promise<TestS3> {
   const uploads = s3Uploads(dir, bucket);
   // Before s3rver's own routes, which answer these requests NotImplemented.
   server.middleware.unshift(uploads.middleware);
-  // Requests s3rver is still working on: a node ended in the middle of an upload leaves its file
-  // writes running after the server stopped listening, and stop() waits for them before it removes
-  // the directory (else they fail on a missing directory after the test file ended).
+  // s3rver removes a folder once its last object is deleted, and a request that meets that half-way
+  // (an upload into the same folder opening its file, a read of the deleted object) fails outside
+  // its handler, which ends the test process; a real store orders them. So a DELETE here waits for
+  // the requests under way and holds back new ones until it is done. stop() also waits for the
+  // requests under way before it removes the directory (a node ended mid-upload leaves s3rver
+  // writing after it stopped listening).
   let working = 0;
-  server.middleware.unshift(async (_ctx: unknown, next: () => Promise<void>) => {
+  let deleting: Promise<void> | undefined;
+  const idle: Array<() => void> = [];
+  server.middleware.unshift(async (ctx: { method: string }, next: () => Promise<void>) => {
+    while (deleting) await deleting;
+    let release: (() => void) | undefined;
+    if (ctx.method === "DELETE") {
+      deleting = new Promise<void>((r) => {
+        release = r;
+      });
+      while (working > 0) await new Promise<void>((r) => idle.push(r));
+    }
     working++;
     try {
       await next();
     } finally {
       working--;
+      if (working === 0) for (const wake of idle.splice(0)) wake();
+      if (release) {
+        deleting = undefined;
+        release();
+      }
     }
   });
   await server.run();

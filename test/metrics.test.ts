@@ -67,9 +67,16 @@ test("memory: in use and the limit, in MB", async () => {
   assert.equal(m.memory_total, MEMORY_MB);
   assert.ok(m.memory_usage > 1 && m.memory_usage < MEMORY_MB, String(m.memory_usage));
   await run("python", "hold = bytearray(32 * 1024 * 1024)\nfor i in range(0, len(hold), 4096): hold[i] = 1");
-  const after = await metrics();
-  assert.ok(after.memory_usage >= m.memory_usage + 25, `${m.memory_usage} -> ${after.memory_usage}`);
+  const held = await metrics();
   await run("python", "del hold");
+  const freed = await metrics();
+  // Compared with what is in use right after the 32 MiB are freed, not with the baseline: what the
+  // sandbox let go of meanwhile (the pre-imported kernel's pages, once released) lowers both alike
+  // (a busy run saw 26.96 -> 42.54 MB against the baseline).
+  assert.ok(
+    held.memory_usage >= freed.memory_usage + 25,
+    `${m.memory_usage} -> ${held.memory_usage} with 32 MiB held -> ${freed.memory_usage} freed`,
+  );
 });
 
 test("cpu_usage rises during a CPU-burning run and falls back when idle", async () => {

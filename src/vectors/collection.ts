@@ -113,6 +113,10 @@ export class Collection {
    * the queue outgrew QUEUED_MAX (a restart's records without a graph), until the queue empties. */
   private mirrored = true;
   private inFlight = 0;
+  /** The slots of each insertion sent to the graph and not yet acknowledged, with their labels then:
+   * the worker may answer a search between its slices (graph-worker-main.ts), so a search scores
+   * these exactly too. */
+  private sent = new Set<{ slots: number[]; labels: number[] }>();
   /** Set once loading is over: only then are vectors sent to the graph. */
   private indexing = false;
   private closed = false;
@@ -518,9 +522,14 @@ export class Collection {
     });
     this.annCount += take.length;
     this.dirty = true;
-    return this.graphs.add(this.graphId, keys, data, threads).then(({ ms }) => {
-      this.addMsPerVector = Math.max(0.001, ms / take.length);
-    });
+    const sent = { slots: take, labels: take.map((s) => this.labels[s] as number) };
+    this.sent.add(sent);
+    return this.graphs
+      .add(this.graphId, keys, data, threads)
+      .then(({ ms }) => {
+        this.addMsPerVector = Math.max(0.001, ms / take.length);
+      })
+      .finally(() => this.sent.delete(sent));
   }
 
   /** The metric's distance (lower is nearer), the same as the graph computes. */
@@ -607,6 +616,20 @@ export class Collection {
         return;
       }
     }
+  }
+
+  /** The `k` nearest (matching `pred` when given) of the vectors sent to the graph whose insertion
+   * is not acknowledged yet: the graph may answer before it inserted them. (Those inserted by then
+   * are found both ways; the search keeps one.) */
+  private exactSent(q: Float32Array, qNorm: number, k: number, pred: Predicate | undefined, out: Candidate[]): void {
+    if (this.sent.size === 0) return;
+    const slots: number[] = [];
+    for (const chunk of this.sent) {
+      chunk.slots.forEach((s, i) => {
+        if (this.live[s] === 1 && this.labels[s] === chunk.labels[i] && (!pred || pred(this.metas[s]))) slots.push(s);
+      });
+    }
+    this.exact(q, qNorm, slots, k, out);
   }
 
   /** A buffer of `floats` at offset 0 (the native scorer reads from the start of the buffer). */
@@ -711,6 +734,7 @@ export class Collection {
       else this.exact(query, qNorm, waiting, topK, cands);
     }
     if (graphSize > 0 && !exact) {
+      this.exactSent(query, qNorm, topK, pred, cands);
       if (!pred) {
         // The graph walks `width` candidates and they are rescored exactly here (at least topK +
         // RESCORE_EXTRA, what bfloat16's coarser distances may misorder).
@@ -771,7 +795,7 @@ export class Collection {
     // estimate of 0.133 and a width of 1,024 after a bulk load whose held-out recall was 0.9995).
     // (The same for vectors still queued for the graph.)
     const quietFor = performance.now() - this.changedAt;
-    if (quietFor < MEASURE_QUIET_MS || this.pendingCount() > 0) {
+    if (quietFor < MEASURE_QUIET_MS || this.pendingCount() > 0 || this.inFlight > 0) {
       this.measureLater(force, Math.max(100, MEASURE_QUIET_MS - quietFor));
       return Promise.resolve();
     }

@@ -1,9 +1,13 @@
 // The vector graph worker thread: holds every loaded index's HNSW graph (usearch) and runs
 // insertion, search, load and save on it for GraphWorker (graph-worker.ts). Messages are handled
-// in the order they are posted; searches that arrive together are answered in one batch call.
+// in the order they are posted, with one exception: an insertion runs in slices of about a
+// millisecond, and between slices the searches posted meanwhile are answered at once when only
+// insertions stand before them (the vectors still to insert are scored exactly by the caller, see
+// Collection.search), so a search does not wait behind a bulk load's insertions. Searches that
+// arrive together are answered in one batch call.
 import fs from "node:fs";
 import { createRequire } from "node:module";
-import { parentPort, workerData } from "node:worker_threads";
+import { parentPort, receiveMessageOnPort, workerData } from "node:worker_threads";
 import type { Index, MetricKind, ScalarKind } from "usearch";
 import type { GraphDone, GraphFoundOne, GraphReply, GraphRequest, GraphWorkerData } from "./graph-protocol.js";
 
@@ -13,18 +17,22 @@ const port = parentPort as NonNullable<typeof parentPort>;
 const { searchThreads } = workerData as GraphWorkerData;
 const graphs = new Map<string, Index>();
 type Search = Extract<GraphRequest, { op: "search" }>;
-let searches: Search[] = [];
+type Add = Extract<GraphRequest, { op: "add" }>;
+/** Messages received and not handled yet, in the order they were posted. */
+let queue: GraphRequest[] = [];
 let scheduled = false;
+/** An insertion runs in slices of about this long (the longest a search waits behind it). */
+const SLICE_MS = 1;
+/** What inserting one vector took lately, by graph (sizes the slices). */
+const msPerVector = new Map<string, number>();
 
 const post = (m: GraphReply): void => port.postMessage(m);
 const reply = (id: number, fields: Omit<GraphDone, "op" | "id">): void => post({ op: "done", id, ...fields });
 const message = (err: unknown): string => String((err as Error | undefined)?.message || err);
 
-/** Runs the queued searches, one batch call per graph and k. */
-function flush(): void {
-  scheduled = false;
-  const batch = searches;
-  searches = [];
+/** Answers these searches, one batch call per graph and k. */
+function answer(batch: Search[]): void {
+  if (batch.length === 0) return;
   const groups = new Map<string, Search[]>();
   for (const s of batch) {
     const key = `${s.graph} ${s.k}`;
@@ -63,6 +71,44 @@ function flush(): void {
   post({ op: "found", results });
 }
 
+/** Moves the messages posted meanwhile into the queue (without waiting for this thread's event loop). */
+function pull(): void {
+  for (let r = receiveMessageOnPort(port); r; r = receiveMessageOnPort(port)) queue.push(r.message as GraphRequest);
+}
+
+/** Answers now the queued searches that only insertions stand before (an insertion is under way). */
+function answerAhead(): void {
+  pull();
+  const ahead: Search[] = [];
+  let i = 0;
+  for (; i < queue.length; i++) {
+    const m = queue[i] as GraphRequest;
+    if (m.op === "search") ahead.push(m);
+    else if (m.op !== "add") break;
+  }
+  if (ahead.length === 0) return;
+  queue = queue.filter((m) => m.op !== "search" || !ahead.includes(m));
+  answer(ahead);
+}
+
+/** Inserts in slices, answering searches between them; returns the time the insertions took. */
+function insert(g: Index, m: Add): number {
+  const dim = m.data.length / Math.max(1, m.keys.length);
+  let ms = 0;
+  for (let at = 0; at < m.keys.length; ) {
+    const per = msPerVector.get(m.graph) ?? 0.25;
+    const n = Math.max(1, Math.min(m.keys.length - at, Math.floor(SLICE_MS / per)));
+    const t = performance.now();
+    g.add(m.keys.subarray(at, at + n), m.data.subarray(at * dim, (at + n) * dim), m.threads);
+    const took = performance.now() - t;
+    ms += took;
+    msPerVector.set(m.graph, Math.max(0.0005, took / n));
+    at += n;
+    if (at < m.keys.length) answerAhead();
+  }
+  return ms;
+}
+
 function handle(m: Exclude<GraphRequest, Search>): void {
   if (m.op === "open") {
     const make = () =>
@@ -93,6 +139,7 @@ function handle(m: Exclude<GraphRequest, Search>): void {
   const g = graphs.get(m.graph);
   if (m.op === "drop") {
     graphs.delete(m.graph);
+    msPerVector.delete(m.graph);
     reply(m.id, { size: 0 });
     return;
   }
@@ -101,9 +148,8 @@ function handle(m: Exclude<GraphRequest, Search>): void {
     return;
   }
   if (m.op === "add") {
-    const t = performance.now();
-    g.add(m.keys, m.data, m.threads);
-    reply(m.id, { size: g.size(), ms: performance.now() - t });
+    const ms = insert(g, m);
+    reply(m.id, { size: g.size(), ms });
     return;
   } else if (m.op === "remove") {
     g.remove(m.keys);
@@ -114,20 +160,33 @@ function handle(m: Exclude<GraphRequest, Search>): void {
   reply(m.id, { size: g.size() });
 }
 
-port.on("message", (m: GraphRequest) => {
-  if (m.op === "search") {
-    searches.push(m);
-    if (!scheduled) {
-      scheduled = true;
-      setImmediate(flush);
+/** Handles the queue in order, each run of searches as one batch. */
+function drain(): void {
+  scheduled = false;
+  pull();
+  while (queue.length > 0) {
+    let n = 0;
+    while (n < queue.length && (queue[n] as GraphRequest).op === "search") n++;
+    if (n > 0) {
+      answer(queue.slice(0, n) as Search[]);
+      queue = queue.slice(n);
+      continue;
     }
-    return;
+    const m = queue.shift() as Exclude<GraphRequest, Search>;
+    try {
+      handle(m);
+    } catch (err) {
+      reply(m.id, { size: graphs.get(m.graph)?.size() ?? 0, error: message(err) });
+    }
+    pull();
   }
-  // Searches queued before this message run first (they were posted before it).
-  if (searches.length > 0) flush();
-  try {
-    handle(m);
-  } catch (err) {
-    reply(m.id, { size: graphs.get(m.graph)?.size() ?? 0, error: message(err) });
+}
+
+port.on("message", (m: GraphRequest) => {
+  queue.push(m);
+  // Searches that arrive together are answered together: the rest is taken once this turn ends.
+  if (!scheduled) {
+    scheduled = true;
+    setImmediate(drain);
   }
 });

@@ -1,8 +1,10 @@
 // The HNSW graphs (usearch) of every loaded index, held in one worker thread: graph insertion,
 // search, load and save run there, so the event loop keeps serving requests (and HTTP parsing on
 // the main thread overlaps the graph's work on the second core). Messages are handled in the
-// order they are posted, so a search posted after an add or a remove sees it. Searches that
-// arrive together are answered in one batch call. The thread runs graph-worker-main.ts.
+// order they are posted, so a search posted after a remove, a load or a save sees it; a search
+// posted after an insertion may be answered between its slices (before all of it is in the graph:
+// the caller scores what it sent and has no answer for yet exactly). Searches that arrive together
+// are answered in one batch call. The thread runs graph-worker-main.ts.
 import type { Worker } from "node:worker_threads";
 import { startWorker, workerEntry } from "../workers.js";
 import type { Metric } from "./engine.js";

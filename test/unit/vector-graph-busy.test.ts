@@ -44,3 +44,57 @@ test("a small index's search does not wait behind another index's long insertion
   small.close();
   large.close();
 });
+
+test("a search of a graph during its own long insertion is answered between the insertion's slices, not after it", async () => {
+  const n = 20_000;
+  const data = clustered(n + 1, DIM, 10, 11);
+  await graphs.open("own", { dim: DIM, metric: "euclidean", connectivity: 16, expansionAdd: 64, expansionSearch: 32, quantization: "f32" });
+  await graphs.add("own", BigUint64Array.of(0n), data.slice(0, DIM), 2);
+  const keys = BigUint64Array.from({ length: n - 1 }, (_, i) => BigInt(i + 1));
+  const inserted = graphs.add("own", keys, data.slice(DIM, n * DIM), 2).then(() => "the insertion");
+  // Posted after the insertion, to the same graph: before, it waited for all of it.
+  const searched = graphs.search("own", data.slice(n * DIM), 5).then(() => "the search");
+  assert.equal(await Promise.race([searched, inserted]), "the search");
+  await inserted;
+  await graphs.drop("own");
+});
+
+/** The graph worker, noting which keys are on their way into a graph (sent, not acknowledged). */
+class Recording extends GraphWorker {
+  readonly sending = new Set<bigint>();
+  override add(graph: string, keys: BigUint64Array, data: Float32Array, threads: number) {
+    const mine = [...keys];
+    for (const k of mine) this.sending.add(k);
+    return super.add(graph, keys, data, threads).finally(() => {
+      for (const k of mine) this.sending.delete(k);
+    });
+  }
+}
+
+test("a vector on its way into the graph (sent, not inserted yet) is found by a search answered between the insertion's slices", async () => {
+  const recording = new Recording();
+  after(() => recording.close());
+  const n = 6000;
+  const data = clustered(n, DIM, 10, 13);
+  const c = new Collection(DIM, "euclidean", recording, "selves");
+  await c.openGraph();
+  c.startIndexing();
+  for (let i = 0; i < n; i++) c.put(i, `v${i}`, data.subarray(i * DIM, (i + 1) * DIM), {}, i + 1, false);
+  // Each vector's nearest is itself (distance 0). The graph may not find every vector it holds
+  // (an approximation), so the searches are for vectors it does not hold yet: the last of an
+  // insertion under way, which the worker answers between the insertion's slices.
+  let searched = 0;
+  while (c.pendingCount() > 0 || recording.sending.size > 0) {
+    const last = [...recording.sending].at(-1);
+    if (last === undefined) {
+      await new Promise((r) => setImmediate(r));
+      continue;
+    }
+    const i = Number(last);
+    const [hit] = await c.search(data.subarray(i * DIM, (i + 1) * DIM), 1, undefined, false, false);
+    assert.deepEqual([hit?.id, hit?.score], [`v${i}`, 0]);
+    searched++;
+  }
+  assert.ok(searched > 50, `searches for vectors on their way: ${searched}`);
+  c.close();
+});

@@ -14,6 +14,11 @@ import { keepAliveClient, percentile, printTable, type Row } from "./lib.js";
 import { BATCH, BENCH_ENV, type Call, encodeBatches, exactTopK, indexView, loadAverage, upsertAll, vec, waitIndex } from "./vectors-lib.js";
 
 const QUERIES = 200;
+/** During the bulk load a search starts at most every this many ms (0: back to back, the default).
+ * A paced searcher puts the same work beside the load whatever each search takes, so the load's
+ * own speed can be compared between two versions of the code. */
+const SEARCH_EVERY_MS = Number(process.env.BENCH_BULK_SEARCH_EVERY_MS ?? 0);
+const SEARCHER = SEARCH_EVERY_MS > 0 ? `one search every ${SEARCH_EVERY_MS} ms at most` : "back to back";
 
 interface Restart {
   kind: string;
@@ -176,11 +181,16 @@ async function restart(
   };
 }
 
-/** Searches one after another until `stop()`; their latencies. */
-async function searchLoop(call: Call, index: string, bodies: string[], stop: () => boolean): Promise<number[]> {
+/** Searches one after another until `stop()`, each starting at least `everyMs` after the one
+ * before started (0: back to back); their latencies (from each search's start). */
+async function searchLoop(call: Call, index: string, bodies: string[], stop: () => boolean, everyMs = 0): Promise<number[]> {
   const ms: number[] = [];
+  let last = Number.NEGATIVE_INFINITY;
   for (let i = 0; !stop(); i++) {
+    const wait = last + everyMs - performance.now();
+    if (wait > 0) await new Promise((r) => setTimeout(r, wait));
     const t = performance.now();
+    last = t;
     const res = await call("POST", `/v1/vectors/${index}/search`, bodies[i % bodies.length]);
     if (res.status !== 200) throw new Error(`search: ${res.status} ${JSON.stringify(res.body)}`);
     ms.push(performance.now() - t);
@@ -287,7 +297,7 @@ export async function benchRestart(
       upsertAll(call, index, batches).finally(() => {
         loading = false;
       }),
-      searchLoop(call, index, bodies, () => !loading),
+      searchLoop(call, index, bodies, () => !loading, SEARCH_EVERY_MS),
     ]);
     const loadS = (performance.now() - u0) / 1000;
     const pendingAtEnd = { ...(await indexView(call, index)), load: loadAverage() };
@@ -312,7 +322,7 @@ export async function benchRestart(
       ].join("; ");
       const latency = printTable(`vectors ${label}: search latency during a bulk load`, [
         { name: `upsert, batches of 1,000 (2 clients), vectors`, samples: upserts, wallMs: loadS * 1000, ops: n },
-        { name: "**search during the bulk load** (1 client, back to back)", samples: duringLoad },
+        { name: `**search during the bulk load** (1 client, ${SEARCHER})`, samples: duringLoad },
         { name: "baseline, same run: search on the built, quiet index", samples: quiet },
         { name: "baseline, same run: exact search (`exact: true`), quiet index", samples: exact },
       ]);
@@ -368,7 +378,7 @@ export async function benchRestart(
 
     const rows: Row[] = [
       { name: `upsert, batches of 1,000 (2 clients), vectors`, samples: upserts, wallMs: loadS * 1000, ops: n },
-      { name: "**search during the bulk load** (1 client, back to back)", samples: duringLoad },
+      { name: `**search during the bulk load** (1 client, ${SEARCHER})`, samples: duringLoad },
       { name: "baseline, same run: search on the built, quiet index", samples: quiet },
       { name: "baseline, same run: exact search (`exact: true`), quiet index", samples: exact },
       ...[rebuilt, graceful, crashed]

@@ -22,6 +22,7 @@
 //     bench:vectors -- --only=restart (an hour or more on two busy cores: the graph rebuild after
 //     kill -9 alone took ~193 s quiet; BENCH_READY_WAIT_S bounds each wait for "ready").
 //   BENCH_RECALL_N=50000  BENCH_SENTENCES=4000 (--quick: 2,000)
+//   BENCH_BULK_SEARCH_EVERY_MS=8: the searcher during the bulk load paced (default: back to back)
 import fs from "node:fs";
 import { startServer, type TestServer } from "../test/helpers/server.js";
 import { mixture, rng } from "../test/helpers/vectors-data.js";

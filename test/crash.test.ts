@@ -252,7 +252,7 @@ describe("graceful shutdown on SIGTERM", () => {
     const cut = await long;
     assert.ok(cut instanceof Error || cut.status !== 0, "the long run ended one way or another");
     assert.ok(second.logs().includes("grace period over"));
-    assert.ok(await eventually(() => processesInCgroups(id).length === 0, 5000));
+    assert.ok(await eventually(() => processesInCgroups(id).length === 0, 5000), "not within the time allowed");
 
     const third = await start({ dataDir: first.dataDir, key: first.key, env: { AGENTBOX_WARM_POOL: "0" } });
     const res = await client(third)<RunBody>("POST", `/v1/agents/sandboxes/${id}/code/run`, { language: "bash", code: "cat f.txt" });

@@ -200,7 +200,7 @@ describe("deployments", () => {
         gpu_count: 1,
       })
     ).body.deployment_id;
-    assert.ok(await eventually(async () => (await get(echoId)).body.status === "running", 30_000, 100));
+    assert.ok(await eventually(async () => (await get(echoId)).body.status === "running", 30_000, 100), "not within the time allowed");
     const res = await call<{ choices: Array<{ message: { content: string } }> }>("POST", "/v1/inference/chat/completions", {
       model: "echo",
       messages: [{ role: "user", content: "ping" }],
@@ -211,14 +211,17 @@ describe("deployments", () => {
     const brokenId = (
       await call<{ deployment_id: string }>("POST", "/v1/deployments/create", { deployment_name: "gpu", model_name: "broken" })
     ).body.deployment_id;
-    assert.ok(await eventually(async () => (await get(brokenId)).body.status === "failed", 30_000, 100));
+    assert.ok(await eventually(async () => (await get(brokenId)).body.status === "failed", 30_000, 100), "not within the time allowed");
     const failed = (await get(brokenId)).body;
     assert.match(failed.reason ?? "", /cannot open \/dev\/nvidia0/);
     assert.deepEqual(failed.replicas, []);
     const refused = await call("POST", "/v1/inference/chat/completions", { model: "gpu", messages: [{ role: "user", content: "x" }] });
     assertError(refused, 503, "upstream_unavailable");
     for (const d of [echoId, brokenId]) assert.equal((await call("DELETE", `/v1/deployments/delete/${d}`)).status, 200);
-    assert.ok(await eventually(async () => (await get(echoId)).status === 404 && (await get(brokenId)).status === 404, 10_000));
+    assert.ok(
+      await eventually(async () => (await get(echoId)).status === 404 && (await get(brokenId)).status === 404, 10_000),
+      "not within the time allowed",
+    );
   });
 
   test("a GGUF stored in /v1/files is a model: the deployment serves its own copy", async () => {
@@ -248,7 +251,10 @@ describe("deployments", () => {
     assert.equal((await call("DELETE", `/v1/deployments/delete/${depId}`)).status, 200);
     const copy = path.join(server.dataDir, "deployment-models", `${depId}.gguf`);
     assert.equal(fs.statSync(path.dirname(copy)).mode & 0o777, 0o700);
-    assert.ok(await eventually(async () => (await get(depId)).status === 404 && !fs.existsSync(copy), 15_000));
+    assert.ok(
+      await eventually(async () => (await get(depId)).status === 404 && !fs.existsSync(copy), 15_000),
+      "not within the time allowed",
+    );
   });
 
   let id = "";
@@ -351,7 +357,7 @@ describe("deployments", () => {
     const retired = served.map((r) => r.pid as number);
     assert.ok(await eventually(async () => (await get(id)).body.replicas.length === 1, 30_000, 200), JSON.stringify((await get(id)).body));
     const left = (await get(id)).body.replicas[0] as Replica;
-    assert.ok(await eventually(() => retired.filter((p) => p !== left.pid).every((p) => !alive(p)), 10_000));
+    assert.ok(await eventually(() => retired.filter((p) => p !== left.pid).every((p) => !alive(p)), 10_000), "not within the time allowed");
     assert.equal((await chat("tiny-chat", 4)).status, 200);
   });
 
@@ -374,10 +380,13 @@ describe("deployments", () => {
     // Idle first: the last test's answers are still counted in flight for a moment after they
     // reach the client, and the replica killed below must be one serving this test's requests.
     const idle = (d: DeploymentItem) => d.queued === 0 && d.replicas.every((r) => r.in_flight === 0);
-    assert.ok(await eventually(async () => idle((await get(id)).body), 10_000, 20));
+    assert.ok(await eventually(async () => idle((await get(id)).body), 10_000, 20), "not within the time allowed");
     // Requests running and queued when the replica dies: each is served (sent once more if its replica died under it).
     const pending = Array.from({ length: 3 }, () => chat("tiny-chat", 600));
-    assert.ok(await eventually(async () => (await get(id)).body.replicas.some((r) => r.in_flight > 0), 10_000, 20));
+    assert.ok(
+      await eventually(async () => (await get(id)).body.replicas.some((r) => r.in_flight > 0), 10_000, 20),
+      "not within the time allowed",
+    );
     const busy = (await get(id)).body.replicas.find((r) => r.in_flight > 0) as Replica;
     process.kill(busy.pid as number, "SIGKILL");
     const answers = await Promise.all(pending);
@@ -405,15 +414,18 @@ describe("deployments", () => {
   test("delete while busy: running requests finish, then the deployment and its replicas are gone", async () => {
     const pids = (await get(id)).body.replicas.map((r) => r.pid as number);
     const pending = Array.from({ length: 2 }, () => chat("tiny-chat", 800));
-    assert.ok(await eventually(async () => (await get(id)).body.replicas.some((r) => r.in_flight > 0), 10_000, 20));
+    assert.ok(
+      await eventually(async () => (await get(id)).body.replicas.some((r) => r.in_flight > 0), 10_000, 20),
+      "not within the time allowed",
+    );
     const del = await call<{ deployment_id: string; status: string }>("DELETE", `/v1/deployments/delete/${id}`);
     assert.equal(del.status, 200);
     assert.equal(del.body.status, "deleting");
     // New requests no longer reach it; the name is free at once... for the gateway.
     assertError(await chat("tiny-chat", 4), 404, "model_not_found");
     for (const a of await Promise.all(pending)) assert.equal(a.status, 200, JSON.stringify(a.body));
-    assert.ok(await eventually(async () => (await get(id)).status === 404, 30_000, 100));
-    assert.ok(await eventually(() => pids.every((p) => !alive(p)), 10_000));
+    assert.ok(await eventually(async () => (await get(id)).status === 404, 30_000, 100), "not within the time allowed");
+    assert.ok(await eventually(() => pids.every((p) => !alive(p)), 10_000), "not within the time allowed");
     assert.equal((await call<{ deployments: unknown[] }>("GET", "/v1/deployments/list")).body.deployments.length, 0);
   });
 });

@@ -108,7 +108,10 @@ describe("deadlines", () => {
     const b = await create({ timeout: 2 });
     const movedA = await call<{ timeout_at: string }>("POST", `/v1/agents/sandboxes/${a.sandbox_id}/timeout`, { timeout: 2 });
     await call("POST", `/v1/agents/sandboxes/${b.sandbox_id}/timeout`, { timeout: 60 });
-    assert.ok(await eventually(async () => (await events(a.sandbox_id)).some((e) => e.type === "ended"), 5000));
+    assert.ok(
+      await eventually(async () => (await events(a.sandbox_id)).some((e) => e.type === "ended"), 5000),
+      "not within the time allowed",
+    );
     const got = (await call<SandboxBody>("GET", `/v1/agents/sandboxes/${a.sandbox_id}`)).body;
     assert.equal(got.status, "timed_out");
     const lag = Date.parse(got.ended_at ?? "") - Date.parse(movedA.body.timeout_at);

@@ -54,7 +54,14 @@ export function removeWorkspaces(dir: string): void {
     .split("\n")
     .map((line) => line.split(" ")[4])
     .filter((m): m is string => m?.startsWith(`${dir}/`) === true);
-  for (const m of mounts) execFileSync("umount", ["-l", m]);
+  for (const m of mounts) {
+    try {
+      execFileSync("umount", ["-l", m], { stdio: "pipe" });
+    } catch (err) {
+      // The service may have unmounted it meanwhile (a sandbox it was still ending).
+      if (fs.readFileSync("/proc/self/mountinfo", "utf8").includes(` ${m} `)) throw err;
+    }
+  }
   fs.rmSync(dir, { recursive: true, force: true });
 }
 

@@ -84,14 +84,18 @@ function pull(): void {
 function answerAhead(): void {
   pull();
   const ahead: Search[] = [];
-  let i = 0;
-  for (; i < queue.length; i++) {
-    const m = queue[i] as GraphRequest;
-    if (m.op === "search") ahead.push(m);
-    else if (m.op !== "add") break;
+  const rest: GraphRequest[] = [];
+  let blocked = false;
+  for (const m of queue) {
+    if (!blocked && m.op === "search") {
+      ahead.push(m);
+      continue;
+    }
+    if (m.op !== "add") blocked = true;
+    rest.push(m);
   }
   if (ahead.length === 0) return;
-  queue = queue.filter((m) => m.op !== "search" || !ahead.includes(m));
+  queue = rest;
   answer(ahead);
 }
 

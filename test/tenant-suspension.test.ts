@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import { assertError, type Call, createSandbox, pythonStdout } from "./helpers/api.js";
-import { client, startServer, type TestServer } from "./helpers/server.js";
+import { client, startServer, type TestServer, withServiceLog } from "./helpers/server.js";
 import { type SseAnswer, sse } from "./helpers/sse.js";
 
 let server: TestServer;
@@ -38,7 +38,10 @@ function within<T>(p: Promise<T>, what: string): Promise<T> {
   return Promise.race([p, late]).finally(() => clearTimeout(timer));
 }
 
-test("a suspended tenant's keys are refused, its streams end, its sandbox pauses; another tenant goes on; resume lets it back", async () => {
+test("a suspended tenant's keys are refused, its streams end, its sandbox pauses; another tenant goes on; resume lets it back", () =>
+  withServiceLog(server, suspendAndResume));
+
+async function suspendAndResume(): Promise<void> {
   const key = await newKey("suspended", "tenant-suspended");
   const otherKey = await newKey("other", "tenant-other");
   const call = client({ url: server.url, key });
@@ -106,7 +109,7 @@ test("a suspended tenant's keys are refused, its streams end, its sandbox pauses
   assert.equal(await pythonStdout(call, id, "print(counter + 1)"), "42\n");
   assert.equal((await call("DELETE", base)).status, 200);
   assert.equal((await other("DELETE", `/v1/agents/sandboxes/${otherId}`)).status, 200);
-});
+}
 
 test("suspending needs the admin key; a tenant key is refused", async () => {
   const key = await newKey("plain", "tenant-plain");

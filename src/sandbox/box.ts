@@ -93,7 +93,7 @@ export interface BoxSpec {
    * The sandbox's processes died on their own (not stopped, not restarting); `oom`: the kernel's
    * OOM killer killed in its group since they started. Otherwise the next use restarts them.
    */
-  onDied?: (oom: boolean) => void;
+  onDied?: (oom: boolean, exitStatus: string | undefined) => void;
 }
 
 /** A run whose client left while it waited for its kernel: never started. */
@@ -206,7 +206,7 @@ export class Box {
     const link = this.link;
     this.oomSeen = this.cgroup.oomKills();
     link.once("exit", () => {
-      if (!this.ended && !this.restarting && this.link === link) this.spec.onDied?.(this.cgroup.oomKills() > this.oomSeen);
+      if (!this.ended && !this.restarting && this.link === link) this.spec.onDied?.(this.cgroup.oomKills() > this.oomSeen, link.exitStatus);
     });
     await link.ready;
   }

@@ -154,8 +154,10 @@ export class Host implements SandboxHost {
     const onLog = (line: string) => this.log.warn({ sandbox_id: name }, `sandbox process: ${line}`);
     // Killed by the OOM killer, the sandbox ends (reason oom); any other death of its processes is
     // repaired by a restart at its next use.
-    const onDied = (oom: boolean) => {
+    const onDied = (oom: boolean, exitStatus: string | undefined) => {
       if (oom) this.onOom(name);
+      // Said in the log: an operator (or a failed test) can tell a crash from a kill.
+      else this.log.warn({ sandbox_id: name, exit: exitStatus }, "sandbox process ended unexpectedly; it is restarted at its next use");
     };
     return Box.start(
       {

@@ -68,6 +68,8 @@ export class SupervisorLink extends EventEmitter {
   closed = false;
   /** The supervisor's pid inside the sandbox (from its `ready`). */
   supervisorPid = 0;
+  /** How the sandbox process ended (`exit code N` or `signal S`), once it has. */
+  exitStatus: string | undefined;
   readonly ready: Promise<void>;
 
   constructor(opts: LinkOptions) {
@@ -84,6 +86,7 @@ export class SupervisorLink extends EventEmitter {
     const { id, started } = this.spawner.launch(opts, {
       onLog: opts.onLog,
       onExit: (code, signal) => {
+        this.exitStatus = signal ? `signal ${signal}` : `exit code ${code}`;
         startFailed(new Error(`sandbox process exited during start (${code ?? signal})`));
         this.onExit();
         exited();

@@ -182,6 +182,22 @@ export async function startNode(opts: ServerOptions = {}): Promise<TestServer> {
 }
 
 /** A small JSON client for the service; `key: ""` sends requests without a key. */
+/**
+ * Runs a test's body against `server`; a failure carries the service's log while it ran (its
+ * warnings: a sandbox process that died, a refused request), to tell a bug of the test from one of
+ * the service's.
+ */
+export async function withServiceLog(server: Pick<TestServer, "logs">, body: () => Promise<void>): Promise<void> {
+  const from = server.logs().length;
+  try {
+    await body();
+  } catch (err) {
+    const log = server.logs().slice(from).slice(-4000) || "(nothing)";
+    if (err instanceof Error) err.message += `\n\nservice log during the test:\n${log}`;
+    throw err;
+  }
+}
+
 export function client(server: { url: string; key: string }) {
   return async function call<T = Record<string, unknown>>(
     method: string,

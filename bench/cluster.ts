@@ -95,7 +95,7 @@ try {
       `CPU of the forwarding node's main thread: ${cpuPerRequestUs.toFixed(0)} µs per forwarded request\n`,
   );
   process.stdout.write(
-    `main-thread CPU per request, measured batches only: forwarding node ${per(via, 0).toFixed(0)} µs per forwarded request ` +
+    `main-thread CPU per request, measured batches only: forwarding node ${per(via, 0).toFixed(0)} µs per forwarded request (whole answers ${per(["viaPlain"], 0).toFixed(0)} µs, streamed ${per(["viaTtfb"], 0).toFixed(0)} µs) ` +
       `(${per(direct, 0).toFixed(0)} µs per direct one: its background), ${userShare.toFixed(0)} % of it user space; ` +
       `owner ${per(via, 1).toFixed(0)} µs per forwarded request, ${per(direct, 1).toFixed(0)} µs per direct one ` +
       `(forwarded adds ${(per(via, 1) - per(direct, 1)).toFixed(0)} µs)\n`,

@@ -1,15 +1,21 @@
 // Forwarding a request to the node that owns its sandbox: the request's body and the answer are
 // streamed both ways through a keep-alive connection pool (memory bounded by the streams'
 // backpressure, never buffered whole), so runs, file transfers and event streams all pass as they are.
+// forward() writes the request's text itself and has the answer parsed on its connection
+// (owner-lines.ts); connect() (a request that may be answered here after all) uses node:http's client.
 import http from "node:http";
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from "node:http";
 import net from "node:net";
 import type { Duplex, Readable, Writable } from "node:stream";
 import { ApiError } from "../errors.js";
 import { NodeConnections } from "./node-connections.js";
+import { type Exchange, type OwnerLine, OwnerLines } from "./owner-lines.js";
 
 /** Hop-by-hop headers (RFC 9110 7.6.1): they describe one connection, not the request. */
 const HOP = new Set(["connection", "keep-alive", "proxy-connection", "te", "trailer", "upgrade", "host"]);
+
+/** What a failed forward tells the client when the caller says nothing more precise. */
+const UNAVAILABLE = "The node that runs this sandbox or deployment did not answer; retry shortly";
 
 /**
  * A forwarded request's headers, as node:http takes them ready-made (name, value, name, value...;
@@ -27,7 +33,8 @@ export function forwardedRequestHeaders(
   const out: string[] = [];
   for (const name in headers) {
     const value = headers[name];
-    if (value === undefined || HOP.has(name) || Object.hasOwn(extra, name)) continue;
+    // Expect: this node has answered it already (node:http sends the client its 100 Continue).
+    if (value === undefined || HOP.has(name) || name === "expect" || Object.hasOwn(extra, name)) continue;
     if (bodyLength !== undefined && (name === "transfer-encoding" || name === "content-length")) continue;
     if (typeof value === "string") out.push(name, value);
     else for (const v of value) out.push(name, v);
@@ -86,12 +93,86 @@ function pass(from: Readable, to: Writable): void {
   });
 }
 
+/** A forwarded request's head as HTTP/1.1 text: its request line and `headers` (forwardedRequestHeaders()). */
+export function requestHead(method: string, url: string, headers: readonly string[]): string {
+  let head = `${method} ${url} HTTP/1.1\r\n`;
+  for (let i = 0; i < headers.length; i += 2) head += `${headers[i]}: ${headers[i + 1]}\r\n`;
+  return `${head}\r\n`;
+}
+
+/**
+ * Writes the request's text into `to`: `head`, then the body as it comes from `from` (chunked
+ * again when the client sent it in chunks: node:http has taken its chunks apart), holding `from`
+ * while `to` is full; `sent` once the body has ended. The head goes out with the body's first bytes.
+ */
+function sendRequest(from: IncomingMessage, to: net.Socket, head: string, sent: () => void): void {
+  const chunked = from.headers["transfer-encoding"] !== undefined;
+  to.cork();
+  to.write(head, "latin1");
+  let corked = true;
+  const flush = () => {
+    if (corked) {
+      corked = false;
+      to.uncork();
+    }
+  };
+  const resume = () => from.resume();
+  from.on("data", (chunk: Buffer) => {
+    if (to.destroyed || chunk.length === 0) return;
+    if (chunked) to.write(`${chunk.length.toString(16)}\r\n`, "latin1");
+    let room = to.write(chunk);
+    if (chunked) room = to.write("\r\n", "latin1");
+    flush();
+    if (!room) {
+      from.pause();
+      to.once("drain", resume);
+    }
+  });
+  from.on("end", () => {
+    if (to.destroyed) return;
+    if (chunked) to.write("0\r\n\r\n", "latin1");
+    flush();
+    sent();
+  });
+}
+
+/** Sends the owner's answer's head on to the client (answerHeaders(): `raw`, `own`). */
+function writeAnswerHead(
+  res: ServerResponse,
+  status: number,
+  raw: readonly string[],
+  own?: Record<string, string | number | string[] | undefined>,
+): void {
+  const back = answerHeaders(raw, own);
+  res.writeHead(status, back.headers);
+  // An event stream's head goes out at once (its first event may be a while); other answers send
+  // their head with the first bytes of the body.
+  if (back.stream) res.flushHeaders();
+}
+
+/** Answers the client 503 `node_unavailable` (the owner could not be reached), or cuts its answer if it has begun. */
+function unavailable(res: ServerResponse, message: string): void {
+  if (res.headersSent || res.destroyed) {
+    res.destroy();
+    return;
+  }
+  const err = new ApiError("node_unavailable", message, 1);
+  res.writeHead(err.status, { "content-type": "application/json; charset=utf-8", "retry-after": "1" });
+  res.end(JSON.stringify({ error: { code: err.code, message: err.message } }));
+}
+
+/** What a request in flight to a node offers for its node's loss: to be failed at once. */
+interface Destroyable {
+  destroy(err?: Error): unknown;
+}
+
 export class Forwarder {
   private readonly agent = new NodeConnections();
+  private readonly lines = new OwnerLines();
   /** Owner URLs as parsed once: host, port and Host header. */
   private readonly targets = new Map<string, { hostname: string; port: number; host: string }>();
   /** Requests in flight per owner node: a node found lost has its own failed at once instead of hanging. */
-  private readonly inFlight = new Map<string, Set<{ destroy(err?: Error): unknown }>>();
+  private readonly inFlight = new Map<string, Set<Destroyable>>();
 
   private target(url: string): { hostname: string; port: number; host: string } {
     let t = this.targets.get(url);
@@ -103,7 +184,8 @@ export class Forwarder {
     return t;
   }
 
-  private hold(nodeId: string, out: http.ClientRequest | net.Socket): void {
+  /** Keeps `out` among the requests in flight to a node until the function returned is called. */
+  private hold(nodeId: string, out: Destroyable): () => void {
     let open = this.inFlight.get(nodeId);
     if (!open) {
       open = new Set();
@@ -111,7 +193,12 @@ export class Forwarder {
     }
     const held = open;
     held.add(out);
-    out.on("close", () => held.delete(out));
+    return () => held.delete(out);
+  }
+
+  /** hold() until `out` closes. */
+  private holdUntilClosed(nodeId: string, out: http.ClientRequest | net.Socket): void {
+    out.on("close", this.hold(nodeId, out));
   }
 
   /**
@@ -130,9 +217,63 @@ export class Forwarder {
     body?: Buffer,
     own?: Record<string, string | number | string[] | undefined>,
   ): void {
-    const out = this.request(req, owner, extra, body);
-    this.hold(owner.id, out);
-    this.relay(out, req, res, onFail, { body, own });
+    const to = this.target(owner.url);
+    let whole = body !== undefined;
+    let ended = false;
+    // The client's side is full: the owner's is held (and let go at the end, which a finished
+    // answer's `drain` never says, before the connection serves another exchange).
+    let held = false;
+    const resume = () => {
+      held = false;
+      line.socket.resume();
+    };
+    const finish = () => {
+      ended = true;
+      release();
+    };
+    const exchange: Exchange = {
+      head: ({ status, headers }) => {
+        writeAnswerHead(res, status, headers, own);
+        return req.method === "HEAD" || status === 204 || status === 304;
+      },
+      body: (chunk) => {
+        if (!res.destroyed && !res.write(chunk) && !held) {
+          held = true;
+          line.socket.pause();
+          res.once("drain", resume);
+        }
+      },
+      done: () => {
+        finish();
+        res.end();
+        if (held) {
+          res.off("drain", resume);
+          resume();
+        }
+        this.lines.give(line, whole);
+      },
+      fail: () => {
+        finish();
+        onFail();
+        unavailable(res, UNAVAILABLE);
+      },
+    };
+    const line: OwnerLine = this.lines.take(to.hostname, to.port, exchange);
+    const release = this.hold(owner.id, line.socket);
+    // The client went away: so does the exchange (the owner sees its connection close).
+    res.on("close", () => {
+      if (!ended) line.socket.destroy();
+    });
+    const head = requestHead(req.method as string, req.url as string, forwardedRequestHeaders(req.headers, extra, to.host, body?.length));
+    if (body) {
+      line.socket.cork();
+      line.socket.write(head, "latin1");
+      line.socket.write(body);
+      line.socket.uncork();
+    } else
+      sendRequest(req, line.socket, head, () => {
+        whole = true;
+      });
   }
 
   /**
@@ -166,7 +307,7 @@ export class Forwarder {
       const answered = () => {
         clearTimeout(timer);
         out.off("error", fail);
-        this.hold(owner.id, out);
+        this.holdUntilClosed(owner.id, out);
         // The answer may follow the 100 in the same packet, before relay() listens: kept for it.
         out.once("response", early);
         resolve({
@@ -182,44 +323,33 @@ export class Forwarder {
     });
   }
 
-  private request(req: IncomingMessage, owner: { url: string }, extra: Record<string, string>, body?: Buffer): http.ClientRequest {
+  private request(req: IncomingMessage, owner: { url: string }, extra: Record<string, string>): http.ClientRequest {
     const to = this.target(owner.url);
     return http.request({
       host: to.hostname,
       port: to.port,
       method: req.method,
       path: req.url,
-      headers: forwardedRequestHeaders(req.headers, extra, to.host, body?.length),
+      headers: forwardedRequestHeaders(req.headers, extra, to.host),
       agent: this.agent,
     });
   }
 
   /**
-   * Sends the client's request's body into `out` (`body`, or its own stream) and pipes the owner's
-   * answer back (see forward()). `failure`: the 503's message; `early`: the owner's answer if it
-   * came already (connect()); `own`: see forward().
+   * Sends the client's request's body into `out` and pipes the owner's answer back (see forward()).
+   * `failure`: the 503's message; `early`: the owner's answer if it came already (connect()).
    */
   relay(
     out: http.ClientRequest,
     req: IncomingMessage,
     res: ServerResponse,
     onFail: () => void,
-    opts: {
-      failure?: string;
-      early?: IncomingMessage;
-      body?: Buffer;
-      own?: Record<string, string | number | string[] | undefined>;
-    } = {},
+    opts: { failure?: string; early?: IncomingMessage } = {},
   ): void {
-    const { own, body } = opts;
     let answered = false;
     const onAnswer = (answer: IncomingMessage) => {
       answered = true;
-      const back = answerHeaders(answer.rawHeaders, own);
-      res.writeHead(answer.statusCode ?? 502, back.headers);
-      // An event stream's head goes out at once (its first event may be a while); other answers
-      // send their head with the first bytes of the body.
-      if (back.stream) res.flushHeaders();
+      writeAnswerHead(res, answer.statusCode ?? 502, answer.rawHeaders);
       pass(answer, res);
       answer.on("error", () => res.destroy());
     };
@@ -227,21 +357,14 @@ export class Forwarder {
     else out.on("response", onAnswer);
     out.on("error", () => {
       onFail();
-      if (answered || res.headersSent) {
-        res.destroy();
-        return;
-      }
-      const message = opts.failure ?? "The node that runs this sandbox or deployment did not answer; retry shortly";
-      const err = new ApiError("node_unavailable", message, 1);
-      res.writeHead(err.status, { "content-type": "application/json; charset=utf-8", "retry-after": "1" });
-      res.end(JSON.stringify({ error: { code: err.code, message: err.message } }));
+      if (answered) res.destroy();
+      else unavailable(res, opts.failure ?? UNAVAILABLE);
     });
     // The client went away: so does the forwarded request (and the owner sees its stream close).
     res.on("close", () => {
       if (!res.writableFinished) out.destroy();
     });
-    if (body) out.end(body);
-    else pass(req, out);
+    pass(req, out);
   }
 
   /**
@@ -251,7 +374,7 @@ export class Forwarder {
   tunnel(req: IncomingMessage, socket: Duplex, head: Buffer, owner: { id: string; url: string }, extra: Record<string, string>): void {
     const url = this.target(owner.url);
     const out = net.connect({ host: url.hostname, port: url.port, noDelay: true });
-    this.hold(owner.id, out);
+    this.holdUntilClosed(owner.id, out);
     const lines = [`${req.method} ${req.url} HTTP/1.1`, `host: ${url.host}`];
     for (let i = 0; i < req.rawHeaders.length; i += 2) {
       const name = (req.rawHeaders[i] as string).toLowerCase();
@@ -279,5 +402,6 @@ export class Forwarder {
 
   close(): void {
     this.agent.destroy();
+    this.lines.destroy();
   }
 }

@@ -4,18 +4,32 @@
 // bound: ≤ 0.5 ms added at p50, with the forwarding node's main-thread CPU per forwarded request),
 // then the owner's CPU for the same run sent to it directly, signed as a node's and unsigned (its
 // own code path for a forwarded request, apart from the relay in between), then what a create, a
-// run and a kill cost PostgreSQL and Redis, counted by the engines (bench/cluster-costs.ts). Prints
-// the machine's own speed first (a busy machine moves every figure), to read the others beside it.
+// run and a kill cost PostgreSQL and Redis, counted by the engines (bench/cluster-costs.ts), and
+// last the throughput of trivial runs over many sandboxes on one node alone and on three nodes of
+// this machine (their ratio). Prints the machine's own speed first (a busy machine moves every
+// figure), to read the others beside it.
 import fs from "node:fs";
 import http from "node:http";
 import { ChannelAuth } from "../src/cluster/channel-auth.js";
 import { forwardedHeaders } from "../src/cluster/hook.js";
 import { startCluster } from "../test/helpers/cluster.js";
-import { startPostgres } from "../test/helpers/postgres.js";
-import { client } from "../test/helpers/server.js";
+import { startPostgres, type TestPostgres } from "../test/helpers/postgres.js";
+import { client, startServer } from "../test/helpers/server.js";
 import { background, costOf, EngineCounters, printCosts } from "./cluster-costs.js";
 import { machineLine } from "./code-run.js";
-import { added, directVersusVia, type PostTarget, printTable, type Series, sequentialPosts } from "./lib.js";
+import {
+  added,
+  directVersusVia,
+  type KeepAliveCall,
+  keepAliveClient,
+  type PostTarget,
+  printTable,
+  type Row,
+  runThroughput,
+  type Series,
+  sequentialPosts,
+  summarize,
+} from "./lib.js";
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 300);
 /** Requests of each kind sent (and not counted) before the measured ones: a node serves millions in
@@ -24,6 +38,9 @@ const WARMUP = Number(process.env.BENCH_WARMUP ?? 500);
 /** Creates (and kills) and runs counted for the cost table. */
 const COST_CREATES = Number(process.env.BENCH_COST_CREATES ?? 10);
 const COST_RUNS = Number(process.env.BENCH_COST_RUNS ?? 100);
+/** Sandboxes (one client each) and seconds of the throughput comparison, three nodes against one (0 s: not run). */
+const TP_SANDBOXES = Number(process.env.BENCH_TP_SANDBOXES ?? 30);
+const TP_SECONDS = Number(process.env.BENCH_TP_SECONDS ?? 5);
 
 process.stdout.write(`${await machineLine()}\n`);
 /**
@@ -41,6 +58,58 @@ function mainThreadTicks(pid: number): [number, number] {
   const stat = fs.readFileSync(`/proc/${pid}/task/${pid}/stat`, "utf8");
   const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
   return [Number(fields[11]), Number(fields[12])];
+}
+
+/** `count` sandboxes created through `calls` in turn (a create refused while the nodes' views settle is retried). */
+async function createSandboxes(calls: KeepAliveCall[], count: number): Promise<string[]> {
+  const ids: string[] = [];
+  for (let i = 0; i < count; i++) {
+    const call = calls[i % calls.length] as KeepAliveCall;
+    let res = await call<{ sandbox_id: string }>("POST", "/v1/agents/sandboxes", {});
+    for (let tries = 0; res.status === 503 && tries < 20; tries++) {
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      res = await call<{ sandbox_id: string }>("POST", "/v1/agents/sandboxes", {});
+    }
+    if (res.status !== 201) throw new Error(`create: ${res.status} ${JSON.stringify(res.body)}`);
+    ids.push(res.body.sandbox_id);
+  }
+  return ids;
+}
+
+/**
+ * Throughput of trivial runs over many sandboxes: one node alone (the default: SQLite, no Redis),
+ * then three nodes of both roles on PostgreSQL and Redis, each client's runs sent to the three in
+ * turn (two in three forwarded), the same sandboxes and clients. On one machine the three share
+ * its cores: the ratio is what the cluster's coordination and forwarding cost, not what more
+ * machines would add.
+ */
+async function threeVersusOne(postgres: TestPostgres): Promise<void> {
+  const rows: Row[] = [];
+  const lone = await startServer();
+  try {
+    const call = keepAliveClient(lone);
+    const ids = await createSandboxes([call], TP_SANDBOXES);
+    rows.push(await runThroughput(`one node alone: ${TP_SANDBOXES} sandboxes, ${TP_SANDBOXES} clients`, [call], ids, TP_SECONDS));
+  } finally {
+    await lone.dispose();
+  }
+  const three = await startCluster({ leaseMs: 5000, databaseUrl: await postgres.createDatabase("agentbox_three") });
+  try {
+    const nodes = [await three.node("tp-1", "both"), await three.node("tp-2", "both"), await three.node("tp-3", "both")];
+    const calls = nodes.map((n) => keepAliveClient({ port: n.port, key: three.key }));
+    const ids = await createSandboxes(calls, TP_SANDBOXES);
+    rows.push(
+      await runThroughput(`three nodes, runs spread over them: ${TP_SANDBOXES} sandboxes, ${TP_SANDBOXES} clients`, calls, ids, TP_SECONDS),
+    );
+    const admin = keepAliveClient({ port: nodes[0]?.port as number, key: three.adminKey });
+    const listed = await admin<{ nodes: { id: string; live_sandboxes: number }[] }>("GET", "/v1/admin/nodes");
+    const placed = listed.body.nodes.map((n) => `${n.id} ${n.live_sandboxes}`).join(", ");
+    printTable("code/run throughput: three nodes on this machine vs one", rows);
+    const [one, many] = rows.map((r) => summarize(r).throughput) as [number, number];
+    process.stdout.write(`three nodes / one node: ${(many / one).toFixed(2)} of the throughput (live sandboxes per node: ${placed})\n`);
+  } finally {
+    await three.dispose();
+  }
 }
 
 // Commits wait for their WAL as on a production server (the test helper's default does not).
@@ -150,5 +219,9 @@ try {
   }
 } finally {
   await cluster.dispose();
+}
+try {
+  if (TP_SECONDS > 0) await threeVersusOne(postgres);
+} finally {
   await postgres.stop();
 }

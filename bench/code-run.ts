@@ -9,7 +9,7 @@ import type { Writable } from "node:stream";
 import { planBwrap } from "../src/sandbox/bwrap.js";
 import { buildSeccompFilter } from "../src/sandbox/seccomp.js";
 import { startServer } from "../test/helpers/server.js";
-import { keepAliveClient, percentile, printTable, type Row, sleep, timed } from "./lib.js";
+import { keepAliveClient, percentile, printTable, type Row, runThroughput, sleep, timed } from "./lib.js";
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 300);
 const BASELINE_RUNS = Number(process.env.BENCH_BASELINE_RUNS ?? 40);
@@ -157,26 +157,14 @@ export async function benchCodeRun(): Promise<string> {
       const res = await call<{ sandbox_id: string }>("POST", "/v1/agents/sandboxes", {});
       many.push(res.body.sandbox_id);
     }
-    for (const sid of many) await call("POST", `/v1/agents/sandboxes/${sid}/code/run`, { code: "print(1)", language: "python" });
-    const tpSamples: number[] = [];
-    const started = performance.now();
-    const stopAt = started + THROUGHPUT_SECONDS * 1000;
-    await Promise.all(
-      many.map(async (sid) => {
-        while (performance.now() < stopAt) {
-          const [ms, res] = await timed(() =>
-            call("POST", `/v1/agents/sandboxes/${sid}/code/run`, { code: "print(1)", language: "python" }),
-          );
-          if (res.status !== 200) throw new Error(`run failed: ${res.status}`);
-          tpSamples.push(ms);
-        }
-      }),
+    createRows.push(
+      await runThroughput(
+        `python print(1) over ${THROUGHPUT_SANDBOXES} sandboxes, ${THROUGHPUT_SANDBOXES} clients`,
+        [call],
+        many,
+        THROUGHPUT_SECONDS,
+      ),
     );
-    createRows.push({
-      name: `python print(1) over ${THROUGHPUT_SANDBOXES} sandboxes, ${THROUGHPUT_SANDBOXES} clients`,
-      samples: tpSamples,
-      wallMs: performance.now() - started,
-    });
     for (const sid of many) await call("DELETE", `/v1/agents/sandboxes/${sid}`);
     await call("DELETE", `/v1/agents/sandboxes/${id}`);
     tables.push(printTable("sandbox create and throughput", createRows));

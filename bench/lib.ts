@@ -84,6 +84,38 @@ export function keepAliveClient(server: { port: number; key: string }, sockets =
   };
 }
 
+/** What keepAliveClient() returns: one request over its pool. */
+export type KeepAliveCall = ReturnType<typeof keepAliveClient>;
+
+const RUN = { code: "print(1)", language: "python" };
+
+/**
+ * Throughput of trivial python runs: one client per sandbox of `sandboxIds`, each sending runs back
+ * to back for `seconds` (after one unmeasured run each), a client's n-th run through
+ * `calls[(client + n) % calls.length]` (spread over a cluster's nodes, so most runs of a cluster
+ * are forwarded). A run that is not 200 stops the benchmark.
+ */
+export async function runThroughput(name: string, calls: KeepAliveCall[], sandboxIds: string[], seconds: number): Promise<Row> {
+  const via = (i: number) => calls[i % calls.length] as KeepAliveCall;
+  const run = async (call: KeepAliveCall, sid: string) => {
+    const res = await call("POST", `/v1/agents/sandboxes/${sid}/code/run`, RUN);
+    if (res.status !== 200) throw new Error(`run failed: ${res.status} ${JSON.stringify(res.body)}`);
+  };
+  await Promise.all(sandboxIds.map((sid, client) => run(via(client), sid)));
+  const samples: number[] = [];
+  const started = performance.now();
+  const stopAt = started + seconds * 1000;
+  await Promise.all(
+    sandboxIds.map(async (sid, client) => {
+      for (let n = 0; performance.now() < stopAt; n++) {
+        const [ms] = await timed(() => run(via(client + n), sid));
+        samples.push(ms);
+      }
+    }),
+  );
+  return { name, samples, wallMs: performance.now() - started };
+}
+
 /** Where timedPost sends: a loopback port or a unix socket, and the keep-alive agent that holds its connections. */
 export interface PostTarget {
   port?: number;

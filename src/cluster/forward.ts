@@ -253,6 +253,8 @@ export class Forwarder {
         this.lines.give(line, whole);
       },
       fail: () => {
+        // Closed here because the client went away: nothing to tell anyone.
+        if (ended) return;
         finish();
         onFail();
         unavailable(res, UNAVAILABLE);
@@ -262,7 +264,9 @@ export class Forwarder {
     const release = this.hold(owner.id, line.socket);
     // The client went away: so does the exchange (the owner sees its connection close).
     res.on("close", () => {
-      if (!ended) line.socket.destroy();
+      if (ended) return;
+      finish();
+      line.socket.destroy();
     });
     const head = requestHead(req.method as string, req.url as string, forwardedRequestHeaders(req.headers, extra, to.host, body?.length));
     if (body) {

@@ -1,7 +1,7 @@
 // The kept-alive connections a node sends forwarded requests over (forward.ts), each with the
 // parser of the owner's answers: http-parser-js, fed the connection's bytes, hands the answer under
 // way its head, its body as it comes and its end. node:http's client (ClientRequest, IncomingMessage
-// and their streams) cost the forwarding node a fifth more CPU per forwarded run; the request's own
+// and their streams) cost the forwarding node about a sixth more CPU per forwarded run; the request's own
 // text is written by forward.ts. One exchange at a time on a connection; idle ones are kept per node,
 // last used first, until a second before the owner would close them.
 import net from "node:net";
@@ -16,8 +16,6 @@ export interface AnswerHead {
   status: number;
   /** name, value, name, value... as the owner sent them. */
   headers: string[];
-  /** The connection may carry the next exchange once this answer has ended. */
-  keepAlive: boolean;
 }
 
 /** The exchange under way on a connection: what its parser and its socket report. */
@@ -29,19 +27,6 @@ export interface Exchange {
   done(): void;
   /** The connection failed or closed before the answer ended. */
   fail(): void;
-}
-
-/** The parser's head callback takes one object, or, once anything in the process has read its `kOnExecute`, the fields one by one. */
-type HeadArgs = [info: { versionMajor: number; versionMinor: number; headers: string[]; statusCode: number; shouldKeepAlive: boolean }];
-type HeadFields = [number, number, string[], number, string, number, string, boolean, boolean];
-
-function headOf(args: HeadArgs | HeadFields): { minor: number; headers: string[]; status: number; keepAlive: boolean } {
-  if (typeof args[0] === "object") {
-    const info = args[0];
-    return { minor: info.versionMinor, headers: info.headers, status: info.statusCode, keepAlive: info.shouldKeepAlive };
-  }
-  const f = args as HeadFields;
-  return { minor: f[1], headers: f[2], status: f[5], keepAlive: f[8] };
 }
 
 /** Whether an answer's Connection header asks for the connection to close. */
@@ -64,20 +49,18 @@ export class OwnerLine {
     readonly key: string,
   ) {
     const parser = new HTTPParser(HTTPParser.RESPONSE);
-    parser[HTTPParser.kOnHeadersComplete] = ((...args: HeadArgs | HeadFields) => {
-      const { minor, headers, status, keepAlive } = headOf(args);
+    parser[HTTPParser.kOnHeadersComplete] = ({ versionMinor, headers, statusCode: status, shouldKeepAlive }) => {
       if (status >= 100 && status < 200) {
         this.interim = true;
         return 1;
       }
-      const bodiless = this.current?.head({ status, headers, keepAlive }) ?? false;
+      const bodiless = this.current?.head({ status, headers }) ?? false;
       // http-parser-js keeps a connection only for an answer with a length; one with no body
       // (HEAD, 204, 304) is kept too when HTTP/1.1 does not say close.
-      const kept = keepAlive || (bodiless && minor >= 1 && !closes(headers));
+      const kept = shouldKeepAlive || (bodiless && versionMinor >= 1 && !closes(headers));
       this.idleMs = kept ? idleTimeoutMs(headers) : undefined;
       return bodiless ? 1 : 0;
-      // The typings know one of the two forms; this takes both.
-    }) as unknown as (typeof parser)[typeof HTTPParser.kOnHeadersComplete];
+    };
     parser[HTTPParser.kOnBody] = (chunk: Buffer, offset: number, length: number) => {
       this.current?.body(offset === 0 && length === chunk.length ? chunk : chunk.subarray(offset, offset + length));
     };

@@ -24,6 +24,7 @@ import {
   keepAliveClient,
   type PostTarget,
   printTable,
+  publishTable,
   type Row,
   runThroughput,
   type Series,
@@ -42,7 +43,8 @@ const COST_RUNS = Number(process.env.BENCH_COST_RUNS ?? 100);
 const TP_SANDBOXES = Number(process.env.BENCH_TP_SANDBOXES ?? 30);
 const TP_SECONDS = Number(process.env.BENCH_TP_SECONDS ?? 5);
 
-process.stdout.write(`${await machineLine()}\n`);
+const machine = await machineLine();
+process.stdout.write(`${machine}\n`);
 /**
  * CPU time of a process's main thread so far, ns (schedstat: the scheduler's own count, far finer
  * than the clock ticks of /proc/<pid>/stat). Forwarding runs there; the worker threads (embeddings
@@ -104,9 +106,11 @@ async function threeVersusOne(postgres: TestPostgres): Promise<void> {
     const admin = keepAliveClient({ port: nodes[0]?.port as number, key: three.adminKey });
     const listed = await admin<{ nodes: { id: string; live_sandboxes: number }[] }>("GET", "/v1/admin/nodes");
     const placed = listed.body.nodes.map((n) => `${n.id} ${n.live_sandboxes}`).join(", ");
-    printTable("code/run throughput: three nodes on this machine vs one", rows);
+    const table = printTable("code/run throughput: three nodes on this machine vs one", rows);
     const [one, many] = rows.map((r) => summarize(r).throughput) as [number, number];
-    process.stdout.write(`three nodes / one node: ${(many / one).toFixed(2)} of the throughput (live sandboxes per node: ${placed})\n`);
+    const ratio = `three nodes / one node: ${(many / one).toFixed(2)} of the throughput (live sandboxes per node: ${placed})`;
+    process.stdout.write(`${ratio}\n`);
+    await publishTable("cluster-throughput", `${table}\n\n${ratio}`, machine);
   } finally {
     await three.dispose();
   }
@@ -152,22 +156,28 @@ try {
   const per = (series: Series[], proc: number) => series.reduce((sum, k) => sum + (s.cpu[k][proc] ?? 0), 0) / (series.length * RUNS) / 1000;
   const direct: Series[] = ["directPlain", "directTtfb"];
   const via: Series[] = ["viaPlain", "viaTtfb"];
-  printTable("code/run: on the executor vs forwarded by an API node", [
+  // What this part prints after its table, kept for docs/benchmarks.md too.
+  const said: string[] = [];
+  const say = (line: string) => {
+    process.stdout.write(`${line}\n`);
+    said.push(`- ${line}`);
+  };
+  const forwarding = printTable("code/run: on the executor vs forwarded by an API node", [
     { name: "direct, whole answer", samples: s.directPlain },
     { name: "forwarded, whole answer", samples: s.viaPlain },
     { name: "direct, streamed first byte", samples: s.directTtfb },
     { name: "forwarded, streamed first byte", samples: s.viaTtfb },
   ]);
-  process.stdout.write(
+  say(
     `added by forwarding: p50 ${added(s.directPlain, s.viaPlain, 50).toFixed(3)} ms, p95 ${added(s.directPlain, s.viaPlain, 95).toFixed(3)} ms, ` +
       `p99 ${added(s.directPlain, s.viaPlain, 99).toFixed(3)} ms (streamed first byte p50 ${added(s.directTtfb, s.viaTtfb, 50).toFixed(3)} ms); ` +
-      `CPU of the forwarding node's main thread: ${cpuPerRequestUs.toFixed(0)} µs per forwarded request\n`,
+      `CPU of the forwarding node's main thread: ${cpuPerRequestUs.toFixed(0)} µs per forwarded request`,
   );
-  process.stdout.write(
+  say(
     `main-thread CPU per request, measured batches only: forwarding node ${per(via, 0).toFixed(0)} µs per forwarded request (whole answers ${per(["viaPlain"], 0).toFixed(0)} µs, streamed ${per(["viaTtfb"], 0).toFixed(0)} µs) ` +
       `(${per(direct, 0).toFixed(0)} µs per direct one: its background), ${userShare.toFixed(0)} % of it user space; ` +
       `owner ${per(via, 1).toFixed(0)} µs per forwarded request, ${per(direct, 1).toFixed(0)} µs per direct one ` +
-      `(forwarded adds ${(per(via, 1) - per(direct, 1)).toFixed(0)} µs)\n`,
+      `(forwarded adds ${(per(via, 1) - per(direct, 1)).toFixed(0)} µs)`,
   );
   // The owner's code path for a forwarded request, apart from the relay in between: the same run
   // sent to the owner directly by this process, signed as the API node signs what it forwards
@@ -187,10 +197,12 @@ try {
     }
   }
   const ownerUs = (kind: keyof typeof ownerCpuNs) => ownerCpuNs[kind] / RUNS / 1000;
-  process.stdout.write(
+  say(
     `owner's main-thread CPU per direct run sent signed as a node's: ${ownerUs("signed").toFixed(0)} µs, unsigned: ` +
-      `${ownerUs("unsigned").toFixed(0)} µs (the signed path adds ${(ownerUs("signed") - ownerUs("unsigned")).toFixed(0)} µs)\n`,
+      `${ownerUs("unsigned").toFixed(0)} µs (the signed path adds ${(ownerUs("signed") - ownerUs("unsigned")).toFixed(0)} µs)`,
   );
+
+  await publishTable("cluster", `${forwarding}\n\n${said.join("\n")}`, machine);
 
   // Costs: every request through the API node, as clients send them.
   const call = client({ url: api.url, key: cluster.key });
@@ -213,7 +225,7 @@ try {
         if (res.status !== 200) throw new Error(`kill: ${res.status} ${JSON.stringify(res.body)}`);
       }),
     ];
-    printCosts(rows, idle, 2);
+    await publishTable("cluster-costs", printCosts(rows, idle, 2), machine);
   } finally {
     await counters.close();
   }

@@ -9,7 +9,7 @@ import type { Writable } from "node:stream";
 import { planBwrap } from "../src/sandbox/bwrap.js";
 import { buildSeccompFilter } from "../src/sandbox/seccomp.js";
 import { startServer } from "../test/helpers/server.js";
-import { keepAliveClient, percentile, printTable, type Row, runThroughput, sleep, timed } from "./lib.js";
+import { keepAliveClient, percentile, printTable, type Row, runThroughput, sleep, timed, published } from "./lib.js";
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 300);
 const BASELINE_RUNS = Number(process.env.BENCH_BASELINE_RUNS ?? 40);
@@ -171,7 +171,7 @@ export async function benchCodeRun(): Promise<string> {
   } finally {
     await server.dispose();
   }
-  return tables.join("\n\n");
+  return await published("code-run", tables.join("\n\n"), machineLine);
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {

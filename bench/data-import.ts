@@ -10,8 +10,8 @@ import os from "node:os";
 import path from "node:path";
 import { buildSeccompFilter } from "../src/sandbox/seccomp.js";
 import { startServer } from "../test/helpers/server.js";
-import { freshRun } from "./code-run.js";
-import { keepAliveClient, median, printTable, type Row, sleep, timed } from "./lib.js";
+import { freshRun, machineLine } from "./code-run.js";
+import { keepAliveClient, median, printTable, type Row, sleep, timed, published } from "./lib.js";
 
 const RUNS = Number(process.env.BENCH_DATA_RUNS ?? 20);
 const BASELINE_RUNS = Number(process.env.BENCH_DATA_BASELINE_RUNS ?? 10);
@@ -179,7 +179,7 @@ export async function benchDataImport(): Promise<string> {
     ].join("\n");
     process.stdout.write(`${memory}\n\n`);
     tables.push(memory);
-    return tables.join("\n\n");
+    return await published("data-import", tables.join("\n\n"), machineLine);
   } finally {
     await server.dispose();
   }

@@ -2,6 +2,8 @@
 // runs python in each, and reads the memory they use (the host's available memory before/after).
 import fs from "node:fs";
 import { client, startServer } from "../test/helpers/server.js";
+import { machineLine } from "./code-run.js";
+import { published } from "./lib.js";
 
 const N = Number(process.env.BENCH_DENSITY ?? 200);
 
@@ -51,7 +53,7 @@ export async function benchDensity(): Promise<string> {
     ].join("\n");
     process.stdout.write(`${text}\n\n`);
     for (const id of ids) await call("DELETE", `/v1/agents/sandboxes/${id}`);
-    return text;
+    return await published("density", text, machineLine);
   } finally {
     await server.dispose();
   }

@@ -13,7 +13,8 @@ import path from "node:path";
 import { writeTinyLlama } from "../test/helpers/gguf.js";
 import { eventually } from "../test/helpers/leftovers.js";
 import { client, startServer } from "../test/helpers/server.js";
-import { added, directVersusVia, type PostTarget, printTable, type Row } from "./lib.js";
+import { machineLine } from "./code-run.js";
+import { added, directVersusVia, type PostTarget, printTable, type Row, published } from "./lib.js";
 
 const N = Number(process.env.BENCH_N ?? 300);
 const BATCH = 50;
@@ -84,7 +85,7 @@ export async function benchDeployments(): Promise<string> {
     process.stdout.write(`${lines.join("\n")}\n\n`);
     await call("DELETE", `/v1/deployments/delete/${id}`);
     await eventually(async () => (await call("GET", `/v1/deployments/${id}`)).status === 404, 30_000, 100);
-    return `${table}\n\n${lines.join("\n")}`;
+    return await published("deployments", `${table}\n\n${lines.join("\n")}`, machineLine);
   } finally {
     await server.dispose();
     agent.destroy();

@@ -6,13 +6,14 @@
 import { Sandbox } from "@e2b/code-interpreter";
 import { startServer } from "../test/helpers/server.js";
 import { machineLine } from "./code-run.js";
-import { added, keepAliveClient, printTable, type Row, sleep, timed } from "./lib.js";
+import { added, keepAliveClient, printTable, type Row, sleep, timed, published } from "./lib.js";
 
 const RUNS = Number(process.env.BENCH_E2B_RUNS ?? 100);
 const CREATES = Number(process.env.BENCH_E2B_CREATES ?? 15);
 
 export async function benchE2b(): Promise<string> {
-  process.stdout.write(`${await machineLine()}\n`);
+  const machine = await machineLine();
+  process.stdout.write(`${machine}\n`);
   const server = await startServer({ env: { AGENTBOX_WARM_POOL: "4", AGENTBOX_RATE_LIMIT_PER_MINUTE: "100000000" } });
   try {
     process.env.E2B_API_URL = `${server.url}/e2b`;
@@ -60,7 +61,7 @@ export async function benchE2b(): Promise<string> {
     const cost = (a: number[], b: number[]) => `${added(a, b, 50).toFixed(2)} ms p50, ${added(a, b, 99).toFixed(2)} ms p99`;
     const summary = `facade cost (SDK minus native): create ${cost(native, viaSdk)}; warm run ${cost(runNative, runSdk)}`;
     process.stdout.write(`${summary}\n\n`);
-    return `${table}\n\n${summary}`;
+    return await published("e2b", `${table}\n\n${summary}`, machine);
   } finally {
     await server.dispose();
   }

@@ -6,7 +6,8 @@ import http from "node:http";
 import { pathToFileURL } from "node:url";
 import { startInternet } from "../test/helpers/internet.js";
 import { startServer } from "../test/helpers/server.js";
-import { keepAliveClient, printTable, type Row } from "./lib.js";
+import { machineLine } from "./code-run.js";
+import { keepAliveClient, printTable, type Row, publishTable } from "./lib.js";
 
 const SIZE = 10 * 2 ** 20;
 const ROUNDS = 15;
@@ -89,12 +90,13 @@ export async function benchEgress(): Promise<void> {
       { name: "baseline: 10 MB from a server on the sandbox's own loopback, no proxy", samples: local },
       { name: "baseline: 10 MB direct on the host (node → loopback server)", samples: host },
     ];
-    printTable("Egress proxy: 10 MB download (python urllib in the sandbox)", rows);
+    const table = printTable("Egress proxy: 10 MB download (python urllib in the sandbox)", rows);
     const p50 = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number;
-    process.stdout.write(
+    const throughput =
       `proxy throughput p50: ${((SIZE / 2 ** 20 / p50(proxied)) * 1000).toFixed(0)} MB/s; ` +
-        `in-sandbox loopback: ${((SIZE / 2 ** 20 / p50(local)) * 1000).toFixed(0)} MB/s\n\n`,
-    );
+      `in-sandbox loopback: ${((SIZE / 2 ** 20 / p50(local)) * 1000).toFixed(0)} MB/s`;
+    process.stdout.write(`${throughput}\n\n`);
+    await publishTable("egress", `${table}\n\n${throughput}`, machineLine);
     await call("DELETE", `/v1/agents/sandboxes/${id}`);
   } finally {
     await server.dispose();

@@ -10,7 +10,8 @@ import os from "node:os";
 import path from "node:path";
 import { multipartUpload, patternChunks } from "../test/helpers/multipart.js";
 import { startServer } from "../test/helpers/server.js";
-import { keepAliveClient, printTable, type Row } from "./lib.js";
+import { machineLine } from "./code-run.js";
+import { keepAliveClient, printTable, publishTable, type Row } from "./lib.js";
 
 const MB = 1_000_000;
 const SIZE_MB = Number(process.env.BENCH_FILES_MB ?? 100);
@@ -141,11 +142,12 @@ export async function benchFiles(): Promise<void> {
     for (const row of rows) {
       row.ops = SIZE_MB * row.samples.length;
     }
-    printTable(`File transfer through the sandbox channel (${SIZE_MB} MB, ${ROUNDS} rounds; throughput in MB/s)`, rows);
-    process.stdout.write(
+    const table = printTable(`File transfer through the sandbox channel (${SIZE_MB} MB, ${ROUNDS} rounds; throughput in MB/s)`, rows);
+    const service =
       `Service RSS: ${(before / 2 ** 20).toFixed(0)} MiB before, peak growth ${((peak - before) / 2 ** 20).toFixed(0)} MiB during the transfers. ` +
-        `Service CPU per ${SIZE_MB} MB: download ${(cpu.download / ROUNDS).toFixed(0)} ms, upload ${(cpu.upload / ROUNDS).toFixed(0)} ms.\n\n`,
-    );
+      `Service CPU per ${SIZE_MB} MB: download ${(cpu.download / ROUNDS).toFixed(0)} ms, upload ${(cpu.upload / ROUNDS).toFixed(0)} ms.`;
+    process.stdout.write(`${service}\n\n`);
+    await publishTable("files", `${table}\n\n${service}`, machineLine);
     await call("DELETE", `/v1/agents/sandboxes/${id}`);
   } finally {
     await server.dispose();
@@ -244,10 +246,10 @@ export async function benchStoredFiles(): Promise<void> {
     }
     clearInterval(sampler);
     for (const row of rows) row.ops = SIZE_MB * row.samples.length;
-    printTable(`Stored files /v1/files (${SIZE_MB} MB, ${ROUNDS} rounds; throughput in MB/s)`, rows);
-    process.stdout.write(
-      `Service RSS: ${(before / 2 ** 20).toFixed(0)} MiB after one warm-up upload, peak growth ${((peak - before) / 2 ** 20).toFixed(1)} MiB during ${ROUNDS} uploads and downloads of ${SIZE_MB} MB.\n\n`,
-    );
+    const table = printTable(`Stored files /v1/files (${SIZE_MB} MB, ${ROUNDS} rounds; throughput in MB/s)`, rows);
+    const service = `Service RSS: ${(before / 2 ** 20).toFixed(0)} MiB after one warm-up upload, peak growth ${((peak - before) / 2 ** 20).toFixed(1)} MiB during ${ROUNDS} uploads and downloads of ${SIZE_MB} MB.`;
+    process.stdout.write(`${service}\n\n`);
+    await publishTable("stored-files", `${table}\n\n${service}`, machineLine);
   } finally {
     raw.close();
     fs.rmSync(scratch, { recursive: true, force: true });

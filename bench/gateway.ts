@@ -11,7 +11,8 @@ import os from "node:os";
 import path from "node:path";
 import { startServer } from "../test/helpers/server.js";
 import { startUpstream } from "../test/helpers/upstream.js";
-import { added, directVersusVia, type PostTarget, printTable, type Row, timedPost as once } from "./lib.js";
+import { machineLine } from "./code-run.js";
+import { added, directVersusVia, type PostTarget, printTable, type Row, timedPost as once, published } from "./lib.js";
 
 const N = Number(process.env.BENCH_N ?? 2000);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 8);
@@ -94,7 +95,7 @@ export async function benchGateway(): Promise<string> {
     const p50 = added(s.directPlain, s.viaPlain, 50);
     lines.push("", `Target: ≤ 1 ms added at p50 — completion ${p50 <= 1 ? "met" : "NOT met"} (${p50.toFixed(3)} ms).`);
     process.stdout.write(`${lines.join("\n")}\n\n`);
-    return `${table}\n\n${lines.join("\n")}`;
+    return await published("gateway", `${table}\n\n${lines.join("\n")}`, machineLine);
   } finally {
     await server.dispose();
     await upstream.close();

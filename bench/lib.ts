@@ -1,5 +1,7 @@
-// Shared benchmark helpers: timing, percentiles and the printed table.
+// Shared benchmark helpers: timing, percentiles, the printed table and its copy in docs/benchmarks.md.
+import fs from "node:fs";
 import http from "node:http";
+import path from "node:path";
 import { type Dispatcher, Pool } from "undici";
 
 export interface Row {
@@ -53,6 +55,48 @@ export function printTable(title: string, rows: Row[]): string {
   const text = lines.join("\n");
   process.stdout.write(`${text}\n\n`);
   return text;
+}
+
+/** docs/benchmarks.md, where each benchmark keeps its current table. */
+export const BENCHMARKS_DOC = path.resolve(path.dirname(new URL(import.meta.url).pathname), "..", "docs", "benchmarks.md");
+
+/**
+ * `doc` with the text between `<!-- bench:NAME -->` and `<!-- /bench:NAME -->` replaced by `body`
+ * (the markers stay, so the next run finds them). A missing or doubled marker is an error: a
+ * benchmark must not append a second copy of its table or write into another's.
+ */
+export function replaceSection(doc: string, name: string, body: string): string {
+  const open = `<!-- bench:${name} -->`;
+  const close = `<!-- /bench:${name} -->`;
+  const start = doc.indexOf(open);
+  const end = doc.indexOf(close);
+  if (start === -1 || end === -1 || end < start) throw new Error(`no section ${open} ... ${close} in the document`);
+  if (doc.indexOf(open, start + 1) !== -1 || doc.indexOf(close, end + 1) !== -1) throw new Error(`section ${name} appears twice`);
+  return `${doc.slice(0, start + open.length)}\n${body.trim()}\n${doc.slice(end)}`;
+}
+
+/** What a run writes in its section: the date, the machine's speed as the run measured it, its tables. */
+export function sectionBody(markdown: string, machine: string, date: Date): string {
+  return `Last run ${date.toISOString().slice(0, 10)}; ${machine}.\n\n${markdown.trim()}`;
+}
+
+/**
+ * With `BENCH_WRITE_DOCS=1`, replaces benchmark `name`'s section of docs/benchmarks.md with this
+ * run's tables, the machine line and today's date; otherwise does nothing (the machine line, which
+ * costs a few fresh interpreters, is measured only then when given as a function).
+ */
+export async function publishTable(name: string, markdown: string, machine: string | (() => Promise<string>)): Promise<void> {
+  if (process.env.BENCH_WRITE_DOCS !== "1") return;
+  const line = typeof machine === "string" ? machine : await machine();
+  const doc = fs.readFileSync(BENCHMARKS_DOC, "utf8");
+  fs.writeFileSync(BENCHMARKS_DOC, replaceSection(doc, name, sectionBody(markdown, line, new Date())));
+  process.stdout.write(`(table written to docs/benchmarks.md, section ${name})\n`);
+}
+
+/** `markdown`, after `publishTable` (for a benchmark's `return`). */
+export async function published(name: string, markdown: string, machine: string | (() => Promise<string>)): Promise<string> {
+  await publishTable(name, markdown, machine);
+  return markdown;
 }
 
 export async function timed<T>(fn: () => Promise<T>): Promise<[number, T]> {

@@ -12,8 +12,8 @@ import path from "node:path";
 import { pathToFileURL } from "node:url";
 import { buildSeccompFilter } from "../src/sandbox/seccomp.js";
 import { removeWorkspaces, startServer } from "../test/helpers/server.js";
-import { freshRun } from "./code-run.js";
-import { keepAliveClient, printTable, type Row, timed } from "./lib.js";
+import { freshRun, machineLine } from "./code-run.js";
+import { keepAliveClient, printTable, type Row, timed, published } from "./lib.js";
 
 const SANDBOXES = Number(process.env.BENCH_RECOVERY_SANDBOXES ?? 50);
 const ROUNDS = Number(process.env.BENCH_RECOVERY_ROUNDS ?? 3);
@@ -125,7 +125,7 @@ export async function benchRecovery(): Promise<string> {
       .map((l) => l.toFixed(2))
       .join(" ")}`,
   );
-  return table;
+  return await published("recovery", table, machineLine);
 }
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? "").href) await benchRecovery();

@@ -9,7 +9,8 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { startServer } from "../test/helpers/server.js";
-import { keepAliveClient, printTable, type Row, timed } from "./lib.js";
+import { machineLine } from "./code-run.js";
+import { keepAliveClient, printTable, type Row, timed, published } from "./lib.js";
 
 const MB = 1_000_000;
 const SIZE_MB = Number(process.env.BENCH_SNAPSHOT_MB ?? 100);
@@ -123,7 +124,7 @@ export async function benchSnapshots(): Promise<string> {
     await server.dispose();
     fs.rmSync(snapDir, { recursive: true, force: true });
   }
-  return tables.join("\n\n");
+  return await published("snapshots", tables.join("\n\n"), machineLine);
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) await benchSnapshots();

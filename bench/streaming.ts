@@ -5,7 +5,8 @@
 // the event at the client (both read the host's clock).
 import http from "node:http";
 import { startServer } from "../test/helpers/server.js";
-import { keepAliveClient, printTable, type Row } from "./lib.js";
+import { machineLine } from "./code-run.js";
+import { keepAliveClient, printTable, type Row, published } from "./lib.js";
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 300);
 
@@ -96,7 +97,7 @@ export async function benchStreaming(): Promise<string> {
       { name: "streamed print, then 200 ms of work: request → end event", samples: slowEnd },
       { name: "print inside the sandbox → stdout event at the client", samples: printToEvent },
     ];
-    return printTable("Streaming: first output (python, warm kernel, keep-alive)", rows);
+    return await published("streaming", printTable("Streaming: first output (python, warm kernel, keep-alive)", rows), machineLine);
   } finally {
     agent.destroy();
     await server.dispose();

@@ -11,7 +11,7 @@ import Database from "better-sqlite3";
 import { startTemplateRegistry, type TemplateRegistry } from "../test/helpers/oci-image.js";
 import { startServer, type TestServer } from "../test/helpers/server.js";
 import { machineLine } from "./code-run.js";
-import { keepAliveClient, printTable, type Row, sleep, timed } from "./lib.js";
+import { keepAliveClient, printTable, type Row, sleep, timed, publishTable } from "./lib.js";
 
 const CREATES = Number(process.env.BENCH_TEMPLATE_CREATES ?? 30);
 const SANDBOXES = Number(process.env.BENCH_TEMPLATE_SANDBOXES ?? 100);
@@ -308,7 +308,7 @@ export async function benchTemplates(): Promise<string> {
   const machine = await machineLine();
   process.stdout.write(`${machine}\n\n`);
   const images = await startTemplateRegistry();
-  const tables = [machine];
+  const tables: string[] = [];
   try {
     if (PARTS.includes("pooled")) await pooled(images, tables);
     if (PARTS.includes("cold")) await cold(images, tables);
@@ -316,7 +316,8 @@ export async function benchTemplates(): Promise<string> {
   } finally {
     await images.stop();
   }
-  return tables.join("\n\n");
+  await publishTable("templates", tables.join("\n\n"), machine);
+  return [machine, ...tables].join("\n\n");
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) await benchTemplates();

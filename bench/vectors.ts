@@ -27,7 +27,7 @@ import fs from "node:fs";
 import { startServer, type TestServer } from "../test/helpers/server.js";
 import { mixture, rng } from "../test/helpers/vectors-data.js";
 import { machineSpeed } from "./code-run.js";
-import { keepAliveClient, percentile, printTable } from "./lib.js";
+import { keepAliveClient, percentile, printTable, publishTable } from "./lib.js";
 import { BATCH, BENCH_ENV, encodeBatches, exactTopK, loadAverage, machineLine, upsertAll, vec, waitIndex } from "./vectors-lib.js";
 import { benchFirstSearch } from "./vectors-first.js";
 import { benchRecall } from "./vectors-recall.js";
@@ -241,16 +241,24 @@ export async function benchVectors(): Promise<string[]> {
   const speed = await machineSpeed();
   const machine = () => machineLine(speed);
   process.stdout.write(`${machine()}\n`);
-  if (PARTS.includes("recall")) out.push(...(await benchRecall(RECALL_N, SENTENCES, machine)));
-  if (PARTS.includes("restart")) out.push(...(await benchRestart(RESTART_N, 128, machine, READY_WAIT_S)));
-  else if (PARTS.includes("bulk")) out.push(...(await benchRestart(RESTART_N, 128, machine, READY_WAIT_S, false)));
-  if (PARTS.includes("first")) out.push(...(await benchFirstSearch(FIRST_N, 128, FIRST_ROUNDS, machine)));
-  if (PARTS.includes("sizes"))
+  // Each part keeps its own section of docs/benchmarks.md (BENCH_WRITE_DOCS=1).
+  const part = async (name: string, tables: string[]) => {
+    await publishTable(name, tables.join("\n\n"), machine());
+    out.push(...tables);
+  };
+  if (PARTS.includes("recall")) await part("vectors-recall", await benchRecall(RECALL_N, SENTENCES, machine));
+  if (PARTS.includes("restart")) await part("vectors-restart", await benchRestart(RESTART_N, 128, machine, READY_WAIT_S));
+  else if (PARTS.includes("bulk")) await part("vectors-bulk", await benchRestart(RESTART_N, 128, machine, READY_WAIT_S, false));
+  if (PARTS.includes("first")) await part("vectors-first", await benchFirstSearch(FIRST_N, 128, FIRST_ROUNDS, machine));
+  if (PARTS.includes("sizes")) {
+    const sizes: string[] = [];
     for (const [n, dim] of SIZES) {
-      out.push(...(await benchSize(n, dim)));
+      sizes.push(...(await benchSize(n, dim)));
       process.stdout.write(`${machine()}\n`);
     }
-  if (PARTS.includes("embeddings")) out.push(await benchEmbeddings());
+    await part("vectors", sizes);
+  }
+  if (PARTS.includes("embeddings")) await part("embeddings", [await benchEmbeddings()]);
   process.stdout.write(`\nload average at the end: ${loadAverage()}\n`);
   return out;
 }

@@ -48,20 +48,19 @@ function bind(text: string): string {
   return text.replaceAll("http://127.0.0.1:8080", server.url).replaceAll("dev-key", server.key);
 }
 
-/** The block as a bash script: the variables the docs assume ($KEY, $API, $J, a fresh $SBX), and an
+/** The block as a bash script: the variables the docs assume ($KEY, $J, $BASE the service's address,
+ *  $API its agents API, a fresh $SBX), and an
  *  output marker where each documented output begins. `curl -N` follows a stream until it ends or
  *  for 6 s (a live process's output never ends): stopping it then is not a failure. The streams the
  *  docs show ending do so within about 2 s; every second of this bound is waited in full by the
  *  README's follow of a live process. */
 function script(block: DocBlock): string {
-  // Blocks that say `$API/v1/...` mean the service's address, the others the agents API.
-  const api = block.lines.some((l) => l.includes("$API/v1/")) ? server.url : `${server.url}/v1/agents`;
   const starts = new Set(block.expectations.map((e) => e.at));
   const body = block.lines.flatMap((l, i) => (starts.has(i) ? [`printf '\\n${OUT}\\n'`, bind(l)] : [bind(l)]));
   return [
     `curl() { case " $* " in *" -N "*|*" -sN "*) command curl --max-time 6 "$@" || [ $? = 28 ];; *) command curl --max-time 120 "$@";; esac; }`,
     `export AGENTBOX_API_KEY='${server.key}' AGENTBOX_ADMIN_KEY='${server.adminKey}'`,
-    `KEY="Authorization: Bearer $AGENTBOX_API_KEY"; J='content-type: application/json'; API='${api}'`,
+    `KEY="Authorization: Bearer $AGENTBOX_API_KEY"; J='content-type: application/json'; BASE='${server.url}'; API='${server.url}/v1/agents'`,
     `SBX=$(command curl -sf -X POST ${server.url}/v1/agents/sandboxes -H "$KEY" -H "$J" -d '{}' | jq -r .sandbox_id)`,
     ...body,
     `printf '\\n${OUT}\\n'`,

@@ -7,7 +7,7 @@ import http from "node:http";
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from "node:http";
 import net from "node:net";
 import type { Duplex, Readable, Writable } from "node:stream";
-import { BadAnswer, checkAnswerHead } from "../common/answer-head.js";
+import { BadAnswer, checkAnswerHead, sendHeadNow } from "../common/answer-head.js";
 import { isInternalHeader } from "../common/internal-headers.js";
 import { ApiError } from "../errors.js";
 import { NodeConnections } from "./node-connections.js";
@@ -160,7 +160,7 @@ function writeAnswerHead(
   }
   // An event stream's head goes out at once (its first event may be a while); other answers send
   // their head with the first bytes of the body.
-  if (back.stream) res.flushHeaders();
+  if (back.stream) sendHeadNow(res);
 }
 
 /** Answers the client 503 `node_unavailable` (the owner could not be reached), or cuts its answer if it has begun. */

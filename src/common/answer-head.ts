@@ -46,3 +46,14 @@ export function checkAnswerHead(status: unknown, raw: readonly string[]): void {
     }
   }
 }
+
+const NOTHING = Buffer.alloc(0);
+
+/**
+ * Sends `res`'s head at once, its bytes as they were set. Not flushHeaders(): node writes the head
+ * it flushes joined to an empty string body, as UTF-8, so a header byte 0x80-0xFF went out as two
+ * bytes; an empty Buffer written sends the head alone, as latin1, and no chunk.
+ */
+export function sendHeadNow(res: http.ServerResponse): void {
+  res.write(NOTHING);
+}

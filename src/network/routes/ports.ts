@@ -10,7 +10,7 @@ import type { Duplex } from "node:stream";
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { Type } from "@sinclair/typebox";
 import type { FastifyRequest } from "fastify";
-import { BadAnswer, checkAnswerHead, reasonPhrase } from "../../common/answer-head.js";
+import { BadAnswer, checkAnswerHead, reasonPhrase, sendHeadNow } from "../../common/answer-head.js";
 import { isInternalHeader } from "../../common/internal-headers.js";
 import { ApiError, invalid } from "../../errors.js";
 import type { NetworkService } from "../service.js";
@@ -183,9 +183,15 @@ export const portRoutes: FastifyPluginAsyncTypebox<{
       },
       (id) => keys.isActive(id),
     );
+    /**
+     * The client's answer cut, once what was written of it has gone out: its head is held in a cork
+     * until the next tick, and a connection destroyed now would drop it (the client would see no
+     * answer at all, as if the service had not answered).
+     */
+    const cut = () => setImmediate(() => res.destroy());
     /** The answer to the client when the sandbox's own fails (502 JSON), or its connection cut once a head has gone out. */
     const failed = (why: string) => {
-      if (res.headersSent || res.destroyed) return void res.destroy();
+      if (res.headersSent || res.destroyed) return cut();
       const body = JSON.stringify({ error: { code: "upstream_error", message: `The sandbox's port ${target.port} failed: ${why}` } });
       res.writeHead(502, { "content-type": "application/json", "content-length": Buffer.byteLength(body) });
       res.end(body);
@@ -216,7 +222,7 @@ export const portRoutes: FastifyPluginAsyncTypebox<{
     upstream.once("socket", (s) => s.resume());
     upstream.on("response", (up) => {
       clearTimeout(dripping);
-      up.on("error", () => res.destroy());
+      up.on("error", cut);
       // The sandbox's answer is untrusted: checked before writeHead, which would throw in this listener (and end the process).
       let head: { status: number; reason: string; headers: string[] };
       try {
@@ -227,6 +233,9 @@ export const portRoutes: FastifyPluginAsyncTypebox<{
       }
       try {
         res.writeHead(head.status, head.reason, head.headers);
+        // Sent at once: an answer that goes bad mid-body is then a cut answer after its head, which
+        // a client (or the node that forwarded the request) tells from a service that did not answer.
+        sendHeadNow(res);
       } catch {
         // Not expected once checked: still this request's failure only, never the process's.
         up.destroy();

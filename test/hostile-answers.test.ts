@@ -46,6 +46,18 @@ def answer(c, path, head):
         c.sendall(b"HTTP/1.1 200 OK\\r\\nContent-Length: 1000\\r\\n\\r\\n" + b"x" * 10)
     elif path == "/huge-head":
         c.sendall(b"HTTP/1.1 200 OK\\r\\n" + b"".join(b"X-Big-%d: %s\\r\\n" % (i, b"y" * 1000) for i in range(1000)) + b"\\r\\nhi")
+    elif path == "/ws-bad":
+        c.sendall(b"HTTP/1.1 000 N\\x00pe\\r\\nUpgrade: websocket\\r\\nConnection: Upgrade\\r\\n\\r\\n")
+        time.sleep(1)
+    elif path == "/ws-bad-header":
+        c.sendall(b"HTTP/1.1 101 Switching Protocols\\r\\nUpgrade: websocket\\r\\nConnection: Upgrade\\r\\nX-Bad: a\\x01b\\r\\n\\r\\n")
+        time.sleep(1)
+    elif path == "/ws-ok":
+        c.sendall(b"HTTP/1.1 101 Switching Protocols\\r\\nUpgrade: websocket\\r\\nConnection: Upgrade\\r\\nX-High: \\x80\\xff\\r\\n\\r\\n")
+        while True:
+            d = c.recv(4096)
+            if not d: break
+            c.sendall(d)
     elif path == "/drip":
         c.sendall(b"HTTP/1.1 200 OK\\r\\nX-Drip: ")
         for _ in range(120):
@@ -146,12 +158,19 @@ async function prepare(server: TestServer, owner: TestServer, adminKey: string):
   await pythonStdout(call, id, `open("/home/user/srv.py", "w").write(${JSON.stringify(SERVER)})`);
   const bg = await call("POST", `/v1/agents/sandboxes/${id}/commands/run`, { command: "python3 /home/user/srv.py", background: true });
   assert.ok(bg.status < 300, JSON.stringify(bg.body));
-  const wait = await call<{ exit_code: number }>("POST", `/v1/agents/sandboxes/${id}/commands/run`, {
-    command:
-      "for i in $(seq 200); do python3 -c 'import socket; socket.create_connection((\"127.0.0.1\", 8000)).close()' 2>/dev/null && exit 0; sleep 0.1; done; exit 1",
-    timeout: 30_000,
-  });
-  assert.equal(wait.body.exit_code, 0, "the sandbox's server listens");
+  const listening = await pythonStdout(
+    call,
+    id,
+    `import socket, time
+for _ in range(600):
+    try:
+        socket.create_connection(("127.0.0.1", 8000)).close()
+        print("up")
+        break
+    except OSError:
+        time.sleep(0.1)`,
+  );
+  assert.equal(listening.trim(), "up", "the sandbox's server listens");
   return { server, owner, call, callB, id, idB, key: server.key };
 }
 
@@ -273,6 +292,54 @@ test("a cluster's API node: every malformed answer of a sandbox's server is a 50
 
 test("a cluster's API node: every byte value in a header name and value: relayed when valid, else a 502", async () => {
   await everyByte(clustered, "cluster");
+});
+
+/** An Upgrade request on a raw connection: the answer's head and what followed it, once `send` (if any) is echoed or the connection ends. */
+function upgrade(base: string, path: string, headers: Record<string, string>, send = ""): Promise<{ head: string; rest: string }> {
+  const u = new URL(base);
+  return new Promise((resolve) => {
+    const sock = net.connect(Number(u.port), u.hostname);
+    let got = "";
+    const done = () => {
+      const at = got.indexOf("\r\n\r\n");
+      resolve(at < 0 ? { head: got, rest: "" } : { head: got.slice(0, at), rest: got.slice(at + 4) });
+      sock.destroy();
+    };
+    sock.setEncoding("latin1");
+    sock.on("data", (d: string) => {
+      got += d;
+      if (got.includes("\r\n\r\n") && got.startsWith("HTTP/1.1 101")) {
+        if (!send) done();
+        else if (got.endsWith(send)) done();
+        else if (!got.includes(send) && got.endsWith("\r\n\r\n")) sock.write(send);
+      }
+    });
+    sock.on("end", done);
+    sock.on("error", done);
+    sock.setTimeout(30_000, done);
+    const lines = Object.entries({ connection: "Upgrade", upgrade: "websocket", ...headers }).map(([k, v]) => `${k}: ${v}\r\n`);
+    sock.write(`GET ${path} HTTP/1.1\r\n${headers.host ? "" : "host: x\r\n"}${lines.join("")}\r\n`);
+  });
+}
+
+test("a WebSocket (Upgrade) answer of a sandbox's server is checked before it reaches the client: a bad head is a 502", async () => {
+  for (const [where, p] of [
+    ["one node", single],
+    ["cluster", clustered],
+  ] as const) {
+    for (const w of await ways(p)) {
+      for (const path of ["/ws-bad", "/ws-bad-header"]) {
+        const bad = await upgrade(w.base, `${w.prefix}${path}`, w.headers);
+        assert.match(bad.head, /^HTTP\/1\.1 502 /, `${where} ${w.name} ${path}: ${JSON.stringify(bad.head)}`);
+        assert.equal(JSON.parse(bad.rest).error.code, "upstream_error");
+      }
+      const ok = await upgrade(w.base, `${w.prefix}/ws-ok`, w.headers, "ping");
+      assert.match(ok.head, /^HTTP\/1\.1 101 /, `${where} ${w.name}: ${JSON.stringify(ok.head)}`);
+      assert.match(ok.head, /\r\nX-High: \x80\xff(\r\n|$)/, `${where} ${w.name}: header bytes kept`);
+      assert.equal(ok.rest, "ping", `${where} ${w.name}: bytes flow both ways`);
+    }
+    await assertStillServing(p, `${where} WebSocket`);
+  }
 });
 
 /** What the sandbox's /echo saw of a request. */

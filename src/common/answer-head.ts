@@ -57,3 +57,31 @@ const NOTHING = Buffer.alloc(0);
 export function sendHeadNow(res: http.ServerResponse): void {
   res.write(NOTHING);
 }
+
+/** A status line as HTTP/1.x servers send it; the reason phrase is optional. */
+const STATUS_LINE = /^HTTP\/1\.[01] (\d{3})(?: (.*))?$/;
+/** A header line: a name, a colon, the value (its surrounding blanks are not part of it). */
+const HEADER_LINE = /^([^:]*):[ \t]*(.*?)[ \t]*$/;
+
+/**
+ * An answer's head read off a connection as it came (up to its blank line, bytes as latin1), for a
+ * relay that does not parse it with node:http (a WebSocket handshake's answer): checked as
+ * checkAnswerHead() checks one, and written again as HTTP/1.1 text (the reason phrase as
+ * reasonPhrase() has it), so that only a well-formed head goes on. Throws BadAnswer.
+ */
+export function rewrittenAnswerHead(head: string): string {
+  const lines = head.split("\r\n");
+  const status = STATUS_LINE.exec(lines[0] as string);
+  if (!status) throw new BadAnswer("its status line is malformed");
+  const headers: string[] = [];
+  for (const line of lines.slice(1)) {
+    const m = HEADER_LINE.exec(line);
+    if (!m) throw new BadAnswer("a header line is malformed");
+    headers.push(m[1] as string, m[2] as string);
+  }
+  const code = Number(status[1]);
+  checkAnswerHead(code, headers);
+  let text = `HTTP/1.1 ${code} ${reasonPhrase(code, status[2])}\r\n`;
+  for (let i = 0; i < headers.length; i += 2) text += `${headers[i]}: ${headers[i + 1]}\r\n`;
+  return `${text}\r\n`;
+}

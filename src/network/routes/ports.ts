@@ -10,9 +10,10 @@ import type { Duplex } from "node:stream";
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { Type } from "@sinclair/typebox";
 import type { FastifyRequest } from "fastify";
-import { BadAnswer, checkAnswerHead, reasonPhrase, sendHeadNow } from "../../common/answer-head.js";
+import { BadAnswer, checkAnswerHead, reasonPhrase, rewrittenAnswerHead, sendHeadNow } from "../../common/answer-head.js";
 import { isInternalHeader } from "../../common/internal-headers.js";
 import { ApiError, invalid } from "../../errors.js";
+import { readUntil } from "../read-until.js";
 import type { NetworkService } from "../service.js";
 import type { ApiKeys } from "../../tenancy/key-directory.js";
 import { bearerToken } from "../../api/auth.js";
@@ -41,6 +42,8 @@ const HOP = new Set([
 const MAX_HEAD_BYTES = 64 * 1024;
 /** How long a sandbox's answer's head may take from its first byte to its end (a slow drip is a 502). */
 export const HEAD_TIME_MS = 10_000;
+/** How long a sandbox's server may take to answer a WebSocket (Upgrade) handshake, head whole. */
+const UPGRADE_HEAD_MS = 30_000;
 
 /**
  * What the sandbox serves runs in the browser as an opaque origin of its own (CSP sandbox, without
@@ -343,9 +346,32 @@ export function installPortUpgrades(
       if (head.length) sock.write(head);
       sock.on("error", () => socket.destroy());
       socket.on("close", () => sock.destroy());
-      sock.on("close", () => socket.destroy());
-      sock.pipe(socket);
+      const cutClient = () => socket.destroy();
+      sock.on("close", cutClient);
       socket.pipe(sock);
+      // The sandbox's answer to the handshake is untrusted too: its head is read (bounded in size and
+      // time), checked and written again before anything goes to the client; a bad one is a 502.
+      // Then the bytes flow as they come.
+      const reading = readUntil(sock, "\r\n\r\n", { max: MAX_HEAD_BYTES, timeoutMs: UPGRADE_HEAD_MS });
+      sock.resume();
+      const answer = await reading;
+      if (socket.destroyed) return void sock.destroy();
+      let answerHead: string;
+      try {
+        if (answer === undefined) throw new BadAnswer("it closed, or did not answer in time");
+        if (answer === "too long") throw new BadAnswer("its answer's head is too long");
+        answerHead = rewrittenAnswerHead(answer.before.toString("latin1"));
+      } catch (err) {
+        // The client's connection stays for the 502 (refuse() ends it).
+        sock.off("close", cutClient);
+        socket.unpipe(sock);
+        sock.destroy();
+        const why = err instanceof BadAnswer ? err.message : "its answer could not be relayed";
+        throw new ApiError("upstream_error", `The sandbox's port ${target.port} failed: ${why}`);
+      }
+      socket.write(Buffer.from(answerHead, "latin1"));
+      if (typeof answer === "object" && answer.after.length) socket.write(answer.after);
+      sock.pipe(socket);
     })().catch((err) => refuse(socket, err));
   });
 }

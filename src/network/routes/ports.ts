@@ -194,6 +194,8 @@ export const portRoutes: FastifyPluginAsyncTypebox<{
     const cut = () => setImmediate(() => res.destroy());
     /** The answer to the client when the sandbox's own fails (502 JSON), or its connection cut once a head has gone out. */
     const failed = (why: string) => {
+      // Answered already (a 502 for a bad head, then the upstream's own error): nothing more to do.
+      if (res.writableEnded) return;
       if (res.headersSent || res.destroyed) return cut();
       const body = JSON.stringify({ error: { code: "upstream_error", message: `The sandbox's port ${target.port} failed: ${why}` } });
       res.writeHead(502, { "content-type": "application/json", "content-length": Buffer.byteLength(body) });

@@ -7,6 +7,8 @@ import http from "node:http";
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from "node:http";
 import net from "node:net";
 import type { Duplex, Readable, Writable } from "node:stream";
+import { BadAnswer, checkAnswerHead, sendHeadNow } from "../common/answer-head.js";
+import { isInternalHeader } from "../common/internal-headers.js";
 import { ApiError } from "../errors.js";
 import { NodeConnections } from "./node-connections.js";
 import { type Exchange, type OwnerLine, OwnerLines } from "./owner-lines.js";
@@ -34,7 +36,8 @@ export function forwardedRequestHeaders(
   for (const name in headers) {
     const value = headers[name];
     // Expect: this node has answered it already (node:http sends the client its 100 Continue).
-    if (value === undefined || HOP.has(name) || name === "expect" || Object.hasOwn(extra, name)) continue;
+    // A client's own internal channel headers never pass (an origin host with no Host of its own, a node signature).
+    if (value === undefined || HOP.has(name) || name === "expect" || isInternalHeader(name) || Object.hasOwn(extra, name)) continue;
     if (bodyLength !== undefined && (name === "transfer-encoding" || name === "content-length")) continue;
     if (typeof value === "string") out.push(name, value);
     else for (const v of value) out.push(name, v);
@@ -136,7 +139,11 @@ function sendRequest(from: IncomingMessage, to: net.Socket, head: string, sent: 
   });
 }
 
-/** Sends the owner's answer's head on to the client (answerHeaders(): `raw`, `own`). */
+/**
+ * Sends the owner's answer's head on to the client (answerHeaders(): `raw`, `own`). It carries a
+ * sandbox's server's headers (a port relayed by the owner), so it is checked first: throws
+ * BadAnswer for one writeHead would refuse, before anything is sent.
+ */
 function writeAnswerHead(
   res: ServerResponse,
   status: number,
@@ -144,10 +151,16 @@ function writeAnswerHead(
   own?: Record<string, string | number | string[] | undefined>,
 ): void {
   const back = answerHeaders(raw, own);
-  res.writeHead(status, back.headers);
+  checkAnswerHead(status, back.headers);
+  try {
+    res.writeHead(status, back.headers);
+  } catch (err) {
+    // Not expected once checked: still this answer's failure, never the process's.
+    throw new BadAnswer(`its head could not be sent: ${(err as Error).message}`);
+  }
   // An event stream's head goes out at once (its first event may be a while); other answers send
   // their head with the first bytes of the body.
-  if (back.stream) res.flushHeaders();
+  if (back.stream) sendHeadNow(res);
 }
 
 /** Answers the client 503 `node_unavailable` (the owner could not be reached), or cuts its answer if it has begun. */
@@ -159,6 +172,25 @@ function unavailable(res: ServerResponse, message: string): void {
   const err = new ApiError("node_unavailable", message, 1);
   res.writeHead(err.status, { "content-type": "application/json; charset=utf-8", "retry-after": "1" });
   res.end(JSON.stringify({ error: { code: err.code, message: err.message } }));
+}
+
+/**
+ * Answers the client 502 `upstream_error` (the owner's answer could not be read or relayed: `err`),
+ * or cuts its answer if it has begun. The owner did answer: its route stays as it is.
+ */
+function badAnswer(res: ServerResponse, err: Error): void {
+  if (res.headersSent || res.destroyed) {
+    res.destroy();
+    return;
+  }
+  const body = JSON.stringify({
+    error: {
+      code: "upstream_error",
+      message: `The answer could not be relayed: ${err instanceof BadAnswer ? err.message : "it is malformed"}`,
+    },
+  });
+  res.writeHead(502, { "content-type": "application/json; charset=utf-8", "content-length": Buffer.byteLength(body) });
+  res.end(body);
 }
 
 /** What a request in flight to a node offers for its node's loss: to be failed at once. */
@@ -252,10 +284,11 @@ export class Forwarder {
         }
         this.lines.give(line, whole);
       },
-      fail: () => {
+      fail: (bad) => {
         // Closed here because the client went away: nothing to tell anyone.
         if (ended) return;
         finish();
+        if (bad) return badAnswer(res, bad);
         onFail();
         unavailable(res, UNAVAILABLE);
       },
@@ -353,9 +386,14 @@ export class Forwarder {
     let answered = false;
     const onAnswer = (answer: IncomingMessage) => {
       answered = true;
-      writeAnswerHead(res, answer.statusCode ?? 502, answer.rawHeaders);
-      pass(answer, res);
       answer.on("error", () => res.destroy());
+      try {
+        writeAnswerHead(res, answer.statusCode ?? 502, answer.rawHeaders);
+      } catch (err) {
+        out.destroy();
+        return badAnswer(res, err as Error);
+      }
+      pass(answer, res);
     };
     if (opts.early) onAnswer(opts.early);
     else out.on("response", onAnswer);
@@ -382,7 +420,7 @@ export class Forwarder {
     const lines = [`${req.method} ${req.url} HTTP/1.1`, `host: ${url.host}`];
     for (let i = 0; i < req.rawHeaders.length; i += 2) {
       const name = (req.rawHeaders[i] as string).toLowerCase();
-      if (name === "host" || name in extra) continue;
+      if (name === "host" || isInternalHeader(name) || name in extra) continue;
       lines.push(`${req.rawHeaders[i]}: ${req.rawHeaders[i + 1]}`);
     }
     for (const [name, value] of Object.entries(extra)) lines.push(`${name}: ${value}`);

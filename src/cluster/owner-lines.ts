@@ -8,6 +8,11 @@ import net from "node:net";
 import { HTTPParser } from "http-parser-js";
 import { idleTimeoutMs } from "./node-connections.js";
 
+// An answer's head bytes kept as they came, as node:http's own parser keeps them: the library's
+// default ('ascii') clears their high bit, so a sandbox's header holding 0x80-0xFF (a UTF-8 "—")
+// came out holding control characters, which writeHead refuses. (This process is the library's only user.)
+HTTPParser.encoding = "latin1";
+
 /** The TCP keep-alive probes' delay on a connection (a node that vanished is found). */
 const TCP_KEEPALIVE_MS = 10_000;
 
@@ -25,8 +30,11 @@ export interface Exchange {
   body(chunk: Buffer): void;
   /** The answer has ended. */
   done(): void;
-  /** The connection failed or closed before the answer ended. */
-  fail(): void;
+  /**
+   * The connection failed or closed before the answer ended; `bad`: because the answer could not be
+   * read or relayed (the parser's error, or one thrown by head()), not because the owner went away.
+   */
+  fail(bad?: Error): void;
 }
 
 /** Whether an answer's Connection header asks for the connection to close. */
@@ -41,6 +49,8 @@ export class OwnerLine {
   current: Exchange | undefined;
   /** The answer under way is a 1xx one (no body, another answer follows). */
   private interim = false;
+  /** Why the answer under way could not be read or relayed (the connection is closed for it). */
+  private bad: Error | undefined;
   /** How long the connection may idle after the answer under way (see idleTimeoutMs); undefined: not to be kept. */
   idleMs: number | undefined;
 
@@ -71,13 +81,30 @@ export class OwnerLine {
       }
       this.current?.done();
     };
+    // An answer that cannot be parsed, or whose head() throws (the library rethrows what its
+    // callbacks throw), fails its exchange: never an exception in this listener, which would end the process.
     socket.on("data", (chunk: Buffer) => {
-      const parsed = parser.execute(chunk);
-      if (parsed instanceof Error) socket.destroy(parsed);
+      let parsed: number | Error;
+      try {
+        parsed = parser.execute(chunk);
+      } catch (err) {
+        parsed = err instanceof Error ? err : new Error(String(err));
+      }
+      if (parsed instanceof Error) {
+        this.bad = parsed;
+        socket.destroy();
+      }
     });
     // The owner closed its side: an answer read until the close (no length) ends here.
     socket.on("end", () => {
-      if (this.current) parser.finish();
+      if (this.current) {
+        // An answer cut short is the owner's failure (finish() says so, as the close does); only what head() or the body throws is the answer's.
+        try {
+          parser.finish();
+        } catch (err) {
+          this.bad = err instanceof Error ? err : new Error(String(err));
+        }
+      }
       socket.destroy();
     });
     // Reported by `close`, which follows.
@@ -85,7 +112,7 @@ export class OwnerLine {
     socket.on("close", () => {
       const exchange = this.current;
       this.current = undefined;
-      exchange?.fail();
+      exchange?.fail(this.bad);
     });
     // The idle time ran out (set when it was last kept): closed if still idle.
     socket.on("timeout", () => {

@@ -62,6 +62,15 @@ test("forwarded request: a client's own copies of the node's headers are dropped
   assert.deepEqual(named("authorization"), ["Bearer k"]);
 });
 
+test("forwarded request: a client's internal headers are dropped even when the node sends none of its own (HTTP/1.0, no Host)", () => {
+  const sent = forwardedRequestHeaders({ "x-agentbox-origin-host": "evil", "x-agentbox-other": "1", accept: "*/*" }, extra, "owner:3000");
+  assert.deepEqual(
+    sent.filter((_, i) => i % 2 === 0 && (sent[i] as string).startsWith("x-agentbox-")),
+    ["x-agentbox-node", "x-agentbox-node-time", "x-agentbox-node-sig"],
+  );
+  assert.ok(sent.includes("accept"));
+});
+
 test("forwarded request: a body read already goes with its own length and no transfer coding", () => {
   const sent = forwardedRequestHeaders({ "transfer-encoding": "chunked", "content-type": "application/json" }, extra, "owner:3000", 42);
   assert.ok(!sent.includes("transfer-encoding"));

@@ -189,6 +189,49 @@ test(
   },
 );
 
+/** The owner's handler that answers `raw` bytes itself, as a sandbox's server relayed by an owner of another version might. */
+const rawAnswer =
+  (raw: Buffer): Handler =>
+  (_req, res) => {
+    const socket = res.socket as net.Socket;
+    res.detachSocket(socket);
+    socket.end(raw);
+  };
+
+test("header bytes 0x80-0xFF (a UTF-8 dash among them) come back as they were sent", BOUNDED, async () => {
+  handler = rawAnswer(
+    Buffer.concat([
+      Buffer.from("HTTP/1.1 200 OK\r\nx-dash: a"),
+      Buffer.from("—"),
+      Buffer.from("b\r\nx-high: "),
+      Buffer.from([0x80, 0x9f, 0xff]),
+      Buffer.from("\r\ncontent-length: 2\r\nconnection: close\r\n\r\nok"),
+    ]),
+  );
+  const res = await send("GET", "/high");
+  assert.equal(res.status, 200);
+  assert.equal(res.body.toString(), "ok");
+  assert.equal(Buffer.from(res.headers["x-dash"] as string, "latin1").toString("utf8"), "a—b");
+  assert.deepEqual([...Buffer.from(res.headers["x-high"] as string, "latin1")], [0x80, 0x9f, 0xff]);
+});
+
+test(
+  "an answer whose head writeHead would refuse (status 000, a control byte in a name or value) is a 502, not a crash",
+  BOUNDED,
+  async () => {
+    const failed = failures;
+    for (const head of ["HTTP/1.1 000 OK\r\n", "HTTP/1.1 200 OK\r\nx\u0001y: v\r\n", "HTTP/1.1 200 OK\r\nx-v: a\u007fb\r\n"]) {
+      handler = rawAnswer(Buffer.from(`${head}content-length: 2\r\nconnection: close\r\n\r\nhi`, "latin1"));
+      const res = await send("GET", "/bad");
+      assert.equal(res.status, 502, JSON.stringify(head));
+      assert.equal(JSON.parse(res.body.toString()).error.code, "upstream_error");
+    }
+    assert.equal(failures, failed, "the owner answered: its route is kept");
+    handler = (_req, res) => res.end("fine again");
+    assert.equal((await send("GET", "/after")).body.toString(), "fine again");
+  },
+);
+
 test("a node found lost: its requests in flight fail at once", BOUNDED, async () => {
   handler = () => {}; // never answers
   const pending = send("GET", "/hangs");

@@ -10,7 +10,10 @@ import type { Duplex } from "node:stream";
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { Type } from "@sinclair/typebox";
 import type { FastifyRequest } from "fastify";
+import { BadAnswer, checkAnswerHead, reasonPhrase, rewrittenAnswerHead, sendHeadNow } from "../../common/answer-head.js";
+import { isInternalHeader } from "../../common/internal-headers.js";
 import { ApiError, invalid } from "../../errors.js";
+import { readUntil } from "../read-until.js";
 import type { NetworkService } from "../service.js";
 import type { ApiKeys } from "../../tenancy/key-directory.js";
 import { bearerToken } from "../../api/auth.js";
@@ -34,6 +37,13 @@ const HOP = new Set([
   "upgrade",
   "host",
 ]);
+
+/** The longest head of a sandbox's answer relayed (node's parser fails a longer one: a 502). */
+const MAX_HEAD_BYTES = 64 * 1024;
+/** How long a sandbox's answer's head may take from its first byte to its end (a slow drip is a 502). */
+export const HEAD_TIME_MS = 10_000;
+/** How long a sandbox's server may take to answer a WebSocket (Upgrade) handshake, head whole. */
+const UPGRADE_HEAD_MS = 30_000;
 
 /**
  * What the sandbox serves runs in the browser as an opaque origin of its own (CSP sandbox, without
@@ -74,9 +84,28 @@ async function holderFor(network: NetworkService, keys: ApiKeys, target: Target,
 const holderOf = (key: { id: string; tenantId: string } | undefined): Holder | undefined =>
   key && { keyId: key.id, tenantId: key.tenantId };
 
+/**
+ * The sandbox's answer's head as it goes to the client: its status, a reason phrase of allowed bytes
+ * (reasonPhrase()), its headers but the hop-by-hop ones and its own CSP, then ours. Throws BadAnswer
+ * for a head that cannot be relayed (checkAnswerHead()).
+ */
+function relayedHead(up: http.IncomingMessage): { status: number; reason: string; headers: string[] } {
+  const headers: string[] = [];
+  const raw = up.rawHeaders;
+  for (let i = 0; i < raw.length; i += 2) {
+    const lower = (raw[i] as string).toLowerCase();
+    if (!HOP.has(lower) && lower !== "content-security-policy") headers.push(raw[i] as string, raw[i + 1] as string);
+  }
+  headers.push("content-security-policy", RELAYED_CSP);
+  checkAnswerHead(up.statusCode, headers);
+  const status = up.statusCode as number;
+  return { status, reason: reasonPhrase(status, up.statusMessage), headers };
+}
+
 function forwardHeaders(headers: http.IncomingHttpHeaders, port: number, host: string | undefined): http.OutgoingHttpHeaders {
   const out: http.OutgoingHttpHeaders = {};
-  for (const [k, v] of Object.entries(headers)) if (!HOP.has(k) && v !== undefined) out[k] = v;
+  // The cluster's channel headers (a forwarded request's node signature and origin host) stop here.
+  for (const [k, v] of Object.entries(headers)) if (!HOP.has(k) && !isInternalHeader(k) && v !== undefined) out[k] = v;
   out.host = `localhost:${port}`;
   if (host) out["x-forwarded-host"] = host;
   return out;
@@ -157,30 +186,69 @@ export const portRoutes: FastifyPluginAsyncTypebox<{
       },
       (id) => keys.isActive(id),
     );
+    /**
+     * The client's answer cut, once what was written of it has gone out: its head is held in a cork
+     * until the next tick, and a connection destroyed now would drop it (the client would see no
+     * answer at all, as if the service had not answered).
+     */
+    const cut = () => setImmediate(() => res.destroy());
+    /** The answer to the client when the sandbox's own fails (502 JSON), or its connection cut once a head has gone out. */
+    const failed = (why: string) => {
+      // Answered already (a 502 for a bad head, then the upstream's own error): nothing more to do.
+      if (res.writableEnded) return;
+      if (res.headersSent || res.destroyed) return cut();
+      const body = JSON.stringify({ error: { code: "upstream_error", message: `The sandbox's port ${target.port} failed: ${why}` } });
+      res.writeHead(502, { "content-type": "application/json", "content-length": Buffer.byteLength(body) });
+      res.end(body);
+      sock.destroy();
+    };
     const upstream = http.request({
       method: request.method,
       path: target.path,
       headers: forwardHeaders(request.headers, target.port, request.headers.host),
       createConnection: () => sock,
+      // Bounds on the sandbox's head: its size here (node's parser fails a longer one), its time below.
+      maxHeaderSize: MAX_HEAD_BYTES,
     });
+    // The head, once its first byte came, must come whole in time (a server that drips it holds the connection otherwise).
+    let dripping: NodeJS.Timeout | undefined;
+    const timeHead = () =>
+      sock.once("data", () => {
+        if (!res.headersSent) dripping = setTimeout(() => upstream.destroy(new Error("its answer's head was too slow")), HEAD_TIME_MS);
+      });
+    timeHead();
+    // After a 1xx (100 Continue) the final answer may be a while (the server works): timed from its own first byte.
+    upstream.on("information", () => {
+      clearTimeout(dripping);
+      timeHead();
+    });
+    res.once("close", () => clearTimeout(dripping));
     // The broker hands the connection over paused (its first line was read off it): flowing again once the client listens.
     upstream.once("socket", (s) => s.resume());
     upstream.on("response", (up) => {
-      const headers: http.OutgoingHttpHeaders = {};
-      for (const [k, v] of Object.entries(up.headers)) if (!HOP.has(k) && v !== undefined) headers[k] = v;
-      headers["content-security-policy"] = RELAYED_CSP;
-      res.writeHead(up.statusCode ?? 502, up.statusMessage, headers);
+      clearTimeout(dripping);
+      up.on("error", cut);
+      // The sandbox's answer is untrusted: checked before writeHead, which would throw in this listener (and end the process).
+      let head: { status: number; reason: string; headers: string[] };
+      try {
+        head = relayedHead(up);
+      } catch (err) {
+        up.destroy();
+        return failed(err instanceof BadAnswer ? `its answer was malformed: ${err.message}` : "its answer could not be relayed");
+      }
+      try {
+        res.writeHead(head.status, head.reason, head.headers);
+        // Sent at once: an answer that goes bad mid-body is then a cut answer after its head, which
+        // a client (or the node that forwarded the request) tells from a service that did not answer.
+        sendHeadNow(res);
+      } catch {
+        // Not expected once checked: still this request's failure only, never the process's.
+        up.destroy();
+        return failed("its answer could not be relayed");
+      }
       up.pipe(res);
-      up.on("error", () => res.destroy());
     });
-    upstream.on("error", (err) => {
-      if (res.headersSent) return void res.destroy();
-      const body = JSON.stringify({
-        error: { code: "upstream_error", message: `The sandbox's port ${target.port} failed: ${err.message}` },
-      });
-      res.writeHead(502, { "content-type": "application/json", "content-length": Buffer.byteLength(body) });
-      res.end(body);
-    });
+    upstream.on("error", (err) => failed(err.message));
     res.on("error", () => sock.destroy());
     res.on("close", () => {
       if (!res.writableFinished) sock.destroy();
@@ -273,16 +341,39 @@ export function installPortUpgrades(
       for (let i = 0; i < req.rawHeaders.length; i += 2) {
         const name = req.rawHeaders[i] as string;
         const lower = name.toLowerCase();
-        if (lower === "authorization" || lower === "host" || lower.startsWith("proxy-")) continue;
+        if (lower === "authorization" || lower === "host" || lower.startsWith("proxy-") || isInternalHeader(lower)) continue;
         lines.push(`${name}: ${req.rawHeaders[i + 1]}`);
       }
       sock.write(`${lines.join("\r\n")}\r\n\r\n`);
       if (head.length) sock.write(head);
       sock.on("error", () => socket.destroy());
       socket.on("close", () => sock.destroy());
-      sock.on("close", () => socket.destroy());
-      sock.pipe(socket);
+      const cutClient = () => socket.destroy();
+      sock.on("close", cutClient);
       socket.pipe(sock);
+      // The sandbox's answer to the handshake is untrusted too: its head is read (bounded in size and
+      // time), checked and written again before anything goes to the client; a bad one is a 502.
+      // Then the bytes flow as they come.
+      const reading = readUntil(sock, "\r\n\r\n", { max: MAX_HEAD_BYTES, timeoutMs: UPGRADE_HEAD_MS });
+      sock.resume();
+      const answer = await reading;
+      if (socket.destroyed) return void sock.destroy();
+      let answerHead: string;
+      try {
+        if (answer === undefined) throw new BadAnswer("it closed, or did not answer in time");
+        if (answer === "too long") throw new BadAnswer("its answer's head is too long");
+        answerHead = rewrittenAnswerHead(answer.before.toString("latin1"));
+      } catch (err) {
+        // The client's connection stays for the 502 (refuse() ends it).
+        sock.off("close", cutClient);
+        socket.unpipe(sock);
+        sock.destroy();
+        const why = err instanceof BadAnswer ? err.message : "its answer could not be relayed";
+        throw new ApiError("upstream_error", `The sandbox's port ${target.port} failed: ${why}`);
+      }
+      socket.write(Buffer.from(answerHead, "latin1"));
+      if (typeof answer === "object" && answer.after.length) socket.write(answer.after);
+      sock.pipe(socket);
     })().catch((err) => refuse(socket, err));
   });
 }

@@ -51,7 +51,7 @@ export async function startCluster(opts: {
   const dbDir = opts.dir ?? fs.mkdtempSync(path.join(os.tmpdir(), "agentbox-cluster-db-"));
   const key = opts.key ?? `test_${crypto.randomBytes(12).toString("hex")}`;
   const adminKey = opts.adminKey ?? `testadmin_${crypto.randomBytes(16).toString("hex")}`;
-  const secret = crypto.randomBytes(24).toString("hex");
+  const secret = crypto.randomBytes(32).toString("base64");
   const nodes: TestServer[] = [];
   const stopRedis = async () => {
     // Stopped already by an earlier stop() or crash(): nothing to do.

@@ -1,6 +1,7 @@
 // The cluster's own channel, against real nodes (a private Redis): a signed node request is taken
-// once (the same headers sent again are refused), a weak AGENTBOX_CLUSTER_SECRET stops a node at
-// start with a message saying how to make one.
+// once (the same headers sent again are refused), the nodes' own routes (/v1/internal/*) are on
+// their internal listener only, and a weak AGENTBOX_CLUSTER_SECRET stops a node at start with a
+// message saying how to make one.
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import os from "node:os";
@@ -45,6 +46,22 @@ test("a signed node request is taken once: the same headers sent again are refus
     "x-agentbox-origin-host": "b.example",
   };
   assert.equal((await fetch(`${node.url}${path}`, { headers: withHost })).status, 401);
+});
+
+test("/v1/internal/* is answered on the internal listener only: the public port answers 404", async () => {
+  const route = "/v1/internal/templates/tpl-no-such-template/rootfs";
+  const onPublic = await fetch(`${node.url}${route}`, { headers: sign(cluster.secret, "node-b", "GET", route) });
+  assert.equal(onPublic.status, 404, "no internal route on the public port, signed or not");
+  assert.notEqual(((await onPublic.json()) as { error: { code: string } }).error.code, "template_not_found");
+  const internal = cluster.internalUrl(node);
+  assert.notEqual(new URL(internal).port, new URL(node.url).port);
+  assert.equal((await fetch(`${internal}${route}`)).status, 401, "a node's signature is required there");
+  const signed = await fetch(`${internal}${route}`, { headers: sign(cluster.secret, "node-b", "GET", route) });
+  assert.equal(signed.status, 404);
+  assert.equal(((await signed.json()) as { error: { code: string } }).error.code, "template_not_found", "the internal route answered");
+  // Nothing but the internal routes is served there.
+  assert.equal((await fetch(`${internal}/health`)).status, 404);
+  assert.equal((await fetch(`${internal}/v1/agents/sandboxes`, { headers: { authorization: `Bearer ${cluster.key}` } })).status, 404);
 });
 
 /** Starts the service with `secret` as a cluster node's; resolves with its exit code and stderr. */

@@ -1,5 +1,5 @@
 // The cluster's settings: where Redis is (unset: one node, and no cluster code runs at all), this
-// node's name, address and roles, the secret of the internal channel, the lease time and how a drain moves sandboxes.
+// node's name, address and roles, the secret and listener of the internal channel, the lease time and how a drain moves sandboxes.
 import { defineSettings, readSettings, type Settings, settingsOf } from "../settings/kernel.js";
 
 const setting = settingsOf("cluster");
@@ -21,6 +21,20 @@ export const clusterSettingsSchema = defineSettings({
   nodeUrl: setting.url("AGENTBOX_NODE_URL", {
     defaultDoc: "`http://<AGENTBOX_HOST>:<AGENTBOX_PORT>` (the host name when listening on all addresses)",
     doc: "Where the other nodes reach this one (requests for its sandboxes are forwarded there).",
+  }),
+  internalHost: setting.string("AGENTBOX_INTERNAL_HOST", {
+    defaultDoc: "`AGENTBOX_HOST`",
+    doc: "Where this node's internal listener listens: the nodes' own routes (`/v1/internal/*`: template copies, a drain's hand-over) are answered there only, never on the public port (which answers them 404). Bind it to the nodes' private network.",
+  }),
+  internalPort: setting.integer("AGENTBOX_INTERNAL_PORT", {
+    default: 0,
+    defaultDoc: "`0` (a free port, advertised to the other nodes through Redis)",
+    maximum: 65535,
+    doc: "The internal listener's port. Set a fixed one to let a firewall keep it to the nodes.",
+  }),
+  internalUrl: setting.url("AGENTBOX_INTERNAL_URL", {
+    defaultDoc: "`http://<AGENTBOX_INTERNAL_HOST>:<its port>` (the host name when listening on all addresses)",
+    doc: "Where the other nodes reach this node's internal listener (advertised in the node's record).",
   }),
   roles: setting.enum("AGENTBOX_NODE_ROLES", NODE_ROLES, {
     default: "both",

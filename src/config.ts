@@ -48,6 +48,9 @@ export interface Config {
   headerTimeoutMs: number;
   /** Directory watches (E2B's files.watchDir, each a listing every 250 ms) open at once per sandbox. */
   e2bMaxWatchers: number;
+  e2bMaxWatchersPerTenant: number;
+  e2bWatcherIdleS: number;
+  e2bWatcherEventBytes: number;
   /** PostgreSQL for every area's durable records instead of the embedded SQLite; unset: SQLite. */
   databaseUrl: string | undefined;
   /** Connections this node keeps open to PostgreSQL at most. */
@@ -193,6 +196,22 @@ export const serverSettingsSchema = defineSettings({
     table: "requests",
     default: 8,
     doc: "Directory watches (E2B's `files.watchDir`, each a listing of the directory, or with `recursive` of its whole tree up to `AGENTBOX_MAX_LIST_FILES` entries, every 250 ms) open at once per sandbox: the next is refused with Connect `resource_exhausted` (the SDK's `RateLimitError`; the native 429 `rate_limited`), Retry-After 1. See [e2b.md](e2b.md).",
+  }),
+  e2bMaxWatchersPerTenant: server.number("AGENTBOX_E2B_MAX_WATCHERS_PER_TENANT", {
+    table: "requests",
+    default: 32,
+    doc: "Directory watches open at once over all of one tenant's sandboxes (streamed and polled together; a recursive one lists a whole tree every 250 ms): the next is refused as at AGENTBOX_E2B_MAX_WATCHERS.",
+  }),
+  e2bWatcherIdleS: server.number("AGENTBOX_E2B_WATCHER_IDLE_S", {
+    table: "requests",
+    default: 300,
+    doc: "A polled watcher (`CreateWatcher`) whose events nobody asked for (`GetWatcherEvents`) this long is stopped and forgotten, its place freed; a watch that ended by itself (its directory removed) keeps only its error, this long.",
+  }),
+  e2bWatcherEventBytes: server.number("AGENTBOX_E2B_WATCHER_EVENT_BYTES", {
+    table: "requests",
+    default: 1024 * 1024,
+    defaultDoc: "`1048576` (1 MiB)",
+    doc: "Bytes of events (their names, and 32 per event) a polled watcher keeps between two asks, beside at most AGENTBOX_MAX_LIST_FILES events: over either, the oldest are dropped first.",
   }),
   // Client connections sized under the process's open-file limit: client sockets may take half of it,
   // the rest is for sandboxes (pipes, sockets), the database and logs. One address may hold an eighth

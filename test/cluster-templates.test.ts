@@ -125,16 +125,22 @@ test("a template built on executor 1 is placed there while only it holds its fil
   for (const id of [...busy, builtIn.body.sandbox_id]) assert.equal((await call(api)("DELETE", `${CREATE}/${id}`)).status, 200);
 });
 
-test("the internal route answers only a node of the cluster", { skip }, async () => {
+test("the internal route answers only a node of the cluster, on the internal listener only", { skip }, async () => {
   assert.ok(templateId, "built by the test before");
   const route = `/v1/internal/templates/${templateId}/rootfs`;
-  const bare = await fetch(`${exec1.url}${route}`);
+  const internal = cluster.internalUrl(exec1);
+  const bare = await fetch(`${internal}${route}`);
   assert.equal(bare.status, 401);
-  const withKey = await fetch(`${exec1.url}${route}`, { headers: { authorization: `Bearer ${cluster.key}` } });
+  const withKey = await fetch(`${internal}${route}`, { headers: { authorization: `Bearer ${cluster.key}` } });
   assert.equal(withKey.status, 401);
-  const forged = await fetch(`${exec1.url}${route}`, { headers: sign("not-the-secret", "exec-2", "GET", route) });
+  const forged = await fetch(`${internal}${route}`, { headers: sign("not-the-secret", "exec-2", "GET", route) });
   assert.equal(forged.status, 401);
-  const signed = await fetch(`${exec1.url}${route}`, { headers: sign(cluster.secret, "exec-2", "GET", route) });
+  // The public port has no internal route, signed or not.
+  const onPublic = await fetch(`${exec1.url}${route}`, { headers: sign(cluster.secret, "exec-2", "GET", route) });
+  assert.equal(onPublic.status, 404);
+  assert.equal(onPublic.headers.get("content-type")?.includes("application/x-tar"), false);
+  await onPublic.body?.cancel();
+  const signed = await fetch(`${internal}${route}`, { headers: sign(cluster.secret, "exec-2", "GET", route) });
   assert.equal(signed.status, 200);
   assert.equal(signed.headers.get("content-type"), "application/x-tar");
   await signed.body?.cancel();

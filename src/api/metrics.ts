@@ -130,4 +130,35 @@ export class Metrics {
       },
     });
   }
+
+  /** The E2B polled watchers' records and the events they hold, read at each scrape. */
+  watchWatchers(source: { held(): { records: number; events: number; bytes: number }; readonly dropped: number }): void {
+    const gauges = [
+      [
+        "agentbox_e2b_watcher_records",
+        "E2B polled watchers held (live, or ended and keeping only their error until asked or expired)",
+        "records",
+      ],
+      ["agentbox_e2b_watcher_queued_events", "Events E2B polled watchers hold for their clients' next ask", "events"],
+      ["agentbox_e2b_watcher_queued_bytes", "Bytes of those events (names, and 32 per event)", "bytes"],
+    ] as const;
+    for (const [name, help, field] of gauges)
+      new Gauge({
+        name,
+        help,
+        registers: [this.registry],
+        collect() {
+          this.set(source.held()[field]);
+        },
+      });
+    new Counter({
+      name: "agentbox_e2b_watcher_events_dropped_total",
+      help: "Events dropped (the oldest first) from a polled watcher's full queue",
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        this.inc(source.dropped);
+      },
+    });
+  }
 }

@@ -10,7 +10,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Duplex } from "node:stream";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { ApiError } from "../errors.js";
-import { type ChannelAuth, FORWARDED_BY } from "./channel-auth.js";
+import { type ChannelAuth, FORWARDED_BY, ORIGIN_HOST } from "./channel-auth.js";
 import type { Forwarder } from "./forward.js";
 import { type Route, routeTarget } from "./lease.js";
 import type { Membership, NodeView } from "./membership.js";
@@ -19,12 +19,7 @@ import { type Candidate, choose, preferHolders } from "./placement.js";
 import type { RoutingMap } from "./routing.js";
 import { mayTarget, targetOf } from "./targets.js";
 
-/**
- * The Host the client sent to the node that forwards its request: the owner answers with it, as
- * that node would (a port's URL, a share link, the X-Forwarded-Host a sandbox's server sees), not
- * with its own internal address. Honoured only on a request the channel signature says a node sent.
- */
-export const ORIGIN_HOST = "x-agentbox-origin-host";
+export { ORIGIN_HOST } from "./channel-auth.js";
 
 /** The deployments' routes that name one deployment or create one (./deployments.ts). */
 const DEPLOYMENTS = "/v1/deployments/";
@@ -46,10 +41,9 @@ export function signedByNode(auth: ChannelAuth, request: FastifyRequest): boolea
   return true;
 }
 
-/** What a forwarded request carries besides its own headers: the node's signature and the client's Host. */
+/** What a forwarded request carries besides its own headers: the node's signature and the client's Host (signed with it). */
 export function forwardedHeaders(auth: ChannelAuth, method: string, url: string, host: string | undefined): Record<string, string> {
-  const signed = auth.sign(method, url);
-  return host === undefined ? signed : { ...signed, [ORIGIN_HOST]: host };
+  return auth.sign(method, url, Date.now(), host);
 }
 
 /** What placement asks of the templates area: the nodes that hold a tenant's template's files. */

@@ -20,6 +20,8 @@ export interface NodeGpus {
 export interface NodeView {
   id: string;
   url: string;
+  /** Its internal listener (the nodes' own routes, /v1/internal/*); a node of an older version: its url. */
+  internalUrl: string;
   roles: NodeRoles;
   epoch: number;
   /** The epoch its lease holds now; null when it expired. */
@@ -90,6 +92,7 @@ export function machineLoad(liveSandboxes: number, gpus: NodeGpus[] = []): Load 
 export interface SelfSpec {
   id: string;
   url: string;
+  internalUrl: string;
   roles: NodeRoles;
   leaseMs: number;
 }
@@ -156,6 +159,7 @@ export class Membership {
       .hset(K.nodeRecord(this.self.id), {
         id: this.self.id,
         url: this.self.url,
+        internal_url: this.self.internalUrl,
         roles: this.self.roles,
         epoch: String(this.epoch),
         live: String(load.liveSandboxes),
@@ -211,6 +215,7 @@ export class Membership {
       view.set(id, {
         id,
         url: rec.url ?? "",
+        internalUrl: rec.internal_url ?? rec.url ?? "",
         roles: (rec.roles as NodeRoles) ?? "both",
         epoch,
         leaseEpoch,

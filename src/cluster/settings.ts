@@ -1,5 +1,5 @@
 // The cluster's settings: where Redis is (unset: one node, and no cluster code runs at all), this
-// node's name, address and roles, the secret of the internal channel, the lease time and how a drain moves sandboxes.
+// node's name, address and roles, the secret and listener of the internal channel, the lease time and how a drain moves sandboxes.
 import { defineSettings, readSettings, type Settings, settingsOf } from "../settings/kernel.js";
 
 const setting = settingsOf("cluster");
@@ -22,12 +22,26 @@ export const clusterSettingsSchema = defineSettings({
     defaultDoc: "`http://<AGENTBOX_HOST>:<AGENTBOX_PORT>` (the host name when listening on all addresses)",
     doc: "Where the other nodes reach this one (requests for its sandboxes are forwarded there).",
   }),
+  internalHost: setting.string("AGENTBOX_INTERNAL_HOST", {
+    defaultDoc: "`AGENTBOX_HOST`",
+    doc: "Where this node's internal listener listens: the nodes' own routes (`/v1/internal/*`: template copies, a drain's hand-over) are answered there only, never on the public port (which answers them 404). Bind it to the nodes' private network.",
+  }),
+  internalPort: setting.integer("AGENTBOX_INTERNAL_PORT", {
+    default: 0,
+    defaultDoc: "`0` (a free port, advertised to the other nodes through Redis)",
+    maximum: 65535,
+    doc: "The internal listener's port. Set a fixed one to let a firewall keep it to the nodes.",
+  }),
+  internalUrl: setting.url("AGENTBOX_INTERNAL_URL", {
+    defaultDoc: "`http://<AGENTBOX_INTERNAL_HOST>:<its port>` (the host name when listening on all addresses)",
+    doc: "Where the other nodes reach this node's internal listener (advertised in the node's record).",
+  }),
   roles: setting.enum("AGENTBOX_NODE_ROLES", NODE_ROLES, {
     default: "both",
     doc: "`api`: answers requests, forwards the sandboxes' to their nodes and places creates on executors; `executor`: runs sandboxes; `both`.",
   }),
   secret: setting.string("AGENTBOX_CLUSTER_SECRET", {
-    doc: "Authenticates the internal channel between nodes (every forwarded request carries an HMAC of it); the same on every node. Required with `AGENTBOX_REDIS_URL`.",
+    doc: "Authenticates the internal channel between nodes (every forwarded request carries an HMAC of it); the same on every node. Required with `AGENTBOX_REDIS_URL`, at least 32 random bytes (`openssl rand -base64 32`): a shorter or example value is refused at start.",
   }),
   leaseMs: setting.integer("AGENTBOX_NODE_LEASE_MS", {
     default: 5000,
@@ -58,8 +72,33 @@ export const clusterSettingsSchema = defineSettings({
 
 export type ClusterSettings = Settings<typeof clusterSettingsSchema>;
 
+/** How to make a good secret, for the messages below. */
+const MAKE_ONE =
+  "make one with `openssl rand -base64 32` (or `node -e \"console.log(require('crypto').randomBytes(32).toString('base64'))\"`) and set the same on every node";
+
+/**
+ * Bits of entropy `secret` can hold at most, read from its length and the smallest alphabet it is
+ * written in (hex, base64, any printable character): a guess from above, so what it refuses is
+ * surely too weak.
+ */
+export function secretBits(secret: string): number {
+  const perChar = /^[0-9a-f]*$/i.test(secret) ? 4 : /^[A-Za-z0-9+/_=-]*$/.test(secret) ? 6 : Math.log2(95);
+  // A value of few distinct characters ("aaaa…", "abab…") is not random whatever its length.
+  if (new Set(secret).size < 8) return 0;
+  return Math.floor(secret.replace(/=+$/, "").length * perChar);
+}
+
+/** The internal channel's key must be at least 32 random bytes: anyone who guesses it is a node of the cluster. */
+export function checkClusterSecret(secret: string | undefined): void {
+  if (!secret) throw new Error(`AGENTBOX_CLUSTER_SECRET must be set with AGENTBOX_REDIS_URL: ${MAKE_ONE}`);
+  if (/change.?me/i.test(secret) || secretBits(secret) < 256)
+    throw new Error(
+      `AGENTBOX_CLUSTER_SECRET is too weak (${secret.length} characters; it must hold at least 32 random bytes, e.g. 44 characters of base64 or 64 of hex): ${MAKE_ONE}`,
+    );
+}
+
 export function clusterSettings(env: NodeJS.ProcessEnv = process.env): ClusterSettings {
   const s = readSettings(clusterSettingsSchema, env);
-  if (s.redisUrl !== undefined && !s.secret) throw new Error("AGENTBOX_CLUSTER_SECRET must be set with AGENTBOX_REDIS_URL");
+  if (s.redisUrl !== undefined) checkClusterSecret(s.secret);
   return s;
 }

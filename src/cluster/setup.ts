@@ -32,6 +32,7 @@ import { type RunCountGates, RunCounts } from "./run-counts.js";
 import type { ClusterSettings } from "./settings.js";
 import { VectorOwners } from "./vector-owners.js";
 import { type VectorIndexes, vectorRouting } from "./vector-routing.js";
+import { openInternalListener, refuseInternal } from "./internal-listener.js";
 import { internalRoutes, type TemplateCopySource, templatePeers } from "./template-copies.js";
 import { type BuildDirectory, buildRouting } from "./template-builds.js";
 
@@ -159,9 +160,13 @@ export async function openCluster(settings: ClusterSettings, deps: ClusterDeps):
   const { sandboxes } = deps;
   // A tenant's max_sandboxes and stored bytes hold over every node: counted from the shared records.
   sandboxes.countQuotasOverCluster();
+  // The nodes' own routes listen apart from the public port, before the node advertises where.
+  const internalHost = settings.internalHost ?? deps.host;
+  const internal = await openInternalListener(internalHost, settings.internalPort, onError);
   const membership = new Membership(redis, {
     id: nodeId,
     url: settings.nodeUrl ?? defaultNodeUrl(deps.host, deps.port),
+    internalUrl: settings.internalUrl ?? defaultNodeUrl(internalHost, internal.port),
     roles: settings.roles,
     leaseMs: settings.leaseMs,
   });
@@ -266,7 +271,8 @@ export async function openCluster(settings: ClusterSettings, deps: ClusterDeps):
             ownerOf: async (id) => (await sandboxes.store.get(id))?.nodeId,
           },
           targets: () => executorsUp(membership).filter((n) => n.id !== nodeId),
-          urlOf: (id) => membership.node(id)?.url,
+          // The hand-over is an internal route: on the new owner's internal listener.
+          urlOf: (id) => membership.node(id)?.internalUrl,
           channel,
           placementSample: settings.placementSample,
           graceMs: settings.drainRunGraceS * 1000,
@@ -411,11 +417,13 @@ export async function openCluster(settings: ClusterSettings, deps: ClusterDeps):
   };
   const templateRoutes = internalRoutes(channel, deps.templates, (fields, msg) => log.warn(fields, msg));
   const moveRoute = adoptRoute(channel, adopt);
+  internal.serve((req, res) => moveRoute(req, res) || templateRoutes(req, res));
   return {
     redis,
     nodeId: nodeId,
     install: (app) => installClusterHook(app, hookDeps),
-    relay: clusterRelay(hookDeps, (req, res) => moveRoute(req, res) || templateRoutes(req, res)),
+    // The public port has no internal route: /v1/internal/* is 404 there.
+    relay: clusterRelay(hookDeps, refuseInternal),
     peers: templatePeers(membership, channel),
     upgrade: clusterUpgrade(hookDeps),
     forwardModel: async (request, reply, model, body, servedHere) => {
@@ -447,6 +455,7 @@ export async function openCluster(settings: ClusterSettings, deps: ClusterDeps):
       await runCounts.close();
       stopListening();
       forwarder.close();
+      await internal.close();
       await routing.flush().catch(() => {});
       sub.disconnect();
       redis.disconnect();

@@ -29,6 +29,8 @@ export class SingleNode implements NodeDirectory {
       {
         id: this.id,
         url: this.url,
+        // A lone node has no internal listener: nobody calls it.
+        internalUrl: this.url,
         roles: "both",
         epoch: 0,
         leaseEpoch: null,

@@ -67,10 +67,13 @@ export function templatePeers(membership: Membership, channel: ChannelAuth) {
     self: membership.self.id,
     reachable(ids: readonly string[]) {
       // A draining node still serves what it holds.
-      return membership
-        .nodes()
-        .filter((n) => (n.state === "up" || n.state === "draining") && ids.includes(n.id) && n.id !== membership.self.id)
-        .map((n) => ({ id: n.id, url: n.url }));
+      return (
+        membership
+          .nodes()
+          .filter((n) => (n.state === "up" || n.state === "draining") && ids.includes(n.id) && n.id !== membership.self.id)
+          // Copies are internal routes: fetched from each node's internal listener.
+          .map((n) => ({ id: n.id, url: n.internalUrl }))
+      );
     },
     sign: (method: string, url: string) => channel.sign(method, url),
   };

@@ -50,8 +50,15 @@ export async function filesystemRoutes(app: FastifyInstance, { services }: { ser
   const { sandboxes, sandbox, config } = services;
   const sandboxIdOf = targetResolver(services.sandboxes);
   const boxOf = (request: FastifyRequest) => sandboxes.box(request.apiKey.tenantId, sandboxIdOf(request));
-  const watchers = new Watchers(config.e2bMaxWatchers);
+  const watchers = new Watchers({
+    perSandbox: config.e2bMaxWatchers,
+    perTenant: config.e2bMaxWatchersPerTenant,
+    eventBytes: config.e2bWatcherEventBytes,
+    idleMs: config.e2bWatcherIdleS * 1000,
+  });
   sandboxes.onEnded((id) => watchers.dropSandbox(id));
+  app.addHook("onClose", async () => watchers.close());
+  services.metrics?.watchWatchers(watchers);
 
   /** The entry at `path` (its parent's listing has the details), or not_found. */
   const entryAt = async (request: FastifyRequest, path: string) => {
@@ -103,7 +110,15 @@ export async function filesystemRoutes(app: FastifyInstance, { services }: { ser
       "/filesystem.Filesystem/WatchDir",
       async (message, request, stream) => {
         const recursive = message.recursive === true;
-        await watchers.watch(await boxOf(request), sandboxIdOf(request), pathOf(message), config.maxListFiles, stream, recursive);
+        await watchers.watch(
+          await boxOf(request),
+          request.apiKey.tenantId,
+          sandboxIdOf(request),
+          pathOf(message),
+          config.maxListFiles,
+          stream,
+          recursive,
+        );
       },
       { keepalive: {} },
     );
@@ -113,7 +128,16 @@ export async function filesystemRoutes(app: FastifyInstance, { services }: { ser
     unary(rpc, "/filesystem.Filesystem/CreateWatcher", async (message, request) => {
       const id = sandboxIdOf(request);
       const boxOf = () => sandboxes.box(request.apiKey.tenantId, id);
-      return { watcherId: await watchers.create(boxOf, id, pathOf(message), config.maxListFiles, message.recursive === true) };
+      return {
+        watcherId: await watchers.create(
+          boxOf,
+          request.apiKey.tenantId,
+          id,
+          pathOf(message),
+          config.maxListFiles,
+          message.recursive === true,
+        ),
+      };
     });
 
     unary(rpc, "/filesystem.Filesystem/GetWatcherEvents", async (message, request) => ({

@@ -5,7 +5,9 @@
 // directory, AGENTBOX_MAX_LIST_FILES entries in all) and names entries by their path under the
 // watched directory, as envd does. Two ways to follow one: WatchDir streams the events, and a
 // polled watcher (CreateWatcher, GetWatcherEvents, RemoveWatcher: the Python SDK's synchronous
-// watch_dir) keeps them until asked. Both count against AGENTBOX_E2B_MAX_WATCHERS per sandbox.
+// watch_dir) keeps them until asked, bounded (AGENTBOX_E2B_WATCHER_EVENT_BYTES) and expired when
+// nobody asks (AGENTBOX_E2B_WATCHER_IDLE_S). Both count against AGENTBOX_E2B_MAX_WATCHERS per
+// sandbox and AGENTBOX_E2B_MAX_WATCHERS_PER_TENANT per tenant.
 import { randomUUID } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
 import { ApiError, invalid } from "../errors.js";
@@ -13,6 +15,7 @@ import type { Box } from "../sandbox/box.js";
 import { type FileEntry, listDir, statPath } from "../sandbox/files.js";
 import type { ServerStream } from "./connect.js";
 import { ConnectError } from "./errors.js";
+import { EventQueue } from "./event-queue.js";
 
 /** How often a watched directory is listed; events are at most this late. */
 export const WATCH_INTERVAL_MS = 250;
@@ -116,45 +119,102 @@ async function follow(list: () => Promise<Listing | undefined>, seen: Listing, s
   }
 }
 
+/** The bounds of every watch: places per sandbox and per tenant, a polled watcher's events and idle time. */
+export interface WatchLimits {
+  perSandbox: number;
+  perTenant: number;
+  /** Bytes of events a polled watcher keeps between two asks (beside its `maxEntries` events). */
+  eventBytes: number;
+  /** A polled watcher not asked for this long is stopped and forgotten, ms. */
+  idleMs: number;
+}
+
 /** A watch kept for its client to ask for its events (CreateWatcher). */
 interface Polled {
   sandboxId: string;
   controller: AbortController;
-  /** Events since the client last asked: at most `maxEntries`, the oldest dropped first. */
-  events: FilesystemEvent[];
-  /** Why the watch ended by itself (its directory went away, ...): told on the next ask. */
-  failure?: Error;
+  /** Events since the client last asked, bounded in count and bytes (the oldest dropped first). */
+  events: EventQueue<FilesystemEvent>;
+  /** Why the watch ended by itself (its directory went away, ...): told on the next ask. Its events are freed then. */
+  failure?: ApiError;
+  /** When the client last asked (or created it): an idle watcher expires. */
+  askedAt: number;
   release: () => void;
 }
 
-/** The directory watches of every sandbox: streamed ones and polled ones, bounded per sandbox. */
+/** Ended watches kept for their error per sandbox, beyond which the oldest are forgotten. */
+const FAILED_PER_SANDBOX = 64;
+
+/** What is kept of a watch's error: its code and a bounded message, not the error (its stack, its cause). */
+function failureOf(err: unknown): ApiError {
+  if (err instanceof ApiError) return new ApiError(err.code, err.message.slice(0, 500));
+  return new ApiError("internal_error", `The watch ended: ${String((err as Error)?.message ?? err).slice(0, 500)}`);
+}
+
+/** Counts of places held per key (a sandbox, a tenant). */
+class Places {
+  private readonly held = new Map<string, number>();
+  count(key: string): number {
+    return this.held.get(key) ?? 0;
+  }
+  add(key: string, n: number): void {
+    const left = this.count(key) + n;
+    if (left <= 0) this.held.delete(key);
+    else this.held.set(key, left);
+  }
+}
+
+/** The directory watches of every sandbox: streamed ones and polled ones, bounded per sandbox and per tenant. */
 export class Watchers {
-  private readonly bySandbox = new Map<string, number>();
+  private readonly bySandbox = new Places();
+  private readonly byTenant = new Places();
   private readonly polled = new Map<string, Polled>();
+  private readonly sweeper: NodeJS.Timeout;
+  /** Events dropped from full queues since the start (the oldest first). */
+  dropped = 0;
 
-  constructor(private readonly maxPerSandbox: number) {}
+  constructor(private readonly limits: WatchLimits) {
+    // Idle watchers are found by a slow sweep: a few per second at most, nothing on any request's path.
+    this.sweeper = setInterval(() => this.expire(Date.now()), Math.min(30_000, Math.max(250, limits.idleMs / 4)));
+    this.sweeper.unref();
+  }
 
-  /** Counts one more watch of the sandbox (refused at its limit); returns its release. */
-  private reserve(sandboxId: string): () => void {
-    const n = this.bySandbox.get(sandboxId) ?? 0;
-    if (n >= this.maxPerSandbox)
+  /** Counts one more watch of the sandbox and its tenant (refused at either limit); returns its release. */
+  private reserve(tenantId: string, sandboxId: string): () => void {
+    const n = this.bySandbox.count(sandboxId);
+    if (n >= this.limits.perSandbox)
       throw new ApiError("rate_limited", `This sandbox already has ${n} directory watches, its limit; stop one first`, 1);
-    this.bySandbox.set(sandboxId, n + 1);
+    const t = this.byTenant.count(tenantId);
+    if (t >= this.limits.perTenant)
+      throw new ApiError(
+        "rate_limited",
+        `This tenant already has ${t} directory watches open over its sandboxes, its limit (AGENTBOX_E2B_MAX_WATCHERS_PER_TENANT); stop one first`,
+        1,
+      );
+    this.bySandbox.add(sandboxId, 1);
+    this.byTenant.add(tenantId, 1);
     let released = false;
     return () => {
       if (released) return;
       released = true;
-      const left = (this.bySandbox.get(sandboxId) ?? 1) - 1;
-      if (left <= 0) this.bySandbox.delete(sandboxId);
-      else this.bySandbox.set(sandboxId, left);
+      this.bySandbox.add(sandboxId, -1);
+      this.byTenant.add(tenantId, -1);
     };
   }
 
   /** WatchDir: streams `path`'s changes into `stream` until the client goes away or the call's deadline passes. */
-  async watch(box: Box, sandboxId: string, path: string, maxEntries: number, stream: ServerStream, recursive = false): Promise<void> {
+  async watch(
+    box: Box,
+    tenantId: string,
+    sandboxId: string,
+    path: string,
+    maxEntries: number,
+    stream: ServerStream,
+    recursive = false,
+  ): Promise<void> {
     const w = { path, recursive, maxEntries };
     const dir = await directory(box, path);
-    const release = this.reserve(sandboxId);
+    const release = this.reserve(tenantId, sandboxId);
     try {
       const seen = await listing(box, dir, w);
       stream.send({ start: {} });
@@ -177,11 +237,18 @@ export class Watchers {
    * listing is taken (a change after the answer is an event). `boxOf` gives the sandbox at each
    * tick: a paused sandbox (sandbox_paused) is skipped, not an error.
    */
-  async create(boxOf: () => Promise<Box>, sandboxId: string, path: string, maxEntries: number, recursive = false): Promise<string> {
+  async create(
+    boxOf: () => Promise<Box>,
+    tenantId: string,
+    sandboxId: string,
+    path: string,
+    maxEntries: number,
+    recursive = false,
+  ): Promise<string> {
     const w = { path, recursive, maxEntries };
     const box = await boxOf();
     const dir = await directory(box, path);
-    const release = this.reserve(sandboxId);
+    const release = this.reserve(tenantId, sandboxId);
     let seen: Listing;
     try {
       seen = await listing(box, dir, w);
@@ -190,7 +257,8 @@ export class Watchers {
       throw err;
     }
     const id = randomUUID();
-    const watcher: Polled = { sandboxId, controller: new AbortController(), events: [], release };
+    const events = new EventQueue<FilesystemEvent>(maxEntries, this.limits.eventBytes);
+    const watcher: Polled = { sandboxId, controller: new AbortController(), events, askedAt: Date.now(), release };
     this.polled.set(id, watcher);
     const list = async () => {
       try {
@@ -200,16 +268,41 @@ export class Watchers {
         throw err;
       }
     };
-    const keep = (events: FilesystemEvent[]) => {
-      watcher.events.push(...events);
-      if (watcher.events.length > maxEntries) watcher.events.splice(0, watcher.events.length - maxEntries);
+    const keep = (found: FilesystemEvent[]) => {
+      const before = events.length + found.length;
+      events.push(found);
+      this.dropped += Math.max(0, before - events.length);
     };
     void follow(list, seen, watcher.controller.signal, keep)
-      .catch((err: Error) => {
-        watcher.failure = err;
+      .catch((err: unknown) => {
+        // Only the error is kept for the client's next ask: its events are freed now, and its
+        // record is forgotten when told, when idle too long, or when too many others ended.
+        watcher.failure = failureOf(err);
+        events.clear();
+        this.forgetFailedBeyond(sandboxId);
       })
       .finally(release);
     return id;
+  }
+
+  /** Keeps at most FAILED_PER_SANDBOX ended watches of the sandbox (the oldest are forgotten). */
+  private forgetFailedBeyond(sandboxId: string): void {
+    const failed = [...this.polled].filter(([, w]) => w.sandboxId === sandboxId && w.failure);
+    for (const [key] of failed.slice(0, Math.max(0, failed.length - FAILED_PER_SANDBOX))) this.polled.delete(key);
+  }
+
+  /** Stops and forgets every polled watcher not asked for `idleMs` (as of `now`). */
+  expire(now: number): void {
+    for (const [key, watcher] of this.polled) {
+      if (now - watcher.askedAt < this.limits.idleMs) continue;
+      this.forget(key, watcher);
+    }
+  }
+
+  private forget(key: string, watcher: Polled): void {
+    this.polled.delete(key);
+    watcher.controller.abort();
+    watcher.events.clear();
   }
 
   /** The sandbox's polled watcher `id`, else not_found (another sandbox's is not found either). */
@@ -227,22 +320,34 @@ export class Watchers {
       this.polled.delete(key);
       throw watcher.failure;
     }
-    return watcher.events.splice(0);
+    watcher.askedAt = Date.now();
+    return watcher.events.take().events;
   }
 
   /** RemoveWatcher: stops the watch (its slot is free once its current listing, if any, is done). */
   remove(sandboxId: string, id: unknown): void {
     const [key, watcher] = this.polledOf(sandboxId, id);
-    this.polled.delete(key);
-    watcher.controller.abort();
+    this.forget(key, watcher);
   }
 
   /** A sandbox ended: its polled watchers stop and are forgotten. */
   dropSandbox(sandboxId: string): void {
-    for (const [key, watcher] of this.polled) {
-      if (watcher.sandboxId !== sandboxId) continue;
-      this.polled.delete(key);
-      watcher.controller.abort();
+    for (const [key, watcher] of this.polled) if (watcher.sandboxId === sandboxId) this.forget(key, watcher);
+  }
+
+  /** What the polled watchers hold now, for the metrics: records (live or ended), events and their bytes. */
+  held(): { records: number; events: number; bytes: number } {
+    let events = 0;
+    let bytes = 0;
+    for (const w of this.polled.values()) {
+      events += w.events.length;
+      bytes += w.events.bytes;
     }
+    return { records: this.polled.size, events, bytes };
+  }
+
+  /** Stops the idle sweep (the service is closing). */
+  close(): void {
+    clearInterval(this.sweeper);
   }
 }

@@ -3,7 +3,7 @@
 // them): the addresses and subnets of its interfaces, and every gateway in its routing tables.
 import fs from "node:fs";
 import os from "node:os";
-import { networkOf } from "./policy.js";
+import { addressKey, networkOf } from "./policy.js";
 
 /**
  * Subnets wider than these count by their address alone: an interface configured with a /0 (or
@@ -54,12 +54,15 @@ export function hostRanges(
   const out = new Set<string>();
   const add = (address: string, prefix?: number) => {
     const plain = address.replace(/%.*$/, "");
+    const key = addressKey(plain);
+    if (!key) return;
     const host = networkOf(plain, 128);
     if (host) out.add(host);
     if (prefix === undefined) return;
-    const family = plain.includes(":") && !/^::ffff:\d/i.test(plain) ? 6 : 4;
-    if (prefix >= MIN_PREFIX[family]) {
-      const subnet = networkOf(plain, prefix);
+    // An IPv6 form carrying an IPv4 address counts as that address: its prefix loses the 96 bits before it.
+    const bits = key.family === 4 && plain.includes(":") ? prefix - 96 : prefix;
+    if (bits >= MIN_PREFIX[key.family]) {
+      const subnet = networkOf(plain, bits);
       if (subnet) out.add(subnet);
     }
   };

@@ -155,13 +155,22 @@ function fromBits(bits: bigint, family: 4 | 6): string {
   return `${groups.slice(0, best).join(":")}::${groups.slice(best + bestLen).join(":")}`;
 }
 
-/** An address as (family, bits); an IPv4-mapped IPv6 address (::ffff:a.b.c.d) counts as the IPv4 one. */
+/**
+ * The /96 prefixes of IPv6 forms that carry an IPv4 address in their last 32 bits, whatever their
+ * spelling (`::ffff:127.0.0.1`, `::ffff:7f00:1`, `[::127.0.0.1]`, `::ffff:0:7f00:1`): IPv4-mapped
+ * (::ffff:0:0/96), IPv4-compatible (::/96, deprecated but still routed by some stacks) and
+ * IPv4-translated (::ffff:0:0:0/96, SIIT). Each is the IPv4 address it carries, for every rule.
+ */
+const EMBEDS_IPV4 = [0xffffn, 0n, 0xffff0000n];
+
+/** An address as (family, bits); an IPv6 form that carries an IPv4 address (EMBEDS_IPV4) counts as that IPv4 one. */
 export function addressKey(address: string): { family: 4 | 6; bits: bigint } | undefined {
   const family = net.isIP(address);
   if (family === 0) return undefined;
   const bits = toBits(address.toLowerCase(), family as 4 | 6);
   if (bits === undefined) return undefined;
-  if (family === 6 && bits >> 32n === 0xffffn) return { family: 4, bits: bits & 0xffffffffn };
+  // `::` and `::1` stay IPv6 (unspecified and loopback, special either way).
+  if (family === 6 && bits > 1n && EMBEDS_IPV4.includes(bits >> 32n)) return { family: 4, bits: bits & 0xffffffffn };
   return { family: family as 4 | 6, bits };
 }
 
@@ -204,6 +213,7 @@ export const SPECIAL_RANGES = [
   "::/128",
   "::1/128",
   "64:ff9b::/96", // NAT64: may embed any of the above
+  "64:ff9b:1::/48", // local-use NAT64 (RFC 8215): the same
   "fc00::/7", // unique local
   "fe80::/10", // link-local
   "ff00::/8", // multicast

@@ -8,7 +8,7 @@ import os from "node:os";
 import path from "node:path";
 import type { PrivateNetwork } from "./netns.js";
 import { startRedis, type TestRedis } from "./redis.js";
-import { removeWorkspaces, type ServerOptions, startNode, type TestServer } from "./server.js";
+import { freePort, removeWorkspaces, type ServerOptions, startNode, type TestServer } from "./server.js";
 
 export interface TestCluster {
   redis: TestRedis;
@@ -18,6 +18,8 @@ export interface TestCluster {
   secret: string;
   /** The nodes started so far, in order. */
   readonly nodes: readonly TestServer[];
+  /** Where a node's internal listener is (the nodes' own routes, /v1/internal/*: never on its public port). */
+  internalUrl(node: TestServer): string;
   /** Starts a node (one after the other: the first one creates the shared database's tables), on `port` if given. */
   node(id: string, roles: "api" | "executor" | "both", env?: Record<string, string>, port?: number): Promise<TestServer>;
   /** SIGTERM to every node, then Redis; keeps the database and the nodes' data dirs (see `dir`). */
@@ -51,8 +53,9 @@ export async function startCluster(opts: {
   const dbDir = opts.dir ?? fs.mkdtempSync(path.join(os.tmpdir(), "agentbox-cluster-db-"));
   const key = opts.key ?? `test_${crypto.randomBytes(12).toString("hex")}`;
   const adminKey = opts.adminKey ?? `testadmin_${crypto.randomBytes(16).toString("hex")}`;
-  const secret = crypto.randomBytes(24).toString("hex");
+  const secret = crypto.randomBytes(32).toString("base64");
   const nodes: TestServer[] = [];
+  const internalUrls = new Map<TestServer, string>();
   const stopRedis = async () => {
     // Stopped already by an earlier stop() or crash(): nothing to do.
     if (redis.process.exitCode === null && redis.process.signalCode === null) await redis.stop();
@@ -63,6 +66,11 @@ export async function startCluster(opts: {
     adminKey,
     secret,
     nodes,
+    internalUrl(node) {
+      const url = internalUrls.get(node);
+      if (!url) throw new Error("not a node of this cluster");
+      return url;
+    },
     async node(id, roles, env = {}, port) {
       const slot = nodes.length;
       const place = network ? { host: network.nodes[slot]?.address as string, wrap: network.enter(slot) } : {};
@@ -72,6 +80,7 @@ export async function startCluster(opts: {
             workspaceDir: path.join(opts.workspaceDir ?? path.join("/run/agentbox-test", path.basename(opts.dir)), id),
           }
         : {};
+      const internalPort = env.AGENTBOX_INTERNAL_PORT ?? String(await freePort());
       const node = await startNode({
         key,
         port,
@@ -84,6 +93,7 @@ export async function startCluster(opts: {
           ...(opts.databaseUrl ? { AGENTBOX_DATABASE_URL: opts.databaseUrl } : { AGENTBOX_DATABASE_FILE: path.join(dbDir, "agentbox.db") }),
           AGENTBOX_REDIS_URL: redis.url,
           AGENTBOX_CLUSTER_SECRET: secret,
+          AGENTBOX_INTERNAL_PORT: internalPort,
           AGENTBOX_NODE_ID: id,
           AGENTBOX_NODE_ROLES: roles,
           AGENTBOX_NODE_LEASE_MS: String(opts.leaseMs),
@@ -92,6 +102,7 @@ export async function startCluster(opts: {
         },
       });
       nodes.push(node);
+      internalUrls.set(node, `http://${place.host ?? "127.0.0.1"}:${env.AGENTBOX_INTERNAL_PORT ?? internalPort}`);
       return node;
     },
     async stop() {

@@ -4,17 +4,17 @@
 import assert from "node:assert/strict";
 import { after, before } from "node:test";
 import { Sandbox } from "e2b";
-import { startServer, type TestServer } from "./server.js";
+import { type ServerOptions, startServer, type TestServer } from "./server.js";
 
 /**
  * Starts the service before the file's tests and points E2B_API_URL, E2B_SANDBOX_URL and
  * E2B_API_KEY at it; after them, kills every sandbox pushed onto `sandboxes` and stops it.
  */
-export function e2bService(): { server: TestServer; sandboxes: string[] } {
+export function e2bService(opts: ServerOptions = {}): { server: TestServer; sandboxes: string[] } {
   // `server` is set by before(), which runs ahead of every test that reads it.
   const ctx = { server: undefined as unknown as TestServer, sandboxes: [] as string[] };
   before(async () => {
-    ctx.server = await startServer();
+    ctx.server = await startServer(opts);
     process.env.E2B_API_URL = `${ctx.server.url}/e2b`;
     process.env.E2B_SANDBOX_URL = `${ctx.server.url}/e2b`;
     process.env.E2B_API_KEY = ctx.server.key;

@@ -170,6 +170,7 @@ test("channel: a signed request verifies for its method and path, within the tim
   assert.equal(verify("s3cret", headers, "GET", "/v1/agents/sandboxes/x/code/run", now), "invalid");
   assert.equal(verify("s3cret", headers, "POST", "/v1/agents/sandboxes/y/code/run", now), "invalid");
   assert.equal(verify("s3cret", headers, "POST", "/v1/agents/sandboxes/x/code/run", now + 120_000), "invalid");
+  assert.equal(verify("s3cret", headers, "POST", "/v1/agents/sandboxes/x/code/run", now + 11_000), "invalid", "the window is 10 s");
   assert.equal(verify("s3cret", {}, "POST", "/", now), "none");
   assert.equal(verify("s3cret", { "x-agentbox-node": "a" }, "POST", "/", now), "invalid");
 });
@@ -197,27 +198,52 @@ test("targets: the sandbox of native, operator and E2B routes (path or E2b-Sandb
   assert.equal(of("GET", "/v1/agents/sandboxes/%E0%A4%A/files"), undefined);
 });
 
-test("channel: a node's signatures are reused for a second, and a checked one is accepted again exactly as verify() would", () => {
+test("channel: every signed request has its own nonce, and an owner takes a signed request once (a replay is refused)", () => {
   const now = 1_700_000_000_000;
   const run = "/v1/agents/sandboxes/x/code/run";
   const a = new ChannelAuth("s3cret", "node-a");
   const first = a.sign("POST", run, now);
-  assert.equal(a.sign("POST", run, now + 999), first, "reused within a second");
-  assert.notDeepEqual(a.sign("POST", run, now + 1000), first, "signed anew after");
-  assert.notDeepEqual(a.sign("GET", run, now), first, "per request line");
-  assert.deepEqual(first, sign("s3cret", "node-a", "POST", run, now), "the same signature as the plain function");
+  const second = a.sign("POST", run, now);
+  assert.notEqual(first["x-agentbox-node-nonce"], second["x-agentbox-node-nonce"], "a new nonce per request");
+  assert.match(first["x-agentbox-node-nonce"] as string, /^[A-Za-z0-9_-]{22}$/);
 
   const owner = new ChannelAuth("s3cret", "node-b");
-  for (let i = 0; i < 2; i++) {
-    // Checked, then from the cache: the same answers both times.
-    assert.equal(owner.verify(first, "POST", run, now + 1000), "valid");
-    assert.equal(owner.verify(first, "POST", "/v1/agents/sandboxes/y/code/run", now), "invalid");
-    assert.equal(owner.verify(first, "GET", run, now), "invalid");
-    assert.equal(owner.verify(first, "POST", run, now + 120_000), "invalid", "out of the window even once checked");
-    assert.equal(owner.verify({ ...first, "x-agentbox-node": "node-c" }, "POST", run, now), "invalid");
-  }
-  assert.equal(new ChannelAuth("other", "node-b").verify(first, "POST", run, now), "invalid");
+  assert.equal(owner.verify(first, "POST", run, now + 1000), "valid");
+  // The same request's headers checked again on its way (the relay, then the hook): the same answer.
+  assert.equal(owner.verify(first, "POST", run, now + 1000), "valid");
+  // The same headers sent again (a new request, a copy of them): refused, however often.
+  for (let i = 0; i < 3; i++) assert.equal(owner.verify({ ...first }, "POST", run, now + 2000), "invalid", "a replay");
+  assert.equal(owner.verify({ ...second }, "POST", run, now + 2000), "valid", "another request of the same line is its own");
+  // Still refused much later (another generation of nonces), and out of the window anyway.
+  assert.equal(owner.verify({ ...first }, "POST", run, now + 9_000), "invalid");
+  assert.equal(owner.verify({ ...first }, "POST", run, now + 25_000), "invalid");
+
+  const fresh = () => a.sign("POST", run, now);
+  assert.equal(owner.verify(fresh(), "POST", "/v1/agents/sandboxes/y/code/run", now), "invalid");
+  assert.equal(owner.verify(fresh(), "GET", run, now), "invalid");
+  assert.equal(owner.verify(fresh(), "POST", run, now + 11_000), "invalid", "the window is 10 s");
+  assert.equal(owner.verify({ ...fresh(), "x-agentbox-node": "node-c" }, "POST", run, now), "invalid");
+  assert.equal(owner.verify({ ...fresh(), "x-agentbox-node-nonce": "A".repeat(22) }, "POST", run, now), "invalid", "the nonce is signed");
+  const { "x-agentbox-node-nonce": _, ...noNonce } = fresh();
+  assert.equal(owner.verify(noNonce, "POST", run, now), "invalid", "a nonce is required");
+  assert.equal(new ChannelAuth("other", "node-b").verify(fresh(), "POST", run, now), "invalid");
   assert.equal(owner.verify({}, "POST", "/", now), "none");
+
+  // The client's Host travels signed: another origin, or one added to a request signed without, is refused.
+  const withHost = a.sign("GET", "/v1/agents/sandboxes/x/ports/8000/", now, "x.example");
+  assert.equal(withHost["x-agentbox-origin-host"], "x.example");
+  assert.equal(
+    owner.verify({ ...withHost, "x-agentbox-origin-host": "evil.example" }, "GET", "/v1/agents/sandboxes/x/ports/8000/", now),
+    "invalid",
+  );
+  assert.equal(owner.verify({ ...fresh(), "x-agentbox-origin-host": "evil.example" }, "POST", run, now), "invalid");
+  assert.equal(owner.verify(withHost, "GET", "/v1/agents/sandboxes/x/ports/8000/", now), "valid");
+
+  // Bounded: past its nonces per generation, an owner refuses new signed requests until the next swap.
+  const small = new ChannelAuth("s3cret", "node-b", 2);
+  assert.equal(small.verify(fresh(), "POST", run, now), "valid");
+  assert.equal(small.verify(fresh(), "POST", run, now), "valid");
+  assert.equal(small.verify(fresh(), "POST", run, now), "invalid");
 });
 
 test("targets: a deployment's status and delete name it, a create is placed, the list is neither", () => {

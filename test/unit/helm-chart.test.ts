@@ -114,6 +114,10 @@ function assertEssentials(objects: RenderedObject[], values: Values): void {
     const names = c.env?.map((e) => e.name) ?? [];
     assert.ok(names.indexOf("AGENTBOX_POD_IP") < names.indexOf("AGENTBOX_NODE_URL"), "the pod IP is defined before the URL using it");
     assert.match(env(c, "AGENTBOX_NODE_URL")?.value ?? "", /^http:\/\/\$\(AGENTBOX_POD_IP\):\d+$/);
+    // The internal routes on their own port of the pod's address, advertised as such.
+    assert.equal(env(c, "AGENTBOX_INTERNAL_HOST")?.value, "$(AGENTBOX_POD_IP)");
+    assert.equal(env(c, "AGENTBOX_INTERNAL_URL")?.value, `http://$(AGENTBOX_POD_IP):${env(c, "AGENTBOX_INTERNAL_PORT")?.value}`);
+    assert.notEqual(env(c, "AGENTBOX_INTERNAL_PORT")?.value, env(c, "AGENTBOX_PORT")?.value);
     for (const [variable, ref] of [
       ["AGENTBOX_DATABASE_URL", secrets.databaseUrl],
       ["AGENTBOX_REDIS_URL", secrets.redisUrl],

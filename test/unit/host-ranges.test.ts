@@ -79,3 +79,18 @@ test("with an allow list, only names it lists are looked up; address ranges admi
   assert.equal(new PolicyMatcher(policy({ internetAccess: true })).decideByName("anything.example"), undefined);
   assert.equal(new PolicyMatcher(policy({})).decideByName("anything.example")?.allowed, false);
 });
+
+test("the host's addresses in an IPv6 form carrying IPv4 (compatible, mapped, translated) are refused as the IPv4 ones", () => {
+  const ranges = hostRanges(INTERFACES, ROUTE, ROUTE6);
+  const m = new PolicyMatcher(policy({ internetAccess: true }), [], [], ranges);
+  const isPrivate = privateAddressCheck(ranges);
+  for (const a of ["::203.0.113.10", "::ffff:0:203.0.113.1", "::ffff:cb00:7101", "::cb00:71c8", "::127.0.0.1", "::ffff:0:7f00:1"]) {
+    assert.equal(m.decide(a, [a]).allowed, false, a);
+    assert.equal(isPrivate(a), true, a);
+  }
+  // An interface given in the mapped form counts as its IPv4 address and subnet (the prefix less 96).
+  assert.deepEqual(hostRanges({ eth1: [iface("::ffff:198.51.100.9", "::ffff:198.51.100.9/120", "IPv6")] }, "", "").sort(), [
+    "198.51.100.0/24",
+    "198.51.100.9/32",
+  ]);
+});

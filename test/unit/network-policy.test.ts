@@ -105,3 +105,32 @@ test("addressKey", () => {
   assert.deepEqual(addressKey("::ffff:0102:0304"), { family: 4, bits: 0x01020304n });
   assert.equal(addressKey("nope"), undefined);
 });
+
+test("IPv6 forms that carry an IPv4 address, in any spelling, are that address: loopback and private ones refused", () => {
+  const m = new PolicyMatcher(policy({ internetAccess: true }));
+  for (const a of [
+    "::127.0.0.1", // IPv4-compatible
+    "::7f00:1",
+    "0:0:0:0:0:0:127.0.0.1",
+    "::ffff:0:7f00:1", // IPv4-translated (SIIT)
+    "::ffff:0:127.0.0.1",
+    "0000:0000:0000:0000:ffff:0000:7f00:0001",
+    "::FFFF:7F00:1", // IPv4-mapped, upper case
+    "::10.1.2.3",
+    "::ffff:0:a9fe:a9fe", // 169.254.169.254
+    "::ffff:0:c0a8:101", // 192.168.1.1
+    "64:ff9b:1::7f00:1", // local-use NAT64
+  ]) {
+    const d = m.decide(a, [a]);
+    assert.equal(d.allowed, false, a);
+    assert.match(d.reason, /never reachable/, a);
+  }
+  assert.deepEqual(addressKey("::127.0.0.1"), { family: 4, bits: 0x7f000001n });
+  assert.deepEqual(addressKey("::ffff:0:7f00:1"), { family: 4, bits: 0x7f000001n });
+  assert.deepEqual(addressKey("::1"), { family: 6, bits: 1n }, "loopback stays IPv6");
+  // The v4 rules apply to them as to the plain address, allow as deny.
+  const allow = new PolicyMatcher(policy({ allowOut: [`${PUBLIC_V4}/32`] }));
+  assert.equal(allow.decide(`::${PUBLIC_V4}`, [`::${PUBLIC_V4}`]).allowed, true);
+  const deny = new PolicyMatcher(policy({ internetAccess: true, denyOut: [`${PUBLIC_V4}/32`] }));
+  assert.equal(deny.decide("x", [`::ffff:0:${PUBLIC_V4}`]).allowed, false);
+});

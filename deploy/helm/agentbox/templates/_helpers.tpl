@@ -31,7 +31,8 @@ app.kubernetes.io/name: "agentbox", app.kubernetes.io/instance: {{ printf "%q" .
 {{- /*
 The environment both roles share, as items of containers[0].env (12 spaces deep). Node identity:
 AGENTBOX_NODE_URL is the pod's own address, where other nodes forward requests for its sandboxes
-(an address, not a DNS name, so a forwarded request costs no lookup).
+(an address, not a DNS name, so a forwarded request costs no lookup); the nodes' own routes
+(/v1/internal/*) listen on the pod's address at internalPort, never on the public port.
 */ -}}
 {{- define "agentbox.env" }}
             - name: AGENTBOX_HOST
@@ -50,6 +51,12 @@ AGENTBOX_NODE_URL is the pod's own address, where other nodes forward requests f
                   fieldPath: status.podIP
             - name: AGENTBOX_NODE_URL
               value: {{ printf "http://$(AGENTBOX_POD_IP):%v" .Values.port | printf "%q" }}
+            - name: AGENTBOX_INTERNAL_HOST
+              value: "$(AGENTBOX_POD_IP)"
+            - name: AGENTBOX_INTERNAL_PORT
+              value: {{ printf "%v" .Values.internalPort | printf "%q" }}
+            - name: AGENTBOX_INTERNAL_URL
+              value: {{ printf "http://$(AGENTBOX_POD_IP):%v" .Values.internalPort | printf "%q" }}
             - name: AGENTBOX_DATABASE_URL
               valueFrom:
                 secretKeyRef:

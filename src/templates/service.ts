@@ -19,13 +19,14 @@ import type { SnapshotFiles } from "../sandbox/snapshots.js";
 import type { Template } from "../sandbox/templates.js";
 import type { BuildLog } from "./build-log.js";
 import { BuildLogs } from "./build-logs.js";
+import { BuildCgroup } from "./build-cgroup.js";
 import { FairQueue } from "./build-queue.js";
 import { warmBytecode } from "./bytecode.js";
 import { type CopyPart, contentDigest, CopyError, packTree, receiveFile, requestCopy, type TemplatePeers, unpackTree } from "./copies.js";
 import { pullImage, type RegistryAuth, ToolError } from "./pull.js";
 import { type StagePlan as DockerfileStage, readContext, translateDockerfile } from "./dockerfile.js";
 import { checkAllowed, type ImageRef, parseImageRef } from "./reference.js";
-import type { RootfsStore } from "./rootfs.js";
+import type { RootfsStore, TreeLimits } from "./rootfs.js";
 import type { TemplateSettings } from "./settings.js";
 import { checkSteps, runSteps, type Step } from "./steps.js";
 import type { BuildRecord, TemplateFiles, TemplateRecord, TemplateStore } from "./store.js";
@@ -120,6 +121,8 @@ interface StageContext {
   network?: NetworkPolicy;
   /** Connections the build's network refused (`host:port (why)`), for the build's error. */
   refused: string[];
+  /** The build's memory group for its host-side work (absent: the host would not make one). */
+  group?: BuildCgroup;
 }
 
 /** What a build does, checked before anything is recorded. */
@@ -269,6 +272,7 @@ export class TemplateService {
     }
     await this.d.rootfs.sweepBuilds((dir) => exec("umount", ["-l", dir]).then(() => {}));
     await this.logs.sweep(true);
+    await BuildCgroup.sweep(this.d.settings.dir).catch((err) => this.d.log({ err }, "template build cgroups not swept"));
     const used = new Set(await this.d.store.allRootfs());
     for (const digest of this.d.rootfs.existing()) if (!used.has(digest)) await this.d.rootfs.remove(digest);
     await this.d.homes.sweep(async (id) => (await this.d.store.template(id))?.home != null);
@@ -396,7 +400,7 @@ export class TemplateService {
       if (want === undefined) throw new CopyError(`node ${peer.id} recorded no content digest for the root filesystem`);
       const got = await contentDigest(staging);
       if (got !== want) throw new CopyError(`the root filesystem from node ${peer.id} does not match its content digest`);
-      await this.d.rootfs.adopt(staging, rootfs, maxBytes);
+      await this.d.rootfs.adopt(staging, rootfs, this.treeLimits());
     } finally {
       await fs.promises.rm(staging, { recursive: true, force: true });
     }
@@ -787,6 +791,20 @@ export class TemplateService {
     };
   }
 
+  /** Host commands of a build's steps, in its memory group; the limit is the layer's size plus the tools' headroom. */
+  private hostWork(group: BuildCgroup) {
+    const headroomMb = this.d.settings.buildMemoryHeadroomMb;
+    return {
+      run: (file: string, args: string[], signal: AbortSignal) => group.run(file, args, signal),
+      limitMb: (mb: number) => group.limitMb(mb + headroomMb).catch(() => {}),
+    };
+  }
+
+  /** What a template's root filesystem may take on disk: bytes and files. */
+  private treeLimits(): TreeLimits {
+    return { maxBytes: this.d.settings.maxRootfsMb * 2 ** 20, maxFiles: this.d.settings.maxFiles };
+  }
+
   private templateLimits(input: BuildInput): Pick<TemplateRecord, "vcpuCount" | "memoryMb" | "diskMb"> {
     const { cpus, memoryMb, diskMb } = this.d.limits;
     const check = (name: string, value: number | undefined, max: number, setting: string) => {
@@ -851,6 +869,8 @@ export class TemplateService {
         uid: s.buildUid,
         maxImageBytes: s.maxImageMb * 2 ** 20,
         maxFileBytes: s.maxRootfsMb * 2 ** 20,
+        maxFiles: s.maxFiles,
+        ...(c.group ? { cgroup: c.group } : {}),
         signal: c.deadline,
         log: (line) => c.log.add(line),
         progress: (p) => {
@@ -858,7 +878,7 @@ export class TemplateService {
         },
       });
       c.log.add(`checking and storing the root filesystem sha256:${pulled.digest}`);
-      python = await this.d.rootfs.adopt(pulled.tree, pulled.digest, s.maxRootfsMb * 2 ** 20);
+      python = await this.d.rootfs.adopt(pulled.tree, pulled.digest, this.treeLimits());
       digest = pulled.digest;
       c.transient.push(digest);
     } else if (stage.fromStage !== undefined) {
@@ -878,6 +898,8 @@ export class TemplateService {
       out: path.join(c.work, `steps-rootfs-${index}`),
       limits: { ...this.d.limits, cpus: c.t.vcpuCount, memoryMb: c.t.memoryMb },
       diskMb: c.t.diskMb,
+      maxFiles: s.maxFiles,
+      ...(c.group ? { host: this.hostWork(c.group) } : {}),
       deadline: c.deadline,
       deadlineAt: c.deadlineAt,
       startBox: (prepare) => this.buildBox(prepare, c),
@@ -893,7 +915,7 @@ export class TemplateService {
       .update(JSON.stringify([digest, stage.steps, c.b.id, index]))
       .digest("hex");
     c.log.add(`checking and storing the new root filesystem sha256:${made}`);
-    const madePython = await this.d.rootfs.adopt(tree, made, s.maxRootfsMb * 2 ** 20);
+    const madePython = await this.d.rootfs.adopt(tree, made, this.treeLimits());
     if (!last) c.transient.push(made);
     return { digest: made, python: madePython };
   }
@@ -907,10 +929,10 @@ export class TemplateService {
     try {
       const { box, release } = this.killedOnAbort(
         await this.d.buildBox(async () => ({
-        id: "build",
-        root: { dir: root, python },
-        limits: { ...this.d.limits, cpus: c.t.vcpuCount, memoryMb: c.t.memoryMb },
-        envVars: {},
+          id: "build",
+          root: { dir: root, python },
+          limits: { ...this.d.limits, cpus: c.t.vcpuCount, memoryMb: c.t.memoryMb },
+          envVars: {},
         })),
         c.deadline,
       );
@@ -976,6 +998,23 @@ export class TemplateService {
     };
   }
 
+  /**
+   * The build's memory group for its host-side work (./build-cgroup.ts), limited to the largest
+   * layer it may make plus headroom until its steps know their base's size; none (said in its log)
+   * where the host does not let the service make one.
+   */
+  private async buildGroup(t: TemplateRecord, b: BuildRecord, log: BuildLog): Promise<BuildCgroup | undefined> {
+    const s = this.d.settings;
+    try {
+      return await BuildCgroup.create(s.dir, b.id, (s.maxRootfsMb + t.diskMb + s.buildMemoryHeadroomMb) * 2 ** 20);
+    } catch (err) {
+      log.add(
+        `no memory cgroup of the build's own (${String((err as Error)?.message ?? err).slice(0, 200)}): its host-side work runs in the service's`,
+      );
+      return undefined;
+    }
+  }
+
   /** Runs the build; `deadline` is aborted at its deadline or by a cancel (its reason says which). */
   private async run(t: TemplateRecord, b: BuildRecord, log: BuildLog, plan: Plan, deadline: AbortController): Promise<void> {
     const s = this.d.settings;
@@ -988,11 +1027,13 @@ export class TemplateService {
     /** Root filesystems this build made or pulled only as a base or an earlier stage: removed at its end unless a template uses them. */
     const transient: string[] = [];
     const refused: string[] = [];
+    let group: BuildCgroup | undefined;
     try {
       // Cancelled between leaving the queue and starting.
       if (deadline.signal.aborted) throw deadline.signal.reason;
       await this.update(b, { status: "running", phase: "preparing", progress: 5, startedAt: new Date().toISOString() });
       const work = await this.d.rootfs.workDir(b.id, s.buildUid);
+      group = await this.buildGroup(t, b, log);
       // The tenant's templates this build stands on, here (fetched from another node if need be).
       for (const st of [plan, ...(plan.stages ?? [])]) if (st.base) await this.ensureFiles(st.base, st.base.name);
       if (plan.base?.home) await this.d.homes.link(plan.base.id, t.id);
@@ -1006,6 +1047,7 @@ export class TemplateService {
         transient,
         refused,
         ...(plan.network ? { network: plan.network } : {}),
+        ...(group ? { group } : {}),
       };
       // A multi-stage Dockerfile's earlier stages first, each on its own base; their roots are
       // what later stages build on or copy from.
@@ -1051,6 +1093,11 @@ export class TemplateService {
         if ((await this.d.store.rootfsUsers(digest).catch(() => 1)) === 0) await this.d.rootfs.remove(digest).catch(() => {});
       }
       await this.d.rootfs.removeWork(b.id).catch(() => {});
+      if (group) {
+        const peak = await group.peakBytes();
+        log.add(`the build's host-side work peaked at ${Math.ceil(peak / 2 ** 20)} MiB in its own memory cgroup`);
+        await group.destroy().catch((err) => this.d.log({ err, build_id: b.id }, "template build cgroup not removed"));
+      }
       await this.logs.ended(b.id);
     }
   }

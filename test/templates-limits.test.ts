@@ -111,9 +111,10 @@ const skip = !haveImageTools && "skopeo, umoci or docker-registry missing";
 
 describe("the build queue: a tenant's share, fairness and cancel", { skip }, () => {
   test("a tenant's builds past its cap are 429; another tenant's starts before its waiting ones; DELETE cancels a running and a waiting build", async () => {
-    // A's first build runs a step that sleeps (a marker no other test's process has).
-    const marker = "sleep 47.25";
-    const a1 = await start(call, { name: "a1", template_id: baseId, build_steps: [{ type: "run", args: [marker] }] });
+    // A's first build runs a step that sleeps (the image has python, no sleep; a marker no other test's process has).
+    const marker = "time.sleep.47.25";
+    const step = { type: "run", args: ["python3 -c 'import time; time.sleep(47.25)'"] };
+    const a1 = await start(call, { name: "a1", template_id: baseId, build_steps: [step] });
     await until("a1's step runs", () => running(marker), 60_000);
     const a2 = await start(call, { name: "a2", docker_image: images.bare });
     // A holds its share (one running, one waiting): its next is refused, clearly.
@@ -176,7 +177,10 @@ describe("build logs", { skip }, () => {
     assert.equal(lines[0]?.n, -1);
     assert.match(lines[0]?.line ?? "", /^\[\d+ earlier line\(s\), \d+ bytes, not kept: .*16 KiB \(AGENTBOX_TEMPLATE_LOG_KB\)\]$/);
     assert.ok(lines.length < 400, `${lines.length} lines kept of over 3000`);
-    assert.ok(lines.some((l) => /line 2999 of/.test(l.line)), "the tail is kept");
+    assert.ok(
+      lines.some((l) => /line 2999 of/.test(l.line)),
+      "the tail is kept",
+    );
     assert.match(JSON.stringify(first.at(-1)), /"status":"failed"/);
 
     // Freed from memory once the grace has passed (nothing else builds now).
@@ -205,12 +209,15 @@ describe("file-count and memory limits of builds", { skip }, () => {
     });
     const s = await waitFor(await start(call, { name: "many", docker_image: image }));
     assert.equal(s.status, "failed");
-    assert.match(s.error ?? "", /The image's layers hold more than 20000 files, directories and links, the limit \(AGENTBOX_TEMPLATE_MAX_FILES\)/);
+    assert.match(
+      s.error ?? "",
+      /The image's layers hold more than 20000 files, directories and links, the limit \(AGENTBOX_TEMPLATE_MAX_FILES\)/,
+    );
     assert.equal((await call("DELETE", `/v1/agents/templates/${s.template_id}`)).status, 204);
   });
 
   test("build steps that make more files than the limit fail the build naming it", async () => {
-    const touch = `mkdir /many && cd /many && i=0; while [ $i -lt ${MAX_FILES + 500} ]; do : > f$i; i=$((i+1)); done`;
+    const touch = `cd /opt/marker && i=0; while [ $i -lt ${MAX_FILES + 500} ]; do : > f$i || exit 1; i=$((i+1)); done`;
     const s = await waitFor(await start(call, { name: "many-steps", template_id: baseId, build_steps: [{ type: "run", args: [touch] }] }));
     assert.equal(s.status, "failed");
     assert.match(s.error ?? "", /step 1 \(run\): the build's result holds more than 20000 files.*\(AGENTBOX_TEMPLATE_MAX_FILES\)/);

@@ -143,7 +143,7 @@ async function checkEntries(o: PullOptions, layout: string, manifestHex: string)
       { ...o, cwd: o.work, capture: true },
     );
     total += Number(count.trim()) || 0;
-    if (total > o.maxFiles) throw tooManyFiles(o.maxFiles, "The image's layers");
+    if (total > o.maxFiles) throw tooManyFiles(o.maxFiles, "The image's layers hold");
   }
   o.log(`the layers hold ${total} entries (the limit: ${o.maxFiles})`);
 }

@@ -114,10 +114,10 @@ export interface TreeLimits {
 }
 
 /** The error of a tree over its file count. */
-export function tooManyFiles(maxFiles: number, what = "The root filesystem"): ApiError {
+export function tooManyFiles(maxFiles: number, whatHolds = "The root filesystem holds"): ApiError {
   return new ApiError(
     "invalid_request",
-    `${what} holds more than ${maxFiles} files, directories and links, the limit (AGENTBOX_TEMPLATE_MAX_FILES)`,
+    `${whatHolds} more than ${maxFiles} files, directories and links, the limit (AGENTBOX_TEMPLATE_MAX_FILES)`,
   );
 }
 

@@ -179,7 +179,7 @@ export async function runSteps(o: StepRunOptions): Promise<string> {
           await runStep(box, step, label, o);
         } catch (err) {
           // Out of inodes on the copy: the file limit is why, whatever the step's own words.
-          if ((await filesLeft(o.layerDir)) === 0) throw tooManyFiles(o.maxFiles, `${label}: the build's result`);
+          if ((await filesLeft(o.layerDir)) === 0) throw tooManyFiles(o.maxFiles, `${label}: the build's result holds`);
           throw err;
         }
         o.progress(50 + Math.round((30 * (i + 1)) / o.steps.length));

@@ -2,10 +2,13 @@
 // waits and runs and for a grace period after, for late readers; at its end written to the node's
 // disk (as bounded) so the logs route still serves it once the memory copy is freed; and both gone
 // when its template is deleted. A log file whose build has no record any more (its template was
-// deleted on another node of a cluster) is swept at start and after each build's end.
+// deleted on another node of a cluster) is swept at start and after a build's end (at most every
+// SWEEP_EVERY_MS: each file is a lookup in the records).
 import fs from "node:fs";
 import path from "node:path";
 import { BuildLog, type SavedLog } from "./build-log.js";
+
+const SWEEP_EVERY_MS = 10 * 60_000;
 
 interface Held {
   log: BuildLog;
@@ -16,6 +19,7 @@ interface Held {
 
 export class BuildLogs {
   private readonly held = new Map<string, Held>();
+  private lastSweep = 0;
 
   constructor(
     private readonly o: {
@@ -72,7 +76,7 @@ export class BuildLogs {
       if (this.held.get(buildId) === h) this.held.delete(buildId);
     }, this.o.graceMs);
     h.timer.unref();
-    await this.sweep();
+    if (Date.now() - this.lastSweep > SWEEP_EVERY_MS) await this.sweep();
   }
 
   /** The build's log: the memory copy, else the saved one; undefined when neither is here. */
@@ -107,6 +111,7 @@ export class BuildLogs {
 
   /** Removes log files of builds without a record; `atStart`: leftovers of an interrupted save too. */
   async sweep(atStart = false): Promise<void> {
+    this.lastSweep = Date.now();
     let names: string[];
     try {
       names = await fs.promises.readdir(this.o.dir);

@@ -949,8 +949,9 @@ export class TemplateService {
   }
 
   /**
-   * A build sandbox released (its processes killed) as soon as the build is aborted (a cancel, its
-   * deadline), so a step running in it ends then; released once, whoever asks first.
+   * A build sandbox released (its processes killed) as soon as the build is cancelled, so a step
+   * running in it ends then; released once, whoever asks first. At the build's deadline a step's
+   * own timeout (the time left) ends it and names the deadline.
    */
   private killedOnAbort(started: { box: Box; release(): Promise<void> }, signal: AbortSignal) {
     let released: Promise<void> | undefined;
@@ -959,7 +960,9 @@ export class TemplateService {
       released ??= started.release();
       return released;
     };
-    const onAbort = () => void release().catch(() => {});
+    const onAbort = () => {
+      if (signal.reason instanceof BuildCancelled) void release().catch(() => {});
+    };
     if (signal.aborted) onAbort();
     else signal.addEventListener("abort", onAbort, { once: true });
     return { box: started.box, release };

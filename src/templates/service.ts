@@ -160,7 +160,7 @@ interface ActiveBuild {
   template: TemplateRecord;
   build: BuildRecord;
   log: BuildLog;
-  /** Aborted at the build's deadline or by a cancel: its tools are killed, its sandbox released. */
+  /** Aborted at the build's deadline or by a cancel: its tools are killed (and on a cancel its sandbox released). */
   abort: AbortController;
   /** Settles once the build has recorded its end and given back what it held. */
   ended: Promise<void>;

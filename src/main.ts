@@ -95,6 +95,7 @@ async function main(): Promise<void> {
     onError: (msg, err) => logger.error({ err }, msg),
   });
   metrics.watchEmbeddings(embeddings);
+  metrics.watchTemplateBuilds(templates);
   const vectorsArea = await openVectors(
     config.dataDir,
     persistence,

@@ -318,5 +318,8 @@ describe("agentbox template", { skip: !haveImageTools && "skopeo, umoci or docke
     const r = runAgent(["template", "build", "-f", dockerfile, "--name", "cli-fail"]);
     assert.equal(r.status, 1);
     assert.match(r.stderr, /build failed: Dockerfile line 2 \(RUN\) failed: exit 4: broken/);
+    const cancel = runAgent(["template", "cancel", "bld_nothing"]);
+    assert.notEqual(cancel.status, 0);
+    assert.match(cancel.stderr, /404: Build 'bld_nothing' does not exist/);
   });
 });

@@ -214,6 +214,8 @@ describe("TypeScript SDK", () => {
       lines.some((l) => l.startsWith("build failed")),
       lines.join("\n"),
     );
+    // An ended build is not cancelled again: the SDK carries the 409.
+    await assert.rejects(ab.templates.cancel(started.build_id), (e: unknown) => e instanceof AgentBoxError && e.code === "conflict");
     await ab.templates.delete(started.template_id);
   });
 

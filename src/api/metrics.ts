@@ -111,6 +111,27 @@ export class Metrics {
     });
   }
 
+  /** Template builds waiting and running on this node, and the build logs it holds in memory, read at each scrape. */
+  watchTemplateBuilds(source: { buildCounts(): { logs: number; logBytes: number; waiting: number; running: number } }): void {
+    const gauge = (name: string, help: string, read: (c: ReturnType<typeof source.buildCounts>) => number) =>
+      new Gauge({
+        name,
+        help,
+        registers: [this.registry],
+        collect() {
+          this.set(read(source.buildCounts()));
+        },
+      });
+    gauge("agentbox_template_builds_waiting", "Template builds waiting on this node, over all tenants", (c) => c.waiting);
+    gauge("agentbox_template_builds_running", "Template builds running on this node", (c) => c.running);
+    gauge(
+      "agentbox_template_build_logs_in_memory",
+      "Build logs this node holds in memory (builds waiting, running, or ended within AGENTBOX_TEMPLATE_LOG_GRACE_S)",
+      (c) => c.logs,
+    );
+    gauge("agentbox_template_build_log_bytes", "What the build logs held in memory cost, in bytes (about)", (c) => c.logBytes);
+  }
+
   /** The built-in embedding model's queue and state, read at each scrape. */
   watchEmbeddings(source: { queuedJobs(): number; modelLoaded(): boolean }): void {
     new Gauge({

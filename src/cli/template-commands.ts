@@ -1,5 +1,5 @@
 // The CLI's template commands: build from a Dockerfile (uploading the files it COPYs from a context
-// directory and following the build's log until it ends), list and delete. Spoken over HTTP with
+// directory and following the build's log until it ends), cancel a build, list and delete. Spoken over HTTP with
 // the API key (the SDK has no template calls yet).
 import fs from "node:fs";
 import path from "node:path";
@@ -10,6 +10,8 @@ import { json, table } from "./format.js";
 export const TEMPLATE_USAGE = `  agentbox template build -f Dockerfile --name NAME [--context DIR] [--json]
       uploads the Dockerfile and the files it COPYs/ADDs from DIR (default: the Dockerfile's directory),
       streams the build's log; exits 1 when the build fails
+  agentbox template cancel BUILD_ID [--json]
+      cancels a build that waits or runs; prints its status once it has ended
   agentbox template list [--json]
   agentbox template delete ID_OR_NAME`;
 
@@ -114,13 +116,19 @@ export async function templateCommand(argv: string[], usageError: (msg: string) 
       );
       return 0;
     }
+    case "cancel": {
+      if (rest.length !== 1) throw usageError("template cancel needs one BUILD_ID");
+      const s = await api<BuildStatus>("DELETE", `/templates/builds/${encodeURIComponent(rest[0] as string)}`);
+      process.stdout.write(values.json ? json(s) : `${s.build_id} ${s.status}\n`);
+      return 0;
+    }
     case "delete": {
       if (rest.length !== 1) throw usageError("template delete needs one ID");
       await api("DELETE", `/templates/${encodeURIComponent(rest[0] as string)}`);
       return 0;
     }
     default:
-      throw usageError("template takes build, list or delete");
+      throw usageError("template takes build, cancel, list or delete");
   }
 }
 

@@ -7,7 +7,9 @@ import { spawn } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import { ApiError } from "../errors.js";
+import type { BuildCgroup } from "./build-cgroup.js";
 import { dockerTransport, type ImageRef } from "./reference.js";
+import { tooManyFiles } from "./rootfs.js";
 
 export interface RegistryAuth {
   username: string;
@@ -24,6 +26,10 @@ export interface PullOptions {
   maxImageBytes: number;
   /** No file of the unpacked tree may be larger (RLIMIT_FSIZE on umoci: a 50 GB sparse file stops at it). */
   maxFileBytes: number;
+  /** The build's memory group, where the tools run (absent: the service's). */
+  cgroup?: BuildCgroup;
+  /** Entries the layers may hold together, counted before anything is unpacked (AGENTBOX_TEMPLATE_MAX_FILES). */
+  maxFiles: number;
   signal: AbortSignal;
   log: (line: string) => void;
   progress: (percent: number) => void;
@@ -45,12 +51,13 @@ export class ToolError extends Error {}
 export function runTool(
   file: string,
   args: string[],
-  opts: { uid: number; cwd: string; signal: AbortSignal; log: (line: string) => void; capture?: boolean },
+  opts: { uid: number; cwd: string; signal: AbortSignal; log: (line: string) => void; capture?: boolean; cgroup?: BuildCgroup },
 ): Promise<string> {
+  // In the build's memory group: joined as root, then dropped to the build uid (BuildCgroup.wrap).
+  const [cmd, argv] = opts.cgroup ? opts.cgroup.wrap(file, args, opts.uid) : [file, args];
   return new Promise((resolve, reject) => {
-    const child = spawn(file, args, {
-      uid: opts.uid,
-      gid: opts.uid,
+    const child = spawn(cmd, argv, {
+      ...(opts.cgroup ? {} : { uid: opts.uid, gid: opts.uid }),
       cwd: opts.cwd,
       env: { PATH: "/usr/bin:/bin", HOME: opts.cwd, XDG_RUNTIME_DIR: opts.cwd, LANG: "C.UTF-8" },
       stdio: ["ignore", "pipe", "pipe"],
@@ -97,6 +104,50 @@ async function layerBytes(o: PullOptions, transportArgs: string[]): Promise<numb
   return (manifest.layers ?? []).reduce((n, l) => n + (l.size ?? 0), 0);
 }
 
+/** How a layer's tar is read, by its media type: gzip, zstd or plain. */
+function decompressorOf(mediaType: string): string | undefined {
+  if (/tar\+gzip$|tar\.gzip$/.test(mediaType)) return "/usr/bin/gzip";
+  if (/tar\+zstd$/.test(mediaType)) return "/usr/bin/zstd";
+  if (/tar$/.test(mediaType)) return "";
+  return undefined;
+}
+
+/**
+ * Counts the entries of the image's layers (tar -t, as the build uid) before umoci unpacks them: a
+ * small layer of many empty files would otherwise take that many host inodes before the unpacked
+ * tree is counted. Entries of every layer count (a whiteout or a file replaced later too), so the
+ * count is an upper bound of the tree's.
+ */
+async function checkEntries(o: PullOptions, layout: string, manifestHex: string): Promise<void> {
+  const blob = (hex: string) => path.join(layout, "blobs", "sha256", hex);
+  const manifest = JSON.parse(await fs.promises.readFile(blob(manifestHex), "utf8")) as {
+    layers?: { digest?: string; mediaType?: string }[];
+  };
+  let total = 0;
+  for (const layer of manifest.layers ?? []) {
+    const hex = /^sha256:([a-f0-9]{64})$/.exec(layer.digest ?? "")?.[1];
+    const tool = decompressorOf(layer.mediaType ?? "");
+    if (!hex || tool === undefined)
+      throw new ToolError(`the image has a layer of an unknown kind (${String(layer.mediaType).slice(0, 100)})`);
+    // The count is all that comes back (a few bytes), whatever the names; a broken layer reads as
+    // what it held up to the break (umoci refuses it after).
+    const count = await runTool(
+      "/bin/sh",
+      [
+        "-c",
+        tool ? '"$1" -dc -- "$2" | /usr/bin/tar -tf - 2>/dev/null | /usr/bin/wc -l' : '/usr/bin/tar -tf "$2" 2>/dev/null | /usr/bin/wc -l',
+        "sh",
+        tool,
+        blob(hex),
+      ],
+      { ...o, cwd: o.work, capture: true },
+    );
+    total += Number(count.trim()) || 0;
+    if (total > o.maxFiles) throw tooManyFiles(o.maxFiles, "The image's layers hold");
+  }
+  o.log(`the layers hold ${total} entries (the limit: ${o.maxFiles})`);
+}
+
 export async function pullImage(o: PullOptions): Promise<Pulled> {
   const args: string[] = [];
   if (o.auth) {
@@ -128,6 +179,7 @@ export async function pullImage(o: PullOptions): Promise<Pulled> {
   const index = JSON.parse(await fs.promises.readFile(path.join(layout, "index.json"), "utf8")) as { manifests?: { digest?: string }[] };
   const digest = /^sha256:([a-f0-9]{64})$/.exec(index.manifests?.[0]?.digest ?? "")?.[1];
   if (!digest) throw new ToolError("the pulled image has no manifest digest");
+  await checkEntries(o, layout, digest);
   const bundle = path.join(o.work, "bundle");
   o.log("unpacking layers");
   await runTool(

@@ -63,14 +63,14 @@ export class RootfsStore {
    * Makes an unpacked tree safe and ready (see the file comment) and moves it to its digest's place;
    * when that digest is already there the new copy is dropped. Returns the image's python3, if usable.
    */
-  async adopt(tree: string, digest: string, maxBytes: number): Promise<string | null> {
+  async adopt(tree: string, digest: string, limits: TreeLimits): Promise<string | null> {
     if (!/^[a-f0-9]{64}$/.test(digest)) throw new Error(`not a sha256 digest: ${digest}`);
     const dest = this.pathOf(digest);
     if (fs.existsSync(dest)) {
       await fs.promises.rm(tree, { recursive: true, force: true });
       return findPython(dest);
     }
-    await sanitize(tree, maxBytes);
+    await sanitize(tree, limits);
     await prepareMountPoints(tree);
     await fs.promises.chmod(tree, 0o755);
     try {
@@ -105,15 +105,33 @@ export class RootfsStore {
   }
 }
 
+/** What a root filesystem may take on the host's disk. */
+export interface TreeLimits {
+  /** Bytes, counted in blocks. */
+  maxBytes: number;
+  /** Files, directories and links (inodes): an image of empty files takes no blocks but one inode each. */
+  maxFiles: number;
+}
+
+/** The error of a tree over its file count. */
+export function tooManyFiles(maxFiles: number, whatHolds = "The root filesystem holds"): ApiError {
+  return new ApiError(
+    "invalid_request",
+    `${whatHolds} more than ${maxFiles} files, directories and links, the limit (AGENTBOX_TEMPLATE_MAX_FILES)`,
+  );
+}
+
 /**
  * Walks the tree without following links: removes device nodes, fifos and sockets, clears setuid,
- * setgid and sticky-on-files bits, gives everything to root, and counts the bytes it takes.
+ * setgid and sticky-on-files bits, gives everything to root, and counts the bytes and entries it takes.
  */
-async function sanitize(tree: string, maxBytes: number): Promise<void> {
+async function sanitize(tree: string, { maxBytes, maxFiles }: TreeLimits): Promise<void> {
   let bytes = 0;
+  let files = 0;
   const stack = [tree];
   for (let dir = stack.pop(); dir !== undefined; dir = stack.pop()) {
     for (const entry of await fs.promises.readdir(dir, { withFileTypes: true })) {
+      if (++files > maxFiles) throw tooManyFiles(maxFiles);
       const p = path.join(dir, entry.name);
       const st = await fs.promises.lstat(p);
       bytes += st.blocks * 512;

@@ -107,6 +107,23 @@ export const templateRoutes: FastifyPluginAsyncTypebox<{ templates: TemplateServ
     async (request) => statusJson(await templates.status(request.apiKey.tenantId, request.params.build_id)),
   );
 
+  app.delete(
+    "/templates/builds/:build_id",
+    {
+      schema: {
+        tags: ["templates"],
+        summary: "Cancel a template build",
+        description:
+          "Cancels a build of yours that waits or runs: a waiting one leaves the queue, a running one has its tools and its build " +
+          "sandbox killed. Answers once it has ended, with its status (`cancelled`); its template is `failed` (delete it, or build " +
+          "again under another name) and what the build held is given back. 409 when the build has ended already.",
+        params: BuildIdParams,
+        response: { 200: BuildStatus, ...errors(401, 404, 409) },
+      },
+    },
+    async (request) => statusJson(await templates.cancel(request.apiKey.tenantId, request.params.build_id)),
+  );
+
   app.get(
     "/templates/builds/:build_id/logs",
     {
@@ -115,7 +132,8 @@ export const templateRoutes: FastifyPluginAsyncTypebox<{ templates: TemplateServ
         summary: "A template build's log",
         description:
           "text/event-stream: one `log` event ({n, at, line}) per line so far, then each new line as the build writes it, then `end` " +
-          "with the build's status. Logs are kept while the service runs.",
+          "with the build's status. A log keeps its latest lines (AGENTBOX_TEMPLATE_LOG_KB); when earlier ones were dropped, a first " +
+          "`log` event with `n` -1 says how many. Kept until the build's template is deleted.",
         params: BuildIdParams,
         response: { ...errors(401, 404) },
       },

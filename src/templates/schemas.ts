@@ -96,7 +96,7 @@ export const BuildAccepted = Type.Object({
 export const BuildStatus = Type.Object({
   build_id: Type.String(),
   template_id: Type.String(),
-  status: Type.Union(["pending", "started", "running", "completed", "failed"].map((s) => Type.Literal(s))),
+  status: Type.Union(["pending", "started", "running", "completed", "failed", "cancelled"].map((s) => Type.Literal(s))),
   phase: Type.Union(["initializing", "preparing", "building", "finalizing", "completed"].map((s) => Type.Literal(s))),
   progress_percent: Type.Integer(),
   error: Type.Union([Type.String(), Type.Null()]),

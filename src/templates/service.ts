@@ -17,13 +17,16 @@ import type { CustomTemplate } from "../sandbox/manager.js";
 import type { Limits } from "../sandbox/settings.js";
 import type { SnapshotFiles } from "../sandbox/snapshots.js";
 import type { Template } from "../sandbox/templates.js";
-import { BuildLog } from "./build-log.js";
+import type { BuildLog } from "./build-log.js";
+import { BuildLogs } from "./build-logs.js";
+import { BuildCgroup } from "./build-cgroup.js";
+import { FairQueue } from "./build-queue.js";
 import { warmBytecode } from "./bytecode.js";
 import { type CopyPart, contentDigest, CopyError, packTree, receiveFile, requestCopy, type TemplatePeers, unpackTree } from "./copies.js";
 import { pullImage, type RegistryAuth, ToolError } from "./pull.js";
 import { type StagePlan as DockerfileStage, readContext, translateDockerfile } from "./dockerfile.js";
 import { checkAllowed, type ImageRef, parseImageRef } from "./reference.js";
-import type { RootfsStore } from "./rootfs.js";
+import type { RootfsStore, TreeLimits } from "./rootfs.js";
 import type { TemplateSettings } from "./settings.js";
 import { checkSteps, runSteps, type Step } from "./steps.js";
 import type { BuildRecord, TemplateFiles, TemplateRecord, TemplateStore } from "./store.js";
@@ -118,6 +121,8 @@ interface StageContext {
   network?: NetworkPolicy;
   /** Connections the build's network refused (`host:port (why)`), for the build's error. */
   refused: string[];
+  /** The build's memory group for its host-side work (absent: the host would not make one). */
+  group?: BuildCgroup;
 }
 
 /** What a build does, checked before anything is recorded. */
@@ -142,6 +147,26 @@ const noRootfs = (id: string) =>
     `Template '${id}' was saved from a sandbox of a built-in template: it has no root filesystem of its own to build on`,
   );
 const buildNotFound = (id: string) => new ApiError("not_found", `Build '${id}' does not exist`);
+
+/** Why a build ended early on request (DELETE /templates/builds/{id}): the abort reason its tools and steps see. */
+class BuildCancelled extends Error {
+  constructor() {
+    super("cancelled by request");
+  }
+}
+
+/** A build of this node's that has not ended: waiting in the queue or running. */
+interface ActiveBuild {
+  template: TemplateRecord;
+  build: BuildRecord;
+  log: BuildLog;
+  /** Aborted at the build's deadline or by a cancel: its tools are killed (and on a cancel its sandbox released). */
+  abort: AbortController;
+  /** Settles once the build has recorded its end and given back what it held. */
+  ended: Promise<void>;
+  /** Gives back what it holds (its bases in use) and settles `ended`. */
+  release(): void;
+}
 
 /**
  * A build's egress policy: the request's `network` (allow_out, deny_out), never internet access
@@ -182,9 +207,10 @@ function imageOf(plan: Plan): string | null {
 }
 
 export class TemplateService {
-  private readonly logs = new Map<string, BuildLog>();
-  private readonly queue: (() => Promise<void>)[] = [];
-  private running = 0;
+  private readonly logs: BuildLogs;
+  private readonly queue: FairQueue;
+  /** This node's builds that have not ended, by id (a cancel finds them here). */
+  private readonly active = new Map<string, ActiveBuild>();
   /** Templates that running builds start from, with how many: one cannot be deleted under its build. */
   private readonly basesInUse = new Map<string, number>();
   /**
@@ -205,7 +231,28 @@ export class TemplateService {
   /** Content digests being computed, per root filesystem (its first copy served). */
   private readonly digesting = new Map<string, Promise<string>>();
 
-  constructor(private readonly d: TemplateDeps) {}
+  constructor(private readonly d: TemplateDeps) {
+    const s = d.settings;
+    this.logs = new BuildLogs({
+      dir: path.join(s.dir, "logs"),
+      maxBytes: s.logKb * 1024,
+      graceMs: s.logGraceS * 1000,
+      exists: async (id) => (await d.store.build(id)) != null,
+      log: d.log,
+    });
+    this.queue = new FairQueue({
+      parallel: s.parallelBuilds,
+      maxWaiting: s.buildQueue,
+      perTenant: s.buildsPerTenant,
+      onError: (err, job) => d.log({ err, build_id: job.id }, "template build could not record its end"),
+    });
+  }
+
+  /** Build logs held in memory now and their bytes; builds waiting and running (for metrics). */
+  buildCounts(): { logs: number; logBytes: number; waiting: number; running: number } {
+    const { count, bytes } = this.logs.inMemory();
+    return { logs: count, logBytes: bytes, waiting: this.queue.waitingTotal, running: this.queue.runningTotal };
+  }
 
   /** Builds whose request gives `network` reach it through this (the network area opens after this one). */
   useNetwork(net: BuildNetwork): void {
@@ -224,6 +271,8 @@ export class TemplateService {
       await this.d.store.setState(b.templateId, "failed", new Date().toISOString());
     }
     await this.d.rootfs.sweepBuilds((dir) => exec("umount", ["-l", dir]).then(() => {}));
+    await this.logs.sweep(true);
+    await BuildCgroup.sweep(this.d.settings.dir).catch((err) => this.d.log({ err }, "template build cgroups not swept"));
     const used = new Set(await this.d.store.allRootfs());
     for (const digest of this.d.rootfs.existing()) if (!used.has(digest)) await this.d.rootfs.remove(digest);
     await this.d.homes.sweep(async (id) => (await this.d.store.template(id))?.home != null);
@@ -351,7 +400,7 @@ export class TemplateService {
       if (want === undefined) throw new CopyError(`node ${peer.id} recorded no content digest for the root filesystem`);
       const got = await contentDigest(staging);
       if (got !== want) throw new CopyError(`the root filesystem from node ${peer.id} does not match its content digest`);
-      await this.d.rootfs.adopt(staging, rootfs, maxBytes);
+      await this.d.rootfs.adopt(staging, rootfs, this.treeLimits());
     } finally {
       await fs.promises.rm(staging, { recursive: true, force: true });
     }
@@ -449,7 +498,9 @@ export class TemplateService {
       throw new ApiError("conflict", `Template '${id}' is the base of a build that is running; delete it once that build has ended`);
     const users = this.d.sandboxesOf(t.id);
     if (users > 0) throw new ApiError("conflict", `Template '${id}' is used by ${users} live sandbox(es); kill them first`);
+    const build = await this.d.store.lastBuild(t.id);
     await this.d.store.deleteTemplate(t.id);
+    await this.logs.dropTemplate(t.id, build ? [build.id] : []);
     this.held.delete(t.id);
     await this.d.dropPool(t.id);
     if (t.rootfs && (await this.d.store.rootfsUsers(t.rootfs)) === 0) await this.d.rootfs.remove(t.rootfs);
@@ -472,18 +523,51 @@ export class TemplateService {
    * cluster its log requests are forwarded there); undefined when this node has it, or no such build.
    */
   async nodeOfBuild(tenantId: string, buildId: string): Promise<string | undefined> {
-    if (this.logs.has(buildId)) return undefined;
+    if (this.active.has(buildId) || this.logs.has(buildId)) return undefined;
     const b = await this.d.store.build(buildId);
     if (!b || b.tenantId !== tenantId || b.nodeId === null || b.nodeId === this.d.nodeId) return undefined;
     return b.nodeId;
   }
 
-  /** The build's log (lines so far, and new ones as they come); absent once the service restarted. */
+  /**
+   * The build's log (lines so far, and new ones as they come): from memory while it runs and for a
+   * while after, then from this node's disk until its template is deleted.
+   */
   async log(tenantId: string, buildId: string): Promise<BuildLog> {
     await this.status(tenantId, buildId);
-    const log = this.logs.get(buildId);
-    if (!log) throw new ApiError("not_found", `The log of build '${buildId}' is no longer kept (the service restarted since)`);
+    const log = await this.logs.get(buildId);
+    if (!log) throw new ApiError("not_found", `The log of build '${buildId}' is not kept (its node lost it)`);
     return log;
+  }
+
+  /**
+   * Cancels a build of the tenant's that waits or runs: a waiting one leaves the queue, a running
+   * one has its tools killed and its sandbox released. Either ends `cancelled` (its template
+   * `failed`, to be deleted or built again) with what it held given back; returns its status then.
+   * 409 when it has ended already; 404 when it is not the tenant's.
+   */
+  async cancel(tenantId: string, buildId: string): Promise<BuildRecord> {
+    const recorded = await this.status(tenantId, buildId);
+    const a = this.active.get(buildId);
+    if (a) {
+      if (this.queue.remove(buildId)) {
+        a.log.add("build cancelled before it started");
+        await this.d.store.setState(a.template.id, "failed", new Date().toISOString());
+        await this.finish(a.build, new BuildCancelled().message, "cancelled");
+        a.release();
+        await this.logs.ended(buildId);
+      } else a.abort.abort(new BuildCancelled());
+      await a.ended;
+      return this.status(tenantId, buildId);
+    }
+    if (recorded.status === "completed" || recorded.status === "failed" || recorded.status === "cancelled") {
+      throw new ApiError("conflict", `Build '${buildId}' has ended already (${recorded.status})`);
+    }
+    // Recorded as waiting or running, yet not on this node: the node that had it is gone (in a
+    // cluster a cancel is forwarded to the build's node while it is up). Recorded as cancelled.
+    await this.d.store.setState(recorded.templateId, "failed", new Date().toISOString());
+    await this.finish(recorded, new BuildCancelled().message, "cancelled");
+    return this.status(tenantId, buildId);
   }
 
   build(tenantId: string, input: BuildInput): Promise<{ template: TemplateRecord; build: BuildRecord }> {
@@ -494,9 +578,15 @@ export class TemplateService {
     const network = buildPolicy(input.network);
     const plan = { ...(await this.plan(tenantId, input)), ...(network ? { network } : {}) };
     await this.checkRoomFor(tenantId, input.name);
-    if (this.queue.length >= this.d.settings.buildQueue) {
-      throw new ApiError("at_capacity", `${this.queue.length} template builds are waiting already; retry later`, 30);
+    const refused = this.queue.refusal(tenantId);
+    if (refused?.reason === "tenant") {
+      throw new ApiError(
+        "quota_exceeded",
+        `Your tenant has ${refused.count} template builds waiting or running, the limit (AGENTBOX_TEMPLATE_BUILDS_PER_TENANT); wait for one to end or cancel one (DELETE /templates/builds/{build_id})`,
+        30,
+      );
     }
+    if (refused) throw new ApiError("at_capacity", `${refused.count} template builds are waiting already; retry later`, 30);
     const limits = this.templateLimits(input);
     const now = new Date().toISOString();
     const template: TemplateRecord = {
@@ -533,21 +623,33 @@ export class TemplateService {
     // Checked again by the insert itself: another node may have taken the name meanwhile.
     if (!(await this.d.store.insertTemplate(template))) throw nameTaken(input.name);
     await this.d.store.insertBuild(build);
-    const log = new BuildLog();
-    this.logs.set(build.id, log);
+    const log = this.logs.open(build.id, template.id);
     // Every template a stage builds on stays until the build ends.
     const baseIds = [plan, ...(plan.stages ?? [])].flatMap((st) => (st.base ? [st.base.id] : []));
     for (const id of baseIds) this.basesInUse.set(id, (this.basesInUse.get(id) ?? 0) + 1);
-    this.queue.push(() =>
-      this.run(template, build, log, plan).finally(() => {
+    let settle = () => {};
+    const ended = new Promise<void>((resolve) => {
+      settle = resolve;
+    });
+    const active: ActiveBuild = {
+      template,
+      build,
+      log,
+      abort: new AbortController(),
+      ended,
+      release: () => {
+        if (this.active.get(build.id) !== active) return;
+        this.active.delete(build.id);
         for (const id of baseIds) {
           const left = (this.basesInUse.get(id) ?? 1) - 1;
           if (left > 0) this.basesInUse.set(id, left);
           else this.basesInUse.delete(id);
         }
-      }),
-    );
-    this.pump();
+        settle();
+      },
+    };
+    this.active.set(build.id, active);
+    this.queue.push({ id: build.id, tenantId, run: () => this.run(template, build, log, plan, active.abort).finally(active.release) });
     return { template, build };
   }
 
@@ -689,6 +791,20 @@ export class TemplateService {
     };
   }
 
+  /** Host commands of a build's steps, in its memory group; the limit is the layer's size plus the tools' headroom. */
+  private hostWork(group: BuildCgroup) {
+    const headroomMb = this.d.settings.buildMemoryHeadroomMb;
+    return {
+      run: (file: string, args: string[], signal: AbortSignal) => group.run(file, args, signal),
+      limitMb: (mb: number) => group.limitMb(mb + headroomMb).catch(() => {}),
+    };
+  }
+
+  /** What a template's root filesystem may take on disk: bytes and files. */
+  private treeLimits(): TreeLimits {
+    return { maxBytes: this.d.settings.maxRootfsMb * 2 ** 20, maxFiles: this.d.settings.maxFiles };
+  }
+
   private templateLimits(input: BuildInput): Pick<TemplateRecord, "vcpuCount" | "memoryMb" | "diskMb"> {
     const { cpus, memoryMb, diskMb } = this.d.limits;
     const check = (name: string, value: number | undefined, max: number, setting: string) => {
@@ -702,19 +818,6 @@ export class TemplateService {
       memoryMb: check("memory_mb", input.memoryMb, memoryMb, "AGENTBOX_SANDBOX_MEMORY_MB"),
       diskMb: check("disk_mb", input.diskMb, diskMb, "AGENTBOX_SANDBOX_DISK_MB"),
     };
-  }
-
-  private pump(): void {
-    while (this.running < this.d.settings.parallelBuilds && this.queue.length > 0) {
-      const next = this.queue.shift() as () => Promise<void>;
-      this.running += 1;
-      void next()
-        .catch((err) => this.d.log({ err }, "template build could not record its end"))
-        .finally(() => {
-          this.running -= 1;
-          this.pump();
-        });
-    }
   }
 
   private update(b: BuildRecord, change: Partial<BuildRecord>): Promise<void> {
@@ -734,9 +837,9 @@ export class TemplateService {
     this.update(b, change).catch((err) => this.d.log({ err, build_id: b.id }, "template build progress not recorded"));
   }
 
-  private finish(b: BuildRecord, error: string | null): Promise<void> {
+  private finish(b: BuildRecord, error: string | null, status?: "cancelled"): Promise<void> {
     return this.update(b, {
-      status: error ? "failed" : "completed",
+      status: status ?? (error ? "failed" : "completed"),
       phase: error ? b.phase : "completed",
       progress: error ? b.progress : 100,
       error,
@@ -766,6 +869,8 @@ export class TemplateService {
         uid: s.buildUid,
         maxImageBytes: s.maxImageMb * 2 ** 20,
         maxFileBytes: s.maxRootfsMb * 2 ** 20,
+        maxFiles: s.maxFiles,
+        ...(c.group ? { cgroup: c.group } : {}),
         signal: c.deadline,
         log: (line) => c.log.add(line),
         progress: (p) => {
@@ -773,7 +878,7 @@ export class TemplateService {
         },
       });
       c.log.add(`checking and storing the root filesystem sha256:${pulled.digest}`);
-      python = await this.d.rootfs.adopt(pulled.tree, pulled.digest, s.maxRootfsMb * 2 ** 20);
+      python = await this.d.rootfs.adopt(pulled.tree, pulled.digest, this.treeLimits());
       digest = pulled.digest;
       c.transient.push(digest);
     } else if (stage.fromStage !== undefined) {
@@ -793,6 +898,8 @@ export class TemplateService {
       out: path.join(c.work, `steps-rootfs-${index}`),
       limits: { ...this.d.limits, cpus: c.t.vcpuCount, memoryMb: c.t.memoryMb },
       diskMb: c.t.diskMb,
+      maxFiles: s.maxFiles,
+      ...(c.group ? { host: this.hostWork(c.group) } : {}),
       deadline: c.deadline,
       deadlineAt: c.deadlineAt,
       startBox: (prepare) => this.buildBox(prepare, c),
@@ -808,7 +915,7 @@ export class TemplateService {
       .update(JSON.stringify([digest, stage.steps, c.b.id, index]))
       .digest("hex");
     c.log.add(`checking and storing the new root filesystem sha256:${made}`);
-    const madePython = await this.d.rootfs.adopt(tree, made, s.maxRootfsMb * 2 ** 20);
+    const madePython = await this.d.rootfs.adopt(tree, made, this.treeLimits());
     if (!last) c.transient.push(made);
     return { digest: made, python: madePython };
   }
@@ -820,12 +927,15 @@ export class TemplateService {
   private async warmBytecode(digest: string, python: string, c: StageContext): Promise<void> {
     const root = this.d.rootfs.pathOf(digest);
     try {
-      const { box, release } = await this.d.buildBox(async () => ({
-        id: "build",
-        root: { dir: root, python },
-        limits: { ...this.d.limits, cpus: c.t.vcpuCount, memoryMb: c.t.memoryMb },
-        envVars: {},
-      }));
+      const { box, release } = this.killedOnAbort(
+        await this.d.buildBox(async () => ({
+          id: "build",
+          root: { dir: root, python },
+          limits: { ...this.d.limits, cpus: c.t.vcpuCount, memoryMb: c.t.memoryMb },
+          envVars: {},
+        })),
+        c.deadline,
+      );
       try {
         const timeoutMs = Math.max(1000, Math.min(60_000, c.deadlineAt - Date.now()));
         const n = await warmBytecode({ box, python, root, timeoutMs });
@@ -838,9 +948,29 @@ export class TemplateService {
     }
   }
 
+  /**
+   * A build sandbox released (its processes killed) as soon as the build is cancelled, so a step
+   * running in it ends then; released once, whoever asks first. At the build's deadline a step's
+   * own timeout (the time left) ends it and names the deadline.
+   */
+  private killedOnAbort(started: { box: Box; release(): Promise<void> }, signal: AbortSignal) {
+    let released: Promise<void> | undefined;
+    const release = () => {
+      signal.removeEventListener("abort", onAbort);
+      released ??= started.release();
+      return released;
+    };
+    const onAbort = () => {
+      if (signal.reason instanceof BuildCancelled) void release().catch(() => {});
+    };
+    if (signal.aborted) onAbort();
+    else signal.addEventListener("abort", onAbort, { once: true });
+    return { box: started.box, release };
+  }
+
   /** The sandbox a stage's steps run in: with the build's egress when its request gave `network`. */
   private async buildBox(prepare: (uid: number) => Promise<CustomTemplate>, c: StageContext) {
-    const started = await this.d.buildBox(prepare);
+    const started = this.killedOnAbort(await this.d.buildBox(prepare), c.deadline);
     const policy = c.network;
     if (!policy) return started;
     let detach: () => void;
@@ -871,9 +1001,26 @@ export class TemplateService {
     };
   }
 
-  private async run(t: TemplateRecord, b: BuildRecord, log: BuildLog, plan: Plan): Promise<void> {
+  /**
+   * The build's memory group for its host-side work (./build-cgroup.ts), limited to the largest
+   * layer it may make plus headroom until its steps know their base's size; none (said in its log)
+   * where the host does not let the service make one.
+   */
+  private async buildGroup(t: TemplateRecord, b: BuildRecord, log: BuildLog): Promise<BuildCgroup | undefined> {
     const s = this.d.settings;
-    const deadline = new AbortController();
+    try {
+      return await BuildCgroup.create(s.dir, b.id, (s.maxRootfsMb + t.diskMb + s.buildMemoryHeadroomMb) * 2 ** 20);
+    } catch (err) {
+      log.add(
+        `no memory cgroup of the build's own (${String((err as Error)?.message ?? err).slice(0, 200)}): its host-side work runs in the service's`,
+      );
+      return undefined;
+    }
+  }
+
+  /** Runs the build; `deadline` is aborted at its deadline or by a cancel (its reason says which). */
+  private async run(t: TemplateRecord, b: BuildRecord, log: BuildLog, plan: Plan, deadline: AbortController): Promise<void> {
+    const s = this.d.settings;
     const startedAt = Date.now();
     const timer = setTimeout(
       () => deadline.abort(new ToolError(`the build took longer than ${s.buildTimeoutS} s (AGENTBOX_TEMPLATE_BUILD_TIMEOUT_S)`)),
@@ -883,9 +1030,13 @@ export class TemplateService {
     /** Root filesystems this build made or pulled only as a base or an earlier stage: removed at its end unless a template uses them. */
     const transient: string[] = [];
     const refused: string[] = [];
+    let group: BuildCgroup | undefined;
     try {
+      // Cancelled between leaving the queue and starting.
+      if (deadline.signal.aborted) throw deadline.signal.reason;
       await this.update(b, { status: "running", phase: "preparing", progress: 5, startedAt: new Date().toISOString() });
       const work = await this.d.rootfs.workDir(b.id, s.buildUid);
+      group = await this.buildGroup(t, b, log);
       // The tenant's templates this build stands on, here (fetched from another node if need be).
       for (const st of [plan, ...(plan.stages ?? [])]) if (st.base) await this.ensureFiles(st.base, st.base.name);
       if (plan.base?.home) await this.d.homes.link(plan.base.id, t.id);
@@ -899,6 +1050,7 @@ export class TemplateService {
         transient,
         refused,
         ...(plan.network ? { network: plan.network } : {}),
+        ...(group ? { group } : {}),
       };
       // A multi-stage Dockerfile's earlier stages first, each on its own base; their roots are
       // what later stages build on or copy from.
@@ -910,6 +1062,7 @@ export class TemplateService {
       const { digest, python } = await this.buildStage(plan, done, ctx, done.length, true);
       await this.update(b, { phase: "finalizing", progress: 90 });
       if (python) await this.warmBytecode(digest, python, ctx);
+      if (deadline.signal.aborted) throw deadline.signal.reason;
       log.add(
         python
           ? `the image's own ${python} runs code/run python`
@@ -919,26 +1072,36 @@ export class TemplateService {
       await this.recordCopy(t.id);
       await this.finish(b, null);
       log.add("build completed");
-    } catch (err) {
+    } catch (caught) {
+      // A tool or step that failed because the build was cancelled: the cancel is why.
+      const cancelled = deadline.signal.reason instanceof BuildCancelled;
+      const err: unknown = cancelled ? deadline.signal.reason : caught;
       let message =
-        err instanceof ApiError || err instanceof ToolError ? err.message : `internal error: ${String((err as Error)?.message ?? err)}`;
+        err instanceof ApiError || err instanceof ToolError || cancelled
+          ? (err as Error).message
+          : `internal error: ${String((err as Error)?.message ?? err)}`;
       // A step that failed after its network refused it something: that is most likely why.
       if (refused.length > 0) {
         const more = refused.length > 3 ? ` and ${refused.length - 3} more` : "";
         message += ` (the build's network refused ${refused.slice(0, 3).join(", ")}${more}: see its allow_out)`;
       }
-      if (!(err instanceof ApiError || err instanceof ToolError)) this.d.log({ err, build_id: b.id }, "template build failed");
-      log.add(`build failed: ${message}`);
+      if (!(err instanceof ApiError || err instanceof ToolError || cancelled)) this.d.log({ err, build_id: b.id }, "template build failed");
+      log.add(cancelled ? "build cancelled" : `build failed: ${message}`);
       await this.d.store.setState(t.id, "failed", new Date().toISOString());
-      await this.finish(b, message);
+      await this.finish(b, message, cancelled ? "cancelled" : undefined);
     } finally {
       clearTimeout(timer);
       // A pulled image or a stage that only served as a base (or whose build failed) is not kept.
       for (const digest of transient) {
         if ((await this.d.store.rootfsUsers(digest).catch(() => 1)) === 0) await this.d.rootfs.remove(digest).catch(() => {});
       }
-      log.close();
       await this.d.rootfs.removeWork(b.id).catch(() => {});
+      if (group) {
+        const peak = await group.peakBytes();
+        log.add(`the build's host-side work peaked at ${Math.ceil(peak / 2 ** 20)} MiB in its own memory cgroup`);
+        await group.destroy().catch((err) => this.d.log({ err, build_id: b.id }, "template build cgroup not removed"));
+      }
+      await this.logs.ended(b.id);
     }
   }
 }

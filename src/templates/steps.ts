@@ -16,6 +16,7 @@ import { makeDir, writeFile } from "../sandbox/files.js";
 import type { CustomTemplate } from "../sandbox/manager.js";
 import { commandLine, shellQuote } from "../sandbox/service.js";
 import { ToolError } from "./pull.js";
+import { tooManyFiles } from "./rootfs.js";
 
 const run = promisify(execFile);
 
@@ -109,11 +110,23 @@ export interface StepRunOptions {
   limits: Limits;
   /** MiB the steps may add on top of the base. */
   diskMb: number;
+  /** Files, directories and links the result may hold (AGENTBOX_TEMPLATE_MAX_FILES): the copy's tmpfs holds no more inodes. */
+  maxFiles: number;
   deadline: AbortSignal;
   deadlineAt: number;
+  /**
+   * Runs a host command of the build (the base's copy onto the layer, its chown, the result's copy
+   * back) in the build's memory group; absent: as a child of the service.
+   */
+  host?: { run(file: string, args: string[], signal: AbortSignal): Promise<void>; limitMb(mb: number): Promise<void> };
   startBox(prepare: (uid: number) => Promise<CustomTemplate>): Promise<{ box: Box; release(): Promise<void> }>;
   log(line: string): void;
   progress(percent: number): void;
+}
+
+/** A host command of the build: in its memory group when it has one. */
+function hostRun(o: StepRunOptions, file: string, args: string[]): Promise<unknown> {
+  return o.host ? o.host.run(file, args, o.deadline) : run(file, args, { signal: o.deadline });
 }
 
 async function sizeMb(dir: string): Promise<number> {
@@ -125,14 +138,26 @@ async function sizeMb(dir: string): Promise<number> {
 export async function runSteps(o: StepRunOptions): Promise<string> {
   await fs.promises.mkdir(o.layerDir, { recursive: true, mode: 0o755 });
   const capMb = (await sizeMb(o.base.dir)) + o.diskMb;
+  // The copy's pages are charged to the group that writes them: its limit is what the layer may hold.
+  await o.host?.limitMb(capMb);
   let mounted = false;
   try {
     const { box, release } = await o.startBox(async (uid) => {
-      await run("mount", ["-t", "tmpfs", "-o", `size=${capMb}m,mode=755,uid=${uid},gid=${uid},nosuid,nodev`, "tmpfs", o.layerDir]);
+      // The result's file limit as the copy's inode count (a few over it: the root and tmpfs's own);
+      // a step that runs out of them fails naming the limit (see filesLeft), adopt() counts exactly.
+      const inodes = o.maxFiles + 16;
+      await run("mount", [
+        "-t",
+        "tmpfs",
+        "-o",
+        `size=${capMb}m,nr_inodes=${inodes},mode=755,uid=${uid},gid=${uid},nosuid,nodev`,
+        "tmpfs",
+        o.layerDir,
+      ]);
       mounted = true;
       o.log(`copying the base (${capMb - o.diskMb} MiB) onto the build's layer (${capMb} MiB in all)`);
-      await run("cp", ["-a", `${o.base.dir}/.`, `${o.layerDir}/`]);
-      await run("chown", ["-R", "-h", `${uid}:${uid}`, o.layerDir]);
+      await hostRun(o, "cp", ["-a", `${o.base.dir}/.`, `${o.layerDir}/`]);
+      await hostRun(o, "chown", ["-R", "-h", `${uid}:${uid}`, o.layerDir]);
       return {
         id: "build",
         root: {
@@ -150,7 +175,13 @@ export async function runSteps(o: StepRunOptions): Promise<string> {
         if (o.deadline.aborted) throw o.deadline.reason;
         const label = step.label ?? `step ${i + 1} (${step.type})`;
         o.log(`${label}: ${stepCommand(step) ?? (step.args ?? []).join(" ")}`);
-        await runStep(box, step, label, o);
+        try {
+          await runStep(box, step, label, o);
+        } catch (err) {
+          // Out of inodes on the copy: the file limit is why, whatever the step's own words.
+          if ((await filesLeft(o.layerDir)) === 0) throw tooManyFiles(o.maxFiles, `${label}: the build's result holds`);
+          throw err;
+        }
         o.progress(50 + Math.round((30 * (i + 1)) / o.steps.length));
       }
     } finally {
@@ -158,11 +189,21 @@ export async function runSteps(o: StepRunOptions): Promise<string> {
     }
     o.log("writing the new layer");
     await fs.promises.mkdir(o.out, { mode: 0o755 });
-    await run("cp", ["-a", `${o.layerDir}/.`, `${o.out}/`]);
+    await hostRun(o, "cp", ["-a", `${o.layerDir}/.`, `${o.out}/`]);
     return o.out;
   } finally {
     if (mounted) await run("umount", ["-l", o.layerDir]).catch(() => {});
     await fs.promises.rm(o.layerDir, { recursive: true, force: true }).catch(() => {});
+  }
+}
+
+/** Inodes left on the build's copy (0 once its file limit is reached); undefined when unknown. */
+async function filesLeft(dir: string): Promise<number | undefined> {
+  try {
+    const st = await fs.promises.statfs(dir);
+    return st.ffree <= 16 ? 0 : st.ffree;
+  } catch {
+    return undefined;
   }
 }
 

@@ -266,7 +266,7 @@ export class PgTemplateStore implements TemplateStore {
   /** This node's unfinished builds only: another node's are running there. */
   async unfinishedBuilds(): Promise<BuildRecord[]> {
     const { rows } = await this.pool.query<BuildRow>(
-      `SELECT ${BUILD_COLUMNS} FROM template_builds WHERE node_id = $1 AND status NOT IN ('completed', 'failed')`,
+      `SELECT ${BUILD_COLUMNS} FROM template_builds WHERE node_id = $1 AND status NOT IN ('completed', 'failed', 'cancelled')`,
       [this.nodeId],
     );
     return rows.map(toBuild);

@@ -4,7 +4,7 @@
 import { type Db, type Migration, migrate } from "../store/db.js";
 
 export type TemplateState = "building" | "ready" | "failed";
-export type BuildStatus = "pending" | "started" | "running" | "completed" | "failed";
+export type BuildStatus = "pending" | "started" | "running" | "completed" | "failed" | "cancelled";
 export type BuildPhase = "initializing" | "preparing" | "building" | "finalizing" | "completed";
 
 export interface TemplateRecord {
@@ -287,7 +287,7 @@ export class SqliteTemplateStore implements TemplateStore {
         `SELECT b.*, t.name AS template_name FROM template_builds b LEFT JOIN templates t ON t.id = b.template_id
          WHERE b.tenant_id = ? ORDER BY b.created_at DESC, b.id LIMIT ?`,
       ),
-      unfinished: db.prepare<[], BuildRow>("SELECT * FROM template_builds WHERE status NOT IN ('completed', 'failed')"),
+      unfinished: db.prepare<[], BuildRow>("SELECT * FROM template_builds WHERE status NOT IN ('completed', 'failed', 'cancelled')"),
     };
     this.deleteTemplateAndBuilds = db.transaction((id: string) => {
       this.stmts.deleteBuilds.run(id);

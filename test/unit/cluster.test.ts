@@ -102,6 +102,10 @@ test("targets: a template build is placed, its log goes to its node, its status 
   assert.equal(buildTargetOf("GET", "/v1/agents/templates/builds"), undefined);
   assert.equal(buildTargetOf("GET", "/v1/agents/templates/build"), undefined);
   assert.equal(buildTargetOf("GET", "/v1/agents/templates/builds/%E0%A4%A/logs"), undefined);
+  assert.deepEqual(buildTargetOf("DELETE", "/v1/agents/templates/builds/bld_1"), { cancel: "bld_1" });
+  assert.deepEqual(buildTargetOf("DELETE", "/templates/builds/bld_1"), { cancel: "bld_1" });
+  assert.equal(buildTargetOf("DELETE", "/v1/agents/templates/builds/bld_1/logs"), undefined);
+  assert.equal(buildTargetOf("GET", "/v1/agents/templates/builds/bld_1"), undefined);
 });
 
 test("lease: an epoch is lost when its lease expired or a later join replaced it", () => {

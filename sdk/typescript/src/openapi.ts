@@ -3582,7 +3582,7 @@ export interface paths {
                             builds: {
                                 build_id: string;
                                 template_id: string;
-                                status: "pending" | "started" | "running" | "completed" | "failed";
+                                status: "pending" | "started" | "running" | "completed" | "failed" | "cancelled";
                                 phase: "initializing" | "preparing" | "building" | "finalizing" | "completed";
                                 progress_percent: number;
                                 error: string | null;
@@ -3644,7 +3644,7 @@ export interface paths {
                         "application/json": {
                             build_id: string;
                             template_id: string;
-                            status: "pending" | "started" | "running" | "completed" | "failed";
+                            status: "pending" | "started" | "running" | "completed" | "failed" | "cancelled";
                             phase: "initializing" | "preparing" | "building" | "finalizing" | "completed";
                             progress_percent: number;
                             error: string | null;
@@ -3683,6 +3683,85 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/agents/templates/builds/{build_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Cancel a template build
+         * @description Cancels a build of yours that waits or runs: a waiting one leaves the queue, a running one has its tools and its build sandbox killed. Answers once it has ended, with its status (`cancelled`); its template is `failed` (delete it, or build again under another name) and what the build held is given back. 409 when the build has ended already.
+         */
+        delete: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    build_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            build_id: string;
+                            template_id: string;
+                            status: "pending" | "started" | "running" | "completed" | "failed" | "cancelled";
+                            phase: "initializing" | "preparing" | "building" | "finalizing" | "completed";
+                            progress_percent: number;
+                            error: string | null;
+                            started_at: string | null;
+                            completed_at: string | null;
+                            /** @description The node that runs the build (AGENTBOX_NODE_ID; in a cluster, the executor it was placed on); null for a build recorded before nodes were */
+                            node_id: string | null;
+                        };
+                    };
+                };
+                /** @description Every error response has this shape */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+                /** @description Every error response has this shape */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorEnvelope"];
+                    };
+                };
+            };
+        };
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/agents/templates/builds/{build_id}/logs": {
         parameters: {
             query?: never;
@@ -3692,7 +3771,7 @@ export interface paths {
         };
         /**
          * A template build's log
-         * @description text/event-stream: one `log` event ({n, at, line}) per line so far, then each new line as the build writes it, then `end` with the build's status. Logs are kept while the service runs.
+         * @description text/event-stream: one `log` event ({n, at, line}) per line so far, then each new line as the build writes it, then `end` with the build's status. A log keeps its latest lines (AGENTBOX_TEMPLATE_LOG_KB); when earlier ones were dropped, a first `log` event with `n` -1 says how many. Kept until the build's template is deleted.
          */
         get: {
             parameters: {

@@ -1,5 +1,5 @@
 // Tenants' own templates as the SDK shows them: builds (from an image, build steps or a Dockerfile),
-// their status and streamed log, get/list/delete, and waiting for a build to end. A sandbox is
+// their status and streamed log, cancelling one, get/list/delete, and waiting for a build to end. A sandbox is
 // created from a template with `ab.sandboxes.create({template: idOrName})`; a running sandbox
 // becomes a template with `sandbox.saveAsTemplate(name)`.
 import type { Answer, HttpClient, JsonBody, Operation } from "./http.js";
@@ -41,6 +41,14 @@ export class Templates {
     return this.http.call("get", "/v1/agents/templates/builds/{build_id}/status", { path: { build_id: buildId } });
   }
 
+  /**
+   * Cancels a build that waits or runs (its tools and build sandbox killed); answers once it has
+   * ended, with its status (`cancelled`). 409 when it has ended already.
+   */
+  cancel(buildId: string): Promise<TemplateBuildStatus> {
+    return this.http.call("delete", "/v1/agents/templates/builds/{build_id}", { path: { build_id: buildId } });
+  }
+
   /** The build's log lines, those so far and then each new one, until the build ends. */
   async *logs(buildId: string, opts: { signal?: AbortSignal } = {}): AsyncGenerator<BuildLogLine> {
     const res = await this.http.send("get", "/v1/agents/templates/builds/{build_id}/logs", {
@@ -55,12 +63,12 @@ export class Templates {
     }
   }
 
-  /** Polls the build until it completes or fails; returns its last status (a failed one says why in `error`). */
+  /** Polls the build until it completes, fails or is cancelled; returns its last status (a failed one says why in `error`). */
   async waitForBuild(buildId: string, opts: { intervalMs?: number; timeoutMs?: number } = {}): Promise<TemplateBuildStatus> {
     const end = Date.now() + (opts.timeoutMs ?? 3_600_000);
     for (;;) {
       const s = await this.status(buildId);
-      if (s.status === "completed" || s.status === "failed") return s;
+      if (s.status === "completed" || s.status === "failed" || s.status === "cancelled") return s;
       if (Date.now() > end) throw new Error(`template build ${buildId} did not end in time (last: ${s.phase}, ${s.progress_percent}%)`);
       await new Promise((r) => setTimeout(r, opts.intervalMs ?? 500));
     }

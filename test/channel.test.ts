@@ -73,11 +73,15 @@ async function upload(id: string, path: string, data: Blob, signal?: AbortSignal
   const form = new FormData();
   form.append("path", path);
   form.append("file", data, "data.bin");
+  const t0 = Date.now();
   const res = await fetch(`${server.url}${base(id)}/upload`, {
     method: "POST",
     body: form,
     headers: { authorization: `Bearer ${server.key}` },
     signal,
+  }).catch((err: Error) => {
+    // What the connection did (a reset, a close) is in the cause: say it, and when.
+    throw new Error(`upload of ${path}: ${err.message} (${String(err.cause)}) after ${Date.now() - t0} ms`, { cause: err });
   });
   const text = await res.text();
   let body: unknown = text;

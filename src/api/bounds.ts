@@ -94,6 +94,7 @@ const lingering = new WeakSet<Socket>();
  */
 export function lingerBeforeClose(
   socket: Socket,
+  request: IncomingMessage,
   limits: { maxBytes: number; maxMs: number; minBytesPerS: number; idleMs: number; checkMs: number } = LINGER,
 ): void {
   if (lingering.has(socket)) return;
@@ -103,7 +104,17 @@ export function lingerBeforeClose(
     const startBytes = socket.bytesRead;
     let lastBytes = startBytes;
     let lastProgress = started;
+    // Node reads the socket only while the request is read: a body parser that let go of it (a
+    // multipart parser unpipes it, which pauses it) would leave the client blocked, cut as idle
+    // after idleMs with a reset instead of its answer. What is left of the body is dropped here.
+    const drop = () => {
+      if (request.complete || request.destroyed) return;
+      request.unpipe();
+      if (!request.readableFlowing) request.resume();
+    };
+    drop();
     const check = setInterval(() => {
+      drop();
       const now = Date.now();
       if (socket.bytesRead !== lastBytes) {
         lastBytes = socket.bytesRead;

@@ -7,6 +7,7 @@ import assert from "node:assert/strict";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import net from "node:net";
+import { Writable } from "node:stream";
 import { after, before, test } from "node:test";
 import { lingerBeforeClose } from "../../src/api/bounds.js";
 
@@ -20,8 +21,15 @@ let port: number;
 before(async () => {
   server = http.createServer((req, res) => {
     // Refused before the body is read, as a 413 or a 503 of an upload is.
+    if (req.url === "/parsed") {
+      // A body parser that took the body and let go of it (a multipart parser unpipes it when it
+      // gives up), which leaves the request paused: nothing reads the socket unless the close does.
+      const sink = new Writable({ write: (_chunk, _enc, done) => done() });
+      req.pipe(sink);
+      req.unpipe(sink);
+    }
     res.setHeader("connection", "close");
-    lingerBeforeClose(req.socket, LIMITS);
+    lingerBeforeClose(req.socket, req, LIMITS);
     res.end("refused");
   });
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
@@ -31,7 +39,12 @@ before(async () => {
 after(() => new Promise<void>((r) => server.close(() => r())));
 
 /** Sends a body of `pieces` pieces of `size` bytes, one every `everyMs`; what the client saw. */
-function send(pieces: number, size: number, everyMs: number): Promise<{ answer: string; error?: string; sent: number; ms: number }> {
+function send(
+  pieces: number,
+  size: number,
+  everyMs: number,
+  path = "/upload",
+): Promise<{ answer: string; error?: string; sent: number; ms: number }> {
   return new Promise((resolve) => {
     const t0 = Date.now();
     // Half-open, as an HTTP client still sending its body is after the answer's FIN.
@@ -50,7 +63,7 @@ function send(pieces: number, size: number, everyMs: number): Promise<{ answer: 
       clearInterval(timer);
       resolve({ answer, error, sent, ms: Date.now() - t0 });
     });
-    sock.write(`POST /upload HTTP/1.1\r\nHost: localhost\r\nContent-Length: ${pieces * size}\r\n\r\n`);
+    sock.write(`POST ${path} HTTP/1.1\r\nHost: localhost\r\nContent-Length: ${pieces * size}\r\n\r\n`);
     const piece = Buffer.alloc(size, 0x61);
     timer = setInterval(() => {
       if (sock.destroyed) return;
@@ -78,4 +91,11 @@ test("a slow drip is closed soon after the time bound", async () => {
   assert.ok(r.sent < 100, `${r.sent} pieces were read from a slow drip (${r.ms} ms)`);
   assert.ok(r.ms < 2_000, `closed after ${r.ms} ms`);
   assert.match(r.answer, /refused/);
+});
+
+test("a request its body parser let go of (paused) is still read to its end: the client gets the answer, no reset", async () => {
+  const r = await send(75, 64 * KIB, 20, "/parsed");
+  assert.equal(r.error, undefined, `the client saw ${r.error} after ${r.ms} ms, ${r.sent} pieces sent`);
+  assert.equal(r.sent, 75);
+  assert.match(r.answer, /refused$/);
 });

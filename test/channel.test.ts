@@ -10,6 +10,7 @@ import { after, before, describe, test } from "node:test";
 import { median } from "../bench/lib.js";
 import { assertError, createSandbox } from "./helpers/api.js";
 import { cgroupsOf, createKey, eventually, mountsUnder, processesInCgroups } from "./helpers/leftovers.js";
+import { multipartUpload, patternChunks } from "./helpers/multipart.js";
 import { client, startServer, type TestServer } from "./helpers/server.js";
 
 const MB = 1_000_000;
@@ -73,11 +74,15 @@ async function upload(id: string, path: string, data: Blob, signal?: AbortSignal
   const form = new FormData();
   form.append("path", path);
   form.append("file", data, "data.bin");
+  const t0 = Date.now();
   const res = await fetch(`${server.url}${base(id)}/upload`, {
     method: "POST",
     body: form,
     headers: { authorization: `Bearer ${server.key}` },
     signal,
+  }).catch((err: Error) => {
+    // What the connection did (a reset, a close) is in the cause: say it, and when.
+    throw new Error(`upload of ${path}: ${err.message} (${String(err.cause)}) after ${Date.now() - t0} ms`, { cause: err });
   });
   const text = await res.text();
   let body: unknown = text;
@@ -87,6 +92,31 @@ async function upload(id: string, path: string, data: Blob, signal?: AbortSignal
     // not JSON
   }
   return { status: res.status, body };
+}
+
+/** The longest the service's event loop was held since the last call, in ms (its own metric, reset by each read). */
+async function loopLagMaxMs(): Promise<number> {
+  const text = await (await fetch(`${server.url}/metrics`)).text();
+  const m = /^agentbox_nodejs_eventloop_lag_max_seconds (\S+)$/m.exec(text);
+  assert.ok(m, "the event loop lag is in the service's /metrics");
+  return Number(m[1]) * 1000;
+}
+
+/** Code runs answered so far, and those the service took over 2.5 s to answer (its own request histogram). */
+async function slowRuns(): Promise<{ all: number; over: number }> {
+  const text = await (await fetch(`${server.url}/metrics`)).text();
+  const count = (le: string) =>
+    text
+      .split("\n")
+      .filter(
+        (l) =>
+          l.startsWith("agentbox_http_request_duration_seconds_bucket{") &&
+          l.includes('route="/v1/agents/sandboxes/:sandbox_id/code/run"') &&
+          l.includes(`le="${le}"`),
+      )
+      .reduce((n, l) => n + Number(l.slice(l.lastIndexOf(" ") + 1)), 0);
+  const all = count("+Inf");
+  return { all, over: all - count("2.5") };
 }
 
 const sha = (b: Buffer) => crypto.createHash("sha256").update(b).digest("hex");
@@ -105,13 +135,16 @@ describe("the sandbox channel", () => {
       return performance.now() - t0;
     };
     // The same run's baseline: on a busy host a print(1) can be slow with no download at all.
+    await loopLagMaxMs(); // (each read starts the service's measurement again)
     const baseline: number[] = [];
     for (let i = 0; i < 30; i++) baseline.push(await printOne());
+    const baselineLag = await loopLagMaxMs();
     // Medians, not the slowest sample: on a host busy with other work one request in thirty can take
     // a second with no download at all. A download that blocked the service would slow every request
     // made during it (the median), and stall one for as long as the transfer (the 5 s bound).
     const bound = Math.max(500, 2 * median(baseline));
     const stall = Math.max(5000, 4 * Math.max(...baseline));
+    const slowBefore = await slowRuns();
     let downloading = true;
     const got = download(a, "big.bin").finally(() => {
       downloading = false;
@@ -125,10 +158,26 @@ describe("the sandbox channel", () => {
       health.push(performance.now() - h0);
     } while (downloading);
     const d = await got;
+    // The service's own measure, which this process's load (it reads the 40 MB too) does not
+    // touch: its event loop was never held long by the download (a whole file read, encoded or
+    // concatenated at once would hold it for the whole transfer).
+    const lag = await loopLagMaxMs();
+    assert.ok(
+      lag < Math.max(500, 4 * baselineLag),
+      `the service's event loop stalled ${lag.toFixed(0)} ms during the download (${baselineLag.toFixed(0)} ms before it)`,
+    );
+    // And as the service timed them: no run of the other tenant held for the transfer.
+    const slowAfter = await slowRuns();
+    assert.ok(slowAfter.all - slowBefore.all >= runs.length, "the runs during the download are in the service's histogram");
+    assert.equal(
+      slowAfter.over - slowBefore.over,
+      0,
+      `${slowAfter.over - slowBefore.over} code runs took over 2.5 s in the service during the download`,
+    );
     assert.equal(d.status, 200);
     assert.equal(d.body.length, 40 * MB);
     assert.equal(sha(d.body), made.stdout.trim());
-    const note = `(baseline before it: median ${median(baseline).toFixed(0)} ms, slowest ${Math.max(...baseline).toFixed(0)} ms)`;
+    const note = `(baseline before it: median ${median(baseline).toFixed(0)} ms, slowest ${Math.max(...baseline).toFixed(0)} ms; the service's event loop held at most ${lag.toFixed(0)} ms)`;
     const during = `${runs.length} print(1) and /health during the download`;
     assert.ok(median(runs) < bound, `median print(1) of ${during}: ${median(runs).toFixed(0)} ms ${note}`);
     assert.ok(median(health) < bound, `median /health of ${during}: ${median(health).toFixed(0)} ms ${note}`);
@@ -228,9 +277,23 @@ describe("the sandbox channel", () => {
     // them would grow past the bound below). Each is smaller than what the service reads and drops
     // after answering early (64 MiB, api/bounds.ts): a larger one is cut with a reset once that is
     // read, and a client slow to read its answer (a busy machine) then sees the reset, not the 503.
-    const blob = new Blob([crypto.randomBytes(48 * MB)]);
+    // Each request's head goes out at once (node:http): eight FormData bodies from Node's fetch in
+    // one busy process had some of their heads written seconds after their connections opened, and
+    // the service closes a connection that sent no head within its header timeout (10 s): the
+    // client's late write then failed with EPIPE, a 'fetch failed' that was the client's delay.
+    const seed = crypto.randomBytes(2 ** 20);
     const ups = await peakRssGrowth(() =>
-      Promise.all(Array.from({ length: 8 }, (_, i) => upload(id, `up${i}.bin`, blob, AbortSignal.timeout(60_000)))),
+      Promise.all(
+        Array.from({ length: 8 }, (_, i) =>
+          multipartUpload({
+            port: server.port,
+            path: `${base(id)}/upload`,
+            key: server.key,
+            before: { path: `up${i}.bin` },
+            file: { filename: "data.bin", size: 48 * MB, chunks: patternChunks(48 * MB, seed) },
+          }),
+        ),
+      ),
     );
     for (const up of ups.value) assertError(up, 503, "sandbox_unresponsive");
     assert.ok(ups.growth < 200 * MB, `service RSS grew by ${(ups.growth / MB).toFixed(0)} MB with 8 hung 48 MB uploads`);

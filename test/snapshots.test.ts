@@ -68,6 +68,12 @@ async function sh(id: string, command: string, c = call): Promise<string> {
   return res.body.stdout;
 }
 
+/** Pauses a sandbox; an answer other than 200 fails with its body (what the service said, not just a status). */
+async function paused(c: typeof call, id: string): Promise<void> {
+  const res = await c("POST", `/v1/agents/sandboxes/${id}/pause`);
+  assert.equal(res.status, 200, `pause: ${res.status} ${JSON.stringify(res.body)}`);
+}
+
 /** Everything about /home/user that a restore must reproduce, listed inside the sandbox. */
 const MANIFEST = `python3 - <<'EOF'
 import hashlib, json, os, stat
@@ -305,7 +311,7 @@ EOF`,
     const id = await createSandbox(call);
     await sh(id, "echo still-here > paused.txt");
     assert.equal((await call("POST", `/v1/agents/sandboxes/${id}/code/run`, { code: "z = 1", language: "python" })).status, 200);
-    assert.equal((await call("POST", `/v1/agents/sandboxes/${id}/pause`)).status, 200);
+    await paused(call, id);
     assert.ok(
       await eventually(
         async () =>
@@ -334,7 +340,7 @@ EOF`,
     await sh(later, "echo at-timeout > t.txt");
     const sleeper = await createSandbox(call);
     await sh(sleeper, "echo across-restart > r.txt");
-    assert.equal((await call("POST", `/v1/agents/sandboxes/${sleeper}/pause`)).status, 200);
+    await paused(call, sleeper);
     assert.ok(
       await eventually(
         async () => (await listSnapshots()).body.snapshots.some((s) => s.sandbox_id === sleeper && s.kind === "hibernate"),
@@ -447,7 +453,7 @@ describe("snapshots and the tenant's storage quota", () => {
     const id = await createSandbox(t);
     await sh(id, FILL, t);
     assert.equal((await t("POST", `/v1/agents/sandboxes/${id}/code/run`, { code: "z = 41", language: "python" })).status, 200);
-    assert.equal((await t("POST", `/v1/agents/sandboxes/${id}/pause`)).status, 200);
+    await paused(t, id);
     const refusal = async () =>
       (await sandboxEvents(t, id)).body.find((e) => e.type === "paused" && e.detail.reason === "hibernate_failed");
     assert.ok(await eventually(async () => (await refusal()) !== undefined, 15_000, 200), "a paused event says the snapshot failed");
@@ -466,7 +472,7 @@ describe("snapshots and the tenant's storage quota", () => {
     assert.equal(run.body.error, null, JSON.stringify(run.body));
     assert.equal(run.body.results[0]?.text, "42", "the kernel kept its state");
     // Once the tenant deletes its snapshot, the next attempt hibernates it.
-    assert.equal((await t("POST", `/v1/agents/sandboxes/${id}/pause`)).status, 200);
+    await paused(t, id);
     assert.equal((await t("DELETE", `/v1/agents/snapshots/${kept.snapshot_id}`)).status, 200);
     assert.ok(
       await eventually(

@@ -132,7 +132,7 @@ export async function buildApp(services: Services, logger: Logger): Promise<Fast
   // the limit) closes it gently, so that the client can read the answer (bounds.ts).
   app.addHook("onSend", async (request, reply) => {
     if (closing) reply.header("connection", "close");
-    if (!request.raw.complete && reply.getHeader("connection") === "close") lingerBeforeClose(request.raw.socket);
+    if (!request.raw.complete && reply.getHeader("connection") === "close") lingerBeforeClose(request.raw.socket, request.raw);
   });
 
   installJsonParser(app, config.maxJsonDepth);

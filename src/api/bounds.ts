@@ -67,8 +67,15 @@ export function clientError(err: Error & { code?: string }, socket: Socket): voi
   socket.destroy();
 }
 
-/** Lingering close: what a client may still send after its answer, and for how long at most. */
-export const LINGER = { maxBytes: 64 * 2 ** 20, maxMs: 30_000, idleMs: 5_000, checkMs: 250 } as const;
+/**
+ * Lingering close: what a client may still send after its answer, and for how long. Past `maxMs`
+ * a client is closed only when it sent less than `minBytesPerS` on average since the answer: a
+ * fixed time cut the slow but steady ones (eight 48 MB uploads refused at once on a busy host
+ * took over 30 s to send, and the client saw a broken pipe, never its 503), while the byte bound
+ * and the idle bound already stop a client that sends too much or nothing; the rate bound stops a
+ * slow drip (64 MiB at the minimum rate is about 4 minutes, less than the request timeout).
+ */
+export const LINGER = { maxBytes: 64 * 2 ** 20, maxMs: 30_000, minBytesPerS: 256 * 2 ** 10, idleMs: 5_000, checkMs: 250 } as const;
 
 const lingering = new WeakSet<Socket>();
 
@@ -76,7 +83,8 @@ const lingering = new WeakSet<Socket>();
  * Makes the socket close the way nginx's lingering close does, for an answer sent before the
  * request body was read (a 413 for a body over the limit, a 401 before the upload): the answer and
  * a FIN go out, and what the client still sends is read and dropped until it closes, or until it
- * sent `maxBytes`, or went `idleMs` without sending, or `maxMs` passed. Closing at once with unread
+ * sent `maxBytes`, or went `idleMs` without sending, or `maxMs` passed while it sent less than
+ * `minBytesPerS` on average. Closing at once with unread
  * bytes would make the kernel send a reset, and most clients (Node's fetch, Python's urllib) then
  * report a broken pipe instead of the answer. Node calls `destroySoon` when a response that closes
  * the connection has been written; the bytes are read by Node's HTTP parser, which discards the
@@ -86,7 +94,8 @@ const lingering = new WeakSet<Socket>();
  */
 export function lingerBeforeClose(
   socket: Socket,
-  limits: { maxBytes: number; maxMs: number; idleMs: number; checkMs: number } = LINGER,
+  request: IncomingMessage,
+  limits: { maxBytes: number; maxMs: number; minBytesPerS: number; idleMs: number; checkMs: number } = LINGER,
 ): void {
   if (lingering.has(socket)) return;
   lingering.add(socket);
@@ -95,13 +104,25 @@ export function lingerBeforeClose(
     const startBytes = socket.bytesRead;
     let lastBytes = startBytes;
     let lastProgress = started;
+    // Node reads the socket only while the request is read: a body parser that let go of it (a
+    // multipart parser unpipes it, which pauses it) would leave the client blocked, cut as idle
+    // after idleMs with a reset instead of its answer. What is left of the body is dropped here.
+    const drop = () => {
+      if (request.complete || request.destroyed) return;
+      request.unpipe();
+      if (!request.readableFlowing) request.resume();
+    };
+    drop();
     const check = setInterval(() => {
+      drop();
       const now = Date.now();
       if (socket.bytesRead !== lastBytes) {
         lastBytes = socket.bytesRead;
         lastProgress = now;
       }
-      if (lastBytes - startBytes > limits.maxBytes || now - lastProgress > limits.idleMs || now - started > limits.maxMs) socket.destroy();
+      const sent = lastBytes - startBytes;
+      const slow = now - started > limits.maxMs && sent < (limits.minBytesPerS * (now - started)) / 1000;
+      if (sent > limits.maxBytes || now - lastProgress > limits.idleMs || slow) socket.destroy();
     }, limits.checkMs);
     socket.once("close", () => clearInterval(check));
     socket.end();

@@ -91,6 +91,10 @@ export function isV2(): boolean {
 
 const write = (dir: string, file: string, value: string) => fs.promises.writeFile(path.join(dir, file), value);
 
+/** A freeze (or thaw) that did not settle in time: a task in an uninterruptible sleep (disk I/O on
+ * a busy host) holds the group in FREEZING. The group is thawed again; a later try may succeed. */
+export class FreezeTimeout extends Error {}
+
 /** The tenant's group name: tenant ids are any string, a directory name is not. */
 export function tenantGroupName(tenantId: string): string {
   return TENANT_PREFIX + crypto.createHash("sha256").update(tenantId).digest("hex").slice(0, 16);
@@ -217,7 +221,7 @@ class Group implements SandboxCgroup {
       if (Date.now() > deadline) {
         if (frozen) await write(dir, file, this.v2 ? "0" : "THAWED").catch(() => {});
         this.frozen = false;
-        throw new Error(`the sandbox's processes did not ${frozen ? "freeze" : "thaw"} within ${FREEZE_WAIT_MS} ms`);
+        throw new FreezeTimeout(`the sandbox's processes did not ${frozen ? "freeze" : "thaw"} within ${FREEZE_WAIT_MS} ms`);
       }
       // v1 re-tries the freeze of tasks that were busy when it reads FREEZING: write again.
       if (frozen && !this.v2) await write(dir, file, value).catch(() => {});

@@ -17,6 +17,7 @@ import type { EndedBy, LifecycleBus } from "../events/bus.js";
 import { endStatus, type SandboxRecord, type SandboxStore } from "./store/sandboxes.js";
 import type { SnapshotKind, SnapshotRecord, SnapshotStore } from "./store/snapshots.js";
 import type { Box } from "./box.js";
+import { FreezeTimeout } from "./cgroup.js";
 import type {
   CreateDoor,
   CreateInput,
@@ -162,17 +163,35 @@ export class Lifecycle {
       await live.box.pause();
     } catch (err) {
       live.record.status = "running";
-      if (err instanceof ApiError) throw err;
-      throw new ApiError("internal_error", `The sandbox could not be paused: ${message(err)}`);
+      throw this.pauseRefusal(live, err);
     }
     live.pausedAt = Date.now();
     live.hibernateAt = live.pausedAt + this.config.pausedMaxS * 1000;
     live.pausedByTimeout = byTimeout;
     live.record.status = "paused";
     this.emit("paused", live.record, byTimeout ? "timeout" : "api");
-    // Only this node has it in memory: the records say so for a list through any other node.
-    await this.store.setPaused(live.record.id, true);
+    // Only this node has it in memory: the records say so for a list through any other node. It is
+    // paused whatever that write does (a failure only leaves other nodes' lists saying running).
+    await this.store
+      .setPaused(live.record.id, true)
+      .catch((err) => this.log.warn({ err, sandbox_id: live.record.id }, "paused sandbox not marked paused in the records"));
     return live.record;
+  }
+
+  /**
+   * What a pause that failed answers: a busy host is a 503 to retry, a sandbox ended meanwhile (its
+   * move into its tenant's group failed, say) is refused as ended; only the unexplained is a 500.
+   */
+  private pauseRefusal(live: Live, err: unknown): ApiError {
+    if (err instanceof ApiError) return err;
+    if (this.registry.get(live.record.id) !== live) {
+      return new ApiError("invalid_state", `Sandbox '${live.record.id}' ended while it was being paused; create a new one`);
+    }
+    if (err instanceof FreezeTimeout) {
+      return new ApiError("sandbox_unresponsive", `The sandbox could not be paused in time (${err.message}); it is running, retry`, 5);
+    }
+    this.log.error({ err, sandbox_id: live.record.id }, "pause failed");
+    return new ApiError("internal_error", `The sandbox could not be paused: ${message(err)}`);
   }
 
   /**

@@ -166,7 +166,7 @@ export class Collection {
     readonly dim: number,
     readonly metric: Metric,
     private readonly graphs: GraphWorker,
-    /** The graph's name in the worker (the index id). */
+    /** The graph's name in the worker: the index id and which copy of the index this is (see EmbeddedEngine.forget). */
     readonly graphId: string,
     private readonly log: (msg: string, fields?: Record<string, unknown>) => void = () => {},
     /** Vectors expected (sized once when loading, instead of doubling through a large index). */

@@ -64,6 +64,8 @@ export class EmbeddedEngine implements VectorEngine {
   /** Indexes in memory (those whose records are still loading too), and their loads. */
   private readonly open = new Map<string, Collection>();
   private readonly loading = new Map<string, Promise<void>>();
+  /** Copies of indexes opened so far (names each copy's graph in the worker). */
+  private copies = 0;
   private readonly measureTimer: NodeJS.Timeout;
   private readonly dir: string;
   private readonly timer: NodeJS.Timeout;
@@ -129,7 +131,8 @@ export class EmbeddedEngine implements VectorEngine {
 
   /** Search width and target of a new or loaded index (target from its catalog row). */
   private newCollection(spec: IndexSpec, expected = 0): Collection {
-    const c = new Collection(spec.dimension, spec.metric, this.graphs, spec.id, this.log, expected, this.scans);
+    // Each copy's graph has a name of its own in the worker (see forget).
+    const c = new Collection(spec.dimension, spec.metric, this.graphs, `${spec.id}#${++this.copies}`, this.log, expected, this.scans);
     c.width = this.settings.searchEf;
     c.targetRecall = spec.targetRecall ?? this.settings.targetRecall;
     c.maxUnindexed = Math.max(1, Math.floor((this.settings.unindexedMb * 2 ** 20) / (4 * spec.dimension)));
@@ -207,13 +210,14 @@ export class EmbeddedEngine implements VectorEngine {
     this.loads++;
     const p = this.load(spec, c).then(
       () => {
-        this.loading.delete(spec.id);
+        // (Only its own entry: another copy may be loading by now, see forget.)
+        if (this.loading.get(spec.id) === p) this.loading.delete(spec.id);
         // Stopped before the end of the records (the index was dropped meanwhile).
         if (c.loading) c.failLoad(new Error(`vector index ${spec.id} could not be loaded`));
       },
       (err: unknown) => {
         // The writes kept meanwhile are in the store: the next use loads again and finds them.
-        this.loading.delete(spec.id);
+        if (this.loading.get(spec.id) === p) this.loading.delete(spec.id);
         if (this.open.get(spec.id) === c) this.open.delete(spec.id);
         c.close();
         if (c.loading) c.failLoad(new Error(`vector index ${spec.id} could not be loaded`));
@@ -351,12 +355,13 @@ export class EmbeddedEngine implements VectorEngine {
 
   private async forget(id: string): Promise<void> {
     const c = this.open.get(id);
+    const load = this.loading.get(id);
     c?.close();
     this.open.delete(id);
-    // A load under way stops at its next step; its graph is dropped after it (messages are in order).
-    await this.loading.get(id);
-    await this.graphs.drop(id).catch(() => 0);
-    await this.logs?.remove(id);
+    // Everything kept under the index's id goes before the first await: a use of the index meanwhile
+    // opens a new copy at once (a cluster node that stops answering for an owner and becomes the
+    // owner), which must find none of the dropped copy's files, and whose own log and scan this
+    // clean-up must not remove once it is done waiting.
     const { graph, state, vectors } = this.files(id);
     fs.rmSync(state, { force: true });
     fs.rmSync(graph, { force: true });
@@ -364,6 +369,14 @@ export class EmbeddedEngine implements VectorEngine {
     fs.rmSync(logFileOf(vectors), { force: true });
     this.vectorsSaved.delete(id);
     this.scanner?.forget(id);
+    const logRemoved = this.logs?.remove(id);
+    // A load under way stops at its next step; its graph is dropped after it (messages are in
+    // order). The graph is the dropped copy's own (each copy's graph has a name of its own in the
+    // worker): dropping it by the index id dropped the new copy's graph when one was opened while
+    // this waited, and its searches then missed what the graph should have held.
+    await load;
+    if (c) await this.graphs.drop(c.graphId).catch(() => 0);
+    await logRemoved;
   }
 
   async upsert(spec: IndexSpec, vectors: NewVector[], admit?: Admit): Promise<void> {
@@ -501,7 +514,7 @@ export class EmbeddedEngine implements VectorEngine {
         // Changes posted after this save mark the graph dirty again.
         c.dirty = false;
         try {
-          await this.graphs.save(id, graph);
+          await this.graphs.save(c.graphId, graph);
           const tmp = `${state}.tmp`;
           const bytes = fs.statSync(graph).size;
           const saved: GraphState = { upTo, dimension: c.dim, metric: c.metric, quantization: QUANTIZATION, bytes, recall: c.recall };

@@ -203,7 +203,8 @@ export class VectorLogs {
     if (!l) return;
     await l.chain;
     await l.fh?.close();
-    await fs.promises.rm(l.file, { force: true });
+    // Tracked again meanwhile (a new copy of the index): the file is that copy's log now.
+    if (this.logs.get(indexId)?.file !== l.file) await fs.promises.rm(l.file, { force: true });
   }
 
   /** Resolves once every append so far is written. */

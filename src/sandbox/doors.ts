@@ -125,6 +125,13 @@ export interface SandboxHost extends HostDoor {
   settled(): Promise<void>;
   /** Removes every workspace and cgroup that belongs to no live sandbox (left by a crash). */
   sweep(live: readonly Live[]): Promise<void>;
+  /**
+   * Takes over the sandbox's process if the sandbox host kept it running from an earlier API
+   * process (kernels, commands and background processes go on); undefined otherwise.
+   */
+  adopt(name: string, uid: number, tenantId: string, custom?: CustomTemplate): Promise<Box | undefined>;
+  /** Ends the sandbox processes an earlier API process left with the sandbox host that nothing adopted. */
+  releaseUnadopted(): Promise<void>;
   close(): Promise<void>;
 }
 

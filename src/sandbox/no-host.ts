@@ -34,5 +34,9 @@ export class NoHost implements SandboxHost {
   async applyTenantLimits(): Promise<void> {}
   async settled(): Promise<void> {}
   async sweep(): Promise<void> {}
+  async adopt(): Promise<Box | undefined> {
+    return undefined;
+  }
+  async releaseUnadopted(): Promise<void> {}
   async close(): Promise<void> {}
 }

@@ -114,6 +114,8 @@ export interface HostDoor {
 export interface SandboxHost extends HostDoor {
   /** Resolves once sandboxes can be started. */
   readonly listening: Promise<void>;
+  /** This API process took over from an earlier one that died under the same sandbox host. */
+  readonly reattached: boolean;
   /** The host's available memory is under AGENTBOX_MEMORY_RESERVE_MB. */
   lowOnMemory(): boolean;
   /** Marks a uid in use that a record holds (at start-up, before any allocation). */

@@ -32,13 +32,26 @@ function log(level: number, msg: string, extra: Record<string, unknown> = {}): v
   process.stderr.write(`${JSON.stringify({ level, time: Date.now(), pid: process.pid, name: "sandbox-host", msg, ...extra })}\n`);
 }
 
+/** The API process serving now (or starting). */
 let api: ChildProcess | undefined;
+/**
+ * A standby API process: its modules loaded, waiting for `go` (./standby.ts). Loading them is most
+ * of a start (seconds from source or under load); with one waiting, an API process that dies is
+ * replaced in about the time the rest of a start takes. Off with AGENTBOX_API_STANDBY=0.
+ */
+let spare: ChildProcess | undefined;
+/** The spare has said it waits: `go` may be sent. */
+let spareLoaded = false;
 /** The API process has said hello: it started far enough that a death of it is a crash, not a failed start. */
 let greeted = false;
 let stopping = false;
 /** Some API process has said hello: from then on a failed start is retried, as a crash is. */
 let everGreeted = false;
 let quickFailures = 0;
+let apiStartedAt = 0;
+const standbyOn = process.env.AGENTBOX_API_STANDBY !== "0";
+/** A spare is started this long after the API process's hello, so that it does not slow that start. */
+const SPARE_DELAY_MS = 2000;
 
 const core = new SpawnCore((event: SpawnerEvent, socket) => {
   const child = api;
@@ -49,54 +62,94 @@ const core = new SpawnCore((event: SpawnerEvent, socket) => {
 }, true);
 
 function end(code: number): void {
+  spare?.kill("SIGKILL");
   core.killAll();
   core.close();
   process.exit(code);
 }
 
-function startApi(): void {
-  const startedAt = Date.now();
+function forkApi(standby: boolean): ChildProcess {
   const child = fork(apiEntry(), process.argv.slice(2), {
     execArgv: process.execArgv,
-    env: { ...process.env, AGENTBOX_SANDBOX_HOST: "1" },
+    env: { ...process.env, AGENTBOX_SANDBOX_HOST: "1", AGENTBOX_API_STANDBY: standby ? "1" : "0" },
     stdio: ["inherit", "inherit", "inherit", "ipc"],
     serialization: "json",
   });
-  api = child;
-  child.on("message", (req: SpawnerRequest) => {
-    if (req.op === "hello") {
-      greeted = true;
-      everGreeted = true;
-      for (const a of core.alive()) child.send({ ev: "alive", id: a.id, name: a.name, pid: a.pid }, a.socket, { keepOpen: true }, () => {});
-      child.send({ ev: "ready", next: core.nextId }, () => {});
-    } else if (req.op === "stop") stopping = true;
-    else core.handle(req);
-  });
   child.on("error", (err) => log(50, "API process error", { err: err.message }));
-  child.once("exit", (code, signal) => {
-    if (api === child) api = undefined;
-    if (stopping) return end(code ?? 1);
-    // A first start that fails before it reaches the host (bad settings) is the service's failure, as before.
-    if (!everGreeted) return end(code ?? 1);
-    quickFailures = !greeted || Date.now() - startedAt < QUICK_FAILURE_MS ? quickFailures + 1 : 0;
-    const delay = quickFailures === 0 ? 0 : Math.min(MAX_RESTART_DELAY_MS, 250 * 2 ** (quickFailures - 1));
-    log(50, "the API process ended; starting a new one (sandboxes keep running)", {
-      exit: code ?? signal,
-      sandboxes: core.alive().length,
-      delay_ms: delay,
-    });
-    greeted = false;
-    setTimeout(startApi, delay);
+  child.on("message", (req: SpawnerRequest) => onRequest(child, req));
+  child.once("exit", (code, signal) => onExit(child, code, signal));
+  return child;
+}
+
+/** `child` serves now (a new process, or the spare told to go). */
+function serve(child: ChildProcess): void {
+  api = child;
+  greeted = false;
+  apiStartedAt = Date.now();
+}
+
+function onRequest(child: ChildProcess, req: SpawnerRequest): void {
+  if (req.op === "standby") {
+    if (child === spare) spareLoaded = true;
+    // Promoted before it had loaded: it goes now.
+    else if (child === api) child.send({ ev: "go" }, () => {});
+    return;
+  }
+  if (child !== api) return;
+  if (req.op === "hello") {
+    greeted = true;
+    everGreeted = true;
+    for (const a of core.alive()) child.send({ ev: "alive", id: a.id, name: a.name, pid: a.pid }, a.socket, { keepOpen: true }, () => {});
+    child.send({ ev: "ready", next: core.nextId }, () => {});
+    if (standbyOn && !spare) setTimeout(startSpare, SPARE_DELAY_MS).unref();
+  } else if (req.op === "stop") stopping = true;
+  else core.handle(req);
+}
+
+function startSpare(): void {
+  if (stopping || spare || !api) return;
+  spareLoaded = false;
+  spare = forkApi(true);
+}
+
+function onExit(child: ChildProcess, code: number | null, signal: NodeJS.Signals | null): void {
+  if (child === spare) {
+    // A spare that died while waiting is started again at the next API process's hello.
+    spare = undefined;
+    return;
+  }
+  if (child !== api) return;
+  api = undefined;
+  if (stopping) return end(code ?? 1);
+  // A first start that fails before it reaches the host (bad settings) is the service's failure, as before.
+  if (!everGreeted) return end(code ?? 1);
+  quickFailures = !greeted || Date.now() - apiStartedAt < QUICK_FAILURE_MS ? quickFailures + 1 : 0;
+  const delay = quickFailures === 0 ? 0 : Math.min(MAX_RESTART_DELAY_MS, 250 * 2 ** (quickFailures - 1));
+  log(50, "the API process ended; starting a new one (sandboxes keep running)", {
+    exit: code ?? signal,
+    sandboxes: core.alive().length,
+    delay_ms: delay,
+    standby: spare !== undefined,
   });
+  setTimeout(() => {
+    if (stopping) return end(0);
+    const next = spare;
+    if (next) {
+      spare = undefined;
+      serve(next);
+      if (spareLoaded) next.send({ ev: "go" }, () => {});
+    } else serve(forkApi(false));
+  }, delay);
 }
 
 for (const signal of ["SIGTERM", "SIGINT"] as const) {
   process.on(signal, () => {
     stopping = true;
     // The API process stops the sandboxes gracefully; the host ends after it.
+    spare?.kill("SIGKILL");
     if (api && api.exitCode === null && api.signalCode === null) api.kill(signal);
     else end(0);
   });
 }
 
-startApi();
+serve(forkApi(false));

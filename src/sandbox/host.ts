@@ -107,6 +107,11 @@ export class Host implements SandboxHost {
     return this.spawner.listening;
   }
 
+  /** This API process took over from an earlier one that died under the same sandbox host. */
+  get reattached(): boolean {
+    return this.spawner.reattached;
+  }
+
   /** The host's available memory is under AGENTBOX_MEMORY_RESERVE_MB. */
   lowOnMemory(): boolean {
     return availableMemoryMb() < this.config.memoryReserveMb;

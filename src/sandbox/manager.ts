@@ -211,7 +211,9 @@ export class SandboxManager {
     this.pool.fill();
     // The first round of starts before the service takes requests, so that its first creates are
     // served from the pool (bounded: a slow host starts serving within 5 s, and a create that
-    // comes before the pool is filled waits for a start).
+    // comes before the pool is filled waits for a start). Not after a crash of the API process:
+    // its clients' sandboxes are taken over already, and their next requests come first.
+    if (this.host.reattached) return;
     await this.pool.warmUp(Math.min(this.config.warmPool, this.config.maxParallelStarts), 5000);
   }
 

@@ -28,7 +28,9 @@ export type SpawnerRequest =
   | { op: "kill"; id: number }
   | { op: "exec"; id: number; file: string; args: string[] }
   /** The whole service is stopping on purpose: a sandbox host ends too once the API process has exited. */
-  | { op: "stop" };
+  | { op: "stop" }
+  /** A standby API process has loaded its modules and waits for `go` (./standby.ts). */
+  | { op: "standby" };
 
 /** Spawner or host → service. */
 export type SpawnerEvent =
@@ -38,6 +40,8 @@ export type SpawnerEvent =
    * process gave them).
    */
   | { ev: "ready"; next?: number }
+  /** To a standby API process: the API process it stood in for is gone; start now. */
+  | { ev: "go" }
   /** A sandbox process a sandbox host holds from an earlier API process, with its supervisor's socket as the handle. */
   | { ev: "alive"; id: number; name: string; pid: number }
   /** The launcher runs (its pid; the supervisor's socket is the handle), or could not be started (`error`: then no exit follows). */

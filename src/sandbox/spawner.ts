@@ -90,6 +90,8 @@ export class Spawner {
   /** Sandbox processes a sandbox host held from an earlier API process, by sandbox name, until adopted or released. */
   private readonly adoptable = new Map<string, Adopted>();
   private seq = 0;
+  /** This API process took over from an earlier one under the same sandbox host (its `ready` said so). */
+  reattached = false;
   private closed = false;
   /** The current spawner or host has said it takes requests; until then requests wait here. */
   private ready = false;
@@ -169,6 +171,7 @@ export class Spawner {
     switch (event.ev) {
       case "ready":
         if (typeof event.next === "number" && event.next > this.seq) this.seq = event.next;
+        if (typeof event.next === "number" && event.next > 1) this.reattached = true;
         this.ready = true;
         for (const req of this.backlog.splice(0)) this.channel?.send(req);
         this.onReady();
@@ -193,6 +196,8 @@ export class Spawner {
         pending.socket = socket;
         return this.settle(event.id);
       }
+      case "go":
+        return;
       default:
         return this.onEvent(event);
     }

@@ -110,7 +110,10 @@ test("kill -9 of the API process under load loses no sandbox, and the next reque
         assert.equal(res.body.logs.stdout, "4242\n", "the kernel kept its variable");
         break;
       }
-      assert.ok(Date.now() - killedAt < RECOVERY_BOUND_MS, `no answer ${RECOVERY_BOUND_MS} ms after the kill:\n${server.logs().slice(-4000)}`);
+      assert.ok(
+        Date.now() - killedAt < RECOVERY_BOUND_MS,
+        `no answer ${RECOVERY_BOUND_MS} ms after the kill:\n${server.logs().slice(-4000)}`,
+      );
       await new Promise((r) => setTimeout(r, 20));
     }
     load = false;

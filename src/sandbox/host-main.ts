@@ -61,7 +61,7 @@ const core = new SpawnCore((event: SpawnerEvent, socket) => {
   else child.send(event, () => {});
 }, true);
 
-function end(code: number): void {
+function end(code: number): never {
   spare?.kill("SIGKILL");
   core.killAll();
   core.close();
@@ -120,9 +120,11 @@ function onExit(child: ChildProcess, code: number | null, signal: NodeJS.Signals
   }
   if (child !== api) return;
   api = undefined;
-  if (stopping) return end(code ?? 1);
   // A first start that fails before it reaches the host (bad settings) is the service's failure, as before.
-  if (!everGreeted) return end(code ?? 1);
+  if (stopping || !everGreeted) {
+    end(code ?? 1);
+    return;
+  }
   quickFailures = !greeted || Date.now() - apiStartedAt < QUICK_FAILURE_MS ? quickFailures + 1 : 0;
   const delay = quickFailures === 0 ? 0 : Math.min(MAX_RESTART_DELAY_MS, 250 * 2 ** (quickFailures - 1));
   log(50, "the API process ended; starting a new one (sandboxes keep running)", {

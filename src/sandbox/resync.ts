@@ -7,7 +7,7 @@
 // guess it. What is left after that frame starts a frame boundary.
 import crypto from "node:crypto";
 import type net from "node:net";
-import { encodeRequest, MAX_HEADER } from "./protocol.js";
+import { encodeRequest, MAX_FRAME, MAX_HEADER } from "./protocol.js";
 
 /** The furthest the frame's start may be before the id: the prefix and the header's first fields. */
 const LOOK_BACK = 4096;
@@ -18,14 +18,15 @@ function frameAround(buf: Buffer, at: number, needle: Buffer, marker: string): {
     if (buf[p + 8] !== 0x7b) continue; // "{"
     const total = buf.readUInt32BE(p);
     const hlen = buf.readUInt32BE(p + 4);
-    if (hlen > MAX_HEADER || hlen > total - 4 || p + 8 + hlen < at + needle.length) continue;
-    if (p + 4 + total > buf.length) return "wait";
+    if (total > MAX_FRAME || hlen > MAX_HEADER || hlen > total - 4 || p + 8 + hlen < at + needle.length) continue;
+    if (p + 8 + hlen > buf.length) return "wait";
     try {
       const header = JSON.parse(buf.subarray(p + 8, p + 8 + hlen).toString("utf8")) as { id?: unknown };
-      if (header.id === marker) return { start: p, end: p + 4 + total };
+      if (header.id !== marker) continue;
     } catch {
-      // Not this one.
+      continue;
     }
+    return p + 4 + total > buf.length ? "wait" : { start: p, end: p + 4 + total };
   }
   return undefined;
 }

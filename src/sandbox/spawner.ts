@@ -188,18 +188,21 @@ export class Spawner {
           socket?.destroy();
           return;
         }
-        if (event.error !== undefined || event.pid === undefined || !socket)
-          return this.finish(event.id, null, null, new Error(`sandbox process not started: ${event.error ?? "no stream"}`));
+        if (event.error !== undefined || event.pid === undefined || !socket) {
+          this.finish(event.id, null, null, new Error(`sandbox process not started: ${event.error ?? "no stream"}`));
+          return;
+        }
         socket.on("error", () => {});
         socket.pause();
         pending.pid = event.pid;
         pending.socket = socket;
-        return this.settle(event.id);
+        this.settle(event.id);
+        return;
       }
       case "go":
         return;
       default:
-        return this.onEvent(event);
+        this.onEvent(event);
     }
   }
 

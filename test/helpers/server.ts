@@ -172,8 +172,7 @@ export async function startNode(opts: ServerOptions = {}): Promise<TestServer> {
     workspaceDir,
     port,
     process: child,
-    apiPid: () =>
-      sandboxHost ? Number(fs.readFileSync(path.join(dataDir, "api.pid"), "utf8").trim()) : (child.pid as number),
+    apiPid: () => (sandboxHost ? Number(fs.readFileSync(path.join(dataDir, "api.pid"), "utf8").trim()) : (child.pid as number)),
     logs: () => output,
     async stop() {
       child.kill("SIGTERM");

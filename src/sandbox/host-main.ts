@@ -49,7 +49,8 @@ let stopping = false;
 let everGreeted = false;
 let quickFailures = 0;
 let apiStartedAt = 0;
-const standbyOn = process.env.AGENTBOX_API_STANDBY !== "0";
+/** AGENTBOX_API_STANDBY (declared with the sandbox settings, parsed as they parse a boolean: the host reads no settings module). */
+const standbyOn = !["0", "false", "no", "off"].includes((process.env.AGENTBOX_API_STANDBY ?? "").trim().toLowerCase());
 /** A spare is started this long after the API process's hello, so that it does not slow that start. */
 const SPARE_DELAY_MS = 2000;
 
@@ -71,7 +72,7 @@ function end(code: number): never {
 function forkApi(standby: boolean): ChildProcess {
   const child = fork(apiEntry(), process.argv.slice(2), {
     execArgv: process.execArgv,
-    env: { ...process.env, AGENTBOX_SANDBOX_HOST: "1", AGENTBOX_API_STANDBY: standby ? "1" : "0" },
+    env: { ...process.env, AGENTBOX_SANDBOX_HOST: "1", AGENTBOX_STANDBY_PROCESS: standby ? "1" : "0" },
     stdio: ["inherit", "inherit", "inherit", "ipc"],
     serialization: "json",
   });

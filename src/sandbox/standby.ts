@@ -6,7 +6,7 @@ import type { SpawnerEvent, SpawnerRequest } from "./spawner-protocol.js";
 
 /** Resolves when this process may start as the service's API process. */
 export function standbyTurn(): Promise<void> {
-  if (process.env.AGENTBOX_API_STANDBY !== "1" || typeof process.send !== "function") return Promise.resolve();
+  if (process.env.AGENTBOX_STANDBY_PROCESS !== "1" || typeof process.send !== "function") return Promise.resolve();
   return new Promise((resolve) => {
     // The host is gone before this process was needed: nothing to do.
     const onGone = () => process.exit(0);

@@ -1,9 +1,11 @@
 // End to end: the service runs as `npm start` runs it, under its sandbox host, and its API process
 // is killed with SIGKILL while clients send runs. No sandbox is lost: a python kernel keeps its
-// variable, a background process goes on and its output continues, a long run goes on writing, and
+// variable, a background process goes on and its output continues, a long run goes on writing, a
+// server in a sandbox is reached through its port again, and
 // the next request of a client succeeds within a bound (the measured figures are printed; the
 // bound asserted is generous, for a busy machine: docs/design.md states the measured recovery).
 import assert from "node:assert/strict";
+import fs from "node:fs";
 import { after, before, test } from "node:test";
 import { createSandbox, pythonStdout } from "./helpers/api.js";
 import { client, startServer, type TestServer } from "./helpers/server.js";
@@ -43,6 +45,23 @@ function ticks(out: string): number {
   return all.length ? Math.max(...all) : 0;
 }
 
+/** CPU time (ticks) of the sandbox host's standby API process, if one runs (AGENTBOX_API_STANDBY). */
+function standbyCpu(hostPid: number): number | undefined {
+  for (const task of fs.readdirSync(`/proc/${hostPid}/task`)) {
+    for (const kid of fs.readFileSync(`/proc/${hostPid}/task/${task}/children`, "utf8").split(/\s+/).filter(Boolean)) {
+      try {
+        if (!fs.readFileSync(`/proc/${kid}/environ`, "utf8").split("\0").includes("AGENTBOX_STANDBY_PROCESS=1")) continue;
+        const stat = fs.readFileSync(`/proc/${kid}/stat`, "utf8");
+        const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+        return Number(fields[11]) + Number(fields[12]);
+      } catch {
+        // gone meanwhile
+      }
+    }
+  }
+  return undefined;
+}
+
 async function until(what: string, probe: () => Promise<boolean>, ms = 20_000): Promise<void> {
   const deadline = Date.now() + ms;
   while (!(await probe().catch(() => false))) {
@@ -64,6 +83,17 @@ test("kill -9 of the API process under load loses no sandbox, and the next reque
   });
   assert.equal(started.status, 200, JSON.stringify(started.body));
   const bgPid = started.body.pid;
+  // A server on a port, reached through the port relay before and after.
+  const served = await call("POST", `${commands(background)}/run`, {
+    command: "echo served > page.txt && python3 -m http.server 8000",
+    background: true,
+  });
+  assert.equal(served.status, 200, JSON.stringify(served.body));
+  const page = () =>
+    fetch(`${server.url}/v1/agents/sandboxes/${background}/ports/8000/page.txt`, { headers: { authorization: `Bearer ${server.key}` } })
+      .then(async (r) => (r.status === 200 ? (await r.text()).trim() : `${r.status}`))
+      .catch((err: Error) => err.message);
+  await until("the port's server", async () => (await page()) === "served");
   // A long run holding its kernel, writing a line every 100 ms; its client's request dies with the API process.
   const longRun = call("POST", `/v1/agents/sandboxes/${long}/code/run`, {
     language: "python",
@@ -93,6 +123,17 @@ test("kill -9 of the API process under load loses no sandbox, and the next reque
       }
     });
     await until("the load to be under way", async () => answered >= 8);
+    // The figure measured is the take-over by a loaded standby API process (its start can take
+    // longer than the test on a busy machine): wait until it has loaded, i.e. uses no more CPU.
+    await until(
+      "the standby API process to have loaded",
+      async () => {
+        const a = standbyCpu(server.process.pid as number);
+        await new Promise((r) => setTimeout(r, 1000));
+        return a !== undefined && a === standbyCpu(server.process.pid as number);
+      },
+      90_000,
+    );
     const apiPid = server.apiPid();
     process.kill(apiPid, "SIGKILL");
     const killedAt = Date.now();
@@ -140,6 +181,9 @@ test("kill -9 of the API process under load loses no sandbox, and the next reque
   await until("the long run's next lines", async () => Number((await shell(long, "wc -l < progress")).trim()) > lines);
   assert.equal(await shell(long, "echo works"), "works\n");
   void longRun;
+
+  // The port relay is started again for the new API process: the server is reached as before.
+  await until("the port's server after the kill", async () => (await page()) === "served");
 
   // Every sandbox is still listed as running; the service is healthy.
   assert.equal((await fetch(`${server.url}/health`)).status, 200);

@@ -290,7 +290,7 @@ export const sandboxSettingsSchema = defineSettings({
   apiStandby: sandbox.boolean("AGENTBOX_API_STANDBY", {
     table: "node",
     default: true,
-    doc: "Under the sandbox host (`npm start`): keep one standby API process with its modules loaded, which takes over at once when the API process dies (the sandboxes keep running either way). Costs one idle Node process's memory (~100 MB); off, a dead API process is replaced by a whole start (seconds more).",
+    doc: "Under the sandbox host (`npm start`): keep one standby API process with its modules loaded, which takes over at once when the API process dies (the sandboxes keep running either way). Costs one idle Node process's memory (~150 MB measured from source); off, a dead API process is replaced by a whole start (seconds more).",
   }),
   maxParallelTeardowns: sandbox.number("AGENTBOX_MAX_PARALLEL_TEARDOWNS", {
     table: "node",

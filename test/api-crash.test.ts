@@ -5,10 +5,10 @@
 // the next request of a client succeeds within a bound (the measured figures are printed; the
 // bound asserted is generous, for a busy machine: docs/design.md states the measured recovery).
 import assert from "node:assert/strict";
-import fs from "node:fs";
 import { after, before, test } from "node:test";
 import { createSandbox, pythonStdout } from "./helpers/api.js";
 import { client, startServer, type TestServer } from "./helpers/server.js";
+import { standbyLoaded } from "./helpers/standby.js";
 
 /** What the test asserts; the figure measured on a quiet machine is in docs/design.md. */
 const RECOVERY_BOUND_MS = 15_000;
@@ -43,23 +43,6 @@ async function shell(id: string, command: string): Promise<string> {
 function ticks(out: string): number {
   const all = [...out.matchAll(/tick (\d+)/g)].map((m) => Number(m[1]));
   return all.length ? Math.max(...all) : 0;
-}
-
-/** CPU time (ticks) of the sandbox host's standby API process, if one runs (AGENTBOX_API_STANDBY). */
-function standbyCpu(hostPid: number): number | undefined {
-  for (const task of fs.readdirSync(`/proc/${hostPid}/task`)) {
-    for (const kid of fs.readFileSync(`/proc/${hostPid}/task/${task}/children`, "utf8").split(/\s+/).filter(Boolean)) {
-      try {
-        if (!fs.readFileSync(`/proc/${kid}/environ`, "utf8").split("\0").includes("AGENTBOX_STANDBY_PROCESS=1")) continue;
-        const stat = fs.readFileSync(`/proc/${kid}/stat`, "utf8");
-        const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-        return Number(fields[11]) + Number(fields[12]);
-      } catch {
-        // gone meanwhile
-      }
-    }
-  }
-  return undefined;
 }
 
 async function until(what: string, probe: () => Promise<boolean>, ms = 20_000): Promise<void> {
@@ -125,15 +108,7 @@ test("kill -9 of the API process under load loses no sandbox, and the next reque
     await until("the load to be under way", async () => answered >= 8);
     // The figure measured is the take-over by a loaded standby API process (its start can take
     // longer than the test on a busy machine): wait until it has loaded, i.e. uses no more CPU.
-    await until(
-      "the standby API process to have loaded",
-      async () => {
-        const a = standbyCpu(server.process.pid as number);
-        await new Promise((r) => setTimeout(r, 1000));
-        return a !== undefined && a === standbyCpu(server.process.pid as number);
-      },
-      90_000,
-    );
+    await standbyLoaded(server.process.pid as number);
     const apiPid = server.apiPid();
     process.kill(apiPid, "SIGKILL");
     const killedAt = Date.now();

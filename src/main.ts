@@ -21,6 +21,7 @@ import { LocalModels } from "./models/source.js";
 import { checkHost } from "./sandbox/preflight.js";
 import { openSandboxes, openSandboxService } from "./sandbox/setup.js";
 import { sandboxSettings } from "./sandbox/settings.js";
+import { standbyTurn } from "./sandbox/standby.js";
 import { openDb } from "./store/db.js";
 import { closePersistence, openPersistence } from "./store/persistence.js";
 import { openUsageStore } from "./inference/setup.js";
@@ -35,6 +36,8 @@ import { openTemplates } from "./templates/setup.js";
 import { openVectors } from "./vectors/setup.js";
 
 async function main(): Promise<void> {
+  // A standby API process of the sandbox host waits here, its modules loaded, until it is needed.
+  await standbyTurn();
   const server = loadConfig();
   // Every area's settings, read before anything starts: a bad value stops the start-up with the
   // variable's name, before a sandbox or a file exists.

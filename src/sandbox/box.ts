@@ -192,8 +192,39 @@ export class Box {
     return box;
   }
 
-  private async spawn(): Promise<void> {
+  /**
+   * Takes over the sandbox process of this name that the sandbox host kept running from an earlier
+   * API process (./host-main.ts): its workspace (still mounted), its cgroup (in its tenant's group,
+   * thawed if it was paused) and its supervisor, whose stream is put back in step first. Kernels,
+   * running commands and background processes go on. Undefined when there is no such process, or
+   * it could not be taken over (then it is killed: the caller starts the sandbox again from its files).
+   */
+  static async adopt(spec: BoxSpec, tenantId: string, cgroups: CgroupManager, workspaces: WorkspaceManager): Promise<Box | undefined> {
+    if (!spec.spawner.canAdopt(spec.name)) return undefined;
+    const cgroup = cgroups.open(spec.name, tenantId);
+    const workspace = workspaces.pathOf(spec.name);
+    // Without them it is not this record's sandbox to take over: the spawner's release ends it.
+    if (!cgroup || !(await workspaces.isMounted(workspace))) return undefined;
+    const box = new Box(spec, workspace, cgroup, workspaces);
+    try {
+      // A frozen supervisor cannot answer the resync (the record says running once it is adopted).
+      await cgroup.freeze(false).catch(() => {});
+      await box.spawn(true);
+      return box;
+    } catch (err) {
+      box.ended = true;
+      box.link.kill();
+      await cgroup.kill().catch(() => {});
+      await Promise.race([box.link.exited(), new Promise((r) => setTimeout(r, 5000))]);
+      spec.onLog?.(`could not take over the running sandbox process: ${(err as Error).message}`);
+      return undefined;
+    }
+  }
+
+  private async spawn(adopt = false): Promise<void> {
     this.link = new SupervisorLink({
+      name: this.spec.name,
+      adopt,
       uid: this.spec.uid,
       workspace: this.workspace,
       tmpMb: this.spec.limits.tmpMb,

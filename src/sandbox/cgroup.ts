@@ -350,6 +350,15 @@ export class CgroupManager {
     return new Group(dirs, this.v2);
   }
 
+  /**
+   * The group of a sandbox that an earlier process of this service moved into its tenant's group
+   * (a sandbox kept running by the sandbox host); undefined when it is not there.
+   */
+  open(name: string, tenantId: string): SandboxCgroup | undefined {
+    const dirs = this.dirsOf(`${tenantGroupName(tenantId)}/${name}`);
+    return dirs.every((dir) => fs.existsSync(dir)) ? new Group(dirs, this.v2) : undefined;
+  }
+
   private async makeSandboxGroups(dirs: string[], uid: number, limits: Limits): Promise<void> {
     const quota = Math.round(limits.cpus * 100000);
     try {

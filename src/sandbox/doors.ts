@@ -114,6 +114,8 @@ export interface HostDoor {
 export interface SandboxHost extends HostDoor {
   /** Resolves once sandboxes can be started. */
   readonly listening: Promise<void>;
+  /** This API process took over from an earlier one that died under the same sandbox host. */
+  readonly reattached: boolean;
   /** The host's available memory is under AGENTBOX_MEMORY_RESERVE_MB. */
   lowOnMemory(): boolean;
   /** Marks a uid in use that a record holds (at start-up, before any allocation). */
@@ -125,6 +127,13 @@ export interface SandboxHost extends HostDoor {
   settled(): Promise<void>;
   /** Removes every workspace and cgroup that belongs to no live sandbox (left by a crash). */
   sweep(live: readonly Live[]): Promise<void>;
+  /**
+   * Takes over the sandbox's process if the sandbox host kept it running from an earlier API
+   * process (kernels, commands and background processes go on); undefined otherwise.
+   */
+  adopt(name: string, uid: number, tenantId: string, custom?: CustomTemplate): Promise<Box | undefined>;
+  /** Ends the sandbox processes an earlier API process left with the sandbox host that nothing adopted. */
+  releaseUnadopted(): Promise<void>;
   close(): Promise<void>;
 }
 

@@ -7,7 +7,7 @@ import type { Logger } from "pino";
 import { Limiter } from "../common/limiter.js";
 import type { SandboxConfig } from "./settings.js";
 import { ApiError } from "../errors.js";
-import { Box } from "./box.js";
+import { Box, type BoxSpec } from "./box.js";
 import { CgroupManager, type TenantLimits } from "./cgroup.js";
 import type { CustomTemplate, Live, SandboxHost, TemplateCatalog } from "./doors.js";
 import { buildSeccompFilter } from "./seccomp.js";
@@ -107,6 +107,11 @@ export class Host implements SandboxHost {
     return this.spawner.listening;
   }
 
+  /** This API process took over from an earlier one that died under the same sandbox host. */
+  get reattached(): boolean {
+    return this.spawner.reattached;
+  }
+
   /** The host's available memory is under AGENTBOX_MEMORY_RESERVE_MB. */
   lowOnMemory(): boolean {
     return availableMemoryMb() < this.config.memoryReserveMb;
@@ -151,6 +156,23 @@ export class Host implements SandboxHost {
 
   /** Starts a sandbox process (for the pool, a re-adoption, or the resume of a hibernated sandbox); `custom`: on its template's root. */
   start(name: string, uid: number, custom?: CustomTemplate): Promise<Box> {
+    return Box.start(this.specOf(name, uid, custom), this.cgroups, this.workspaces);
+  }
+
+  /**
+   * Takes over the sandbox's process if the sandbox host kept it running from an earlier API
+   * process (kernels, commands and background processes go on); undefined otherwise.
+   */
+  adopt(name: string, uid: number, tenantId: string, custom?: CustomTemplate): Promise<Box | undefined> {
+    return Box.adopt(this.specOf(name, uid, custom), tenantId, this.cgroups, this.workspaces);
+  }
+
+  /** Ends the sandbox processes an earlier API process left with the sandbox host that nothing adopted. */
+  releaseUnadopted(): Promise<void> {
+    return this.spawner.releaseUnadopted();
+  }
+
+  private specOf(name: string, uid: number, custom?: CustomTemplate): BoxSpec {
     const onLog = (line: string) => this.log.warn({ sandbox_id: name }, `sandbox process: ${line}`);
     // Killed by the OOM killer, the sandbox ends (reason oom); any other death of its processes is
     // repaired by a restart at its next use.
@@ -159,20 +181,16 @@ export class Host implements SandboxHost {
       // Said in the log: an operator (or a failed test) can tell a crash from a kill.
       else this.log.warn({ sandbox_id: name, exit: exitStatus }, "sandbox process ended unexpectedly; it is restarted at its next use");
     };
-    return Box.start(
-      {
-        name,
-        uid,
-        limits: custom?.limits ?? this.config.limits,
-        seccomp: this.seccomp,
-        spawner: this.spawner,
-        onLog,
-        onDied,
-        ...(custom?.root ? { root: custom.root } : {}),
-      },
-      this.cgroups,
-      this.workspaces,
-    );
+    return {
+      name,
+      uid,
+      limits: custom?.limits ?? this.config.limits,
+      seccomp: this.seccomp,
+      spawner: this.spawner,
+      onLog,
+      onDied,
+      ...(custom?.root ? { root: custom.root } : {}),
+    };
   }
 
   applyTenantLimits(tenantId: string, limits: TenantLimits): Promise<void> {

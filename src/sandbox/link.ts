@@ -3,12 +3,14 @@
 // is the process's stdin/stdout. Nothing user code prints travels here except inside `out` frames,
 // which the supervisor tags by request id. Every request has a deadline, writes wait for the
 // socket to drain past a bound, and frames from the sandbox are size-checked before they are buffered.
+import crypto from "node:crypto";
 import { EventEmitter } from "node:events";
 import type net from "node:net";
 import { ApiError } from "../errors.js";
 import { type Event, encodeRequest, FrameDecoder, type Reply, type Request } from "./protocol.js";
 import type { TemplateRoot } from "./bwrap.js";
-import type { Spawner } from "./spawner.js";
+import type { LaunchHandlers, Spawner } from "./spawner.js";
+import { resync } from "./resync.js";
 
 /** Bytes queued towards the sandbox beyond which a writer waits for the pipe to drain. */
 const MAX_PENDING = 4 * 2 ** 20;
@@ -18,6 +20,8 @@ export const REQUEST_TIMEOUT_MS = 10_000;
 const RETRY_AFTER_S = 5;
 
 export interface LinkOptions {
+  /** The sandbox's name (a re-attaching API process adopts its process by it). */
+  name: string;
   uid: number;
   workspace: string;
   tmpMb: number;
@@ -27,7 +31,15 @@ export interface LinkOptions {
   root?: TemplateRoot;
   spawner: Spawner;
   onLog?: (line: string) => void;
+  /**
+   * Take over the running process of this name that the sandbox host kept from an earlier API
+   * process (Spawner.canAdopt) instead of starting one: `ready` once its stream is in step again.
+   */
+  adopt?: boolean;
 }
+
+/** How long an adopted sandbox's supervisor has to answer the resync (its process is restarted otherwise). */
+const RESYNC_MS = 3000;
 
 export interface RequestOptions {
   /** Deadline for the answer; REQUEST_TIMEOUT_MS by default. */
@@ -62,6 +74,11 @@ export class SupervisorLink extends EventEmitter {
   private readonly streams = new Map<string, (reply: Reply) => void>();
   private readonly queue: Queued[] = [];
   private seq = 0;
+  /**
+   * Request ids are `<prefix><n>`: an adopted link's prefix is its own, so no answer to a request of
+   * the earlier API process (whose ids were r1, r2, …) can be taken for one of this process's.
+   */
+  private readonly idPrefix: string;
   /** A request outlived its deadline and nothing has been heard from the sandbox since. */
   private stalled = false;
   private probing = false;
@@ -83,7 +100,7 @@ export class SupervisorLink extends EventEmitter {
     const failed = new Promise<never>((_, reject) => {
       startFailed = reject;
     });
-    const { id, started } = this.spawner.launch(opts, {
+    const handlers: LaunchHandlers = {
       onLog: opts.onLog,
       onExit: (code, signal) => {
         this.exitStatus = signal ? `signal ${signal}` : `exit code ${code}`;
@@ -91,7 +108,23 @@ export class SupervisorLink extends EventEmitter {
         this.onExit();
         exited();
       },
-    });
+    };
+    const adopted = opts.adopt ? this.spawner.adopt(opts.name, handlers) : undefined;
+    if (adopted) {
+      this.launchId = adopted.id;
+      this.processPid = adopted.pid;
+      this.idPrefix = `r${crypto.randomBytes(4).toString("hex")}.`;
+      const inStep = resync(adopted.socket, RESYNC_MS).then((rest) => {
+        if (this.closed) return;
+        this.use(adopted.socket, opts.onLog);
+        if (rest.length) this.onData(rest, opts.onLog);
+      });
+      this.ready = Promise.race([inStep, failed]);
+      this.ready.catch(() => {});
+      return;
+    }
+    this.idPrefix = "r";
+    const { id, started } = this.spawner.launch(opts, handlers);
     this.launchId = id;
     started.then(
       ({ pid, socket }) => {
@@ -100,11 +133,7 @@ export class SupervisorLink extends EventEmitter {
           socket.destroy();
           return;
         }
-        this.socket = socket;
-        socket.on("error", () => {});
-        socket.on("data", (chunk: Buffer) => this.onData(chunk, opts.onLog));
-        socket.resume();
-        this.flushQueue();
+        this.use(socket, opts.onLog);
       },
       (err: Error) => startFailed(err),
     );
@@ -120,6 +149,15 @@ export class SupervisorLink extends EventEmitter {
     });
     this.ready = Promise.race([ready, failed]);
     this.ready.catch(() => {});
+  }
+
+  /** From now on requests go to `socket` and its events are read. */
+  private use(socket: net.Socket, onLog?: (line: string) => void): void {
+    this.socket = socket;
+    socket.on("error", () => {});
+    socket.on("data", (chunk: Buffer) => this.onData(chunk, onLog));
+    socket.resume();
+    this.flushQueue();
   }
 
   private onExit(): void {
@@ -212,7 +250,7 @@ export class SupervisorLink extends EventEmitter {
 
   nextId(): string {
     this.seq += 1;
-    return `r${this.seq}`;
+    return `${this.idPrefix}${this.seq}`;
   }
 
   /**

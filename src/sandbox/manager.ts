@@ -174,9 +174,16 @@ export class SandboxManager {
       for (let record = adopt.shift(); record; record = adopt.shift()) {
         let box: Box | undefined;
         try {
-          box = await this.host.start(record.id, record.hostUid, await this.host.templateOf(record));
-          await this.host.assign(box, record.tenantId);
-          if (Object.keys(record.envVars).length) await box.setEnv(record.envVars);
+          const custom = await this.host.templateOf(record);
+          // Kept running by the sandbox host through a restart of the API process: taken over as it
+          // is (already in its tenant's group, its environment set). Else started again from its files.
+          box = await this.host.adopt(record.id, record.hostUid, record.tenantId, custom);
+          if (box) this.log.info({ sandbox_id: record.id }, "took over the running sandbox from the sandbox host");
+          else {
+            box = await this.host.start(record.id, record.hostUid, custom);
+            await this.host.assign(box, record.tenantId);
+            if (Object.keys(record.envVars).length) await box.setEnv(record.envVars);
+          }
           this.registry.join(record, box, this.lifeOf(record), await this.lifecycle.onTimeoutOf(record.id));
           // Started again from its files: running, also if it was paused when the service stopped
           // (a failed write only leaves other nodes' lists saying paused; the sandbox runs).
@@ -195,6 +202,8 @@ export class SandboxManager {
       }
     });
     await Promise.all(workers);
+    // The earlier API process's warm pool, and anything else the sandbox host kept that no record claims.
+    await this.host.releaseUnadopted();
     await this.host.sweep([...this.registry.all()]);
     this.reaper = setInterval(() => this.tick(), this.config.reaperIntervalMs);
     this.reaper.unref();
@@ -202,7 +211,9 @@ export class SandboxManager {
     this.pool.fill();
     // The first round of starts before the service takes requests, so that its first creates are
     // served from the pool (bounded: a slow host starts serving within 5 s, and a create that
-    // comes before the pool is filled waits for a start).
+    // comes before the pool is filled waits for a start). Not after a crash of the API process:
+    // its clients' sandboxes are taken over already, and their next requests come first.
+    if (this.host.reattached) return;
     await this.pool.warmUp(Math.min(this.config.warmPool, this.config.maxParallelStarts), 5000);
   }
 

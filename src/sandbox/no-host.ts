@@ -33,6 +33,11 @@ export class NoHost implements SandboxHost {
   useTemplates(): void {}
   async applyTenantLimits(): Promise<void> {}
   async settled(): Promise<void> {}
+  readonly reattached = false;
   async sweep(): Promise<void> {}
+  async adopt(): Promise<Box | undefined> {
+    return undefined;
+  }
+  async releaseUnadopted(): Promise<void> {}
   async close(): Promise<void> {}
 }

@@ -287,6 +287,11 @@ export const sandboxSettingsSchema = defineSettings({
     default: 300,
     doc: "Each of the tenants' own templates has a warm pool from its first create on: one started sandbox while the template was asked for in the last this many seconds, more under a stream of creates (the creates served in the last second, as for the built-ins). All template pools together hold at most `AGENTBOX_WARM_POOL_MAX` sandboxes and only the room the sandbox cap leaves; a template not asked for this long gives its sandboxes back (one per second), down to none. 0: no pools for templates (every create from one starts a sandbox).",
   }),
+  apiStandby: sandbox.boolean("AGENTBOX_API_STANDBY", {
+    table: "node",
+    default: true,
+    doc: "Under the sandbox host (`npm start`): keep one standby API process with its modules loaded, which takes over at once when the API process dies (the sandboxes keep running either way). Costs one idle Node process's memory (~150 MB measured from source); off, a dead API process is replaced by a whole start (seconds more).",
+  }),
   maxParallelTeardowns: sandbox.number("AGENTBOX_MAX_PARALLEL_TEARDOWNS", {
     table: "node",
     default: (m) => Math.max(2, m.cores * 2),

@@ -1,19 +1,21 @@
-// The messages between the service and its spawner process (./spawner-main.ts), defined once for
-// both sides. They travel over the spawner's IPC channel (JSON); the supervisor's own byte stream
-// does not: the spawner connects a unix socket to the service per sandbox and hands it to the
-// sandbox as its stdin/stdout (see ./spawner.ts).
+// The messages between the service and the process that holds its sandboxes — its spawner
+// (./spawner-main.ts, a child of the service) or its sandbox host (./host-main.ts, the service's
+// parent) — defined once for both sides. They travel over the Node IPC channel (JSON); the
+// supervisor's own byte stream does not: it is one end of a connected unix socket pair whose other
+// end is the sandbox's stdin/stdout, passed over the channel as a handle with `launched` (and with
+// `alive`, to an API process that re-attaches to a sandbox host).
 import type { TemplateRoot } from "./bwrap.js";
 
-/** Service → spawner. */
+/** Service → spawner or host. */
 export type SpawnerRequest =
+  /** Sent first by an API process under a sandbox host: answered by `alive` for each sandbox it holds, then `ready`. */
+  | { op: "hello" }
   | {
       op: "launch";
       /** Names the sandbox process in every answer about it. */
       id: number;
-      /** The service's private socket the spawner connects to for this sandbox. */
-      socket: string;
-      /** Sent first on that connection, so the service knows which sandbox it is. */
-      token: string;
+      /** The sandbox's name (its id): what a re-attaching API process adopts it by. */
+      name: string;
       uid: number;
       workspace: string;
       tmpMb: number;
@@ -24,13 +26,25 @@ export type SpawnerRequest =
       root?: TemplateRoot;
     }
   | { op: "kill"; id: number }
-  | { op: "exec"; id: number; file: string; args: string[] };
+  | { op: "exec"; id: number; file: string; args: string[] }
+  /** The whole service is stopping on purpose: a sandbox host ends too once the API process has exited. */
+  | { op: "stop" }
+  /** A standby API process has loaded its modules and waits for `go` (./standby.ts). */
+  | { op: "standby" };
 
-/** Spawner → service. */
+/** Spawner or host → service. */
 export type SpawnerEvent =
-  /** The spawner listens for requests (sent once; requests before it wait in the service). */
-  | { ev: "ready" }
-  /** The launcher runs (its pid), or could not be started (`error`: then no exit follows). */
+  /**
+   * Requests are taken from now on (sent once; requests before it wait in the service). `next`:
+   * the first launch id the service may use (a host's sandboxes keep the ids an earlier API
+   * process gave them).
+   */
+  | { ev: "ready"; next?: number }
+  /** To a standby API process: the API process it stood in for is gone; start now. */
+  | { ev: "go" }
+  /** A sandbox process a sandbox host holds from an earlier API process, with its supervisor's socket as the handle. */
+  | { ev: "alive"; id: number; name: string; pid: number }
+  /** The launcher runs (its pid; the supervisor's socket is the handle), or could not be started (`error`: then no exit follows). */
   | { ev: "launched"; id: number; pid?: number; error?: string }
   /** A line the sandbox process wrote to its stderr (bwrap's and the supervisor's diagnostics). */
   | { ev: "log"; id: number; line: string }

@@ -1,26 +1,21 @@
-// The service's side of the spawner (./spawner-main.ts): starts it, restarts it if it dies, and
-// turns its messages (./spawner-protocol.ts) into launches, kills and execs. Each sandbox's byte
-// stream to its supervisor is a unix socket the spawner connects to a private listener here (a
-// one-time token line first, so the connection is matched to its sandbox) and hands to the
-// sandbox process as its stdin/stdout.
+// The service's side of the process that holds its sandboxes, and turns its messages
+// (./spawner-protocol.ts) into launches, kills and execs. That process is either the sandbox host
+// this API process runs under (./host-main.ts: AGENTBOX_SANDBOX_HOST=1 and an IPC channel to the
+// parent), which outlives the API process and hands each sandbox it holds to the next one (see
+// adopt()), or, for an API process started on its own, a spawner it forks (./spawner-main.ts) and
+// restarts if it dies (its sandboxes die with it). Each sandbox's byte stream to its supervisor
+// arrives as a socket handle with its `launched` (or `alive`) event.
 import type { TemplateRoot } from "./bwrap.js";
 import { type ChildProcess, fork } from "node:child_process";
-import crypto from "node:crypto";
 import fs from "node:fs";
-import net from "node:net";
-import os from "node:os";
+import type net from "node:net";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import type { SpawnerEvent, SpawnerRequest } from "./spawner-protocol.js";
 
-/** A token line is this long (hex); a connection that sends anything else is dropped. */
-const TOKEN_BYTES = 16;
-/** A connection that has not sent its token line by then is dropped. */
-const TOKEN_WAIT_MS = 10_000;
-/** A unix socket's path must fit in 108 bytes (sun_path). */
-const MAX_SOCKET_PATH = 100;
-
 export interface LaunchOptions {
+  /** The sandbox's name: a re-attaching API process adopts the process by it. */
+  name: string;
   uid: number;
   workspace: string;
   tmpMb: number;
@@ -42,15 +37,28 @@ export interface Launched {
   socket: net.Socket;
 }
 
+/** A sandbox process a sandbox host held from an earlier API process, taken over by this one. */
+export interface Adopted extends Launched {
+  id: number;
+}
+
 interface Pending {
   handlers: LaunchHandlers;
   resolve(l: Launched): void;
   reject(err: Error): void;
   pid?: number;
   socket?: net.Socket;
-  token: string;
   settled: boolean;
 }
+
+/** What the other process is reached through: a forked spawner, or the sandbox host (this process's parent). */
+interface Channel {
+  readonly connected: boolean;
+  send(req: SpawnerRequest): void;
+}
+
+/** The file an API process under a sandbox host writes its pid to, in the data dir (what a test kills). */
+export const API_PID_FILE = "api.pid";
 
 /** The spawner's entry beside this file: .ts when the service runs from source, .js when compiled. */
 function entry(): string {
@@ -59,9 +67,8 @@ function entry(): string {
 }
 
 /** Only the options that load code (the TypeScript loader); not profilers or inspectors. */
-function loaderArgs(): string[] {
+export function loaderArgs(argv: readonly string[] = process.execArgv): string[] {
   const out: string[] = [];
-  const argv = process.execArgv;
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i] as string;
     if (a === "--import" || a === "--loader" || a === "--experimental-loader") out.push(a, argv[++i] as string);
@@ -70,71 +77,80 @@ function loaderArgs(): string[] {
   return out;
 }
 
+/** This process runs under a sandbox host (./host-main.ts). */
+export function underSandboxHost(): boolean {
+  return process.env.AGENTBOX_SANDBOX_HOST === "1" && typeof process.send === "function";
+}
+
 export class Spawner {
   private child: ChildProcess | undefined;
-  private readonly server: net.Server;
-  /** A temporary directory of the socket's own (removed at close), when the data dir's path is too long. */
-  private readonly dir: string | undefined;
-  private readonly socketPath: string;
+  private channel: Channel | undefined;
   private readonly launches = new Map<number, Pending>();
-  private readonly byToken = new Map<string, number>();
   private readonly execs = new Map<number, { resolve(): void; reject(err: Error): void }>();
+  /** Sandbox processes a sandbox host held from an earlier API process, by sandbox name, until adopted or released. */
+  private readonly adoptable = new Map<string, Adopted>();
   private seq = 0;
+  /** This API process took over from an earlier one under the same sandbox host (its `ready` said so). */
+  reattached = false;
   private closed = false;
-  /** The current spawner has said it listens; until then requests wait here. */
+  /** The current spawner or host has said it takes requests; until then requests wait here. */
   private ready = false;
   private backlog: SpawnerRequest[] = [];
+  /** Resolves once requests are taken (under a host: once its sandboxes are known). */
   readonly listening: Promise<void>;
+  private onReady: () => void = () => {};
+  /** Adoptable sandbox processes killed by release(), until their exit is seen. */
+  private readonly releasing = new Map<number, () => void>();
 
   /**
-   * `dir`: the service's private data directory, where the socket is (the same path after a crash,
-   * so nothing is left behind); a private temporary directory if that path is too long for a socket.
+   * `dir`: the service's private data directory (under a sandbox host, its pid file goes there).
    */
   constructor(
     dir: string,
     private readonly onError: (err: Error, what: string) => void = () => {},
-    /** Told the pid of each spawner process started (the first and any replacement). */
+    /** Told the pid of each spawner process started (the first and any replacement); not called under a host. */
     private readonly onStarted: (pid: number) => void = () => {},
   ) {
-    const inData = path.join(dir, "spawner.sock");
-    if (Buffer.byteLength(inData) < MAX_SOCKET_PATH) {
-      this.dir = undefined;
-      this.socketPath = inData;
-      // A socket left by a crash of the service.
-      fs.rmSync(inData, { force: true });
-    } else {
-      this.dir = fs.mkdtempSync(path.join(os.tmpdir(), "agentbox-spawn-"));
-      fs.chmodSync(this.dir, 0o700);
-      this.socketPath = path.join(this.dir, "s");
-    }
-    this.server = net.createServer((socket) => this.accept(socket));
-    this.listening = new Promise((resolve, reject) => {
-      this.server.once("error", reject);
-      // Only root (the service and its spawner) may connect to it.
-      this.server.listen(this.socketPath, () => {
-        fs.chmodSync(this.socketPath, 0o600);
-        resolve();
-      });
+    this.listening = new Promise((resolve) => {
+      this.onReady = resolve;
     });
-    this.listening.catch((err) => this.onError(err, "spawner socket"));
-    // After listening, an accept failure (e.g. out of descriptors) is reported here: logged, never fatal.
-    this.server.on("error", (err) => this.onError(err, "spawner socket"));
-    this.start();
+    if (underSandboxHost()) this.attach(dir);
+    else this.start();
+  }
+
+  /** Under a sandbox host: its channel is this process's own; it answers hello with its sandboxes. */
+  private attach(dir: string): void {
+    this.channel = {
+      get connected() {
+        return process.connected;
+      },
+      send: (req) => process.send?.(req),
+    };
+    process.on("message", (event: SpawnerEvent, handle?: unknown) => this.onMessage(event, handle));
+    // The host ended (killed: a graceful stop ends this process first): its sandboxes died with it,
+    // and nothing here can start one without it.
+    process.on("disconnect", () => {
+      if (this.closed) return;
+      this.onError(new Error("the sandbox host ended, and its sandboxes with it; exiting"), "sandbox host");
+      process.exit(1);
+    });
+    fs.writeFileSync(path.join(dir, API_PID_FILE), `${process.pid}\n`);
+    process.send?.({ op: "hello" } satisfies SpawnerRequest);
   }
 
   private start(): void {
     const child = fork(entry(), [], { execArgv: loaderArgs(), stdio: ["ignore", "inherit", "inherit", "ipc"], serialization: "json" });
     this.child = child;
+    this.channel = child;
     if (child.pid !== undefined) this.onStarted(child.pid);
     this.ready = false;
-    child.on("message", (event: SpawnerEvent) => {
-      if (event.ev !== "ready") return this.onEvent(event);
-      this.ready = true;
-      for (const req of this.backlog.splice(0)) child.send(req);
-    });
+    child.on("message", (event: SpawnerEvent, handle?: unknown) => this.onMessage(event, handle));
     child.on("error", (err) => this.onError(err, "spawner"));
     child.once("exit", (code, signal) => {
-      if (this.child === child) this.child = undefined;
+      if (this.child === child) {
+        this.child = undefined;
+        this.channel = undefined;
+      }
       this.backlog = [];
       // Its sandboxes died with it (die-with-parent), and no answer to a pending exec will come.
       for (const id of [...this.launches.keys()]) this.finish(id, null, "SIGKILL", new Error("the spawner process ended"));
@@ -149,49 +165,61 @@ export class Spawner {
     });
   }
 
+  private onMessage(event: SpawnerEvent, handle: unknown): void {
+    // Only a socket ever comes with an event; anything else is not ours to keep.
+    const socket = isSocket(handle) ? handle : undefined;
+    switch (event.ev) {
+      case "ready":
+        if (typeof event.next === "number" && event.next > this.seq) this.seq = event.next;
+        if (typeof event.next === "number" && event.next > 1) this.reattached = true;
+        this.ready = true;
+        for (const req of this.backlog.splice(0)) this.channel?.send(req);
+        this.onReady();
+        return;
+      case "alive":
+        if (!socket) return;
+        socket.on("error", () => {});
+        socket.pause();
+        this.adoptable.set(event.name, { id: event.id, pid: event.pid, socket });
+        return;
+      case "launched": {
+        const pending = this.launches.get(event.id);
+        if (!pending) {
+          socket?.destroy();
+          return;
+        }
+        if (event.error !== undefined || event.pid === undefined || !socket) {
+          this.finish(event.id, null, null, new Error(`sandbox process not started: ${event.error ?? "no stream"}`));
+          return;
+        }
+        socket.on("error", () => {});
+        socket.pause();
+        pending.pid = event.pid;
+        pending.socket = socket;
+        this.settle(event.id);
+        return;
+      }
+      case "go":
+        return;
+      default:
+        this.onEvent(event);
+    }
+  }
+
   private send(req: SpawnerRequest): boolean {
-    const child = this.child;
-    if (!child?.connected) return false;
-    if (this.ready) child.send(req);
+    const channel = this.channel;
+    if (!channel?.connected) return false;
+    if (this.ready) channel.send(req);
     else this.backlog.push(req);
     return true;
   }
 
-  /** The spawner's pid (for the measurements in docs/design.md). */
+  /** The spawner's pid (for the measurements in docs/design.md); the host's under a sandbox host. */
   get pid(): number | undefined {
-    return this.child?.pid;
+    return this.child ? this.child.pid : underSandboxHost() ? process.ppid : undefined;
   }
 
-  private accept(socket: net.Socket): void {
-    socket.on("error", () => {});
-    let buf = Buffer.alloc(0);
-    const timer = setTimeout(() => socket.destroy(), TOKEN_WAIT_MS);
-    const onData = (chunk: Buffer) => {
-      buf = Buffer.concat([buf, chunk]);
-      const nl = buf.indexOf(10);
-      if (nl < 0) {
-        if (buf.length > TOKEN_BYTES * 2 + 1) socket.destroy();
-        return;
-      }
-      clearTimeout(timer);
-      socket.off("data", onData);
-      socket.pause();
-      const id = this.byToken.get(buf.subarray(0, nl).toString());
-      const pending = id === undefined ? undefined : this.launches.get(id);
-      if (id === undefined || !pending || pending.socket) {
-        socket.destroy();
-        return;
-      }
-      this.byToken.delete(pending.token);
-      // Whatever the supervisor already sent after the token is the start of its stream.
-      if (nl + 1 < buf.length) socket.unshift(buf.subarray(nl + 1));
-      pending.socket = socket;
-      this.settle(id);
-    };
-    socket.on("data", onData);
-  }
-
-  private onEvent(event: Exclude<SpawnerEvent, { ev: "ready" }>): void {
+  private onEvent(event: Extract<SpawnerEvent, { ev: "done" | "log" | "exit" }>): void {
     if (event.ev === "done") {
       const e = this.execs.get(event.id);
       if (!e) return;
@@ -200,15 +228,18 @@ export class Spawner {
       else e.reject(new Error(event.error));
       return;
     }
+    if (event.ev === "exit") {
+      this.releasing.get(event.id)?.();
+      for (const [name, a] of this.adoptable)
+        if (a.id === event.id) {
+          this.adoptable.delete(name);
+          a.socket.destroy();
+        }
+    }
     const pending = this.launches.get(event.id);
     if (!pending) return;
     if (event.ev === "log") pending.handlers.onLog?.(event.line);
-    else if (event.ev === "exit") this.finish(event.id, event.code, event.signal);
-    else if (event.error !== undefined) this.finish(event.id, null, null, new Error(`sandbox process not started: ${event.error}`));
-    else {
-      pending.pid = event.pid;
-      this.settle(event.id);
-    }
+    else this.finish(event.id, event.code, event.signal);
   }
 
   /** Hands the launch over once both its pid and its socket are here. */
@@ -223,7 +254,6 @@ export class Spawner {
     const p = this.launches.get(id);
     if (!p) return;
     this.launches.delete(id);
-    this.byToken.delete(p.token);
     if (!p.settled) {
       p.settled = true;
       p.socket?.destroy();
@@ -239,17 +269,14 @@ export class Spawner {
   launch(opts: LaunchOptions, handlers: LaunchHandlers): { id: number; started: Promise<Launched> } {
     this.seq += 1;
     const id = this.seq;
-    const token = crypto.randomBytes(TOKEN_BYTES).toString("hex");
     const started = new Promise<Launched>((resolve, reject) => {
-      this.launches.set(id, { handlers, resolve, reject, token, settled: false });
+      this.launches.set(id, { handlers, resolve, reject, settled: false });
     });
     started.catch(() => {});
-    this.byToken.set(token, id);
     const sent = this.send({
       op: "launch",
       id,
-      socket: this.socketPath,
-      token,
+      name: opts.name,
       uid: opts.uid,
       workspace: opts.workspace,
       tmpMb: opts.tmpMb,
@@ -260,6 +287,47 @@ export class Spawner {
     // Asynchronously, like every other outcome: the caller has its handle first.
     if (!sent) queueMicrotask(() => this.finish(id, null, null, new Error("the spawner process is not running")));
     return { id, started };
+  }
+
+  /** A sandbox process of this name the sandbox host held from an earlier API process is alive. */
+  canAdopt(name: string): boolean {
+    return this.adoptable.has(name);
+  }
+
+  /**
+   * Takes over the sandbox process of this name that the sandbox host held from an earlier API
+   * process: from now on its exit and log lines go to `handlers`. Undefined when there is none.
+   */
+  adopt(name: string, handlers: LaunchHandlers): Adopted | undefined {
+    const a = this.adoptable.get(name);
+    if (!a) return undefined;
+    this.adoptable.delete(name);
+    this.launches.set(a.id, { handlers, resolve: () => {}, reject: () => {}, pid: a.pid, socket: a.socket, settled: true });
+    return a;
+  }
+
+  /**
+   * Kills the sandbox processes of an earlier API process that nothing adopted (its warm pool, a
+   * sandbox that ended meanwhile) and waits for them to end (at most `waitMs`).
+   */
+  async releaseUnadopted(waitMs = 5000): Promise<void> {
+    const gone: Promise<void>[] = [];
+    for (const [name, a] of this.adoptable) {
+      this.adoptable.delete(name);
+      a.socket.destroy();
+      gone.push(
+        new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, waitMs);
+          this.releasing.set(a.id, () => {
+            clearTimeout(timer);
+            this.releasing.delete(a.id);
+            resolve();
+          });
+        }),
+      );
+      this.send({ op: "kill", id: a.id });
+    }
+    await Promise.all(gone);
   }
 
   /** SIGKILLs a sandbox process the spawner started (nothing if it has ended). */
@@ -280,17 +348,25 @@ export class Spawner {
     });
   }
 
-  /** Stops the spawner (its sandboxes die with it) and the listener. */
+  /**
+   * Stops the spawner (its sandboxes die with it). Under a sandbox host: tells it the whole service
+   * is stopping, so that it ends (with whatever sandbox is left) once this process has exited.
+   */
   async close(): Promise<void> {
     this.closed = true;
+    if (!this.child) {
+      if (this.channel?.connected) this.channel.send({ op: "stop" });
+      return;
+    }
     const child = this.child;
-    if (child && child.exitCode === null && child.signalCode === null) {
+    if (child.exitCode === null && child.signalCode === null) {
       const gone = new Promise((r) => child.once("exit", r));
       child.disconnect();
       await gone;
     }
-    await new Promise<void>((resolve) => this.server.close(() => resolve()));
-    fs.rmSync(this.socketPath, { force: true });
-    if (this.dir) fs.rmSync(this.dir, { recursive: true, force: true });
   }
+}
+
+function isSocket(handle: unknown): handle is net.Socket {
+  return typeof handle === "object" && handle !== null && typeof (handle as net.Socket).write === "function";
 }

@@ -179,6 +179,7 @@ export async function startClusterServer(opts: ServerOptions): Promise<TestServe
     workspaceDir,
     port: api.port,
     process: api.process,
+    apiPid: () => api.apiPid(),
     logs: () => cluster.nodes.map((node) => node.logs()).join(""),
     stop: () => cluster.stop(),
     crash: () => cluster.crash(),

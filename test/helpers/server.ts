@@ -18,6 +18,8 @@ export interface TestServer {
   workspaceDir: string;
   port: number;
   process: ChildProcess;
+  /** The API process's pid: under a sandbox host its child (the pid file it writes), else process's. */
+  apiPid(): number;
   /** Output of the service so far (its JSON log lines). */
   logs(): string;
   /** SIGTERM, wait for exit. Leaves the data dir so a restart can re-adopt it. */
@@ -77,6 +79,12 @@ export interface ServerOptions {
   wrap?: string[];
   /** How long it may take to answer /health (default 60 s). */
   startTimeoutMs?: number;
+  /**
+   * Start the service as `npm start` does, under its sandbox host (src/sandbox/host-main.ts), which
+   * outlives its API process; else the API process on its own (default; AGENTBOX_TEST_SANDBOX_HOST=1
+   * makes the host the default).
+   */
+  sandboxHost?: boolean;
 }
 
 /**
@@ -107,7 +115,8 @@ export async function startNode(opts: ServerOptions = {}): Promise<TestServer> {
   // to profile it under a benchmark (Node refuses --cpu-prof in NODE_OPTIONS).
   const nodeArgs = process.env.AGENTBOX_SERVER_NODE_ARGS?.split(" ").filter((a) => a !== "") ?? [];
   const [command, ...prefix] = [...(opts.wrap ?? []), process.execPath];
-  const child = spawn(command as string, [...prefix, ...nodeArgs, ...entryArgs("main")], {
+  const sandboxHost = opts.sandboxHost ?? process.env.AGENTBOX_TEST_SANDBOX_HOST === "1";
+  const child = spawn(command as string, [...prefix, ...nodeArgs, ...entryArgs(sandboxHost ? "sandbox/host-main" : "main")], {
     cwd: ROOT,
     env: {
       PATH: process.env.PATH ?? "/usr/bin:/bin",
@@ -163,6 +172,7 @@ export async function startNode(opts: ServerOptions = {}): Promise<TestServer> {
     workspaceDir,
     port,
     process: child,
+    apiPid: () => (sandboxHost ? Number(fs.readFileSync(path.join(dataDir, "api.pid"), "utf8").trim()) : (child.pid as number)),
     logs: () => output,
     async stop() {
       child.kill("SIGTERM");

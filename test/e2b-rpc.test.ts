@@ -289,7 +289,15 @@ describe("process.Process/StreamInput (client streaming)", () => {
     );
     sending = false;
     await probe;
-    for (const a of answers) assert.deepEqual(a.messages, [[0, {}], [2, {}]], JSON.stringify(a.messages).slice(0, 300));
+    for (const a of answers)
+      assert.deepEqual(
+        a.messages,
+        [
+          [0, {}],
+          [2, {}],
+        ],
+        JSON.stringify(a.messages).slice(0, 300),
+      );
     const worst = Math.max(...latencies);
     assert.ok(latencies.length >= 3, `probed ${latencies.length} times in ${Math.round(performance.now() - started)} ms`);
     assert.ok(worst < 2000, `another request took ${Math.round(worst)} ms while the streams dripped (${latencies.length} probes)`);

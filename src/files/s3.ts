@@ -14,8 +14,26 @@ import {
   S3Client,
 } from "@aws-sdk/client-s3";
 import { Upload } from "@aws-sdk/lib-storage";
+import { ApiError } from "../errors.js";
 import type { S3Settings } from "./settings.js";
 import type { ByteRange, FileStorage } from "./storage.js";
+
+/** Longest wait to connect to the store, and longest silence of a connection while a request is under way. */
+const CONNECT_TIMEOUT_MS = 10_000;
+const SILENCE_TIMEOUT_MS = 60_000;
+
+/**
+ * What the store's failure means to the request: a missing object stays NoSuchKey (a 404 to the
+ * caller), anything else (a 5xx, a malformed or cut answer, a silence) is the store failing, a
+ * 502 for this request, never a 500 that reads as the service's own bug.
+ */
+function storeError(err: unknown): unknown {
+  const name = (err as { name?: unknown } | null)?.name;
+  if (err instanceof ApiError || name === "NoSuchKey" || name === "AbortError") return err;
+  const status = (err as { $metadata?: { httpStatusCode?: unknown } } | null)?.$metadata?.httpStatusCode;
+  const what = typeof name === "string" ? name.slice(0, 100) : "an unknown error";
+  return new ApiError("upstream_error", `The object store failed (${what}${typeof status === "number" ? `, HTTP ${status}` : ""})`);
+}
 
 /** S3's smallest part; with QUEUE parts in flight an upload holds ~10 MiB of the service's memory. */
 const PART_SIZE = 5 * 2 ** 20;
@@ -30,6 +48,8 @@ export class S3Storage implements FileStorage {
       endpoint: s3.endpoint,
       forcePathStyle: s3.forcePathStyle,
       credentials: s3.accessKeyId && s3.secretAccessKey ? { accessKeyId: s3.accessKeyId, secretAccessKey: s3.secretAccessKey } : undefined,
+      // Without these a store that stops answering holds the request (and its upload's memory) forever.
+      requestHandler: { connectionTimeout: CONNECT_TIMEOUT_MS, socketTimeout: SILENCE_TIMEOUT_MS },
     });
   }
 
@@ -103,23 +123,33 @@ export class S3Storage implements FileStorage {
       // A failed single-part (small) upload never created anything; a completed one whose source
       // failed afterwards is removed.
       await this.remove(key).catch(() => {});
-      throw failure ?? err;
+      throw failure ?? storeError(err);
     } finally {
       source.off("error", onError);
     }
   }
 
   async open(key: string, range?: ByteRange): Promise<Readable> {
-    const res = await this.client.send(
-      new GetObjectCommand({ Bucket: this.s3.bucket, Key: this.key(key), Range: range ? `bytes=${range.start}-${range.end}` : undefined }),
-    );
+    const res = await this.client
+      .send(
+        new GetObjectCommand({
+          Bucket: this.s3.bucket,
+          Key: this.key(key),
+          Range: range ? `bytes=${range.start}-${range.end}` : undefined,
+        }),
+      )
+      .catch((err: unknown) => {
+        throw storeError(err);
+      });
     const body = res.Body;
-    if (!(body instanceof Readable)) throw new Error("the object store returned no stream");
+    if (!(body instanceof Readable)) throw new ApiError("upstream_error", "The object store answered without the object's bytes");
     return body;
   }
 
   async remove(key: string): Promise<void> {
-    await this.client.send(new DeleteObjectCommand({ Bucket: this.s3.bucket, Key: this.key(key) }));
+    await this.client.send(new DeleteObjectCommand({ Bucket: this.s3.bucket, Key: this.key(key) })).catch((err: unknown) => {
+      throw storeError(err);
+    });
   }
 
   /**

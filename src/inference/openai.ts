@@ -195,6 +195,13 @@ export class OpenAIProvider implements Provider {
           reject(err);
         }
       });
+      // A 101 answer hands the connection over: without this listener Node drops it and the request
+      // never settles (it would hold one of the provider's connections until the client gave up).
+      req.on("upgrade", (_r, socket) => {
+        socket.destroy();
+        done();
+        reject(new ApiError("upstream_error", `Provider '${this.name}' answered 101 Switching Protocols`));
+      });
       req.on("response", (r) => {
         res = r;
         timer.refresh();

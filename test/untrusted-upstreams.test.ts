@@ -108,9 +108,12 @@ after(async () => {
 async function othersUnaffected(when: string): Promise<void> {
   const health = await fetch(`${server.url}/health`);
   assert.equal(health.status, 200, `health after ${when}`);
-  const run = await other<{ stdout: string }>("POST", `/v1/agents/sandboxes/${otherSandbox}/code/run`, { code: "print(6 * 7)" });
+  const run = await other<{ logs: { stdout: string } }>("POST", `/v1/agents/sandboxes/${otherSandbox}/code/run`, {
+    language: "python",
+    code: "print(6 * 7)",
+  });
   assert.equal(run.status, 200, `another tenant's code/run after ${when}: ${JSON.stringify(run.body)}`);
-  assert.equal(run.body.stdout, "42\n");
+  assert.equal(run.body.logs.stdout, "42\n");
 }
 
 /** A chat completion as this tenant; a request that hangs fails after 60 s (a hang is a defect too). */
@@ -323,5 +326,91 @@ describe("an image registry's hostile answers", { skip: !haveImageTools && "skop
       assert.doesNotMatch(String(s.error), /internal error/, `${h.name}: ${s.error}`);
     }
     await othersUnaffected("hostile registry answers");
+  });
+});
+
+describe("an object store's hostile answers", () => {
+  let store: HostileServer;
+  let withStore: TestServer;
+  /** Set per case: the answer to the store's PUT or GET of an object (its listings at start are good). */
+  let objectAnswer: Hostile["answer"] | undefined;
+  const xml = (body: string) => ["content-type: application/xml", body] as const;
+  const etag = answer("200 OK", ['etag: "0123456789abcdef0123456789abcdef"'], "");
+
+  before(async () => {
+    store = await startHostile((req) => {
+      const line = req.head.split("\r\n")[0] ?? "";
+      if (/[?&]uploads/.test(line)) {
+        const [type, body] = xml("<Error><Code>NotImplemented</Code><Message>no</Message></Error>");
+        return raw(answer("501 Not Implemented", [type], body));
+      }
+      if (/[?&]list-type=2/.test(line)) {
+        const [type, body] = xml('<?xml version="1.0"?><ListBucketResult><IsTruncated>false</IsTruncated></ListBucketResult>');
+        return raw(answer("200 OK", [type], body));
+      }
+      if (line.startsWith("DELETE ")) return raw(answer("204 No Content", [], ""));
+      return objectAnswer ?? raw(etag);
+    });
+    withStore = await startServer({
+      env: {
+        AGENTBOX_WARM_POOL: "0",
+        AGENTBOX_FILES_BACKEND: "s3",
+        AGENTBOX_S3_ENDPOINT: `http://127.0.0.1:${store.port}`,
+        AGENTBOX_S3_BUCKET: "fuzz",
+        AGENTBOX_S3_FORCE_PATH_STYLE: "1",
+        AGENTBOX_S3_ACCESS_KEY_ID: "fuzz",
+        AGENTBOX_S3_SECRET_ACCESS_KEY: "fuzz-secret",
+      },
+    });
+  });
+
+  after(async () => {
+    await withStore?.dispose();
+    await store?.close();
+  });
+
+  const upload = async () => {
+    const form = new FormData();
+    form.append("purpose", "batch");
+    form.append("file", new Blob(["hello, store"]), "a.txt");
+    const res = await fetch(`${withStore.url}/v1/files`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${withStore.key}` },
+      body: form,
+      signal: AbortSignal.timeout(120_000),
+    });
+    return { status: res.status, text: await res.text() };
+  };
+
+  // The SDK retries a failed request (three attempts) and waits up to its silence timeout: the slow drips are left out.
+  const cases = () => hostileAnswers({ type: "application/octet-stream", body: "hello, store" }).filter((h) => !/slow drip/.test(h.name));
+
+  test("an upload the store answers badly is a 502/503/504 for that request", async () => {
+    for (const h of cases()) {
+      objectAnswer = h.answer;
+      const up = await upload();
+      if (h.mayPass && up.status === 200) continue;
+      assert.ok(ERROR_STATUSES.includes(up.status), `${h.name}: ${up.status} ${up.text.slice(0, 300)}`);
+    }
+    assert.equal((await fetch(`${withStore.url}/health`)).status, 200);
+  });
+
+  test("a download the store answers badly is an error for that request, never a 500", async () => {
+    objectAnswer = undefined;
+    const up = await upload();
+    assert.equal(up.status, 200, up.text);
+    const id = (JSON.parse(up.text) as { id: string }).id;
+    for (const h of cases()) {
+      objectAnswer = h.answer;
+      const res = await fetch(`${withStore.url}/v1/files/${id}/content`, {
+        headers: { authorization: `Bearer ${withStore.key}` },
+        signal: AbortSignal.timeout(120_000),
+      });
+      // Once the head is sent, a bad body can only cut the answer short.
+      const body = await res.text().catch((err: Error) => `(cut: ${err.message})`);
+      assert.notEqual(res.status, 500, `${h.name}: ${body.slice(0, 300)}`);
+      if (res.status !== 200) assert.ok(ERROR_STATUSES.includes(res.status), `${h.name}: ${res.status} ${body.slice(0, 300)}`);
+    }
+    assert.equal((await fetch(`${withStore.url}/health`)).status, 200);
   });
 });

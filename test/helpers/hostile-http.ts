@@ -28,8 +28,11 @@ function bodyDone(head: string, buf: Buffer): number | undefined {
   const length = /\r\ncontent-length:\s*(\d+)/i.exec(head);
   if (length) return buf.length >= Number(length[1]) ? Number(length[1]) : undefined;
   if (/\r\ntransfer-encoding:\s*chunked/i.test(head)) {
-    const end = buf.indexOf("0\r\n\r\n");
-    return end >= 0 && (end === 0 || buf.subarray(end - 2, end).toString() === "\r\n") ? end + 5 : undefined;
+    // The last chunk ("0", perhaps with extensions), then trailers (aws-chunked has some), then an empty line.
+    const last = buf.subarray(0, 1).toString() === "0" ? 0 : buf.indexOf("\r\n0");
+    if (last < 0) return undefined;
+    const end = buf.indexOf("\r\n\r\n", last);
+    return end >= 0 ? end + 4 : undefined;
   }
   return 0;
 }

@@ -21,6 +21,8 @@ import type { ByteRange, FileStorage } from "./storage.js";
 /** Longest wait to connect to the store, and longest silence of a connection while a request is under way. */
 const CONNECT_TIMEOUT_MS = 10_000;
 const SILENCE_TIMEOUT_MS = 60_000;
+/** Longest a request (a part of up to 5 MiB included) may take until the answer's head. */
+const HEAD_TIMEOUT_MS = 120_000;
 
 /**
  * What the store's failure means to the request: a missing object stays NoSuchKey (a 404 to the
@@ -49,8 +51,27 @@ export class S3Storage implements FileStorage {
       forcePathStyle: s3.forcePathStyle,
       credentials: s3.accessKeyId && s3.secretAccessKey ? { accessKeyId: s3.accessKeyId, secretAccessKey: s3.secretAccessKey } : undefined,
       // Without these a store that stops answering holds the request (and its upload's memory) forever.
-      requestHandler: { connectionTimeout: CONNECT_TIMEOUT_MS, socketTimeout: SILENCE_TIMEOUT_MS },
+      // (requestTimeout: until the answer's head, which a 101 answer would never give.)
+      requestHandler: {
+        connectionTimeout: CONNECT_TIMEOUT_MS,
+        socketTimeout: SILENCE_TIMEOUT_MS,
+        requestTimeout: HEAD_TIMEOUT_MS,
+        throwOnRequestTimeout: true,
+      },
     });
+    // The SDK takes any status below 300 for a success: a store answering "000" or "099" to an
+    // upload would leave a file record whose bytes were never stored. Inside the deserializer, so
+    // it sees the raw answer.
+    this.client.middlewareStack.add(
+      (next) => async (args) => {
+        const out = await next(args);
+        const status = (out.response as { statusCode?: unknown } | undefined)?.statusCode;
+        if (typeof status !== "number" || status < 200 || status > 599)
+          throw new ApiError("upstream_error", `The object store answered with status ${String(status)}`);
+        return out;
+      },
+      { step: "deserialize", priority: "low", name: "agentboxStatusCheck" },
+    );
   }
 
   private key(key: string): string {

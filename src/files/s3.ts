@@ -4,7 +4,7 @@
 // once its upload is completed, and an interrupted upload is aborted (its parts are dropped). In a
 // cluster the nodes share the bucket: a node's start-up clean-up takes only what is old enough
 // (S3Settings.leftoverAgeMs) for an interrupted write's leftover, never another node's write in flight.
-import { Readable } from "node:stream";
+import { PassThrough, Readable } from "node:stream";
 import {
   AbortMultipartUploadCommand,
   DeleteObjectCommand,
@@ -164,7 +164,12 @@ export class S3Storage implements FileStorage {
       });
     const body = res.Body;
     if (!(body instanceof Readable)) throw new ApiError("upstream_error", "The object store answered without the object's bytes");
-    return body;
+    // A body the store cuts or garbles fails as the store's failure (a 502 while nothing is sent yet).
+    const out = new PassThrough();
+    body.once("error", (err) => out.destroy(storeError(err) as Error));
+    out.once("close", () => body.destroy());
+    body.pipe(out);
+    return out;
   }
 
   async remove(key: string): Promise<void> {

@@ -68,7 +68,7 @@ export function installErrorHandler(app: FastifyInstance): void {
     // its content headers: the error is JSON, and an octet-stream type made Fastify refuse it (500).
     if (!reply.sent) {
       reply.type("application/json; charset=utf-8");
-      for (const name of ["content-length", "content-disposition", "content-range", "etag", "accept-ranges"]) reply.removeHeader(name);
+      for (const name of ["content-length", "content-disposition"]) reply.removeHeader(name);
     }
     const api = toApiError(err);
     if (!api) {

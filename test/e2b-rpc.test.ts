@@ -200,9 +200,11 @@ function streamInput(sandboxId: string) {
     req.on("error", reject);
   });
   req.flushHeaders();
+  const write = (bytes: Buffer) => new Promise<void>((resolve, reject) => req.write(bytes, (err) => (err ? reject(err) : resolve())));
   return {
-    send: (message: unknown) =>
-      new Promise<void>((resolve, reject) => req.write(envelope(message), (err) => (err ? reject(err) : resolve()))),
+    send: (message: unknown) => write(envelope(message)),
+    /** Writes raw bytes (a part of an envelope). */
+    write,
     end: async () => {
       req.end();
       return answer;
@@ -254,5 +256,51 @@ describe("process.Process/StreamInput (client streaming)", () => {
     await unknown.send({ start: { process: { pid: 999999 } } });
     const b = await unknown.end();
     assert.equal(errorCode(b.messages[0]), "not_found");
+  });
+
+  test("slow streams that send a large message in small pieces do not starve other requests", async () => {
+    // Each piece of an incomplete message used to re-copy all of it: four streams dripping a 6 MiB
+    // message in 2 KiB pieces kept the event loop busy for seconds. Now a piece costs the same
+    // whatever came before it, and other requests stay fast (a generous bound: the machine is busy).
+    const cat = await sbx.commands.run("cat", { background: true, stdin: true, timeoutMs: 0 });
+    const message = envelope({ keepalive: {}, pad: "x".repeat(6 * 2 ** 20) });
+    const streams = Array.from({ length: 4 }, () => streamInput(sbx.sandboxId));
+    for (const s of streams) await s.send({ start: { process: { pid: cat.pid } } });
+    let sending = true;
+    const latencies: number[] = [];
+    const probe = (async () => {
+      while (sending) {
+        const t0 = performance.now();
+        const res = await fetch(`${e2b.server.url}/health`);
+        await res.arrayBuffer();
+        latencies.push(performance.now() - t0);
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+    })();
+    const started = performance.now();
+    const answers = await Promise.all(
+      streams.map(async (s) => {
+        for (let off = 0; off < message.length; off += 2048) {
+          await s.write(message.subarray(off, off + 2048));
+          await new Promise((resolve) => setTimeout(resolve, 1));
+        }
+        return s.end();
+      }),
+    );
+    sending = false;
+    await probe;
+    for (const a of answers)
+      assert.deepEqual(
+        a.messages,
+        [
+          [0, {}],
+          [2, {}],
+        ],
+        JSON.stringify(a.messages).slice(0, 300),
+      );
+    const worst = Math.max(...latencies);
+    assert.ok(latencies.length >= 3, `probed ${latencies.length} times in ${Math.round(performance.now() - started)} ms`);
+    assert.ok(worst < 2000, `another request took ${Math.round(worst)} ms while the streams dripped (${latencies.length} probes)`);
+    await cat.kill();
   });
 });

@@ -64,6 +64,12 @@ export function installErrorHandler(app: FastifyInstance): void {
   app.setErrorHandler((err: FastifyError, request, reply) => {
     // Errors raised before the onRequest hooks ran (e.g. a malformed URL) still carry the request id.
     reply.header("x-request-id", request.id);
+    // A route that had set up a file's answer (a stream that failed before its first byte) leaves
+    // its content headers: the error is JSON, and an octet-stream type made Fastify refuse it (500).
+    if (!reply.sent) {
+      reply.type("application/json; charset=utf-8");
+      for (const name of ["content-length", "content-disposition"]) reply.removeHeader(name);
+    }
     const api = toApiError(err);
     if (!api) {
       request.log.error({ err }, "unhandled error");

@@ -7,11 +7,14 @@
 // 32-bit big-endian length, the JSON. (Why by hand and not @connectrpc/connect-node: docs/e2b.md.)
 import { addAbortSignal, PassThrough, type Readable } from "node:stream";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
-import { ApiError, invalid } from "../errors.js";
+import { invalid } from "../errors.js";
+import { asMessage, clientMessages, parseMessage } from "./envelopes.js";
 import { apiErrorOf, ConnectError, connectCode, installConnectErrors, retryAfterMetadata } from "./errors.js";
 
 const END_STREAM = 0x02;
 const STREAM_TYPE = "application/connect+json";
+/** Pieces one client-stream message may come in: 512 bytes a piece on average for a message of 8 MiB. */
+const MAX_PIECES = 16_384;
 
 function envelope(flags: number, message: unknown): Buffer {
   const json = Buffer.from(JSON.stringify(message));
@@ -26,13 +29,7 @@ function firstMessage(body: unknown): Record<string, unknown> {
   if (!Buffer.isBuffer(body) || body.length < 5) throw invalid("Expected one enveloped Connect message");
   const len = body.readUInt32BE(1);
   if (body.readUInt8(0) !== 0 || body.length < 5 + len) throw invalid("Malformed Connect envelope (compressed or cut short)");
-  return asMessage(JSON.parse(body.subarray(5, 5 + len).toString("utf8")));
-}
-
-function asMessage(value: unknown): Record<string, unknown> {
-  if (value === undefined || value === null) return {};
-  if (typeof value !== "object" || Array.isArray(value)) throw invalid("A Connect message must be a JSON object");
-  return value as Record<string, unknown>;
+  return parseMessage(body.subarray(5, 5 + len));
 }
 
 /** An open server stream: messages go out as they are sent; end() closes it, with an error or not. */
@@ -86,26 +83,6 @@ export class ServerStream {
   }
 }
 
-/**
- * The enveloped messages of a client stream, each as soon as it is whole: at most `maxMessage`
- * bytes each (the service's body limit), uncompressed.
- */
-async function* clientMessages(body: Readable, maxMessage: number): AsyncGenerator<Record<string, unknown>> {
-  let buf: Buffer = Buffer.alloc(0);
-  for await (const chunk of body) {
-    buf = buf.length === 0 ? (chunk as Buffer) : Buffer.concat([buf, chunk as Buffer]);
-    while (buf.length >= 5) {
-      const len = buf.readUInt32BE(1);
-      if (buf.readUInt8(0) !== 0) throw invalid("Compressed or end-of-stream envelopes are not taken from a client");
-      if (len > maxMessage) throw new ApiError("payload_too_large", `A message is larger than ${maxMessage} bytes`);
-      if (buf.length < 5 + len) break;
-      yield asMessage(JSON.parse(buf.subarray(5, 5 + len).toString("utf8")));
-      buf = buf.subarray(5 + len);
-    }
-  }
-  if (buf.length > 0) throw invalid("The stream ended inside a message");
-}
-
 type Unary = (message: Record<string, unknown>, request: FastifyRequest) => Promise<unknown>;
 type Streaming = (message: Record<string, unknown>, request: FastifyRequest, stream: ServerStream) => Promise<void>;
 type ClientStreaming = (messages: AsyncIterable<Record<string, unknown>>, request: FastifyRequest) => Promise<unknown>;
@@ -154,12 +131,13 @@ export async function clientStreaming(app: FastifyInstance, path: string, handle
     scope.removeContentTypeParser(STREAM_TYPE);
     scope.addContentTypeParser(STREAM_TYPE, (_request, payload, done) => done(null, payload));
     const maxMessage = scope.initialConfig.bodyLimit ?? 2 ** 20;
+    const limits = { maxMessage, maxPieces: MAX_PIECES };
     scope.post(path, async (request, reply) => {
       const body = request.body as Readable;
       const stream = new ServerStream(request, reply);
       addAbortSignal(stream.signal, body);
       try {
-        stream.send((await handler(clientMessages(body, maxMessage), request)) ?? {});
+        stream.send((await handler(clientMessages(body, limits), request)) ?? {});
         stream.end();
       } catch (err) {
         if (stream.deadlinePassed)

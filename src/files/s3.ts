@@ -4,7 +4,7 @@
 // once its upload is completed, and an interrupted upload is aborted (its parts are dropped). In a
 // cluster the nodes share the bucket: a node's start-up clean-up takes only what is old enough
 // (S3Settings.leftoverAgeMs) for an interrupted write's leftover, never another node's write in flight.
-import { Readable } from "node:stream";
+import { PassThrough, Readable } from "node:stream";
 import {
   AbortMultipartUploadCommand,
   DeleteObjectCommand,
@@ -14,8 +14,28 @@ import {
   S3Client,
 } from "@aws-sdk/client-s3";
 import { Upload } from "@aws-sdk/lib-storage";
+import { ApiError } from "../errors.js";
 import type { S3Settings } from "./settings.js";
 import type { ByteRange, FileStorage } from "./storage.js";
+
+/** Longest wait to connect to the store, and longest silence of a connection while a request is under way. */
+const CONNECT_TIMEOUT_MS = 10_000;
+const SILENCE_TIMEOUT_MS = 60_000;
+/** Longest a request (a part of up to 5 MiB included) may take until the answer's head. */
+const HEAD_TIMEOUT_MS = 120_000;
+
+/**
+ * What the store's failure means to the request: a missing object stays NoSuchKey (a 404 to the
+ * caller), anything else (a 5xx, a malformed or cut answer, a silence) is the store failing, a
+ * 502 for this request, never a 500 that reads as the service's own bug.
+ */
+function storeError(err: unknown): unknown {
+  const name = (err as { name?: unknown } | null)?.name;
+  if (err instanceof ApiError || name === "NoSuchKey" || name === "AbortError") return err;
+  const status = (err as { $metadata?: { httpStatusCode?: unknown } } | null)?.$metadata?.httpStatusCode;
+  const what = typeof name === "string" ? name.slice(0, 100) : "an unknown error";
+  return new ApiError("upstream_error", `The object store failed (${what}${typeof status === "number" ? `, HTTP ${status}` : ""})`);
+}
 
 /** S3's smallest part; with QUEUE parts in flight an upload holds ~10 MiB of the service's memory. */
 const PART_SIZE = 5 * 2 ** 20;
@@ -30,7 +50,28 @@ export class S3Storage implements FileStorage {
       endpoint: s3.endpoint,
       forcePathStyle: s3.forcePathStyle,
       credentials: s3.accessKeyId && s3.secretAccessKey ? { accessKeyId: s3.accessKeyId, secretAccessKey: s3.secretAccessKey } : undefined,
+      // Without these a store that stops answering holds the request (and its upload's memory) forever.
+      // (requestTimeout: until the answer's head, which a 101 answer would never give.)
+      requestHandler: {
+        connectionTimeout: CONNECT_TIMEOUT_MS,
+        socketTimeout: SILENCE_TIMEOUT_MS,
+        requestTimeout: HEAD_TIMEOUT_MS,
+        throwOnRequestTimeout: true,
+      },
     });
+    // The SDK takes any status below 300 for a success: a store answering "000" or "099" to an
+    // upload would leave a file record whose bytes were never stored. Inside the deserializer, so
+    // it sees the raw answer.
+    this.client.middlewareStack.add(
+      (next) => async (args) => {
+        const out = await next(args);
+        const status = (out.response as { statusCode?: unknown } | undefined)?.statusCode;
+        if (typeof status !== "number" || status < 200 || status > 599)
+          throw new ApiError("upstream_error", `The object store answered with status ${String(status)}`);
+        return out;
+      },
+      { step: "deserialize", priority: "low", name: "agentboxStatusCheck" },
+    );
   }
 
   private key(key: string): string {
@@ -103,23 +144,38 @@ export class S3Storage implements FileStorage {
       // A failed single-part (small) upload never created anything; a completed one whose source
       // failed afterwards is removed.
       await this.remove(key).catch(() => {});
-      throw failure ?? err;
+      throw failure ?? storeError(err);
     } finally {
       source.off("error", onError);
     }
   }
 
   async open(key: string, range?: ByteRange): Promise<Readable> {
-    const res = await this.client.send(
-      new GetObjectCommand({ Bucket: this.s3.bucket, Key: this.key(key), Range: range ? `bytes=${range.start}-${range.end}` : undefined }),
-    );
+    const res = await this.client
+      .send(
+        new GetObjectCommand({
+          Bucket: this.s3.bucket,
+          Key: this.key(key),
+          Range: range ? `bytes=${range.start}-${range.end}` : undefined,
+        }),
+      )
+      .catch((err: unknown) => {
+        throw storeError(err);
+      });
     const body = res.Body;
-    if (!(body instanceof Readable)) throw new Error("the object store returned no stream");
-    return body;
+    if (!(body instanceof Readable)) throw new ApiError("upstream_error", "The object store answered without the object's bytes");
+    // A body the store cuts or garbles fails as the store's failure (a 502 while nothing is sent yet).
+    const out = new PassThrough();
+    body.once("error", (err) => out.destroy(storeError(err) as Error));
+    out.once("close", () => body.destroy());
+    body.pipe(out);
+    return out;
   }
 
   async remove(key: string): Promise<void> {
-    await this.client.send(new DeleteObjectCommand({ Bucket: this.s3.bucket, Key: this.key(key) }));
+    await this.client.send(new DeleteObjectCommand({ Bucket: this.s3.bucket, Key: this.key(key) })).catch((err: unknown) => {
+      throw storeError(err);
+    });
   }
 
   /**

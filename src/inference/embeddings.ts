@@ -8,6 +8,7 @@ import { DEFAULT_EMBEDDING_DIMENSIONS, DEFAULT_EMBEDDING_MODEL } from "./embeddi
 import type { ProviderRegistry } from "./providers.js";
 import type { ModelInfo } from "./types.js";
 import { UsageLog, type UsageStore } from "./usage.js";
+import { tokenCount } from "./upstream-answer.js";
 
 export interface EmbeddingRequest {
   model?: string;
@@ -30,8 +31,8 @@ interface EmbeddingUpstream {
 }
 
 interface UpstreamAnswer {
-  data?: Array<{ embedding?: unknown; index?: number }>;
-  usage?: { prompt_tokens?: number };
+  data?: Array<{ embedding?: unknown; index?: unknown } | null>;
+  usage?: { prompt_tokens?: unknown } | null;
 }
 
 const MAX_INPUTS = 2048;
@@ -125,15 +126,16 @@ export class EmbeddingService {
     const data = Array.isArray(json.data) ? json.data : [];
     const vectors: Float32Array[] = new Array(texts.length);
     data.forEach((d, i) => {
-      const at = typeof d.index === "number" ? d.index : i;
-      if (!Array.isArray(d.embedding) || at < 0 || at >= texts.length)
+      const at = typeof d?.index === "number" ? d.index : i;
+      if (!Array.isArray(d?.embedding) || !Number.isInteger(at) || at < 0 || at >= texts.length)
         throw new ApiError("upstream_error", `Provider '${provider.name}' answered embeddings in an unexpected shape`);
       vectors[at] = Float32Array.from(d.embedding as number[]);
     });
     for (let i = 0; i < texts.length; i++)
       if (!vectors[i])
         throw new ApiError("upstream_error", `Provider '${provider.name}' answered ${data.length} embeddings for ${texts.length} inputs`);
-    return { vectors, tokens: json.usage?.prompt_tokens ?? countTokens(texts) };
+    const reported = typeof json.usage === "object" ? json.usage?.prompt_tokens : undefined;
+    return { vectors, tokens: reported === undefined ? countTokens(texts) : tokenCount(reported) };
   }
 
   /** Whether this node knows `model` (it answers for it; in a cluster, another node is asked for any other). */

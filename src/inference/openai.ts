@@ -16,6 +16,7 @@ import {
   type TextCompletion,
   UpstreamHttpError,
 } from "./types.js";
+import { checkedCompletion, checkedTextCompletion } from "./upstream-answer.js";
 
 export interface OpenAIProviderConfig {
   name: string;
@@ -37,6 +38,16 @@ export interface OpenAIProviderConfig {
 }
 
 const USAGE_OPTION = Buffer.from(',"stream_options":{"include_usage":true}');
+/** Largest whole answer read from an upstream (it is held in memory, then sent on). */
+const MAX_ANSWER_BYTES = 64 * 2 ** 20;
+/** Largest error answer read (only its message is kept). */
+const MAX_ERROR_BYTES = 64 * 2 ** 10;
+/** Largest single server-sent event (a stream's pieces are held until their event is whole). */
+const MAX_EVENT_CHARS = 16 * 2 ** 20;
+/** A Retry-After worth passing on: delay-seconds or an HTTP date, nothing else. */
+const RETRY_AFTER = /^(?:\d{1,9}|[A-Za-z]{3}, \d{2} [A-Za-z]{3} \d{4} \d{2}:\d{2}:\d{2} GMT)$/;
+/** An upstream's error code worth passing on. */
+const ERROR_CODE = /^[A-Za-z0-9_.:-]{1,64}$/;
 const CONNECT_ERRORS = new Set(["ECONNREFUSED", "ECONNRESET", "EHOSTUNREACH", "ENETUNREACH", "ENOTFOUND", "EAI_AGAIN", "EPIPE"]);
 
 class IdleTimeout extends Error {}
@@ -121,8 +132,8 @@ export class OpenAIProvider implements Provider {
         const up = await this.once(payload, stream, signal, url);
         const status = up.res.statusCode ?? 0;
         if (status >= 200 && status < 300) return up;
-        const text = (await this.readAll(up, signal)).toString("utf8");
-        if (status >= 500 && !last) {
+        const text = (await this.readAll(up, signal, MAX_ERROR_BYTES)).toString("utf8");
+        if (status >= 500 && status < 600 && !last) {
           await backoff(attempt, signal);
           continue;
         }
@@ -147,7 +158,10 @@ export class OpenAIProvider implements Provider {
           }
           throw new ApiError("upstream_unavailable", `Provider '${this.name}' is unreachable (${code}); retry shortly`, 5);
         }
-        throw err;
+        if (err instanceof ApiError || err instanceof UpstreamHttpError) throw err;
+        // Anything else is the answer itself (a status line or header Node's parser refused, a head
+        // too large, a connection that ended inside the head): a bad answer, this request's 502.
+        throw new ApiError("upstream_error", `Provider '${this.name}' sent a malformed answer (${code ?? (err as Error).message})`);
       }
     }
   }
@@ -181,6 +195,13 @@ export class OpenAIProvider implements Provider {
           reject(err);
         }
       });
+      // A 101 answer hands the connection over: without this listener Node drops it and the request
+      // never settles (it would hold one of the provider's connections until the client gave up).
+      req.on("upgrade", (_r, socket) => {
+        socket.destroy();
+        done();
+        reject(new ApiError("upstream_error", `Provider '${this.name}' answered 101 Switching Protocols`));
+      });
       req.on("response", (r) => {
         res = r;
         timer.refresh();
@@ -191,11 +212,19 @@ export class OpenAIProvider implements Provider {
     });
   }
 
-  private async readAll({ res, touch }: Upstream, signal: AbortSignal): Promise<Buffer> {
+  /** The whole body, at most `max` bytes (an error answer: only its first `max` bytes are kept). */
+  private async readAll({ res, touch }: Upstream, signal: AbortSignal, max = MAX_ANSWER_BYTES): Promise<Buffer> {
     const chunks: Buffer[] = [];
+    let length = 0;
     try {
       for await (const chunk of res) {
         touch();
+        if (length + (chunk as Buffer).length > max) {
+          res.destroy();
+          if (max === MAX_ERROR_BYTES) return Buffer.concat([...chunks, (chunk as Buffer).subarray(0, max - length)]);
+          throw new ApiError("upstream_error", `Provider '${this.name}' answered with more than ${max} bytes`);
+        }
+        length += (chunk as Buffer).length;
         chunks.push(chunk as Buffer);
       }
     } catch (err) {
@@ -214,11 +243,11 @@ export class OpenAIProvider implements Provider {
   }
 
   private httpError(status: number, text: string, retryAfter: string | string[] | undefined): Error {
-    let message = text.slice(0, 1000);
+    let message = text;
     let code: string | undefined;
     try {
-      const parsed = JSON.parse(text) as { error?: { message?: unknown; code?: unknown; type?: unknown } | string };
-      const e = parsed.error;
+      const parsed = JSON.parse(text) as { error?: { message?: unknown; code?: unknown; type?: unknown } | string } | null;
+      const e = parsed?.error;
       if (typeof e === "string") message = e;
       else if (e && typeof e === "object") {
         if (typeof e.message === "string") message = e.message;
@@ -228,7 +257,11 @@ export class OpenAIProvider implements Provider {
     } catch {
       // not JSON: the text itself is the message
     }
-    if (status >= 500) return new ApiError("upstream_error", `Provider '${this.name}' answered ${status}: ${message}`);
+    message = message.slice(0, 1000);
+    if (code !== undefined && !ERROR_CODE.test(code)) code = undefined;
+    // Only an upstream's 4xx is the client's to see as such; any other status that is not a success
+    // (1xx, 3xx, 5xx, a status past 599 or below 100) is the upstream failing.
+    if (status < 400 || status >= 500) return new ApiError("upstream_error", `Provider '${this.name}' answered ${status}: ${message}`);
     // The upstream refusing the gateway's own key is not the client's 401: it would read as "your key is wrong".
     if (status === 401 || status === 403)
       return new ApiError("upstream_error", `Provider '${this.name}' refused the gateway's credentials (${status}): ${message}`);
@@ -236,7 +269,7 @@ export class OpenAIProvider implements Provider {
       status,
       code ?? (status === 429 ? "rate_limited" : "invalid_request"),
       message,
-      typeof retryAfter === "string" ? retryAfter : undefined,
+      typeof retryAfter === "string" && RETRY_AFTER.test(retryAfter) ? retryAfter : undefined,
     );
   }
 
@@ -247,7 +280,11 @@ export class OpenAIProvider implements Provider {
       this.config.stripPrefix && prefix !== undefined && body.model.startsWith(prefix) ? body.model.slice(prefix.length) : body.model;
     const url = new URL(`${this.config.baseUrl.href.replace(/\/+$/, "")}/embeddings`);
     const up = await this.send(Buffer.from(JSON.stringify({ ...body, model })), false, signal, url);
-    const raw = await this.readAll(up, signal);
+    return this.json(await this.readAll(up, signal));
+  }
+
+  /** A whole answer's JSON; a body that is not JSON is the upstream failing. */
+  private json(raw: Buffer): unknown {
     try {
       return JSON.parse(raw.toString("utf8")) as unknown;
     } catch {
@@ -258,30 +295,14 @@ export class OpenAIProvider implements Provider {
   async complete(req: OutgoingRequest, signal: AbortSignal): Promise<CompletionResult> {
     const up = await this.send(this.payload(req, false), false, signal);
     const raw = await this.readAll(up, signal);
-    let json: ChatCompletion;
-    try {
-      json = JSON.parse(raw.toString("utf8")) as ChatCompletion;
-    } catch {
-      throw new ApiError("upstream_error", `Provider '${this.name}' answered with a body that is not JSON`);
-    }
-    if (typeof json !== "object" || json === null || !Array.isArray(json.choices))
-      throw new ApiError("upstream_error", `Provider '${this.name}' answered without 'choices'`);
-    return { json, raw };
+    return { json: checkedCompletion(this.json(raw)), raw };
   }
 
   /** A legacy text completion (`<base_url>/completions`), passed through like a chat completion. */
   async completeText(req: OutgoingTextRequest, signal: AbortSignal): Promise<{ json: TextCompletion; raw: Buffer }> {
     const up = await this.send(this.payload(req, false), false, signal, this.textUrl);
     const raw = await this.readAll(up, signal);
-    let json: TextCompletion;
-    try {
-      json = JSON.parse(raw.toString("utf8")) as TextCompletion;
-    } catch {
-      throw new ApiError("upstream_error", `Provider '${this.name}' answered with a body that is not JSON`);
-    }
-    if (typeof json !== "object" || json === null || !Array.isArray(json.choices))
-      throw new ApiError("upstream_error", `Provider '${this.name}' answered without 'choices'`);
-    return { json, raw };
+    return { json: checkedTextCompletion<TextCompletion>(this.json(raw)), raw };
   }
 
   async streamText(req: OutgoingTextRequest, signal: AbortSignal): Promise<EventBatches> {
@@ -302,8 +323,7 @@ export class OpenAIProvider implements Provider {
     const type = String(up.res.headers["content-type"] ?? "");
     if (!type.startsWith("text/event-stream")) {
       // Some servers ignore `stream`; a JSON answer is still an answer. Turn it into one chunk.
-      const raw = await this.readAll(up, signal);
-      return singleChunk(raw, this.name);
+      return singleChunk(checkedCompletion(this.json(await this.readAll(up, signal))));
     }
     up.res.setEncoding("utf8");
     return this.events(up, signal);
@@ -311,14 +331,21 @@ export class OpenAIProvider implements Provider {
 
   private async *events({ res, touch }: Upstream, signal: AbortSignal): AsyncGenerator<string[]> {
     let buf = "";
+    /** Where to look for the next event's end: text before it was searched already. */
+    let from = 0;
     let finished = false;
     try {
       // Not destroyed when we stop reading at [DONE]: the rest drains so the connection is reused.
       for await (const piece of res.iterator({ destroyOnReturn: false })) {
         touch();
         buf += (piece as string).includes("\r") ? (piece as string).replace(/\r\n?/g, "\n") : (piece as string);
-        let end = buf.indexOf("\n\n");
-        if (end < 0) continue;
+        let end = buf.indexOf("\n\n", from);
+        if (end < 0) {
+          if (buf.length > MAX_EVENT_CHARS)
+            throw new ApiError("upstream_error", `Provider '${this.name}' sent an event larger than ${MAX_EVENT_CHARS} characters`);
+          from = Math.max(0, buf.length - 1);
+          continue;
+        }
         const batch: string[] = [];
         let start = 0;
         while (end >= 0) {
@@ -334,6 +361,7 @@ export class OpenAIProvider implements Provider {
           end = buf.indexOf("\n\n", start);
         }
         buf = buf.slice(start);
+        from = Math.max(0, buf.length - 1);
         if (batch.length > 0) yield batch;
       }
       finished = true;
@@ -363,14 +391,8 @@ function eventData(buf: string, start: number, end: number): string | undefined 
   return data;
 }
 
-async function* singleChunk(raw: Buffer, name: string): AsyncGenerator<string[]> {
-  let json: ChatCompletion;
-  try {
-    json = JSON.parse(raw.toString("utf8")) as ChatCompletion;
-  } catch {
-    throw new ApiError("upstream_error", `Provider '${name}' answered a stream request with a body that is neither SSE nor JSON`);
-  }
-  const choices = (json.choices ?? []).map((c) => ({ index: c.index, delta: c.message, finish_reason: c.finish_reason }));
+async function* singleChunk(json: ChatCompletion): AsyncGenerator<string[]> {
+  const choices = json.choices.map((c) => ({ index: c.index, delta: c.message, finish_reason: c.finish_reason }));
   const chunk = { id: json.id, object: "chat.completion.chunk", created: json.created, model: json.model, choices };
   const out = [JSON.stringify(chunk)];
   if (json.usage) out.push(JSON.stringify({ ...chunk, choices: [], usage: json.usage }));

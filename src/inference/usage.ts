@@ -3,6 +3,7 @@
 // close) writes what is queued first, so a client always sees its own finished requests. A crash
 // loses at most the last FLUSH_MS of rows.
 import type { Db } from "../store/db.js";
+import { tokenCount } from "./upstream-answer.js";
 
 const FLUSH_MS = 25;
 
@@ -70,7 +71,9 @@ export class UsageLog {
   ) {}
 
   record(keyId: string, model: string, promptTokens: number, completionTokens: number): void {
-    this.queue.push({ keyId, model, promptTokens, completionTokens, at: new Date().toISOString() });
+    // Counts an upstream reported: a bad one (a string, an object) would fail the whole batch's insert.
+    const at = new Date().toISOString();
+    this.queue.push({ keyId, model, promptTokens: tokenCount(promptTokens), completionTokens: tokenCount(completionTokens), at });
     if (!this.scheduled) {
       this.scheduled = true;
       setTimeout(() => this.flush().catch(this.onError), FLUSH_MS).unref();

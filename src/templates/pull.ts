@@ -43,6 +43,11 @@ export interface Pulled {
 }
 
 const ARCH = process.arch === "arm64" ? "arm64" : "amd64";
+/** Most output kept from a tool run for its answer (a manifest: registries keep them to 4 MiB). */
+const MAX_CAPTURE_BYTES = 8 * 2 ** 20;
+/** Layers an image may have (Docker's own limit is 127). */
+const MAX_LAYERS = 1000;
+const DIGEST = /^sha256:[a-f0-9]{64}$/;
 
 /** A build tool failed: its own words, cut to a readable size. */
 export class ToolError extends Error {}
@@ -65,17 +70,25 @@ export function runTool(
       killSignal: "SIGKILL",
     });
     const out: Buffer[] = [];
+    let captured = 0;
     let tail = "";
     const onLine = (chunk: Buffer) => {
       const text = chunk.toString();
       tail = (tail + text).slice(-2000);
       for (const line of text.split("\n")) if (line.trim() !== "") opts.log(line.trimEnd());
     };
-    child.stdout.on("data", (c: Buffer) => (opts.capture ? out.push(c) : onLine(c)));
+    child.stdout.on("data", (c: Buffer) => {
+      if (!opts.capture) return onLine(c);
+      // What a tool prints for capture is what a registry sent (a manifest): bounded.
+      captured += c.length;
+      if (captured <= MAX_CAPTURE_BYTES) out.push(c);
+      else if (!child.killed) child.kill("SIGKILL");
+    });
     child.stderr.on("data", onLine);
     child.on("error", (err) => reject(opts.signal.aborted ? opts.signal.reason : new ToolError(`${path.basename(file)}: ${err.message}`)));
     child.on("close", (code) => {
       if (opts.signal.aborted) return reject(opts.signal.reason);
+      if (captured > MAX_CAPTURE_BYTES) return reject(new ToolError(`${path.basename(file)} printed more than ${MAX_CAPTURE_BYTES} bytes`));
       if (code === 0) return resolve(Buffer.concat(out).toString());
       const last = tail.trim().split("\n").slice(-3).join(" ").slice(0, 500);
       reject(new ToolError(`${path.basename(file)} failed (exit ${code}): ${last}`));
@@ -83,25 +96,58 @@ export function runTool(
   });
 }
 
-interface Manifest {
-  mediaType?: string;
-  manifests?: { digest: string; platform?: { os?: string; architecture?: string } }[];
-  layers?: { size?: number }[];
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
+
+/** A manifest as a registry sent it: untrusted, so parsed and checked here (a bad one fails the build, never a size check). */
+export function parseManifest(
+  text: string,
+): { platforms: { digest: string; os: unknown; architecture: unknown }[] } | { layerBytes: number } {
+  let doc: unknown;
+  try {
+    doc = JSON.parse(text);
+  } catch {
+    throw new ToolError("the registry's manifest is not JSON");
+  }
+  if (!isObject(doc)) throw new ToolError("the registry's manifest is not a JSON object");
+  if (doc.manifests !== undefined) {
+    if (!Array.isArray(doc.manifests) || doc.manifests.length > MAX_LAYERS)
+      throw new ToolError("the registry's image index has no list of manifests");
+    const platforms = doc.manifests.filter(isObject).map((m) => {
+      const platform = isObject(m.platform) ? m.platform : {};
+      return { digest: m.digest, os: platform.os, architecture: platform.architecture };
+    });
+    return {
+      platforms: platforms.filter(
+        (p): p is { digest: string; os: unknown; architecture: unknown } => typeof p.digest === "string" && DIGEST.test(p.digest),
+      ),
+    };
+  }
+  const layers = doc.layers ?? [];
+  if (!Array.isArray(layers) || layers.length > MAX_LAYERS)
+    throw new ToolError(`the registry's manifest has no list of at most ${MAX_LAYERS} layers`);
+  let bytes = 0;
+  for (const l of layers) {
+    // A size that is not a count (negative, a string, missing) would slip past the image size limit.
+    const size = isObject(l) ? l.size : undefined;
+    if (typeof size !== "number" || !Number.isSafeInteger(size) || size < 0)
+      throw new ToolError("the registry's manifest gives a layer without a valid size");
+    bytes += size;
+  }
+  return { layerBytes: bytes };
 }
 
 /** The compressed size of the image's layers for this machine's platform, from its manifest. */
 async function layerBytes(o: PullOptions, transportArgs: string[]): Promise<number> {
   const inspect = (ref: string) =>
-    runTool("/usr/bin/skopeo", ["inspect", "--raw", ...transportArgs, ref], { ...o, cwd: o.work, capture: true }).then(
-      (text) => JSON.parse(text) as Manifest,
-    );
+    runTool("/usr/bin/skopeo", ["inspect", "--raw", ...transportArgs, ref], { ...o, cwd: o.work, capture: true }).then(parseManifest);
   let manifest = await inspect(dockerTransport(o.ref));
-  if (manifest.manifests) {
-    const mine = manifest.manifests.find((m) => m.platform?.os === "linux" && m.platform?.architecture === ARCH);
+  if ("platforms" in manifest) {
+    const mine = manifest.platforms.find((m) => m.os === "linux" && m.architecture === ARCH);
     if (!mine) throw new ApiError("invalid_request", `The image has no linux/${ARCH} variant`);
     manifest = await inspect(dockerTransport({ ...o.ref, reference: `@${mine.digest}` }));
+    if ("platforms" in manifest) throw new ToolError("the registry answered an image index for a platform's manifest");
   }
-  return (manifest.layers ?? []).reduce((n, l) => n + (l.size ?? 0), 0);
+  return manifest.layerBytes;
 }
 
 /** How a layer's tar is read, by its media type: gzip, zstd or plain. */
@@ -176,8 +222,14 @@ export async function pullImage(o: PullOptions): Promise<Pulled> {
     { ...o, cwd: o.work },
   );
   o.progress(50);
-  const index = JSON.parse(await fs.promises.readFile(path.join(layout, "index.json"), "utf8")) as { manifests?: { digest?: string }[] };
-  const digest = /^sha256:([a-f0-9]{64})$/.exec(index.manifests?.[0]?.digest ?? "")?.[1];
+  let index: { manifests?: { digest?: unknown }[] } | null = null;
+  try {
+    index = JSON.parse(await fs.promises.readFile(path.join(layout, "index.json"), "utf8"));
+  } catch {
+    // no index: refused just below
+  }
+  const first = Array.isArray(index?.manifests) ? index.manifests[0] : undefined;
+  const digest = /^sha256:([a-f0-9]{64})$/.exec(typeof first?.digest === "string" ? first.digest : "")?.[1];
   if (!digest) throw new ToolError("the pulled image has no manifest digest");
   await checkEntries(o, layout, digest);
   const bundle = path.join(o.work, "bundle");

@@ -4,7 +4,8 @@ import type { ServerResponse } from "node:http";
 import type { FastifyReply, FastifyRequest } from "fastify";
 import { openSse, writeSse } from "../../api/sse.js";
 import { ApiError } from "../../errors.js";
-import { type ChatCompletionChunk, type EventBatches, UpstreamHttpError, type Usage } from "../types.js";
+import { type EventBatches, UpstreamHttpError, type Usage } from "../types.js";
+import { chunkOf } from "../upstream-answer.js";
 import type { UsageLog } from "../usage.js";
 
 /** Whether an SSE payload carries a usage object (not `"usage": null`), without parsing it. */
@@ -87,7 +88,7 @@ export async function streamPlain(
       let text = "";
       for (const data of batch) {
         if (hasUsage(data)) {
-          const chunk = JSON.parse(data) as ChatCompletionChunk;
+          const chunk = chunkOf(data);
           if (chunk.usage) seen = chunk.usage;
           // The usage-only chunk the gateway asked for on its own account.
           if (!includeUsage && Array.isArray(chunk.choices) && chunk.choices.length === 0) continue;

@@ -13,8 +13,9 @@ import {
   TurnAccumulator,
   upstreamBody,
 } from "../codetool.js";
-import type { ChatCompletion, ChatCompletionChunk, ChatRequest, OutgoingRequest, Provider, Usage } from "../types.js";
+import type { ChatCompletion, ChatRequest, OutgoingRequest, Provider, Usage } from "../types.js";
 import type { UsageLog } from "../usage.js";
+import { chunkOf } from "../upstream-answer.js";
 import { errorEvent, startSse } from "./answer.js";
 
 const CODE_CALL = "code_interpreter";
@@ -68,7 +69,7 @@ export async function withCodeTool(
         for await (const batch of batches) {
           let text = "";
           for (const data of batch) {
-            const chunk = JSON.parse(data) as ChatCompletionChunk;
+            const chunk = chunkOf(data);
             if (chunk.usage) seen = chunk.usage;
             if (Array.isArray(chunk.choices) && chunk.choices.length === 0) continue; // usage: summed at the end
             head = { id: chunk.id, created: chunk.created, model: chunk.model };

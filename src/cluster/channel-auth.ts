@@ -17,12 +17,8 @@ export const FORWARDED_NONCE = "x-agentbox-node-nonce";
  */
 export const ORIGIN_HOST = "x-agentbox-origin-host";
 
-/**
- * Every header of the internal channel: what a node adds to a request it forwards. None may reach a
- * sandbox, and none a client sends is to be believed: they are removed wherever a request leaves the
- * service for a sandbox (keep every new one here).
- */
-export const CHANNEL_HEADERS: readonly string[] = [FORWARDED_BY, FORWARDED_AT, FORWARDED_SIG, FORWARDED_NONCE, ORIGIN_HOST];
+// Every header of the internal channel begins with x-agentbox- (src/common/internal-headers.ts):
+// none reaches a sandbox, and none a client sends is believed. Keep new ones under that prefix.
 
 /** How far a forwarded request's time may be from the owner's clock (nodes keep their clocks by NTP). */
 export const MAX_SKEW_MS = 10_000;

@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import http from "node:http";
 import { before, describe, test } from "node:test";
 import { Sandbox } from "e2b";
-import { e2bService } from "./helpers/e2b.js";
+import { e2bService, filesystemRpc } from "./helpers/e2b.js";
 
 const e2b = e2bService();
 const sandboxes = e2b.sandboxes;
@@ -19,23 +19,7 @@ interface Event {
   type: string;
 }
 
-/** One Connect unary call into sandbox `id`, with the headers E2B's Python SDK sends. */
-async function rpc(id: string, method: string, message: unknown): Promise<{ status: number; body: Record<string, unknown> }> {
-  const res = await fetch(`${e2b.server.url}/e2b/filesystem.Filesystem/${method}`, {
-    method: "POST",
-    headers: {
-      "content-type": "application/json",
-      "connect-protocol-version": "1",
-      "connect-timeout-ms": "60000",
-      "keepalive-ping-interval": "50",
-      "x-access-token": e2b.server.key,
-      "e2b-sandbox-id": id,
-      "e2b-sandbox-port": "49983",
-    },
-    body: JSON.stringify(message),
-  });
-  return { status: res.status, body: (await res.json()) as Record<string, unknown> };
-}
+const rpc = (id: string, method: string, message: unknown) => filesystemRpc(e2b.server, id, method, message);
 
 async function createWatcher(id: string, path: string, recursive = false): Promise<string> {
   const r = await rpc(id, "CreateWatcher", recursive ? { path, recursive } : { path });

@@ -5,7 +5,7 @@
 import assert from "node:assert/strict";
 import { before, describe, test } from "node:test";
 import { Sandbox } from "e2b";
-import { e2bService } from "./helpers/e2b.js";
+import { e2bService, filesystemRpc } from "./helpers/e2b.js";
 
 // One node (a host given): the watchers live in the process whose /metrics is read.
 const e2b = e2bService({
@@ -18,20 +18,7 @@ const e2b = e2bService({
   },
 });
 
-async function rpc(id: string, method: string, message: unknown): Promise<{ status: number; body: Record<string, unknown> }> {
-  const res = await fetch(`${e2b.server.url}/e2b/filesystem.Filesystem/${method}`, {
-    method: "POST",
-    headers: {
-      "content-type": "application/json",
-      "connect-protocol-version": "1",
-      "x-access-token": e2b.server.key,
-      "e2b-sandbox-id": id,
-      "e2b-sandbox-port": "49983",
-    },
-    body: JSON.stringify(message),
-  });
-  return { status: res.status, body: (await res.json()) as Record<string, unknown> };
-}
+const rpc = (id: string, method: string, message: unknown) => filesystemRpc(e2b.server, id, method, message);
 
 async function createWatcher(id: string, path: string): Promise<string> {
   const r = await rpc(id, "CreateWatcher", { path });

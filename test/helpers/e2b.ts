@@ -26,6 +26,29 @@ export function e2bService(opts: ServerOptions = {}): { server: TestServer; sand
   return ctx;
 }
 
+/** One Connect unary call of envd's filesystem service into sandbox `id`, with the headers E2B's Python SDK sends. */
+export async function filesystemRpc(
+  server: TestServer,
+  id: string,
+  method: string,
+  message: unknown,
+): Promise<{ status: number; body: Record<string, unknown> }> {
+  const res = await fetch(`${server.url}/e2b/filesystem.Filesystem/${method}`, {
+    method: "POST",
+    headers: {
+      "content-type": "application/json",
+      "connect-protocol-version": "1",
+      "connect-timeout-ms": "60000",
+      "keepalive-ping-interval": "50",
+      "x-access-token": server.key,
+      "e2b-sandbox-id": id,
+      "e2b-sandbox-port": "49983",
+    },
+    body: JSON.stringify(message),
+  });
+  return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+}
+
 export interface WatchEvent {
   name: string;
   type: string;

@@ -172,7 +172,12 @@ async function main(): Promise<void> {
   embeddings.preload();
 
   let stopping = false;
-  const stop = async (signal: string) => {
+  /**
+   * A graceful stop. `leaveSandboxes` (SIGUSR2, sent by the sandbox host on its SIGHUP) stops this
+   * API process alone: its requests finish, and its sandboxes stay with the host for the next API
+   * process to take over, as after a crash of this one.
+   */
+  const stop = async (signal: string, leaveSandboxes = false) => {
     if (stopping) return;
     stopping = true;
     const graceMs = config.shutdownGraceS * 1000;
@@ -198,7 +203,7 @@ async function main(): Promise<void> {
     files.close();
     await cluster?.close();
     await deploymentsArea.close();
-    await sandboxes.close();
+    if (!leaveSandboxes) await sandboxes.close();
     await eventsArea.close();
     await providers.close();
     await vectorsClosed;
@@ -211,6 +216,7 @@ async function main(): Promise<void> {
   };
   process.on("SIGTERM", () => void stop("SIGTERM"));
   process.on("SIGINT", () => void stop("SIGINT"));
+  if (process.env.AGENTBOX_SANDBOX_HOST === "1") process.on("SIGUSR2", () => void stop("SIGUSR2", true));
 }
 
 main().catch((err) => {

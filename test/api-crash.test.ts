@@ -169,3 +169,32 @@ test("kill -9 of the API process under load loses no sandbox, and the next reque
   }
   assert.equal(await pythonStdout(call, busy, "print(2)"), "2\n");
 });
+
+test("SIGHUP to the sandbox host restarts the API process alone: a run under way finishes, kernels keep their state", async () => {
+  const id = await createSandbox(call);
+  await pythonStdout(call, id, "kept = 'still here'");
+  const apiPid = server.apiPid();
+  // A run that spans the restart: the old API process finishes it before it exits.
+  const spanning = call<{ logs: { stdout: string }; error: string | null }>("POST", `/v1/agents/sandboxes/${id}/code/run`, {
+    language: "python",
+    code: "import time\ntime.sleep(1.5)\nprint('done')",
+  });
+  await new Promise((r) => setTimeout(r, 300));
+  process.kill(server.process.pid as number, "SIGHUP");
+  const finished = await spanning;
+  assert.equal(finished.status, 200, JSON.stringify(finished.body));
+  assert.equal(finished.body.logs.stdout, "done\n");
+  await until(
+    "a new API process",
+    async () => {
+      if (server.apiPid() === apiPid) return false;
+      const res = await call<{ logs: { stdout: string } }>("POST", `/v1/agents/sandboxes/${id}/code/run`, {
+        language: "python",
+        code: "print(kept)",
+      });
+      return res.status === 200 && res.body.logs.stdout === "still here\n";
+    },
+    60_000,
+  );
+  assert.equal(server.process.exitCode, null, "the sandbox host runs on");
+});

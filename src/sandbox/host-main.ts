@@ -10,7 +10,9 @@
 // the host answers with each sandbox it holds (`alive`, its supervisor's socket as the handle) and
 // `ready`, then serves launches, kills and execs as a spawner does. SIGTERM or SIGINT stops the whole
 // service: passed to the API process, which stops its sandboxes and says `stop`; the host ends
-// when it has exited, killing whatever is left.
+// when it has exited, killing whatever is left. SIGHUP restarts the API process alone (an upgrade of
+// it): the running one gets SIGUSR2, finishes its requests and exits leaving its sandboxes, and a
+// freshly loaded one (never the spare, which holds the old code) takes them over.
 import { type ChildProcess, fork } from "node:child_process";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -48,6 +50,10 @@ let stopping = false;
 /** Some API process has said hello: from then on a failed start is retried, as a crash is. */
 let everGreeted = false;
 let quickFailures = 0;
+/** A restart asked for by SIGHUP is under way: the API process's exit is planned, not a failure. */
+let restarting = false;
+/** How long a restarting API process may take to finish its requests before it is killed. */
+const RESTART_KILL_MS = 60_000;
 let apiStartedAt = 0;
 /** AGENTBOX_API_STANDBY (declared with the sandbox settings, parsed as they parse a boolean: the host reads no settings module). */
 const standbyOn = !["0", "false", "no", "off"].includes((process.env.AGENTBOX_API_STANDBY ?? "").trim().toLowerCase());
@@ -126,6 +132,12 @@ function onExit(child: ChildProcess, code: number | null, signal: NodeJS.Signals
     end(code ?? 1);
     return;
   }
+  if (restarting) {
+    restarting = false;
+    log(30, "the API process restarted on SIGHUP; a new one takes its sandboxes over", { sandboxes: core.alive().length });
+    serve(forkApi(false));
+    return;
+  }
   quickFailures = !greeted || Date.now() - apiStartedAt < QUICK_FAILURE_MS ? quickFailures + 1 : 0;
   const delay = quickFailures === 0 ? 0 : Math.min(MAX_RESTART_DELAY_MS, 250 * 2 ** (quickFailures - 1));
   log(50, "the API process ended; starting a new one (sandboxes keep running)", {
@@ -154,5 +166,18 @@ for (const signal of ["SIGTERM", "SIGINT"] as const) {
     else end(0);
   });
 }
+
+process.on("SIGHUP", () => {
+  const child = api;
+  if (stopping || restarting || !child || child.exitCode !== null || child.signalCode !== null) return;
+  restarting = true;
+  // The spare loaded the code that runs now: an upgrade wants the new one.
+  spare?.kill("SIGKILL");
+  spare = undefined;
+  child.kill("SIGUSR2");
+  setTimeout(() => {
+    if (api === child && child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+  }, RESTART_KILL_MS).unref();
+});
 
 serve(forkApi(false));

@@ -85,6 +85,9 @@ before(async () => {
       AGENTBOX_TEMPLATE_DIR: templateDir,
       AGENTBOX_TEMPLATE_REGISTRIES: host,
       AGENTBOX_TEMPLATE_INSECURE_REGISTRIES: host,
+      // The registry's cases are builds run side by side (each waits on skopeo for seconds).
+      AGENTBOX_TEMPLATE_PARALLEL_BUILDS: "16",
+      AGENTBOX_TEMPLATE_BUILDS_PER_TENANT: "16",
     },
   });
   call = client(server);
@@ -283,16 +286,22 @@ describe("an image registry's hostile answers", { skip: !haveImageTools && "skop
   const layer = (size: unknown) => ({ mediaType: "application/vnd.oci.image.layer.v1.tar+gzip", size, digest: `sha256:${"5".repeat(64)}` });
 
   let builds = 0;
+  /** The manifest answer of each build's image (`fuzz/image-N`), so that builds can run side by side. */
+  const manifests = new Map<string, Hostile["answer"]>();
   async function build(manifestAnswer: Hostile["answer"]): Promise<{ status: string; error: string | null }> {
+    const image = `image-${++builds}`;
+    manifests.set(image, manifestAnswer);
     registry.pick = (req) => {
       const line = req.head.split("\r\n")[0] ?? "";
       if (/ \/v2\/ /.test(line)) return raw(V2);
-      if (line.includes("/manifests/")) return manifestAnswer;
+      const named = / \/v2\/fuzz\/([^/]+)\/manifests\//.exec(line);
+      const hostile = named ? manifests.get(named[1] as string) : undefined;
+      if (hostile) return hostile;
       return raw(answer("404 Not Found", ["content-type: application/json"], '{"errors":[{"code":"BLOB_UNKNOWN"}]}'));
     };
     const res = await call<{ build_id: string }>("POST", "/v1/agents/templates/build", {
-      name: `fuzz-${++builds}`,
-      docker_image: `127.0.0.1:${registry.port}/fuzz/image:latest`,
+      name: `fuzz-${builds}`,
+      docker_image: `127.0.0.1:${registry.port}/fuzz/${image}:latest`,
     });
     assert.equal(res.status, 202, JSON.stringify(res.body));
     for (let i = 0; i < 900; i++) {
@@ -305,11 +314,13 @@ describe("an image registry's hostile answers", { skip: !haveImageTools && "skop
   }
 
   test("a layer size that is not a count fails the build before anything is pulled", async () => {
-    for (const size of [-(2 ** 40), "123", null, 1.5]) {
-      const s = await build(raw(answer("200 OK", [manifestType], manifest([layer(size), layer(10)]))));
+    const sizes = [-(2 ** 40), "123", null, 1.5];
+    const ended = await Promise.all(sizes.map((size) => build(raw(answer("200 OK", [manifestType], manifest([layer(size), layer(10)]))))));
+    sizes.forEach((size, i) => {
+      const s = ended[i] as { status: string; error: string | null };
       assert.equal(s.status, "failed");
       assert.match(String(s.error), /valid size/, `size ${JSON.stringify(size)}: ${s.error}`);
-    }
+    });
     await othersUnaffected("hostile layer sizes");
   });
 
@@ -323,11 +334,12 @@ describe("an image registry's hostile answers", { skip: !haveImageTools && "skop
       { name: "index whose manifests is an object", answer: raw(answer("200 OK", [manifestType], '{"manifests":{"a":1}}')) },
       { name: "layers not a list", answer: raw(answer("200 OK", [manifestType], '{"layers":"x"}')) },
     ];
-    for (const h of cases) {
-      const s = await build(h.answer);
+    const ended = await Promise.all(cases.map((h) => build(h.answer)));
+    cases.forEach((h, i) => {
+      const s = ended[i] as { status: string; error: string | null };
       assert.equal(s.status, "failed", h.name);
       assert.doesNotMatch(String(s.error), /internal error/, `${h.name}: ${s.error}`);
-    }
+    });
     await othersUnaffected("hostile registry answers");
   });
 });

@@ -11,7 +11,7 @@ import { after, before, describe, test } from "node:test";
 import { LANGUAGES } from "../src/sandbox/languages.js";
 import { writeTinyLlama } from "./helpers/gguf.js";
 import { eventually } from "./helpers/leftovers.js";
-import { client, startServer, type TestServer } from "./helpers/server.js";
+import { client, startServer, type TestServer, withServiceLog } from "./helpers/server.js";
 
 const MODEL = "tiny-llama";
 const CONTEXT = 2048;
@@ -394,46 +394,49 @@ describe("local engine (tiny GGUF model)", () => {
     });
 
     test("the built-in code tool with the local model: the forced call runs in a real sandbox and the model answers", async () => {
-      // The random model never ends a free-text JSON string by itself: a bias towards the '"' byte
-      // token (id 3 + 0x22) ends `code` at once, so the program is empty, but the call is the model's
-      // own (its language picked under the schema's enum) and runs in a real sandbox.
-      const res = await call<
-        Completion & {
-          steps: Array<{ language: string; code: string; result: { logs: { stdout: string; stderr: string }; error: string | null } }>;
-        }
-      >("POST", "/v1/inference/chat/completions", {
-        model: MODEL,
-        messages,
-        temperature: 0,
-        max_tokens: 120,
-        tools: [{ type: "code_interpreter" }],
-        tool_choice: "required",
-        max_steps: 1,
-        logit_bias: { "37": 20 },
+      // A failure carries the service's log (a sandbox process that died says why there).
+      await withServiceLog(server, async () => {
+        // The random model never ends a free-text JSON string by itself: a bias towards the '"' byte
+        // token (id 3 + 0x22) ends `code` at once, so the program is empty, but the call is the model's
+        // own (its language picked under the schema's enum) and runs in a real sandbox.
+        const res = await call<
+          Completion & {
+            steps: Array<{ language: string; code: string; result: { logs: { stdout: string; stderr: string }; error: string | null } }>;
+          }
+        >("POST", "/v1/inference/chat/completions", {
+          model: MODEL,
+          messages,
+          temperature: 0,
+          max_tokens: 120,
+          tools: [{ type: "code_interpreter" }],
+          tool_choice: "required",
+          max_steps: 1,
+          logit_bias: { "37": 20 },
+        });
+        assert.equal(res.status, 200, JSON.stringify(res.body));
+        assert.equal(res.body.steps.length, 1, JSON.stringify(res.body));
+        const step = res.body.steps[0] as (typeof res.body.steps)[number];
+        assert.ok((LANGUAGES as readonly string[]).includes(step.language), step.language);
+        assert.equal(typeof step.code, "string");
+        // The result is what code/run gives for the same code in a fresh sandbox.
+        const sandbox = await call<{ sandbox_id: string }>("POST", "/v1/agents/sandboxes", {});
+        const direct = await call<{ logs: { stdout: string; stderr: string }; error: unknown }>(
+          "POST",
+          `/v1/agents/sandboxes/${sandbox.body.sandbox_id}/code/run`,
+          { language: step.language, code: step.code },
+        );
+        await call("DELETE", `/v1/agents/sandboxes/${sandbox.body.sandbox_id}`);
+        assert.equal(direct.status, 200, JSON.stringify(direct.body));
+        assert.deepEqual(step.result.logs, direct.body.logs);
+        assert.equal(
+          step.result.error === null,
+          direct.body.error === null || direct.body.error === undefined,
+          JSON.stringify([step, direct.body]),
+        );
+        const final = res.body.choices[0];
+        assert.equal(typeof final?.message.content, "string", "after max_steps the model answers in text");
+        assert.ok(res.body.usage.prompt_tokens > 0 && res.body.usage.completion_tokens > 0);
       });
-      assert.equal(res.status, 200, JSON.stringify(res.body));
-      assert.equal(res.body.steps.length, 1, JSON.stringify(res.body));
-      const step = res.body.steps[0] as (typeof res.body.steps)[number];
-      assert.ok((LANGUAGES as readonly string[]).includes(step.language), step.language);
-      assert.equal(typeof step.code, "string");
-      // The result is what code/run gives for the same code in a fresh sandbox.
-      const sandbox = await call<{ sandbox_id: string }>("POST", "/v1/agents/sandboxes", {});
-      const direct = await call<{ logs: { stdout: string; stderr: string }; error: unknown }>(
-        "POST",
-        `/v1/agents/sandboxes/${sandbox.body.sandbox_id}/code/run`,
-        { language: step.language, code: step.code },
-      );
-      await call("DELETE", `/v1/agents/sandboxes/${sandbox.body.sandbox_id}`);
-      assert.equal(direct.status, 200, JSON.stringify(direct.body));
-      assert.deepEqual(step.result.logs, direct.body.logs);
-      assert.equal(
-        step.result.error === null,
-        direct.body.error === null || direct.body.error === undefined,
-        JSON.stringify([step, direct.body]),
-      );
-      const final = res.body.choices[0];
-      assert.equal(typeof final?.message.content, "string", "after max_steps the model answers in text");
-      assert.ok(res.body.usage.prompt_tokens > 0 && res.body.usage.completion_tokens > 0);
     });
 
     test("bad tool requests are 400s", async () => {

@@ -278,7 +278,9 @@ describe("graceful shutdown on SIGTERM", () => {
 /** A process's command line, for a failure's message (empty once it is gone). */
 function commandOf(pid: number): string {
   try {
-    return fs.readFileSync(`/proc/${pid}/cmdline`, "utf8").replaceAll("\0", " ").trim();
+    const ppid = fs.readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]?.split(" ")[1];
+    const parent = ppid ? fs.readFileSync(`/proc/${ppid}/cmdline`, "utf8").replaceAll("\0", " ").trim().slice(0, 80) : "";
+    return `${fs.readFileSync(`/proc/${pid}/cmdline`, "utf8").replaceAll("\0", " ").trim()} (parent ${ppid}: ${parent})`;
   } catch {
     return "";
   }
